@@ -1,0 +1,362 @@
+// The profiler binary of one variant: ckgen::host::profiler_main(variant, argc, argv).
+//
+//   ckgen_profiler_<variant> --shapes FILE.csv [options]
+//   ckgen_profiler_<variant> --C 64 --K 64 --input 56x56 --filter 3x3 [--G --N --ndim --stride
+//                            --dilation --pad-left --pad-right | --pad] [options]
+// Options:
+//   --datatype fp16|bf16|fp32|all[,..]  datatypes (default: all that have instances)
+//   --verify none|cpu|gpu|auto          reference (default gpu; cpu = fp64 on the host, small
+//                                       problems only: larger ones fall back to gpu; auto = cpu
+//                                       when small)
+//   --init random|int|positive          input values (default random, uniform [-1,1))
+//   --seed N                            base seed (default from the clock; printed)
+//   --warmup N --repeat N --iters N     timing: N warm-up launches, then repeat samples of
+//                                       iters back-to-back launches between two events
+//                                       (iters 0 = auto, ~2 ms per sample); median reported
+//   --kernels GLOB[,GLOB]               instance-name filter (fnmatch: * ? [..])
+//   --shape GLOB[,GLOB]                 shape-name filter for --shapes
+//   --k-batch N[,N..]                   backward_weight split-K (0 = instance's choice)
+//   --csv FILE                          write results (one row per shape x instance x k_batch)
+//   --list                              list matching instances and exit (no GPU needed)
+//   --verbose                           also print why instances refuse a problem
+//   --strict                            exit 4 when a problem has no supporting instance
+// Exit: 0 ok; 1 a verification or run failed; 2 bad arguments / shapes file; 3 no GPU;
+//       4 (--strict) a problem without a supporting instance.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ckgen/host/common.hpp"
+#include "ckgen/host/runner.hpp"
+#include "ckgen/host/shapes.hpp"
+#include "ckgen/kernel_base.hpp"
+
+namespace ckgen::host {
+
+inline const char* profiler_usage() {
+  return "usage: ckgen_profiler_<variant> (--shapes FILE.csv | --C C --K K --input DxHxW --filter "
+         "ZxYxX [--G G] [--N N] [--ndim D] [--stride S] [--dilation D] [--pad-left P] "
+         "[--pad-right P] [--pad P] [--name NAME])\n"
+         "  [--datatype fp16|bf16|fp32|all[,..]] [--verify none|cpu|gpu|auto] "
+         "[--init random|int|positive] [--seed N]\n"
+         "  [--warmup N] [--repeat N] [--iters N (0=auto)] [--kernels GLOB[,GLOB]] [--shape GLOB] "
+         "[--k-batch N[,N]] [--csv FILE] [--list] [--verbose] [--strict]\n"
+         "exit: 0 ok, 1 verification/run failure, 2 bad arguments, 3 no GPU, 4 unsupported "
+         "problem (--strict)\n";
+}
+
+struct ProfilerRow {
+  std::string shape;
+  std::string instance;
+  int k_batch = 0;
+  double ms = -1, tflops = 0, gbps = 0, max_abs_err = 0;
+  std::string verified;  // pass / fail / error / none
+  bool best = false;
+};
+
+inline std::string fmt_fixed(double v, int prec) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
+
+inline int profiler_main(Variant variant, int argc, char** argv) {
+  const char* vname = to_string(variant);
+  std::set<std::string> value_opts = {"shapes", "datatype", "verify", "init", "seed", "warmup",
+                                      "repeat", "iters", "kernels", "shape", "k-batch", "csv"};
+  for (const auto& k : problem_option_names()) value_opts.insert(k);
+  const std::set<std::string> flag_opts = {"list", "verbose", "strict", "help"};
+
+  // ---------------------------------------------------------------- arguments
+  std::vector<NamedProblem> problems;
+  std::vector<DataType> dtypes;
+  bool dtypes_explicit = false;
+  RefKind verify = RefKind::Gpu;
+  bool verify_auto = false;
+  InitMode init = InitMode::Random;
+  uint64_t seed = 0;
+  int warmup = 5, repeat = 10, iters = 0;
+  std::string kernels_glob, shape_glob, csv_path;
+  std::vector<int> k_batches = {0};
+  bool list = false, verbose = false, strict = false;
+  try {
+    Args a(argc, argv, value_opts, flag_opts);
+    if (a.flag("help")) {
+      std::cout << profiler_usage();
+      return 0;
+    }
+    list = a.flag("list");
+    verbose = a.flag("verbose");
+    strict = a.flag("strict");
+    const bool cmdline_problem = has_problem_args(a);
+    if (a.has("shapes") && cmdline_problem)
+      throw UsageError("give either --shapes or a command-line problem, not both");
+    if (a.has("shapes")) {
+      try {
+        problems = load_shapes_csv(a.get("shapes"));
+      } catch (const ShapeError& e) {
+        throw UsageError(e.what());
+      }
+      shape_glob = a.get("shape");
+      if (!shape_glob.empty()) {
+        std::vector<NamedProblem> keep;
+        for (auto& np : problems)
+          if (glob_match(shape_glob, np.name)) keep.push_back(np);
+        if (keep.empty()) throw UsageError("--shape '" + shape_glob + "' matches no shape");
+        problems = keep;
+      }
+    } else if (cmdline_problem) {
+      problems.push_back(problem_from_args(a));
+    } else if (!list) {
+      throw UsageError("give --shapes FILE.csv or one problem (--C --K --input --filter ...)");
+    }
+    if (a.has("shape") && !a.has("shapes")) throw UsageError("--shape filters --shapes");
+    const std::string dt = a.get("datatype", "all");
+    if (dt != "all") {
+      dtypes_explicit = true;
+      for (const std::string& s : split(dt, ',')) {
+        DataType t;
+        if (!parse_datatype(trim(s), t))
+          throw UsageError("--datatype: '" + s + "' is not fp16, bf16, fp32 or all");
+        if (std::find(dtypes.begin(), dtypes.end(), t) == dtypes.end()) dtypes.push_back(t);
+      }
+    }
+    const std::string ver = a.get("verify", "gpu");
+    if (ver == "auto") {
+      verify_auto = true;
+    } else if (!parse_ref_kind(ver, verify)) {
+      throw UsageError("--verify: '" + ver + "' is not none, cpu, gpu or auto");
+    }
+    if (!parse_init_mode(a.get("init", "random"), init))
+      throw UsageError("--init: '" + a.get("init") + "' is not random, int or positive");
+    seed = a.has("seed") ? uint64_t(a.get_int("seed", 0, 0))
+                         : uint64_t(std::chrono::system_clock::now().time_since_epoch().count()) %
+                               1000000007ull;
+    warmup = int(a.get_int("warmup", 5, 0, 1000000));
+    repeat = int(a.get_int("repeat", 10, 1, 1000000));
+    iters = int(a.get_int("iters", 0, 0, 1000000));
+    kernels_glob = a.get("kernels");
+    csv_path = a.get("csv");
+    if (a.has("k-batch")) {
+      k_batches.clear();
+      for (const std::string& s : split(a.get("k-batch"), ',')) {
+        int64_t k;
+        if (!parse_int64(s, k) || k < 0 || k > 1000000)
+          throw UsageError("--k-batch: '" + s + "' is not a non-negative integer");
+        if (std::find(k_batches.begin(), k_batches.end(), int(k)) == k_batches.end())
+          k_batches.push_back(int(k));
+      }
+      if (variant != Variant::BackwardWeight) {
+        if (!(k_batches.size() == 1 && k_batches[0] <= 1))
+          std::cerr << "note: --k-batch only applies to backward_weight; ignored\n";
+        k_batches = {0};
+      }
+    }
+  } catch (const UsageError& e) {
+    std::cerr << "ckgen_profiler_" << vname << ": error: " << e.what()
+              << "\n(run with --help for usage)\n";
+    return 2;
+  }
+
+  // ---------------------------------------------------------------- instances
+  std::vector<const KernelBase*> instances;
+  for (const auto& k : registry().all()) {
+    const KernelKey& key = k->key();
+    if (key.variant != variant) continue;
+    if (dtypes_explicit &&
+        std::find(dtypes.begin(), dtypes.end(), key.datatype) == dtypes.end())
+      continue;
+    if (!glob_match(kernels_glob, key.name)) continue;
+    instances.push_back(k.get());
+  }
+  if (!dtypes_explicit) {
+    for (DataType t : kAllDataTypes)
+      for (const KernelBase* k : instances)
+        if (k->key().datatype == t) {
+          dtypes.push_back(t);
+          break;
+        }
+  }
+  if (list) {
+    for (const KernelBase* k : instances)
+      std::cout << k->key().name << "  " << to_string(k->key().datatype) << "  "
+                << k->key().ndim << "D  " << k->key().arch << "\n";
+    std::cout << instances.size() << " " << vname << " instance(s)\n";
+    return 0;
+  }
+  if (instances.empty()) {
+    std::cerr << "ckgen_profiler_" << vname << ": error: no " << vname << " instance matches"
+              << (kernels_glob.empty() ? "" : " --kernels '" + kernels_glob + "'")
+              << (dtypes_explicit ? " for the datatype(s) asked" : "") << " (" <<
+        registry().all().size() << " instance(s) registered; try --list)\n";
+    return 2;
+  }
+
+  std::string why;
+  if (!gpu_available(&why)) {
+    std::cerr << "ckgen_profiler_" << vname << ": no GPU: " << why << "\n";
+    return 3;
+  }
+
+  std::ofstream csv;
+  if (!csv_path.empty()) {
+    csv.open(csv_path);
+    if (!csv) {
+      std::cerr << "ckgen_profiler_" << vname << ": error: cannot write " << csv_path << "\n";
+      return 2;
+    }
+    csv << "shape,variant,datatype,instance,ms,tflops,gbps,verified,k_batch,best,max_abs_err,"
+           "ndim,G,N,C,K,input,filter,stride,dilation,pad_left,pad_right,gpu\n";
+  }
+
+  const std::string gpu = gpu_name();
+  std::cout << "ckgen profiler: " << vname << " on " << gpu << "; " << problems.size()
+            << " problem(s), " << instances.size() << " instance(s); verify="
+            << (verify_auto ? "auto" : to_string(verify)) << " init=" << to_string(init)
+            << " seed=" << seed << " warmup=" << warmup << " repeat=" << repeat
+            << " iters=" << (iters ? std::to_string(iters) : std::string("auto")) << "\n";
+
+  int failures = 0, unsupported_problems = 0;
+  try {
+    Stream stream;
+    Workbench wb(variant, stream.get());
+    uint64_t case_counter = 0;
+    for (DataType dt : dtypes) {
+      for (const NamedProblem& np : problems) {
+        const ConvProblem& p = np.problem;
+        ++case_counter;
+        // Supporting (instance, k_batch) pairs.
+        std::vector<std::pair<const KernelBase*, int>> runs;
+        for (const KernelBase* k : instances) {
+          if (k->key().datatype != dt) continue;
+          for (int kb : k_batches) {
+            RunOptions o;
+            o.k_batch = kb;
+            const std::string reason = k->is_supported(p, o);
+            if (reason.empty())
+              runs.push_back({k, kb});
+            else if (verbose)
+              std::cout << "  skip " << k->name()
+                        << (k_batches.size() > 1 ? " k_batch=" + std::to_string(kb) : "") << ": "
+                        << reason << "\n";
+          }
+        }
+        const uint64_t case_seed = hash2(seed, case_counter);
+        std::cout << "\n[" << vname << " " << to_string(dt) << "] " << np.name << ": "
+                  << problem_summary(p) << "  (" << fmt_fixed(p.flops() * 1e-9, 3)
+                  << " GFLOP, seed " << case_seed << ")\n";
+        if (runs.empty()) {
+          ++unsupported_problems;
+          std::cout << "  NO INSTANCE supports this problem"
+                    << (verbose ? "" : " (--verbose shows why)") << "\n";
+          continue;
+        }
+        RefKind ref = verify;
+        if (verify_auto) ref = p.flops() <= kCpuReferenceMaxFlops ? RefKind::Cpu : RefKind::Gpu;
+        if (ref == RefKind::Cpu && p.flops() > 50 * kCpuReferenceMaxFlops) {
+          std::cout << "  note: problem too large for the CPU reference; using the GPU reference\n";
+          ref = RefKind::Gpu;
+        }
+        std::vector<ProfilerRow> rows;
+        try {
+          wb.setup(dt, p, init, case_seed);
+          wb.compute_reference(ref);
+        } catch (const GpuFailure& e) {
+          std::cout << "  ERROR preparing the problem: " << e.what() << "\n";
+          ++failures;
+          continue;
+        }
+        for (const auto& [k, kb] : runs) {
+          RunOptions o;
+          o.k_batch = kb;
+          ProfilerRow row;
+          row.shape = np.name;
+          row.instance = k->name();
+          row.k_batch = kb;
+          const VerifyOutcome vo = wb.verify(*k, o);
+          row.verified = vo.word();
+          row.max_abs_err = vo.verified ? vo.cmp.max_abs_err : 0;
+          if (!vo.ok) ++failures;
+          TimingResult t;
+          if (vo.ran) t = wb.time(*k, o, warmup, repeat, iters);
+          if (vo.ran && !t.ok) {
+            ++failures;
+            row.verified = "error";
+          }
+          std::ostringstream line;
+          if (t.ok) {
+            row.ms = t.ms;
+            row.tflops = p.flops() / (t.ms * 1e9);
+            row.gbps = min_bytes(p, dt) / (t.ms * 1e6);
+            line << "  " << std::setw(10) << fmt_fixed(t.ms, 4) << " ms " << std::setw(8)
+                 << fmt_fixed(row.tflops, 2) << " TFLOPS " << std::setw(8)
+                 << fmt_fixed(row.gbps, 1) << " GB/s  ";
+          } else {
+            line << "  " << std::setw(10) << "-" << " ms " << std::setw(8) << "-" << " TFLOPS "
+                 << std::setw(8) << "-" << " GB/s  ";
+          }
+          line << k->name();
+          if (variant == Variant::BackwardWeight) line << " k_batch=" << kb;
+          line << "  " << vo.summary(variant, p);
+          if (vo.ran && !t.ok) line << "; timing ERROR " << t.error;
+          std::cout << line.str() << "\n";
+          rows.push_back(row);
+        }
+        // Best: fastest timed row that did not fail.
+        int best = -1;
+        for (int i = 0; i < int(rows.size()); ++i) {
+          const auto& r = rows[size_t(i)];
+          if (r.ms < 0 || r.verified == "fail" || r.verified == "error") continue;
+          if (best < 0 || r.ms < rows[size_t(best)].ms) best = i;
+        }
+        if (best >= 0) {
+          auto& b = rows[size_t(best)];
+          b.best = true;
+          std::cout << "  best: " << b.instance
+                    << (variant == Variant::BackwardWeight ? " k_batch=" + std::to_string(b.k_batch)
+                                                           : "")
+                    << "  " << fmt_fixed(b.ms, 4) << " ms  " << fmt_fixed(b.tflops, 2)
+                    << " TFLOPS  " << fmt_fixed(b.gbps, 1) << " GB/s\n";
+        } else {
+          std::cout << "  best: none (every instance failed)\n";
+        }
+        if (csv) {
+          for (const auto& r : rows) {
+            csv << r.shape << ',' << vname << ',' << to_string(dt) << ',' << r.instance << ','
+                << (r.ms >= 0 ? fmt_fixed(r.ms, 6) : "") << ','
+                << (r.ms >= 0 ? fmt_fixed(r.tflops, 4) : "") << ','
+                << (r.ms >= 0 ? fmt_fixed(r.gbps, 3) : "") << ',' << r.verified << ','
+                << r.k_batch << ',' << (r.best ? 1 : 0) << ',' << r.max_abs_err << ','
+                << p.ndim << ',' << p.G << ',' << p.N << ',' << p.C << ',' << p.K << ','
+                << dims_string(p.in, p.ndim) << ',' << dims_string(p.filter, p.ndim) << ','
+                << dims_string(p.stride, p.ndim) << ',' << dims_string(p.dilation, p.ndim)
+                << ',' << dims_string(p.pad_l, p.ndim) << ',' << dims_string(p.pad_r, p.ndim)
+                << ',' << '"' << gpu << '"' << '\n';
+          }
+          csv.flush();
+        }
+      }
+    }
+  } catch (const GpuFailure& e) {
+    std::cerr << "ckgen_profiler_" << vname << ": GPU error: " << e.what() << "\n";
+    return 1;
+  }
+
+  std::cout << "\n" << (failures ? "FAILED: " + std::to_string(failures) + " failure(s)" : "OK")
+            << (unsupported_problems
+                    ? "; " + std::to_string(unsupported_problems) + " problem(s) without a supporting instance"
+                    : "")
+            << "\n";
+  if (failures) return 1;
+  if (strict && unsupported_problems) return 4;
+  return 0;
+}
+
+}  // namespace ckgen::host

@@ -1,0 +1,252 @@
+// Shared by the profiler and the tests: one problem x datatype on the GPU ("Workbench"):
+// device tensors, fresh random inputs, a reference result, verification of an instance
+// (poison -> run -> compare) and event timing of back-to-back launches.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ckgen/host/common.hpp"
+#include "ckgen/host/init.hpp"
+#include "ckgen/host/reference.hpp"
+#include "ckgen/host/shapes.hpp"
+#include "ckgen/host/tolerance.hpp"
+#include "ckgen/kernel_base.hpp"
+
+namespace ckgen::host {
+
+enum class RefKind { None, Cpu, Gpu };
+
+inline const char* to_string(RefKind r) {
+  switch (r) {
+    case RefKind::None: return "none";
+    case RefKind::Cpu: return "cpu";
+    case RefKind::Gpu: return "gpu";
+  }
+  return "?";
+}
+
+inline bool parse_ref_kind(const std::string& s, RefKind& r) {
+  for (RefKind x : {RefKind::None, RefKind::Cpu, RefKind::Gpu})
+    if (s == to_string(x)) {
+      r = x;
+      return true;
+    }
+  return false;
+}
+
+// Problems up to this many FLOPs use the CPU fp64 reference when "auto" is asked for.
+inline constexpr double kCpuReferenceMaxFlops = 2.0e9;
+
+// Minimum bytes moved: each tensor once.
+inline double min_bytes(const ConvProblem& p, DataType dt) {
+  return double(p.input_elems() + p.weight_elems() + p.output_elems()) * double(dtype_bytes(dt));
+}
+
+struct VerifyOutcome {
+  bool ran = false;        // the launch succeeded
+  bool verified = false;   // a comparison was made
+  bool ok = false;         // ran && (not verified || comparison passed)
+  std::string error;       // launch / runtime error
+  CompareResult cmp;
+  std::string summary(Variant v, const ConvProblem& p) const {
+    if (!ran) return "ERROR " + error;
+    if (!verified) return "not verified";
+    return cmp.summary(v, p);
+  }
+  // "pass", "fail", "error" or "none".
+  const char* word() const {
+    if (!ran) return "error";
+    if (!verified) return "none";
+    return cmp.ok ? "pass" : "fail";
+  }
+};
+
+struct TimingResult {
+  bool ok = false;
+  std::string error;
+  double ms = 0;      // median over repeats of (sample time / iters)
+  double ms_min = 0;  // fastest sample
+  int iters = 0;
+  int repeat = 0;
+};
+
+class Workbench {
+ public:
+  Workbench(Variant v, gpuStream_t stream) : v_(v), stream_(stream) {}
+
+  Variant variant() const { return v_; }
+  DataType datatype() const { return dt_; }
+  const ConvProblem& problem() const { return p_; }
+  uint64_t seed() const { return seed_; }
+  RefKind ref_kind() const { return ref_kind_; }
+  double ref_max_abs() const { return ref_max_; }
+  bool has_reference() const { return ref_kind_ != RefKind::None; }
+
+  // Allocates the tensors and fills the two the variant reads with fresh random values.
+  void setup(DataType dt, const ConvProblem& p, InitMode init, uint64_t seed) {
+    dt_ = dt;
+    p_ = p;
+    init_ = init;
+    seed_ = seed;
+    ref_kind_ = RefKind::None;
+    ref_.clear();
+    const std::size_t eb = dtype_bytes(dt);
+    x_.resize(std::size_t(p.input_elems()) * eb);
+    w_.resize(std::size_t(p.weight_elems()) * eb);
+    y_.resize(std::size_t(p.output_elems()) * eb);
+    const int tensor_ids[3] = {0, 1, 2};  // x, w, y
+    void* ptrs[3] = {x_.get(), w_.get(), y_.get()};
+    const int64_t counts[3] = {p.input_elems(), p.weight_elems(), p.output_elems()};
+    for (int t : tensor_ids) {
+      if (ptrs[t] == written_ptr()) continue;
+      gpu_check(fill_device(ptrs[t], counts[t], dt, init, tensor_seed(t), stream_), "fill");
+    }
+    gpu_check(gpuStreamSynchronize(stream_), "fill (synchronize)");
+  }
+
+  // Seed of tensor t (0 x, 1 w, 2 y): fill_host(..., tensor_seed(t)) reproduces it.
+  uint64_t tensor_seed(int t) const { return hash2(seed_, uint64_t(t) + 1); }
+
+  // Computes the reference of the written tensor. kind Cpu: fp64 on the host; Gpu: fp32
+  // kernel. Throws GpuFailure.
+  void compute_reference(RefKind kind) {
+    ref_kind_ = RefKind::None;
+    ref_.clear();
+    if (kind == RefKind::None) return;
+    const int64_t n = written_elems(v_, p_);
+    if (kind == RefKind::Cpu) {
+      std::vector<double> hx, hw, hy;
+      if (v_ != Variant::BackwardData) hx = download(x_.get(), p_.input_elems());
+      if (v_ != Variant::BackwardWeight) hw = download(w_.get(), p_.weight_elems());
+      if (v_ != Variant::Forward) hy = download(y_.get(), p_.output_elems());
+      ref_ = reference_cpu(v_, p_, hx, hw, hy);
+    } else {
+      ref32_.resize(std::size_t(n) * sizeof(float));
+      gpu_check(fill_device_f32(static_cast<float*>(ref32_.get()), n, NAN, stream_), "ref fill");
+      void* px = v_ == Variant::BackwardData ? ref32_.get() : x_.get();
+      void* pw = v_ == Variant::BackwardWeight ? ref32_.get() : w_.get();
+      void* py = v_ == Variant::Forward ? ref32_.get() : y_.get();
+      gpu_check(reference_gpu(v_, dt_, p_, px, pw, py, stream_, true), "reference kernel launch");
+      gpu_check(gpuStreamSynchronize(stream_), "reference kernel");
+      std::vector<float> h(static_cast<std::size_t>(n));
+      gpu_check(gpuMemcpy(h.data(), ref32_.get(), std::size_t(n) * sizeof(float),
+                          gpuMemcpyDeviceToHost),
+                "reference download");
+      ref_.assign(h.begin(), h.end());
+      for (int64_t i = 0; i < n; ++i)
+        if (!std::isfinite(ref_[size_t(i)]))
+          throw GpuFailure("GPU reference left a non-finite value at " + describe_index(v_, p_, i));
+    }
+    ref_kind_ = kind;
+    ref_max_ = max_abs(ref_);
+  }
+
+  // Device tensors for run().
+  ConvTensors tensors() const { return ConvTensors{x_.get(), w_.get(), y_.get()}; }
+  void* written_ptr() const {
+    switch (v_) {
+      case Variant::Forward: return y_.get();
+      case Variant::BackwardData: return x_.get();
+      default: return w_.get();
+    }
+  }
+
+  // Poisons the written tensor, runs once, compares with the reference (when there is one).
+  VerifyOutcome verify(const KernelBase& k, const RunOptions& opts) {
+    VerifyOutcome r;
+    try {
+      const int64_t n = written_elems(v_, p_);
+      ws_.resize(k.workspace_bytes(p_, opts));
+      gpu_check(poison_device(written_ptr(), n, dt_, stream_), "poison");
+      gpu_check(k.run(p_, tensors(), ws_.get(), stream_, opts), "run");
+      gpu_check(gpuStreamSynchronize(stream_), "run (synchronize)");
+      gpu_check(gpuGetLastError(), "run (last error)");
+      r.ran = true;
+      if (ref_kind_ == RefKind::None) {
+        r.ok = true;
+        return r;
+      }
+      std::vector<unsigned char> out(std::size_t(n) * dtype_bytes(dt_));
+      gpu_check(gpuMemcpy(out.data(), written_ptr(), out.size(), gpuMemcpyDeviceToHost),
+                "result download");
+      const Tolerance tol = tolerance_for(v_, dt_, p_, opts.k_batch, ref_max_,
+                                          ref_kind_ == RefKind::Gpu);
+      r.cmp = compare_result(ref_, out.data(), dt_, tol);
+      r.verified = true;
+      r.ok = r.cmp.ok;
+    } catch (const GpuFailure& e) {
+      r.error = e.what();
+      r.ok = false;
+    }
+    return r;
+  }
+
+  // Events around `iters` back-to-back launches, `repeat` samples, median. iters 0: chosen so
+  // that a sample lasts about target_ms.
+  TimingResult time(const KernelBase& k, const RunOptions& opts, int warmup, int repeat,
+                    int iters, double target_ms = 2.0) {
+    TimingResult t;
+    try {
+      ws_.resize(k.workspace_bytes(p_, opts));
+      const ConvTensors ts = tensors();
+      auto launch = [&] { gpu_check(k.run(p_, ts, ws_.get(), stream_, opts), "run"); };
+      for (int i = 0; i < warmup; ++i) launch();
+      gpu_check(gpuStreamSynchronize(stream_), "warm-up");
+      Event a, b;
+      auto sample = [&](int n) {
+        gpu_check(gpuEventRecord(a.get(), stream_), "event record");
+        for (int i = 0; i < n; ++i) launch();
+        gpu_check(gpuEventRecord(b.get(), stream_), "event record");
+        gpu_check(gpuEventSynchronize(b.get()), "event synchronize");
+        float ms = 0;
+        gpu_check(gpuEventElapsedTime(&ms, a.get(), b.get()), "event elapsed");
+        return double(ms) / n;
+      };
+      if (iters <= 0) {
+        const double est = std::max(sample(3), 1e-4);
+        iters = int(std::min(10000.0, std::max(1.0, std::ceil(target_ms / est))));
+      }
+      std::vector<double> s;
+      for (int r = 0; r < std::max(1, repeat); ++r) s.push_back(sample(iters));
+      std::sort(s.begin(), s.end());
+      const std::size_t m = s.size();
+      t.ms = m % 2 ? s[m / 2] : 0.5 * (s[m / 2 - 1] + s[m / 2]);
+      t.ms_min = s.front();
+      t.iters = iters;
+      t.repeat = int(m);
+      gpu_check(gpuGetLastError(), "timing (last error)");
+      t.ok = true;
+    } catch (const GpuFailure& e) {
+      t.error = e.what();
+    }
+    return t;
+  }
+
+  const std::vector<double>& reference() const { return ref_; }
+
+  // Host copy of a device tensor as doubles.
+  std::vector<double> download(const void* dev, int64_t n) const {
+    std::vector<unsigned char> raw(std::size_t(n) * dtype_bytes(dt_));
+    gpu_check(gpuMemcpy(raw.data(), dev, raw.size(), gpuMemcpyDeviceToHost), "download");
+    std::vector<double> out(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = load_host(raw.data(), i, dt_);
+    return out;
+  }
+
+ private:
+  Variant v_;
+  gpuStream_t stream_;
+  DataType dt_ = DataType::FP16;
+  ConvProblem p_;
+  InitMode init_ = InitMode::Random;
+  uint64_t seed_ = 0;
+  RefKind ref_kind_ = RefKind::None;
+  double ref_max_ = 0;
+  std::vector<double> ref_;
+  DeviceBuffer x_, w_, y_, ws_, ref32_;
+};
+
+}  // namespace ckgen::host
