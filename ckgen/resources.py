@@ -1,0 +1,31 @@
+"""Where ckgen's data (templates/, configs/, arch_specs.json) lives.
+
+From a wheel the data sits in the package as ``ckgen/_share``; from a source checkout
+(editable install, tests) it is the repository root beside the package.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+
+@cache
+def share_dir() -> Path:
+    pkg = Path(__file__).resolve().parent
+    installed = pkg / "_share"
+    if (installed / "arch_specs.json").is_file():
+        return installed
+    return pkg.parent
+
+
+def templates_dir() -> Path:
+    return share_dir() / "templates"
+
+
+def configs_dir() -> Path:
+    return share_dir() / "configs"
+
+
+def arch_specs_path() -> Path:
+    return share_dir() / "arch_specs.json"

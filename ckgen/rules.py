@@ -1,0 +1,239 @@
+"""The validity rules: one table, arch-aware, each rule returning the reason it rejects.
+
+Every candidate from the expansion is checked against RULES in order; the first rule that
+returns a reason rejects it, and the reason is kept (``list-instances --show-rejected``).
+Nothing else in ckgen decides whether an instance is valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .arch import ArchSpec
+from .instance import KernelInstance, default_k_batch
+from .vocab import DATATYPE_BYTES, Epilogue, MathUnit, Pipeline, Reduction, Scheduler, Specialization, Stage, Variant
+
+# What the C++ template library (templates/include/ckgen) implements today. A configuration
+# outside this set is valid for the hardware but has no code yet; it is rejected with that reason
+# rather than generated into something that does not compile.
+IMPLEMENTED = {
+    "pipeline": {Pipeline.BASIC},
+    "epilogue": {Epilogue.DEFAULT},
+    "reduction": {Reduction.SPLITK},
+    "math_unit": {MathUnit.MMA_SYNC, MathUnit.FMA},
+    "scheduler": {Scheduler.INTRAWAVE},
+    "groups_to_merge": {1},
+    "wave_k": {1},
+}
+
+VECTOR_SIZES = (1, 2, 4, 8)
+MAX_STAGES = 8
+MAX_K_BATCH = 64
+GROUPS_TO_MERGE = (1, 2, 4, 8, 16, 32)
+WAVELET_RATIOS = ((4, 4), (4, 2), (2, 2), (2, 1), (1, 1))
+# Shared-memory rows are padded by 16 bytes against bank conflicts.
+LDS_ROW_PAD_BYTES = 16
+# Registers every thread spends on indices, pointers and loop state (calibrated against the
+# compiler's report; see bench/NOTES.md).
+REGISTER_OVERHEAD = 40
+
+Check = Callable[[KernelInstance, ArchSpec], "str | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    doc: str
+    check: Check
+
+
+def lds_bytes(i: KernelInstance) -> int:
+    """Shared memory of the main loop (A and B tiles per stage, rows padded) or of the
+    cshuffle epilogue's C tile, whichever is larger (they reuse the same buffer)."""
+    e = DATATYPE_BYTES[i.datatype]
+    tm, tn, tk = i.tile
+    row = tk * e + LDS_ROW_PAD_BYTES
+    main = max(1, i.stages) * (tm + tn) * row
+    cshuffle = tm * (tn * 4 + LDS_ROW_PAD_BYTES) if i.epilogue is Epilogue.CSHUFFLE else 0
+    return max(main, cshuffle)
+
+
+def register_estimate(i: KernelInstance, warp_size: int) -> int:
+    """32-bit registers per math thread: fp32 accumulators, matrix fragments, the global
+    staging of one stage of A and B, and fixed overhead."""
+    tm, tn, tk = i.tile
+    wm, wn, wk = i.waves
+    e = DATATYPE_BYTES[i.datatype]
+    threads = wm * wn * wk * warp_size
+    acc = (tm // wm) * (tn // wn) // warp_size
+    frag = ((tm // wm) * i.warp_tile[2] + (tn // wn) * i.warp_tile[2]) * e // 4 // warp_size
+    staging = (tm + tn) * tk * e // 4 // threads if i.pipeline is not Pipeline.WAVELET else 0
+    return acc + frag + staging + REGISTER_OVERHEAD
+
+
+def _datatype(i: KernelInstance, a: ArchSpec) -> str | None:
+    if i.datatype not in a.warp_tiles:
+        return f"{i.datatype.value} has no matrix path on {a.name}"
+    return None
+
+
+def _ndim(i: KernelInstance, a: ArchSpec) -> str | None:
+    return None if i.ndim in (1, 2, 3) else f"ndim {i.ndim} not in 1, 2, 3"
+
+
+def _warp_tile(i: KernelInstance, a: ArchSpec) -> str | None:
+    legal = a.warp_tiles.get(i.datatype, ())
+    if i.warp_tile not in legal:
+        shown = ", ".join("x".join(map(str, t)) for t in legal)
+        return f"warp tile {'x'.join(map(str, i.warp_tile))} is not a {i.datatype.value} matrix instruction on {a.name} (legal: {shown})"
+    return None
+
+
+def _waves(i: KernelInstance, a: ArchSpec) -> str | None:
+    if i.waves not in a.wave_layouts:
+        return f"wave layout {'x'.join(map(str, i.waves))} not legal on {a.name}"
+    return None
+
+
+def _block_size(i: KernelInstance, a: ArchSpec) -> str | None:
+    t = i.threads * a.warp_size
+    return None if t <= a.max_threads_per_block else f"{t} threads per block > {a.max_threads_per_block}"
+
+
+def _divisible(i: KernelInstance, a: ArchSpec) -> str | None:
+    for d, name in enumerate("MNK"):
+        step = i.waves[d] * i.warp_tile[d]
+        if i.tile[d] % step:
+            return f"tile {name}={i.tile[d]} is not a multiple of waves x warp tile = {step}"
+    return None
+
+
+def _vectors(i: KernelInstance, a: ArchSpec) -> str | None:
+    e = DATATYPE_BYTES[i.datatype]
+    for name, v in (("a", i.vec_a), ("b", i.vec_b), ("c", i.vec_c)):
+        if v not in VECTOR_SIZES:
+            return f"vector size {name}={v} not in {VECTOR_SIZES}"
+        if v * e > 16:
+            return f"vector size {name}={v} x {e} bytes exceeds a 16-byte access"
+    tm, tn, tk = i.tile
+    if tk % i.vec_a or tk % i.vec_b:
+        return f"tile K={tk} is not a multiple of the A/B vector sizes {i.vec_a}/{i.vec_b}"
+    if tn % i.vec_c:
+        return f"tile N={tn} is not a multiple of the C vector size {i.vec_c}"
+    return None
+
+
+def _pipeline(i: KernelInstance, a: ArchSpec) -> str | None:
+    if i.pipeline not in a.pipelines:
+        return f"pipeline {i.pipeline.value} not available on {a.name}"
+    if i.pipeline is Pipeline.BASIC and i.stages != 1:
+        return "basic pipeline has exactly one stage"
+    if i.pipeline is not Pipeline.BASIC and not 2 <= i.stages <= MAX_STAGES:
+        return f"{i.pipeline.value} needs 2..{MAX_STAGES} stages"
+    return None
+
+
+def _wavelet(i: KernelInstance, a: ArchSpec) -> str | None:
+    if i.pipeline is not Pipeline.WAVELET:
+        if i.load_waves or i.math_waves:
+            return "load/math waves are only for the wavelet pipeline"
+        return None
+    if (i.load_waves, i.math_waves) not in WAVELET_RATIOS:
+        return f"wavelet load/math ratio {i.load_waves}x{i.math_waves} not in {WAVELET_RATIOS}"
+    if i.math_waves != i.waves[0] * i.waves[1] * i.waves[2]:
+        return f"wavelet math waves {i.math_waves} must equal the wave layout's {i.waves[0] * i.waves[1] * i.waves[2]} waves"
+    return None
+
+
+def _scheduler(i: KernelInstance, a: ArchSpec) -> str | None:
+    if i.scheduler not in a.schedulers:
+        return f"scheduler {i.scheduler.value} not available on {a.name} (wave{a.warp_size})"
+    return None
+
+
+def _lds(i: KernelInstance, a: ArchSpec) -> str | None:
+    need = lds_bytes(i)
+    return None if need <= a.lds_bytes else f"LDS {need} bytes > {a.lds_bytes} on {a.name}"
+
+
+def _registers(i: KernelInstance, a: ArchSpec) -> str | None:
+    est = register_estimate(i, a.warp_size)
+    limit = a.registers_per_thread
+    return None if est <= limit else f"register estimate {est} > {limit} per thread"
+
+
+def _reduction(i: KernelInstance, a: ArchSpec) -> str | None:
+    bw = i.variant is Variant.BACKWARD_WEIGHT
+    if not bw:
+        if i.reduction is not Reduction.SPLITK:
+            return "StreamK is only for backward_weight"
+        if i.k_batch != default_k_batch(i.variant):
+            return "k_batch is only for backward_weight"
+        if i.stage is not Stage.ONE:
+            return "two-stage reduction is only for backward_weight"
+    if not 0 <= i.k_batch <= MAX_K_BATCH:
+        return f"k_batch {i.k_batch} not in 0..{MAX_K_BATCH} (0 = chosen per problem)"
+    if i.persistent and i.reduction is Reduction.SPLITK:
+        return "persistent is only for StreamK"
+    if i.reduction is not Reduction.SPLITK and i.k_batch not in (0, 1):
+        return "StreamK sizes its own split: k_batch must be 0"
+    return None
+
+
+def _merge(i: KernelInstance, a: ArchSpec) -> str | None:
+    if i.groups_to_merge not in GROUPS_TO_MERGE:
+        return f"groups_to_merge {i.groups_to_merge} not in {GROUPS_TO_MERGE}"
+    return None
+
+
+def _specialization(i: KernelInstance, a: ArchSpec) -> str | None:
+    if i.specialization is not Specialization.DEFAULT and i.variant is Variant.BACKWARD_DATA and i.groups_to_merge > 1:
+        return "1x1 specializations do not combine with merged groups in backward_data"
+    return None
+
+
+def _implemented(i: KernelInstance, a: ArchSpec) -> str | None:
+    got = {
+        "pipeline": i.pipeline,
+        "epilogue": i.epilogue,
+        "reduction": i.reduction,
+        "math_unit": a.math_units[i.datatype],
+        "scheduler": i.scheduler,
+        "groups_to_merge": i.groups_to_merge,
+        "wave_k": i.waves[2],
+    }
+    for key, value in got.items():
+        if value not in IMPLEMENTED[key]:
+            shown = getattr(value, "value", value)
+            return f"not yet in the template library: {key} {shown}"
+    return None
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("ndim", "ndim is 1, 2 or 3", _ndim),
+    Rule("datatype", "the target has a matrix path for the datatype", _datatype),
+    Rule("warp_tile", "warp tile is a legal matrix instruction for target and datatype", _warp_tile),
+    Rule("waves", "wave layout is legal on the target", _waves),
+    Rule("block_size", "threads per block within the target's limit", _block_size),
+    Rule("divisible", "tile is a multiple of waves x warp tile in M, N, K", _divisible),
+    Rule("vectors", "vector sizes are 1/2/4/8, at most 16 bytes, dividing the tile", _vectors),
+    Rule("pipeline", "pipeline available on the target, stage count fits the pipeline", _pipeline),
+    Rule("wavelet", "load/math waves only for wavelet, in the allowed ratios", _wavelet),
+    Rule("scheduler", "scheduler available on the target (interwave: AMD wave64 only)", _scheduler),
+    Rule("reduction", "k_batch / StreamK / two-stage only for backward_weight", _reduction),
+    Rule("merge", "groups_to_merge in the allowed set", _merge),
+    Rule("specialization", "specialization combines with the rest", _specialization),
+    Rule("lds", "shared memory of the pipeline fits the target", _lds),
+    Rule("registers", "register estimate fits the target", _registers),
+    Rule("implemented", "the template library implements the configuration", _implemented),
+)
+
+
+def check(i: KernelInstance, a: ArchSpec) -> tuple[str, str] | None:
+    """(rule id, reason) of the first rule that rejects ``i`` on ``a``, else None."""
+    for r in RULES:
+        reason = r.check(i, a)
+        if reason is not None:
+            return r.id, reason
+    return None

@@ -1,0 +1,90 @@
+// The run-time face of one generated kernel instance, and the registry that holds them.
+//
+// Every generated translation unit defines one `register_<instance name>(Registry&)` that adds
+// a `KernelInstance<Config>` (kernel.hpp) to the registry. Host tools (profiler, tests,
+// dispatcher) only see this interface.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ckgen/portability.hpp"
+#include "ckgen/problem.hpp"
+#include "ckgen/vocab.hpp"
+
+namespace ckgen {
+
+// Device pointers of one convolution call. Which one is written depends on the variant:
+//   forward:         reads in (x), wei (w);   writes out (y)
+//   backward_data:   reads out (dy), wei (w); writes in (dx)
+//   backward_weight: reads out (dy), in (x);  writes wei (dw)
+struct ConvTensors {
+  void* in = nullptr;
+  void* wei = nullptr;
+  void* out = nullptr;
+};
+
+// Per-call options. k_batch: split count for backward_weight (0 = choose automatically);
+// ignored by the other variants.
+struct RunOptions {
+  int k_batch = 0;
+};
+
+// Static description of an instance (mirrors the generated Config; the key of the registry).
+struct KernelKey {
+  std::string name;
+  Variant variant;
+  DataType datatype;
+  int ndim;
+  int tile_m, tile_n, tile_k;
+  int wave_m, wave_n, wave_k;
+  int warp_m, warp_n, warp_k;
+  Pipeline pipeline;
+  int stages;
+  Scheduler scheduler;
+  int load_waves, math_waves;
+  Epilogue epilogue;
+  int vec_a, vec_b, vec_c;
+  Specialization specialization;
+  int groups_to_merge;
+  int k_batch;
+  Reduction reduction;
+  bool persistent;
+  Stage stage;
+  const char* arch;
+};
+
+class KernelBase {
+ public:
+  virtual ~KernelBase() = default;
+  virtual const KernelKey& key() const = 0;
+  const std::string& name() const { return key().name; }
+
+  // Empty string when this instance can run `p` (with opts), else the reason it cannot.
+  virtual std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const = 0;
+
+  // Bytes of device workspace `run` needs for `p` (0 for most instances).
+  virtual std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const = 0;
+
+  // Enqueues the convolution on `stream`. Returns gpuSuccess or the launch error. The caller
+  // has checked is_supported. `workspace` holds workspace_bytes(p, opts) bytes (may be null
+  // when that is 0).
+  virtual gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace,
+                         gpuStream_t stream, const RunOptions& opts = {}) const = 0;
+};
+
+class Registry {
+ public:
+  void add(std::unique_ptr<KernelBase> k) { kernels_.push_back(std::move(k)); }
+  const std::vector<std::unique_ptr<KernelBase>>& all() const { return kernels_; }
+
+ private:
+  std::vector<std::unique_ptr<KernelBase>> kernels_;
+};
+
+// The process-wide registry filled by the generated registry source (registry.cpp).
+Registry& registry();
+
+}  // namespace ckgen

@@ -1,0 +1,104 @@
+// Rendered from ckgen/vocab.py by `python -m ckgen.vocab`; do not edit by hand.
+#pragma once
+
+namespace ckgen {
+
+enum class Variant { Forward, BackwardData, BackwardWeight };
+inline constexpr const char* to_string(Variant v) {
+  switch (v) {
+    case Variant::Forward: return "forward";
+    case Variant::BackwardData: return "backward_data";
+    case Variant::BackwardWeight: return "backward_weight";
+  }
+  return "?";
+}
+
+enum class DataType { FP16, BF16, FP32 };
+inline constexpr const char* to_string(DataType v) {
+  switch (v) {
+    case DataType::FP16: return "fp16";
+    case DataType::BF16: return "bf16";
+    case DataType::FP32: return "fp32";
+  }
+  return "?";
+}
+
+enum class Pipeline { Basic, Multistage, Wavelet };
+inline constexpr const char* to_string(Pipeline v) {
+  switch (v) {
+    case Pipeline::Basic: return "basic";
+    case Pipeline::Multistage: return "multistage";
+    case Pipeline::Wavelet: return "wavelet";
+  }
+  return "?";
+}
+
+enum class Scheduler { Intrawave, Interwave };
+inline constexpr const char* to_string(Scheduler v) {
+  switch (v) {
+    case Scheduler::Intrawave: return "intrawave";
+    case Scheduler::Interwave: return "interwave";
+  }
+  return "?";
+}
+
+enum class Epilogue { Default, CShuffle };
+inline constexpr const char* to_string(Epilogue v) {
+  switch (v) {
+    case Epilogue::Default: return "default";
+    case Epilogue::CShuffle: return "cshuffle";
+  }
+  return "?";
+}
+
+enum class Specialization { Default, Filter1x1Pad0, Filter1x1Stride1Pad0 };
+inline constexpr const char* to_string(Specialization v) {
+  switch (v) {
+    case Specialization::Default: return "default";
+    case Specialization::Filter1x1Pad0: return "filter1x1_pad0";
+    case Specialization::Filter1x1Stride1Pad0: return "filter1x1_stride1_pad0";
+  }
+  return "?";
+}
+
+enum class Reduction { SplitK, StreamKLinear, StreamKTree };
+inline constexpr const char* to_string(Reduction v) {
+  switch (v) {
+    case Reduction::SplitK: return "splitk";
+    case Reduction::StreamKLinear: return "streamk_linear";
+    case Reduction::StreamKTree: return "streamk_tree";
+  }
+  return "?";
+}
+
+enum class Stage { One, Two };
+inline constexpr const char* to_string(Stage v) {
+  switch (v) {
+    case Stage::One: return "one";
+    case Stage::Two: return "two";
+  }
+  return "?";
+}
+
+enum class MathUnit { MmaSync, Wgmma, Mfma, Wmma, Fma };
+inline constexpr const char* to_string(MathUnit v) {
+  switch (v) {
+    case MathUnit::MmaSync: return "mma_sync";
+    case MathUnit::Wgmma: return "wgmma";
+    case MathUnit::Mfma: return "mfma";
+    case MathUnit::Wmma: return "wmma";
+    case MathUnit::Fma: return "fma";
+  }
+  return "?";
+}
+
+enum class Platform { Nvidia, Amd };
+inline constexpr const char* to_string(Platform v) {
+  switch (v) {
+    case Platform::Nvidia: return "nvidia";
+    case Platform::Amd: return "amd";
+  }
+  return "?";
+}
+
+}  // namespace ckgen
