@@ -1,0 +1,65 @@
+// Default epilogue: fp32 accumulators -> output, stored straight from registers with bounds
+// checks. Each lane owns runs of kAccVec consecutive columns (2 for mma.sync, 4 for Fma); they
+// are written kVecC (capped at the run length) elements per store. Output modes (OutMode):
+// Direct (convert to the output type), AtomicF32 (split-K one stage), PartialF32 (split-K two
+// stages, the split's own workspace slice).
+#pragma once
+
+#include "ckgen/block_gemm.hpp"
+#include "ckgen/config.hpp"
+#include "ckgen/conv_maps.hpp"
+
+namespace ckgen {
+
+template <class Tr, class View>
+struct EpilogueDefault {
+  using Raw = typename Tr::Raw;
+  using Gemm = BlockGemm<Tr>;
+  using Mma = typename Gemm::Mma;
+  static constexpr int kRun = Mma::kAccVec;
+  static constexpr int W = Tr::VC < kRun ? Tr::VC : kRun;
+  static_assert(kRun % W == 0, "ckgen: store width must divide the accumulator run");
+
+  CKGEN_DEVICE static void run(const View& v, const ConvArgs& p, const typename Gemm::Acc& acc,
+                               int m0, int n0, int split, int tid) {
+    const Gemm gemm(tid);
+    const int M = v.M(), N = v.N();
+#pragma unroll
+    for (int i = 0; i < Tr::RepM; ++i) {
+#pragma unroll
+      for (int e = 0; e < Mma::kAccPerTile; e += kRun) {
+        int r, c;
+        Mma::acc_coord(gemm.lane, e, r, c);
+        const int m = m0 + gemm.wm0 + i * Tr::IM + r;
+        if (m >= M) continue;
+        const int64_t row = v.c_row(m);
+#pragma unroll
+        for (int j = 0; j < Tr::RepN; ++j) {
+#pragma unroll
+          for (int s = 0; s < kRun; s += W) {
+            const int n = n0 + gemm.wn0 + j * Tr::IN + c + s;
+            if (n >= N) continue;  // N % kVecC == 0 (is_supported): a W run is all in or out
+            const float* a = &acc[i][j][e + s];
+            const int64_t off = row + n;
+            if (p.out_mode == OutMode::Direct) {
+              Vec<Raw, W> out;
+#pragma unroll
+              for (int q = 0; q < W; ++q) out.v[q] = float_to_raw<Tr::kDataType>(a[q]);
+              *reinterpret_cast<Vec<Raw, W>*>(static_cast<Raw*>(p.dst) + off) = out;
+            } else if (p.out_mode == OutMode::AtomicF32) {
+#pragma unroll
+              for (int q = 0; q < W; ++q) atomic_add_f32(p.ws + off + q, a[q]);
+            } else {
+              Vec<float, W> out;
+#pragma unroll
+              for (int q = 0; q < W; ++q) out.v[q] = a[q];
+              *reinterpret_cast<Vec<float, W>*>(p.ws + split * p.ws_split_stride + off) = out;
+            }
+          }
+        }
+      }
+    }
+  }
+};
+
+}  // namespace ckgen

@@ -1,0 +1,380 @@
+// GroupedConvKernel<Config>: the device kernel of one generated instance and its host face
+// (KernelBase: is_supported / workspace_bytes / run). make_kernel<Config>() is what the
+// generated translation unit registers.
+//
+// Composition (CK Tile style): ConfigTraits (config.hpp) -> view / index maps (conv_maps.hpp)
+// -> loaders (tile_loader.hpp) -> pipeline (pipeline_basic.hpp) -> block GEMM + warp backend
+// (block_gemm.hpp, warp_mma.hpp) -> epilogue (epilogue.hpp).
+//
+// Grid: x = GEMM tiles (M tiles x N tiles, N fastest), y = group (x stride class for
+// backward_data), z = split-K index (backward_weight).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <type_traits>
+#include <string>
+
+#include "ckgen/config.hpp"
+#include "ckgen/conv_maps.hpp"
+#include "ckgen/epilogue.hpp"
+#include "ckgen/kernel_base.hpp"
+#include "ckgen/pipeline_basic.hpp"
+#include "ckgen/pipeline_multistage.hpp"
+#include "ckgen/portability.hpp"
+#include "ckgen/problem.hpp"
+#include "ckgen/vocab.hpp"
+
+#if defined(CKGEN_NVIDIA)
+#define CKGEN_GRID_CONSTANT __grid_constant__
+#else
+#define CKGEN_GRID_CONSTANT
+#endif
+
+namespace ckgen {
+
+// ------------------------------------------------------------------------------------------
+// Device kernels
+// ------------------------------------------------------------------------------------------
+template <class Cfg>
+CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
+    grouped_conv_kernel(const CKGEN_GRID_CONSTANT ConvArgs p) {
+  using Tr = ConfigTraits<Cfg>;
+  using View = typename ViewFor<Tr::kVariant, typename Tr::Raw, Cfg::kSpecialization>::type;
+  using Pipe = std::conditional_t<Cfg::kPipeline == Pipeline::Multistage,
+                                  PipelineMultistage<Tr, View>, PipelineBasic<Tr, View>>;
+  using Gemm = BlockGemm<Tr>;
+  extern __shared__ __attribute__((aligned(16))) unsigned char ckgen_smem[];
+
+  const int tid = threadIdx.x;
+  const int by = blockIdx.y;
+  const int g = by / p.num_classes;
+  const int cls = by - g * p.num_classes;
+  const View v(p, g, cls);
+
+  const int tile = blockIdx.x;
+  const int tm = tile / p.tiles_n;
+  const int tn = tile - tm * p.tiles_n;
+  const int m0 = tm * Tr::BM, n0 = tn * Tr::BN;
+  if (m0 >= v.M()) return;  // smaller backward_data classes (uniform per block)
+
+  const int split = blockIdx.z;
+  const int Kred = v.K();
+  const int kb = split * p.k_chunk;
+  const int ke = kb + p.k_chunk < Kred ? kb + p.k_chunk : Kred;
+
+  typename Gemm::Acc acc;
+  Gemm::clear(acc);
+  Pipe::run(v, acc, m0, n0, kb, ke, ckgen_smem, tid);
+  EpilogueDefault<Tr, View>::run(v, p, acc, m0, n0, split, tid);
+}
+
+// Split-K finish: dst = convert(sum over splits of ws[s * stride + i]).
+template <DataType D>
+CKGEN_GLOBAL void splitk_finish_kernel(const float* __restrict__ ws, int splits, int64_t stride,
+                                       typename DataTypeTraits<D>::raw* __restrict__ dst,
+                                       int64_t n) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    float s = 0.f;
+    for (int k = 0; k < splits; ++k) s += ws[k * stride + i];
+    dst[i] = float_to_raw<D>(s);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Host side
+// ------------------------------------------------------------------------------------------
+namespace detail {
+inline int device_sm_count() {
+  static const int count = [] {
+    int dev = 0, v = 0;
+    if (gpuGetDevice(&dev) != gpuSuccess) return 132;
+    if (gpuDeviceGetAttribute(&v, gpuDevAttrMultiProcessorCount, dev) != gpuSuccess || v < 1)
+      return 132;
+    return v;
+  }();
+  return count;
+}
+inline int device_smem_optin() {
+  static const int bytes = [] {
+    int dev = 0, v = 0;
+    if (gpuGetDevice(&dev) != gpuSuccess) return 48 * 1024;
+    if (gpuDeviceGetAttribute(&v, gpuDevAttrMaxSharedMemoryPerBlockOptin, dev) != gpuSuccess ||
+        v < 1)
+      return 48 * 1024;
+    return v;
+  }();
+  return bytes;
+}
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline std::string str(int64_t v) { return std::to_string(v); }
+}  // namespace detail
+
+template <class Cfg>
+class GroupedConvKernel final : public KernelBase {
+ public:
+  using Tr = ConfigTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  static constexpr Variant kVariant = Cfg::kVariant;
+  static constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
+
+  GroupedConvKernel() {
+    key_.name = Cfg::kName;
+    key_.variant = Cfg::kVariant;
+    key_.datatype = Cfg::kDataType;
+    key_.ndim = Cfg::kNDim;
+    key_.tile_m = Tr::BM;
+    key_.tile_n = Tr::BN;
+    key_.tile_k = Tr::BK;
+    key_.wave_m = Tr::WM;
+    key_.wave_n = Tr::WN;
+    key_.wave_k = Tr::WK;
+    key_.warp_m = Tr::IM;
+    key_.warp_n = Tr::IN;
+    key_.warp_k = Tr::IK;
+    key_.pipeline = Cfg::kPipeline;
+    key_.stages = Cfg::kStages;
+    key_.scheduler = Cfg::kScheduler;
+    key_.load_waves = Cfg::kLoadWaves;
+    key_.math_waves = Cfg::kMathWaves;
+    key_.epilogue = Cfg::kEpilogue;
+    key_.vec_a = Tr::VA;
+    key_.vec_b = Tr::VB;
+    key_.vec_c = Tr::VC;
+    key_.specialization = Cfg::kSpecialization;
+    key_.groups_to_merge = Cfg::kGroupsToMerge;
+    key_.k_batch = Cfg::kKBatch;
+    key_.reduction = Cfg::kReduction;
+    key_.persistent = Cfg::kPersistent;
+    key_.stage = Cfg::kStage;
+    key_.arch = Cfg::kArch;
+  }
+
+  const KernelKey& key() const override { return key_; }
+
+  // GEMM sizes per group (backward_data: the largest stride class).
+  static void gemm_dims(const ConvProblem& p, int64_t& M, int64_t& N, int64_t& K) {
+    const int64_t zyx = p.filter_spatial();
+    if constexpr (kVariant == Variant::Forward) {
+      M = p.N * p.out_spatial();
+      N = p.K;
+      K = zyx * p.C;
+    } else if constexpr (kVariant == Variant::BackwardData) {
+      M = p.N;
+      K = p.K;
+      for (int i = 0; i < 3; ++i) {
+        const int64_t fstep = p.stride[i] / std::gcd(p.stride[i], p.dilation[i]);
+        M *= detail::ceil_div(p.in[i], p.stride[i]);  // class 0 is the largest
+        K *= detail::ceil_div(p.filter[i], fstep);    // most taps of any class
+      }
+      N = p.C;
+    } else {
+      M = p.K;
+      N = zyx * p.C;
+      K = p.N * p.out_spatial();
+    }
+  }
+
+  // The split count a call uses (backward_weight; 1 otherwise).
+  int resolve_k_batch(const ConvProblem& p, const RunOptions& opts) const {
+    if constexpr (kVariant != Variant::BackwardWeight) {
+      return 1;
+    } else {
+      if (opts.k_batch > 0) return opts.k_batch;
+      if (Cfg::kKBatch > 0) return Cfg::kKBatch;
+      int64_t M, N, K;
+      gemm_dims(p, M, N, K);
+      const int64_t tiles = p.G * detail::ceil_div(M, Tr::BM) * detail::ceil_div(N, Tr::BN);
+      const int64_t target = 2 * int64_t(detail::device_sm_count());
+      int64_t kb = detail::ceil_div(target, tiles);
+      const int64_t kmax = std::max<int64_t>(1, detail::ceil_div(K, 4 * Tr::BK));  // >= 4 k tiles
+      kb = std::min<int64_t>(kb, kmax);
+      return int(std::max<int64_t>(1, std::min<int64_t>(64, kb)));
+    }
+  }
+
+  std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    using detail::str;
+    if (std::string e = p.validate(); !e.empty()) return "invalid problem: " + e;
+    if (p.ndim != Cfg::kNDim)
+      return "ndim mismatch: instance is " + str(Cfg::kNDim) + "D, problem is " + str(p.ndim) + "D";
+    {
+      ConvProblem q = p;
+      q.compute_output();
+      for (int i = 0; i < 3; ++i)
+        if (q.out[i] != p.out[i]) return "problem.out does not match compute_output()";
+    }
+    // Specialization.
+    if constexpr (Cfg::kSpecialization != Specialization::Default) {
+      for (int i = 0; i < 3; ++i) {
+        if (p.filter[i] != 1) return "specialization filter1x1 needs a 1x1 filter";
+        if (p.pad_l[i] != 0 || p.pad_r[i] != 0) return "specialization filter1x1 needs zero pads";
+        if (Cfg::kSpecialization == Specialization::Filter1x1Stride1Pad0 && p.stride[i] != 1)
+          return "specialization filter1x1_stride1_pad0 needs stride 1";
+      }
+    }
+    // Vector widths vs channel alignment (the contiguous dim of each operand).
+    const int64_t zyxc = p.filter_spatial() * p.C;
+    auto need = [&](int64_t v, int vec, const char* what, const char* op) -> std::string {
+      if (v % vec == 0) return {};
+      return std::string(op) + " vector width " + str(vec) + " needs " + what + " (" + str(v) +
+             ") to be a multiple of " + str(vec);
+    };
+    std::string e;
+    if constexpr (kVariant == Variant::Forward) {
+      if (!(e = need(p.C, Tr::VA, "C", "A (input)")).empty()) return e;
+      if (!(e = need(zyxc, Tr::VB, "Z*Y*X*C", "B (weight)")).empty()) return e;
+      if (!(e = need(p.K, Tr::VC, "K", "C (output)")).empty()) return e;
+    } else if constexpr (kVariant == Variant::BackwardData) {
+      if (!(e = need(p.K, Tr::VA, "K", "A (output grad)")).empty()) return e;
+      if (!(e = need(p.C, Tr::VB, "C", "B (weight)")).empty()) return e;
+      if (!(e = need(p.C, Tr::VC, "C", "C (input grad)")).empty()) return e;
+    } else {
+      if (!(e = need(p.K, Tr::VA, "K", "A (output grad)")).empty()) return e;
+      if (!(e = need(p.C, Tr::VB, "C", "B (input)")).empty()) return e;
+      if (!(e = need(zyxc, Tr::VC, "Z*Y*X*C", "C (weight grad)")).empty()) return e;
+    }
+    // 32-bit limits of the index math (tensor offsets themselves are 64-bit).
+    int64_t M, N, K;
+    gemm_dims(p, M, N, K);
+    const int64_t lim = int64_t(1) << 30;
+    if (M > kMax32 || N > kMax32 || K > kMax32)
+      return "a per-group GEMM dim exceeds 2^31-1 (M=" + str(M) + " N=" + str(N) + " K=" + str(K) + ")";
+    if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32)
+      return "N * spatial size exceeds 2^31-1 (32-bit index math)";
+    if (zyxc > kMax32 || p.C > kMax32 || p.K > kMax32) return "Z*Y*X*C exceeds 2^31-1";
+    for (int i = 0; i < 3; ++i)
+      if (p.in[i] + p.pad_l[i] + p.pad_r[i] > lim || (p.filter[i] - 1) * p.dilation[i] > lim ||
+          p.stride[i] > lim)
+        return "a spatial size exceeds 2^30";
+    int64_t tiles = detail::ceil_div(M, Tr::BM) * detail::ceil_div(N, Tr::BN);
+    if (tiles > kMax32) return "too many tiles for grid.x";
+    int64_t classes = 1;
+    if constexpr (kVariant == Variant::BackwardData)
+      classes = p.stride[0] * p.stride[1] * p.stride[2];
+    if (p.G * classes > 65535)
+      return "G (x stride classes for backward_data) exceeds 65535 (grid.y limit)";
+    // Split-K.
+    if constexpr (kVariant == Variant::BackwardWeight) {
+      const int kb = resolve_k_batch(p, opts);
+      if (kb < 1 || kb > 64) return "k_batch " + str(kb) + " out of range 1..64";
+    }
+    if (Tr::kSmemBytes > 48 * 1024 && Tr::kSmemBytes > detail::device_smem_optin())
+      return "needs " + str(Tr::kSmemBytes) + " bytes of shared memory, device allows " +
+             str(detail::device_smem_optin());
+    return {};
+  }
+
+  std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    if constexpr (kVariant != Variant::BackwardWeight) {
+      return 0;
+    } else {
+      const int kb = resolve_k_batch(p, opts);
+      if (kb <= 1) return 0;
+      const std::size_t elems = std::size_t(p.weight_elems());
+      return (Cfg::kStage == Stage::One ? 1 : std::size_t(kb)) * elems * sizeof(float);
+    }
+  }
+
+  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
+                 const RunOptions& opts = {}) const override {
+    ConvArgs a{};
+    a.in = t.in;
+    a.wei = t.wei;
+    a.out = t.out;
+    a.G = int(p.G);
+    a.N = int(p.N);
+    a.C = int(p.C);
+    a.K = int(p.K);
+    for (int i = 0; i < 3; ++i) {
+      a.in_[i] = int(p.in[i]);
+      a.out_[i] = int(p.out[i]);
+      a.fil[i] = int(p.filter[i]);
+      a.s[i] = int(p.stride[i]);
+      a.dil[i] = int(p.dilation[i]);
+      a.pl[i] = int(p.pad_l[i]);
+      a.fd_fil[i].init(p.filter[i]);
+      a.fd_out[i].init(p.out[i]);
+    }
+    a.in_spatial = int(p.in_spatial());
+    a.out_spatial = int(p.out_spatial());
+    a.ZYX = int(p.filter_spatial());
+    a.ZYXC = int(p.filter_spatial() * p.C);
+    a.GC = p.G * p.C;
+    a.GK = p.G * p.K;
+    a.fd_C.init(p.C);
+    a.fd_K.init(p.K);
+    int64_t M, N, K;
+    gemm_dims(p, M, N, K);
+    a.M = int(M);
+    a.Ng = int(N);
+    a.Kred = int(K);
+    a.tiles_n = int(detail::ceil_div(N, Tr::BN));
+    const int64_t tiles = detail::ceil_div(M, Tr::BM) * a.tiles_n;
+    a.num_classes = 1;
+    if constexpr (kVariant == Variant::BackwardData)
+      a.num_classes = int(p.stride[0] * p.stride[1] * p.stride[2]);
+    const int kb = resolve_k_batch(p, opts);
+    a.k_batch = kb;
+    a.k_chunk = int(detail::ceil_div(detail::ceil_div(std::max<int64_t>(K, 1), kb), Tr::BK) * Tr::BK);
+    if constexpr (kVariant != Variant::BackwardWeight) a.k_chunk = int(std::max<int64_t>(K, 1));
+    // The backward_data class K varies per block; one chunk covers every class.
+    if constexpr (kVariant == Variant::BackwardData) a.k_chunk = int(kMax32);
+    a.ws = static_cast<float*>(workspace);
+    a.ws_split_stride = p.weight_elems();
+    void* dst = kVariant == Variant::Forward ? t.out
+                : kVariant == Variant::BackwardData ? t.in
+                                                    : t.wei;
+    a.dst = dst;
+    a.out_mode = OutMode::Direct;
+    if (kb > 1) a.out_mode = Cfg::kStage == Stage::One ? OutMode::AtomicF32 : OutMode::PartialF32;
+    if (kb > 1 && workspace == nullptr) return gpuErrorInvalidValueCompat();
+
+    if constexpr (Tr::kSmemBytes > 48 * 1024) {
+      static const gpuError_t attr_err =
+          gpuFuncSetAttribute(grouped_conv_kernel<Cfg>, gpuFuncAttributeMaxDynamicSharedMemorySize,
+                              Tr::kSmemBytes);
+      if (attr_err != gpuSuccess) return attr_err;
+    }
+    if (a.out_mode == OutMode::AtomicF32) {
+      gpuError_t e = gpuMemsetAsync(workspace, 0, std::size_t(p.weight_elems()) * sizeof(float), stream);
+      if (e != gpuSuccess) return e;
+    }
+    const dim3 grid(unsigned(tiles), unsigned(p.G * a.num_classes), unsigned(kb));
+    grouped_conv_kernel<Cfg><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+    gpuError_t e = gpuGetLastError();
+    if (e != gpuSuccess) return e;
+    if (kb > 1) {
+      const int64_t n = p.weight_elems();
+      const int splits = Cfg::kStage == Stage::One ? 1 : kb;
+      const int threads = 256;
+      const int64_t blocks = std::min<int64_t>(detail::ceil_div(n, threads), 8 * detail::device_sm_count());
+      splitk_finish_kernel<Cfg::kDataType><<<unsigned(blocks), threads, 0, stream>>>(
+          static_cast<const float*>(workspace), splits, a.ws_split_stride, static_cast<Raw*>(dst), n);
+      e = gpuGetLastError();
+    }
+    return e;
+  }
+
+ private:
+  static gpuError_t gpuErrorInvalidValueCompat() {
+#if defined(CKGEN_NVIDIA)
+    return cudaErrorInvalidValue;
+#elif defined(CKGEN_AMD_NOGPUINC)
+    return 1;
+#else
+    return hipErrorInvalidValue;
+#endif
+  }
+  KernelKey key_;
+};
+
+template <class Cfg>
+std::unique_ptr<KernelBase> make_kernel() {
+  return std::make_unique<GroupedConvKernel<Cfg>>();
+}
+
+}  // namespace ckgen

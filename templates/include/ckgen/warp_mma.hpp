@@ -1,0 +1,28 @@
+// Selects the warp-level MMA backend from Config::kMathUnit.
+// Backends: WarpMmaSync (mma_nvidia.hpp), WarpFma (mma_fma.hpp). An AMD backend (MFMA / WMMA,
+// mma_amd.hpp) plugs in here with the same interface: kAccPerTile, kAccVec, acc_coord(),
+// tile(acc, sA, sB, wm0, wn0, lane).
+#pragma once
+
+#include "ckgen/config.hpp"
+#include "ckgen/mma_fma.hpp"
+#include "ckgen/mma_nvidia.hpp"
+#if defined(CKGEN_AMD) && __has_include("ckgen/mma_amd.hpp")
+#include "ckgen/mma_amd.hpp"
+#define CKGEN_HAS_MMA_AMD 1
+#endif
+
+namespace ckgen {
+
+template <class Tr, MathUnit U = Tr::Config::kMathUnit>
+struct WarpMmaFor {
+  static_assert(U == MathUnit::MmaSync || U == MathUnit::Fma,
+                "ckgen: this math unit has no backend yet (MmaSync and Fma are implemented)");
+  using type = WarpFma<Tr>;
+};
+template <class Tr>
+struct WarpMmaFor<Tr, MathUnit::MmaSync> {
+  using type = WarpMmaSync<Tr>;
+};
+
+}  // namespace ckgen
