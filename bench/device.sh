@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: generate + build the test and default projects for sm_90a, run
+# the GoogleTests (incl. the random sweep), the profiler over the RetinaNet and coverage sets,
+# and cuDNN's reference timing on the same shapes. Logs and CSVs go to $OUT.
+#
+#   bash bench/device.sh                 # everything
+#   PHASES="build test" bash bench/device.sh
+#
+# Needs: nvcc, cmake, ninja, python3 with click/jinja2/pyyaml/rich (and torch for the peer);
+# GoogleTest from Debian's libgtest-dev .deb carried in .gtest/ (no apt on that machine).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-/tmp/ckgen-out}
+WORK=${WORK:-/tmp/ckgen-work}
+PHASES=${PHASES:-"build test bench peer"}
+ARCH=${ARCH:-sm_90a}
+TARGETS=${TARGETS:-90a}
+JOBS=${JOBS:-$(nproc)}
+DTYPES=${DTYPES:-"fp16 bf16"}
+mkdir -p "$OUT" "$WORK"
+export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
+ckgen() { python3 -m ckgen.cli "$@"; }
+has() { [[ " $PHASES " == *" $1 "* ]]; }
+log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+
+GT=$WORK/gtest
+if [ ! -d "$GT/usr" ]; then
+  mkdir -p "$GT" && for f in "$ROOT"/.gtest/*.deb; do dpkg -x "$f" "$GT"; done
+fi
+
+build() {  # build <set> <dir>
+  local set=$1 dir=$2
+  ckgen generate --arch "$ARCH" --set "$set" -o "$dir" -q || return 1
+  ckgen emit-cmake -o "$dir" --platform nvidia --gpu-targets "$TARGETS" > /dev/null || return 1
+  cmake -S "$dir" -B "$dir/build" -G Ninja -DGTest_ROOT="$GT/usr" \
+    -DCMAKE_PREFIX_PATH="$GT/usr" > "$OUT/cmake_$set.log" 2>&1 || { tail -30 "$OUT/cmake_$set.log"; return 1; }
+  ninja -C "$dir/build" -j "$JOBS" > "$OUT/build_$set.log" 2>&1 || { grep -m20 -B2 -A8 "error" "$OUT/build_$set.log"; return 1; }
+}
+
+if has build; then
+  log "build tests + default projects"
+  t0=$SECONDS
+  build tests "$WORK/gen_tests" & p1=$!
+  build default "$WORK/gen_default" & p2=$!
+  wait $p1; r1=$?; wait $p2; r2=$?
+  log "build done in $((SECONDS - t0)) s (tests rc=$r1, default rc=$r2)"
+fi
+
+if has test; then
+  for v in forward backward_data backward_weight; do
+    bin=$WORK/gen_tests/build/bin/test_grouped_conv_$v
+    [ -x "$bin" ] || { log "missing $bin"; continue; }
+    t0=$SECONDS
+    CKGEN_SWEEP_SEED=${CKGEN_SWEEP_SEED:-$RANDOM} timeout ${TEST_TIMEOUT:-240} "$bin" --gtest_brief=1 \
+      --gtest_output=json:"$OUT/gtest_$v.json" > "$OUT/test_$v.log" 2>&1
+    rc=$?
+    log "test $v rc=$rc in $((SECONDS - t0)) s: $(grep -E '^\[  (PASSED|FAILED)' "$OUT/test_$v.log" | tr '\n' ' ')"
+    grep -E "^\[  FAILED|seed" "$OUT/test_$v.log" | head -20 | tee -a "$OUT/summary.txt"
+  done
+fi
+
+if has bench; then
+  for v in forward backward_data backward_weight; do
+    bin=$WORK/gen_default/build/bin/ckgen_profiler_$v
+    [ -x "$bin" ] || { log "missing $bin"; continue; }
+    for dt in $DTYPES; do
+      t0=$SECONDS
+      timeout ${BENCH_TIMEOUT:-200} "$bin" --shapes "$ROOT/templates/project/shapes/retinanet_r50fpn_n2.csv" \
+        --datatype "$dt" --verify ${VERIFY:-gpu} --warmup 3 --repeat 10 \
+        --csv "$OUT/prof_${v}_${dt}.csv" > "$OUT/prof_${v}_${dt}.log" 2>&1
+      log "profile $v $dt rc=$? in $((SECONDS - t0)) s"
+    done
+  done
+fi
+
+if has peer; then
+  t0=$SECONDS
+  timeout ${PEER_TIMEOUT:-240} python3 "$ROOT/bench/peer_cudnn.py" "$OUT/cudnn.csv" \
+    "$ROOT/templates/project/shapes/retinanet_r50fpn_n2.csv" > "$OUT/cudnn.log" 2>&1
+  log "peer rc=$? in $((SECONDS - t0)) s"
+fi
+
+if has bench && [ -f "$OUT/cudnn.csv" ]; then
+  python3 "$ROOT/bench/compare.py" --gpu "$GPU" --cudnn "$OUT/cudnn.csv" --out "$OUT/compare.csv" \
+    "$OUT"/prof_*.csv | tee -a "$OUT/summary.txt"
+fi
+log "done"
