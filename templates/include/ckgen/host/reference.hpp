@@ -211,38 +211,110 @@ inline std::vector<double> reference_cpu(Variant v, const ConvProblem& p,
 // ------------------------------------------------------------------------------------------
 // GPU fp32 reference (independent of the implicit-GEMM kernels)
 // ------------------------------------------------------------------------------------------
+// One output element each; __host__ __device__ so the host can emulate the GPU reference.
+template <DataType DT>
+CKGEN_HOST_DEVICE inline float ref_forward_elem(const ConvProblem& p, const void* x, const void* w,
+                                                int64_t idx) {
+  int64_t r = idx;
+  const int64_t k = r % p.K; r /= p.K;
+  const int64_t g = r % p.G; r /= p.G;
+  const int64_t ow = r % p.out[2]; r /= p.out[2];
+  const int64_t oh = r % p.out[1]; r /= p.out[1];
+  const int64_t od = r % p.out[0];
+  const int64_t n = r / p.out[0];
+  float acc = 0.f;
+  for (int64_t z = 0; z < p.filter[0]; ++z) {
+    const int64_t id = od * p.stride[0] + z * p.dilation[0] - p.pad_l[0];
+    if (id < 0 || id >= p.in[0]) continue;
+    for (int64_t yy = 0; yy < p.filter[1]; ++yy) {
+      const int64_t ih = oh * p.stride[1] + yy * p.dilation[1] - p.pad_l[1];
+      if (ih < 0 || ih >= p.in[1]) continue;
+      for (int64_t xx = 0; xx < p.filter[2]; ++xx) {
+        const int64_t iw = ow * p.stride[2] + xx * p.dilation[2] - p.pad_l[2];
+        if (iw < 0 || iw >= p.in[2]) continue;
+        const int64_t xb = x_offset(p, n, id, ih, iw, g, 0);
+        const int64_t wb = w_offset(p, g, k, z, yy, xx, 0);
+        for (int64_t c = 0; c < p.C; ++c)
+          acc += Elem<DT>::load(x, xb + c) * Elem<DT>::load(w, wb + c);
+      }
+    }
+  }
+  return acc;
+}
+
+template <DataType DT>
+CKGEN_HOST_DEVICE inline float ref_backward_data_elem(const ConvProblem& p, const void* dy,
+                                                      const void* w, int64_t idx) {
+  int64_t r = idx;
+  const int64_t c = r % p.C; r /= p.C;
+  const int64_t g = r % p.G; r /= p.G;
+  const int64_t iw = r % p.in[2]; r /= p.in[2];
+  const int64_t ih = r % p.in[1]; r /= p.in[1];
+  const int64_t id = r % p.in[0];
+  const int64_t n = r / p.in[0];
+  float acc = 0.f;
+  for (int64_t z = 0; z < p.filter[0]; ++z) {
+    // id = od*s - pl + z*dil  <=>  od = (id + pl - z*dil) / s when divisible
+    const int64_t td = id + p.pad_l[0] - z * p.dilation[0];
+    if (td < 0 || td % p.stride[0] != 0) continue;
+    const int64_t od = td / p.stride[0];
+    if (od >= p.out[0]) continue;
+    for (int64_t yy = 0; yy < p.filter[1]; ++yy) {
+      const int64_t th = ih + p.pad_l[1] - yy * p.dilation[1];
+      if (th < 0 || th % p.stride[1] != 0) continue;
+      const int64_t oh = th / p.stride[1];
+      if (oh >= p.out[1]) continue;
+      for (int64_t xx = 0; xx < p.filter[2]; ++xx) {
+        const int64_t tw = iw + p.pad_l[2] - xx * p.dilation[2];
+        if (tw < 0 || tw % p.stride[2] != 0) continue;
+        const int64_t ow = tw / p.stride[2];
+        if (ow >= p.out[2]) continue;
+        const int64_t yb = y_offset(p, n, od, oh, ow, g, 0);
+        for (int64_t k = 0; k < p.K; ++k)
+          acc += Elem<DT>::load(dy, yb + k) * Elem<DT>::load(w, w_offset(p, g, k, z, yy, xx, c));
+      }
+    }
+  }
+  return acc;
+}
+
+// Partial sum over reduction indices j = first, first+step, ... < N*Do*Ho*Wo of dw element idx.
+template <DataType DT>
+CKGEN_HOST_DEVICE inline float ref_backward_weight_partial(const ConvProblem& p, const void* dy,
+                                                           const void* x, int64_t idx,
+                                                           int64_t first, int64_t step) {
+  int64_t r = idx;
+  const int64_t c = r % p.C; r /= p.C;
+  const int64_t xx = r % p.filter[2]; r /= p.filter[2];
+  const int64_t yy = r % p.filter[1]; r /= p.filter[1];
+  const int64_t z = r % p.filter[0]; r /= p.filter[0];
+  const int64_t k = r % p.K;
+  const int64_t g = r / p.K;
+  const int64_t red = p.N * p.out_spatial();
+  float acc = 0.f;
+  for (int64_t j = first; j < red; j += step) {
+    int64_t q = j;
+    const int64_t ow = q % p.out[2]; q /= p.out[2];
+    const int64_t oh = q % p.out[1]; q /= p.out[1];
+    const int64_t od = q % p.out[0];
+    const int64_t n = q / p.out[0];
+    const int64_t id = od * p.stride[0] + z * p.dilation[0] - p.pad_l[0];
+    const int64_t ih = oh * p.stride[1] + yy * p.dilation[1] - p.pad_l[1];
+    const int64_t iw = ow * p.stride[2] + xx * p.dilation[2] - p.pad_l[2];
+    if (id < 0 || id >= p.in[0] || ih < 0 || ih >= p.in[1] || iw < 0 || iw >= p.in[2]) continue;
+    acc += Elem<DT>::load(dy, y_offset(p, n, od, oh, ow, g, k)) *
+           Elem<DT>::load(x, x_offset(p, n, id, ih, iw, g, c));
+  }
+  return acc;
+}
+
 // Out is float (reference buffer) or the datatype itself (OutDT) when used as a stand-in kernel.
 template <DataType DT, DataType OutDT>
 CKGEN_GLOBAL void ref_forward_kernel(ConvProblem p, const void* x, const void* w, void* y) {
   const int64_t total = p.output_elems();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += step) {
-    int64_t r = idx;
-    const int64_t k = r % p.K; r /= p.K;
-    const int64_t g = r % p.G; r /= p.G;
-    const int64_t ow = r % p.out[2]; r /= p.out[2];
-    const int64_t oh = r % p.out[1]; r /= p.out[1];
-    const int64_t od = r % p.out[0];
-    const int64_t n = r / p.out[0];
-    float acc = 0.f;
-    for (int64_t z = 0; z < p.filter[0]; ++z) {
-      const int64_t id = od * p.stride[0] + z * p.dilation[0] - p.pad_l[0];
-      if (id < 0 || id >= p.in[0]) continue;
-      for (int64_t yy = 0; yy < p.filter[1]; ++yy) {
-        const int64_t ih = oh * p.stride[1] + yy * p.dilation[1] - p.pad_l[1];
-        if (ih < 0 || ih >= p.in[1]) continue;
-        for (int64_t xx = 0; xx < p.filter[2]; ++xx) {
-          const int64_t iw = ow * p.stride[2] + xx * p.dilation[2] - p.pad_l[2];
-          if (iw < 0 || iw >= p.in[2]) continue;
-          const int64_t xb = x_offset(p, n, id, ih, iw, g, 0);
-          const int64_t wb = w_offset(p, g, k, z, yy, xx, 0);
-          for (int64_t c = 0; c < p.C; ++c)
-            acc += Elem<DT>::load(x, xb + c) * Elem<DT>::load(w, wb + c);
-        }
-      }
-    }
-    Elem<OutDT>::store(y, idx, acc);
-  }
+  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += step)
+    Elem<OutDT>::store(y, idx, ref_forward_elem<DT>(p, x, w, idx));
 }
 
 template <DataType DT, DataType OutDT>
@@ -250,39 +322,8 @@ CKGEN_GLOBAL void ref_backward_data_kernel(ConvProblem p, const void* dy, const 
                                            void* dx) {
   const int64_t total = p.input_elems();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += step) {
-    int64_t r = idx;
-    const int64_t c = r % p.C; r /= p.C;
-    const int64_t g = r % p.G; r /= p.G;
-    const int64_t iw = r % p.in[2]; r /= p.in[2];
-    const int64_t ih = r % p.in[1]; r /= p.in[1];
-    const int64_t id = r % p.in[0];
-    const int64_t n = r / p.in[0];
-    float acc = 0.f;
-    for (int64_t z = 0; z < p.filter[0]; ++z) {
-      // id = od*s - pl + z*dil  <=>  od = (id + pl - z*dil) / s when divisible
-      const int64_t td = id + p.pad_l[0] - z * p.dilation[0];
-      if (td < 0 || td % p.stride[0] != 0) continue;
-      const int64_t od = td / p.stride[0];
-      if (od >= p.out[0]) continue;
-      for (int64_t yy = 0; yy < p.filter[1]; ++yy) {
-        const int64_t th = ih + p.pad_l[1] - yy * p.dilation[1];
-        if (th < 0 || th % p.stride[1] != 0) continue;
-        const int64_t oh = th / p.stride[1];
-        if (oh >= p.out[1]) continue;
-        for (int64_t xx = 0; xx < p.filter[2]; ++xx) {
-          const int64_t tw = iw + p.pad_l[2] - xx * p.dilation[2];
-          if (tw < 0 || tw % p.stride[2] != 0) continue;
-          const int64_t ow = tw / p.stride[2];
-          if (ow >= p.out[2]) continue;
-          const int64_t yb = y_offset(p, n, od, oh, ow, g, 0);
-          for (int64_t k = 0; k < p.K; ++k)
-            acc += Elem<DT>::load(dy, yb + k) * Elem<DT>::load(w, w_offset(p, g, k, z, yy, xx, c));
-        }
-      }
-    }
-    Elem<OutDT>::store(dx, idx, acc);
-  }
+  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += step)
+    Elem<OutDT>::store(dx, idx, ref_backward_data_elem<DT>(p, dy, w, idx));
 }
 
 constexpr int kRefBwdWeightBlock = 128;
@@ -292,30 +333,9 @@ CKGEN_GLOBAL void ref_backward_weight_kernel(ConvProblem p, const void* dy, cons
                                              void* dw) {
   __shared__ float partial[kRefBwdWeightBlock];
   const int64_t total = p.weight_elems();
-  const int64_t red = p.N * p.out_spatial();
   for (int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
-    int64_t r = idx;
-    const int64_t c = r % p.C; r /= p.C;
-    const int64_t xx = r % p.filter[2]; r /= p.filter[2];
-    const int64_t yy = r % p.filter[1]; r /= p.filter[1];
-    const int64_t z = r % p.filter[0]; r /= p.filter[0];
-    const int64_t k = r % p.K;
-    const int64_t g = r / p.K;
-    float acc = 0.f;
-    for (int64_t j = threadIdx.x; j < red; j += blockDim.x) {
-      int64_t q = j;
-      const int64_t ow = q % p.out[2]; q /= p.out[2];
-      const int64_t oh = q % p.out[1]; q /= p.out[1];
-      const int64_t od = q % p.out[0];
-      const int64_t n = q / p.out[0];
-      const int64_t id = od * p.stride[0] + z * p.dilation[0] - p.pad_l[0];
-      const int64_t ih = oh * p.stride[1] + yy * p.dilation[1] - p.pad_l[1];
-      const int64_t iw = ow * p.stride[2] + xx * p.dilation[2] - p.pad_l[2];
-      if (id < 0 || id >= p.in[0] || ih < 0 || ih >= p.in[1] || iw < 0 || iw >= p.in[2]) continue;
-      acc += Elem<DT>::load(dy, y_offset(p, n, od, oh, ow, g, k)) *
-             Elem<DT>::load(x, x_offset(p, n, id, ih, iw, g, c));
-    }
-    partial[threadIdx.x] = acc;
+    partial[threadIdx.x] =
+        ref_backward_weight_partial<DT>(p, dy, x, idx, int64_t(threadIdx.x), int64_t(blockDim.x));
     __syncthreads();
     for (int s = kRefBwdWeightBlock / 2; s > 0; s >>= 1) {
       if (int(threadIdx.x) < s) partial[threadIdx.x] += partial[threadIdx.x + s];
@@ -324,6 +344,33 @@ CKGEN_GLOBAL void ref_backward_weight_kernel(ConvProblem p, const void* dy, cons
     if (threadIdx.x == 0) Elem<OutDT>::store(dw, idx, partial[0]);
     __syncthreads();
   }
+}
+
+// Host emulation of the GPU reference (same per-element code; the backward-weight block
+// reduction is emulated with the same 128 strided partial sums and tree order).
+inline std::vector<double> reference_gpu_emulated(Variant v, DataType dt, const ConvProblem& p,
+                                                  const void* x, const void* w, const void* y) {
+  const int64_t total = written_elems(v, p);
+  std::vector<double> out(static_cast<std::size_t>(total));
+  dispatch_datatype(dt, [&](auto dtc) {
+    constexpr DataType DT = decltype(dtc)::value;
+    parallel_for(total, [&](int64_t i) {
+      if (v == Variant::Forward) {
+        out[size_t(i)] = ref_forward_elem<DT>(p, x, w, i);
+      } else if (v == Variant::BackwardData) {
+        out[size_t(i)] = ref_backward_data_elem<DT>(p, y, w, i);
+      } else {
+        float part[kRefBwdWeightBlock];
+        for (int t = 0; t < kRefBwdWeightBlock; ++t)
+          part[t] = ref_backward_weight_partial<DT>(p, y, x, i, t, kRefBwdWeightBlock);
+        for (int s = kRefBwdWeightBlock / 2; s > 0; s >>= 1)
+          for (int t = 0; t < s; ++t) part[t] += part[t + s];
+        out[size_t(i)] = part[0];
+      }
+    });
+    return 0;
+  });
+  return out;
 }
 
 // Enqueues the GPU reference. x/w/y are device tensors of datatype dt (the one the variant

@@ -1,0 +1,586 @@
+// GoogleTest suites for one variant, registered at run time (::testing::RegisterTest):
+//
+//   <variant>_coverage    every problem of shapes/coverage.csv      x datatype x instance
+//   <variant>_tests       every problem of shapes/tests.csv         x datatype x instance
+//                         (backward_weight also x k_batch 1, 3, 64 where supported)
+//                         test name: <problem>__<datatype>__<instance>[__kb<k_batch>]
+//                         reference: CPU fp64 up to 2 GFLOP, else the GPU fp32 kernel
+//   <variant>_support     <problem>__<datatype> FAILS when no instance supports a problem;
+//                         no_instances__<datatype> FAILS when a datatype has no instance
+//   <variant>_negative    is_supported must refuse (with a reason): ndim mismatch; vector > 1
+//                         instance vs C = K = 3
+//   <variant>_reference   GPU fp32 reference vs CPU fp64 reference on tests.csv
+//   <variant>_sweep       chunk_NN: seeded random valid problems (CKGEN_SWEEP_COUNT in all,
+//                         default 2000), each by a random supporting instance (and k_batch)
+//                         against the GPU reference. Seed: CKGEN_SWEEP_SEED, default the clock;
+//                         printed, with every failing problem as profiler options.
+//   harness_host          host-only checks of the harness itself (run without a GPU too):
+//                         hand-computed CPU reference, adjoint identities, host emulation of
+//                         the GPU reference, fp16/bf16 conversions, shapes files parse.
+//
+// Without a GPU every GPU test calls GTEST_SKIP() << "no GPU: ...".
+// Inputs: fresh random values per test (seed from CKGEN_TEST_SEED, default the clock; failing
+// tests print it). Shapes directory: CKGEN_SHAPES_DIR (compile definition; the environment
+// variable of the same name overrides).
+//
+// Entry points:
+//   void ckgen::host::register_tests(ckgen::Variant v);
+//   int  ckgen::host::test_main(ckgen::Variant v, int argc, char** argv);  // init, register, run
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ckgen/host/common.hpp"
+#include "ckgen/host/init.hpp"
+#include "ckgen/host/reference.hpp"
+#include "ckgen/host/runner.hpp"
+#include "ckgen/host/shapes.hpp"
+#include "ckgen/host/tolerance.hpp"
+#include "ckgen/kernel_base.hpp"
+
+#ifndef CKGEN_SHAPES_DIR
+#define CKGEN_SHAPES_DIR "shapes"
+#endif
+
+namespace ckgen::host {
+
+#define CKGEN_REQUIRE_GPU()                                            \
+  do {                                                                 \
+    std::string ckgen_why_;                                            \
+    if (!::ckgen::host::gpu_available(&ckgen_why_))                    \
+      GTEST_SKIP() << "no GPU: " << ckgen_why_;                        \
+  } while (0)
+
+namespace testing_detail {
+
+class BodyTest : public ::testing::Test {
+ public:
+  explicit BodyTest(std::function<void()> body) : body_(std::move(body)) {}
+  void TestBody() override { body_(); }
+
+ private:
+  std::function<void()> body_;
+};
+
+inline void add_test(const std::string& suite, const std::string& name,
+                     std::function<void()> body) {
+  ::testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                          [body]() -> BodyTest* { return new BodyTest(body); });
+}
+
+// Test-name-safe: [A-Za-z0-9_] only.
+inline std::string sanitize(const std::string& s) {
+  std::string o;
+  for (char ch : s) o += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
+  return o;
+}
+
+inline uint64_t env_u64(const char* name, uint64_t def, bool* given = nullptr) {
+  const char* e = std::getenv(name);
+  int64_t v;
+  if (e && parse_int64(e, v) && v >= 0) {
+    if (given) *given = true;
+    return uint64_t(v);
+  }
+  if (given) *given = false;
+  return def;
+}
+
+inline uint64_t clock_seed() {
+  return uint64_t(std::chrono::system_clock::now().time_since_epoch().count()) % 1000000007ull;
+}
+
+// Per-process base seed of the inputs.
+inline uint64_t test_seed() {
+  static const uint64_t s = env_u64("CKGEN_TEST_SEED", clock_seed());
+  return s;
+}
+
+inline std::string shapes_dir() {
+  const char* e = std::getenv("CKGEN_SHAPES_DIR");
+  return e && *e ? e : CKGEN_SHAPES_DIR;
+}
+
+// One stream + workbench per process, created on first use (after the GPU check).
+inline Workbench& workbench(Variant v) {
+  static std::unique_ptr<Stream> stream;
+  static std::unique_ptr<Workbench> wb[3];
+  if (!stream) stream = std::make_unique<Stream>();
+  auto& w = wb[int(v)];
+  if (!w) w = std::make_unique<Workbench>(v, stream->get());
+  return *w;
+}
+
+inline std::vector<const KernelBase*> instances_of(Variant v) {
+  std::vector<const KernelBase*> out;
+  for (const auto& k : registry().all())
+    if (k->key().variant == v) out.push_back(k.get());
+  return out;
+}
+
+inline RefKind auto_reference(const ConvProblem& p) {
+  return p.flops() <= kCpuReferenceMaxFlops ? RefKind::Cpu : RefKind::Gpu;
+}
+
+inline std::string repro(Variant v, DataType dt, const ConvProblem& p, const std::string& inst,
+                         int k_batch, uint64_t seed) {
+  std::ostringstream os;
+  os << "reproduce: ckgen_profiler_" << to_string(v) << " " << problem_args(p) << " --datatype "
+     << to_string(dt) << " --kernels " << inst;
+  if (v == Variant::BackwardWeight) os << " --k-batch " << k_batch;
+  os << "   (test inputs: CKGEN_TEST_SEED=" << test_seed() << ", case seed " << seed << ")";
+  return os.str();
+}
+
+// Runs instance k on problem p against the reference and reports through gtest.
+inline void run_case(Variant v, DataType dt, const ConvProblem& p, const KernelBase& k,
+                     int k_batch, RefKind ref, uint64_t seed) {
+  CKGEN_REQUIRE_GPU();
+  RunOptions o;
+  o.k_batch = k_batch;
+  const std::string why = k.is_supported(p, o);
+  ASSERT_TRUE(why.empty()) << k.name() << " no longer supports the problem: " << why;
+  try {
+    Workbench& wb = workbench(v);
+    wb.setup(dt, p, InitMode::Random, seed);
+    wb.compute_reference(ref);
+    const VerifyOutcome r = wb.verify(k, o);
+    EXPECT_TRUE(r.ran && r.ok) << k.name() << " on " << problem_summary(p) << " ("
+                               << to_string(dt) << ", k_batch " << k_batch << ", "
+                               << to_string(ref) << " reference): " << r.summary(v, p) << "\n"
+                               << repro(v, dt, p, k.name(), k_batch, seed);
+  } catch (const std::exception& e) {
+    FAIL() << "GPU error: " << e.what() << "\n" << repro(v, dt, p, k.name(), k_batch, seed);
+  }
+}
+
+// Registers <suite>: problem x datatype x supporting instance (x k_batch); plus the support
+// failures into <variant>_support.
+inline void register_problem_tests(Variant v, const std::string& suite,
+                                   const std::vector<NamedProblem>& problems,
+                                   const std::vector<int>& k_batches) {
+  const std::string vname = to_string(v);
+  const auto insts = instances_of(v);
+  uint64_t counter = 0;
+  for (const NamedProblem& np : problems) {
+    for (DataType dt : kAllDataTypes) {
+      bool any_instance = false, any_supported = false;
+      std::string reasons;
+      for (const KernelBase* k : insts) {
+        if (k->key().datatype != dt) continue;
+        any_instance = true;
+        for (int kb : k_batches) {
+          RunOptions o;
+          o.k_batch = kb;
+          const std::string why = k->is_supported(np.problem, o);
+          if (!why.empty()) {
+            if (kb == 0) reasons += "\n  " + k->name() + ": " + why;
+            continue;
+          }
+          if (kb == 0) any_supported = true;
+          std::string name = sanitize(np.name) + "__" + to_string(dt) + "__" + k->name();
+          if (v == Variant::BackwardWeight) name += "__kb" + std::to_string(kb);
+          const ConvProblem p = np.problem;
+          const uint64_t seed = hash2(test_seed(), ++counter);
+          add_test(suite, name, [v, dt, p, k, kb, seed] {
+            run_case(v, dt, p, *k, kb, auto_reference(p), seed);
+          });
+        }
+      }
+      if (any_instance && !any_supported) {
+        const std::string msg = "no " + vname + " " + to_string(dt) + " instance supports " +
+                                np.name + " (" + np.origin + "): " + problem_summary(np.problem) +
+                                reasons;
+        add_test(vname + "_support", sanitize(np.name) + "__" + to_string(dt), [msg] {
+          CKGEN_REQUIRE_GPU();
+          FAIL() << msg;
+        });
+      }
+    }
+  }
+}
+
+// A small valid problem of the given ndim with C = c, K = k.
+inline ConvProblem small_problem(int ndim, int64_t c, int64_t k) {
+  std::vector<int64_t> in(size_t(ndim), 5), f(size_t(ndim), 3), one(size_t(ndim), 1);
+  return make_problem(ndim, 1, 1, c, k, in, f, one, one, one, one);
+}
+
+inline void register_negative_tests(Variant v) {
+  const std::string suite = std::string(to_string(v)) + "_negative";
+  for (const KernelBase* k : instances_of(v)) {
+    const int nd = k->key().ndim;
+    for (int other = 1; other <= 3; ++other) {
+      if (other == nd) continue;
+      const ConvProblem p = small_problem(other, 8, 8);
+      add_test(suite, "ndim" + std::to_string(other) + "_refused__" + k->name(), [k, p] {
+        CKGEN_REQUIRE_GPU();
+        const std::string why = k->is_supported(p, RunOptions{});
+        EXPECT_FALSE(why.empty()) << k->name() << " (" << k->key().ndim
+                                  << "D) accepts a " << p.ndim << "D problem";
+      });
+    }
+    const KernelKey& key = k->key();
+    const int vec = std::max({key.vec_a, key.vec_b, key.vec_c});
+    if (vec > 1 && nd >= 1 && nd <= 3) {
+      const ConvProblem p = small_problem(nd, 3, 3);
+      add_test(suite, "vector" + std::to_string(vec) + "_refuses_c3_k3__" + k->name(), [k, p, vec] {
+        CKGEN_REQUIRE_GPU();
+        const std::string why = k->is_supported(p, RunOptions{});
+        EXPECT_FALSE(why.empty()) << k->name() << " (vector " << vec
+                                  << ") accepts C=3, K=3: " << problem_summary(p);
+      });
+    }
+  }
+}
+
+inline void register_reference_tests(Variant v, const std::vector<NamedProblem>& problems) {
+  const std::string suite = std::string(to_string(v)) + "_reference";
+  uint64_t counter = 1000000;
+  for (const NamedProblem& np : problems) {
+    const ConvProblem p = np.problem;
+    const uint64_t seed = hash2(test_seed(), ++counter);
+    add_test(suite, "gpu_vs_cpu__" + sanitize(np.name), [v, p, seed] {
+      CKGEN_REQUIRE_GPU();
+      try {
+        Workbench& wb = workbench(v);
+        wb.setup(DataType::FP16, p, InitMode::Random, seed);
+        wb.compute_reference(RefKind::Gpu);
+        const std::vector<double> gpu = wb.reference();
+        wb.compute_reference(RefKind::Cpu);
+        const std::vector<double>& cpu = wb.reference();
+        std::vector<float> g32(gpu.begin(), gpu.end());
+        const Tolerance tol = calculate_rtol_atol(23, 23, 23, reduction_length(v, p), 1,
+                                                  wb.ref_max_abs(), true);
+        const CompareResult r = compare_result(cpu, g32.data(), DataType::FP32, tol);
+        EXPECT_TRUE(r.ok) << "GPU reference vs CPU reference: " << r.summary(v, p) << " on "
+                          << problem_summary(p);
+      } catch (const std::exception& e) {
+        FAIL() << "GPU error: " << e.what();
+      }
+    });
+  }
+}
+
+// --------------------------------------------------------------------------- random sweep
+class SweepRng {
+ public:
+  explicit SweepRng(uint64_t seed) : s_(seed) {}
+  uint64_t next() { return mix64(s_++); }
+  int64_t uniform(int64_t lo, int64_t hi) {  // inclusive
+    return lo + int64_t(next() % uint64_t(hi - lo + 1));
+  }
+  template <typename T>
+  T pick(const std::vector<T>& v) { return v[size_t(uniform(0, int64_t(v.size()) - 1))]; }
+  bool chance(int percent) { return uniform(0, 99) < percent; }
+
+ private:
+  uint64_t s_;
+};
+
+// A random valid problem of ndim dimensions (small: fine for the GPU reference).
+inline ConvProblem random_problem(SweepRng& rng, int ndim) {
+  for (;;) {
+    const bool depthwise = rng.chance(10);
+    const int64_t G = depthwise ? rng.uniform(2, 64) : rng.pick<int64_t>({1, 1, 1, 2, 3, 4, 8, 32});
+    auto channels = [&]() -> int64_t {
+      if (depthwise) return 1;
+      if (rng.chance(50)) return 8 * rng.uniform(1, 8);
+      return rng.uniform(1, 40);
+    };
+    const int64_t C = channels(), K = channels();
+    const int64_t N = rng.uniform(1, 3);
+    const int64_t max_in = ndim == 1 ? 48 : ndim == 2 ? 16 : 7;
+    std::vector<int64_t> in, f, s, d, pl, pr;
+    for (int i = 0; i < ndim; ++i) {
+      in.push_back(rng.uniform(1, max_in));
+      f.push_back(rng.pick<int64_t>({1, 1, 2, 3, 3, 3, 4, 5}));
+      s.push_back(rng.pick<int64_t>({1, 1, 1, 2, 2, 3}));
+      d.push_back(rng.pick<int64_t>({1, 1, 1, 1, 2, 3}));
+      const int64_t eff = (f.back() - 1) * d.back() + 1;
+      const int64_t pmax = std::min<int64_t>(3, eff - 1);
+      pl.push_back(rng.uniform(0, pmax));
+      pr.push_back(rng.uniform(0, pmax));
+    }
+    try {
+      ConvProblem p = make_problem(ndim, G, N, C, K, in, f, s, d, pl, pr);
+      if (p.flops() > 4e7) continue;
+      return p;
+    } catch (const ShapeError&) {
+      continue;  // filter does not fit: draw again
+    }
+  }
+}
+
+inline uint64_t sweep_base_seed() {
+  static const uint64_t s = env_u64("CKGEN_SWEEP_SEED", clock_seed());
+  return s;
+}
+
+inline void run_sweep_chunk(Variant v, int chunk, int count) {
+  CKGEN_REQUIRE_GPU();
+  const uint64_t base = sweep_base_seed();
+  const std::string vname = to_string(v);
+  std::cout << "[sweep] " << vname << " chunk " << chunk << ": CKGEN_SWEEP_SEED=" << base << ", "
+            << count << " problems" << std::endl;
+  const auto insts = instances_of(v);
+  std::vector<DataType> dts;
+  for (DataType dt : kAllDataTypes)
+    for (const KernelBase* k : insts)
+      if (k->key().datatype == dt) {
+        dts.push_back(dt);
+        break;
+      }
+  ASSERT_FALSE(dts.empty()) << "no " << vname << " instances registered";
+  SweepRng rng(hash2(base, uint64_t(chunk)));
+  int failures = 0, refusals = 0;
+  for (int i = 0; i < count; ++i) {
+    const DataType dt = rng.pick(dts);
+    std::vector<int> ndims;
+    for (const KernelBase* k : insts)
+      if (k->key().datatype == dt && std::find(ndims.begin(), ndims.end(), k->key().ndim) == ndims.end())
+        ndims.push_back(k->key().ndim);
+    std::sort(ndims.begin(), ndims.end());
+    ConvProblem p;
+    std::vector<std::pair<const KernelBase*, int>> cands;
+    for (int attempt = 0; attempt < 200 && cands.empty(); ++attempt) {
+      p = random_problem(rng, rng.pick(ndims));
+      const int kb = v == Variant::BackwardWeight ? rng.pick<int>({0, 0, 1, 2, 3, 5, 8, 64}) : 0;
+      for (const KernelBase* k : insts) {
+        if (k->key().datatype != dt) continue;
+        RunOptions o;
+        o.k_batch = kb;
+        if (k->is_supported(p, o).empty()) cands.push_back({k, kb});
+      }
+      if (cands.empty()) ++refusals;
+    }
+    ASSERT_FALSE(cands.empty()) << "200 random " << to_string(dt)
+                                << " problems in a row found no supporting instance";
+    const auto [k, kb] = rng.pick(cands);
+    const uint64_t seed = rng.next();
+    RunOptions o;
+    o.k_batch = kb;
+    std::string err;
+    VerifyOutcome r;
+    try {
+      Workbench& wb = workbench(v);
+      wb.setup(dt, p, InitMode::Random, seed);
+      wb.compute_reference(RefKind::Gpu);
+      r = wb.verify(*k, o);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    if (!err.empty() || !r.ok) {
+      ++failures;
+      ADD_FAILURE() << "[sweep] " << vname << " chunk " << chunk << " #" << i
+                    << " (CKGEN_SWEEP_SEED=" << base << "): " << k->name() << " "
+                    << to_string(dt) << " k_batch " << kb << " on " << problem_summary(p) << ": "
+                    << (err.empty() ? r.summary(v, p) : "GPU error: " + err) << "\n"
+                    << "reproduce: ckgen_profiler_" << vname << " " << problem_args(p)
+                    << " --datatype " << to_string(dt) << " --kernels " << k->name()
+                    << (v == Variant::BackwardWeight ? " --k-batch " + std::to_string(kb) : "")
+                    << "\n   or: CKGEN_SWEEP_SEED=" << base
+                    << " --gtest_filter=" << vname << "_sweep.chunk_" << chunk;
+      if (!err.empty() || failures >= 10) {
+        FAIL() << "stopping this chunk after " << failures << " failure(s)";
+      }
+    }
+  }
+  std::cout << "[sweep] chunk " << chunk << ": " << count << " problems, " << failures
+            << " failure(s), " << refusals << " draw(s) no instance supported" << std::endl;
+}
+
+inline void register_sweep_tests(Variant v) {
+  const int total = int(env_u64("CKGEN_SWEEP_COUNT", 2000));
+  const int chunks = 20;
+  const std::string suite = std::string(to_string(v)) + "_sweep";
+  for (int c = 0; c < chunks; ++c) {
+    const int n = total / chunks + (c < total % chunks ? 1 : 0);
+    if (n == 0) continue;
+    char name[32];
+    std::snprintf(name, sizeof name, "chunk_%02d", c);
+    add_test(suite, name, [v, c, n] { run_sweep_chunk(v, c, n); });
+  }
+}
+
+// --------------------------------------------------------------------------- host-only checks
+inline void register_host_tests() {
+  const std::string suite = "harness_host";
+  add_test(suite, "cpu_reference_hand_computed", [] {
+    // 1D: x = [1,2,3,4], w = [1,2,3], stride 2, pad 1/0 -> Wo = 2.
+    const ConvProblem p = make_problem(1, 1, 1, 1, 1, {4}, {3}, {2}, {1}, {1}, {0});
+    ASSERT_EQ(p.out[2], 2);
+    const std::vector<double> x = {1, 2, 3, 4}, w = {1, 2, 3}, dy = {1, 1};
+    EXPECT_EQ(reference_cpu(Variant::Forward, p, x, w, {}), (std::vector<double>{8, 20}));
+    EXPECT_EQ(reference_cpu(Variant::BackwardData, p, {}, w, dy),
+              (std::vector<double>{2, 4, 2, 3}));
+    EXPECT_EQ(reference_cpu(Variant::BackwardWeight, p, x, {}, dy),
+              (std::vector<double>{2, 4, 6}));
+    // 2D, G=2, C=1, K=1, 2x2 input, 2x2 filter, dilation 1, pad 0 -> 1x1 output per group.
+    const ConvProblem q = make_problem(2, 2, 1, 1, 1, {2, 2}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, {0, 0});
+    // x layout N,H,W,G,C: (h,w,g)
+    const std::vector<double> qx = {1, 10, 2, 20, 3, 30, 4, 40};
+    const std::vector<double> qw = {1, 1, 1, 1, 1, 0, 0, 1};  // g0: ones, g1: identity-ish
+    EXPECT_EQ(reference_cpu(Variant::Forward, q, qx, qw, {}), (std::vector<double>{10, 50}));
+  });
+  add_test(suite, "cpu_reference_adjoint_identities", [] {
+    // <fwd(x,w), dy> == <x, bwd_data(dy,w)> == <w, bwd_weight(dy,x)> for a problem using every
+    // feature (3D, groups, stride, dilation, asymmetric pads).
+    const ConvProblem p =
+        make_problem(3, 3, 2, 5, 4, {5, 6, 7}, {2, 3, 2}, {2, 1, 3}, {1, 2, 1}, {1, 0, 1}, {0, 2, 1});
+    SweepRng rng(42);
+    auto rnd = [&](int64_t n) {
+      std::vector<double> v(static_cast<size_t>(n));
+      for (auto& e : v) e = double(rng.uniform(-1000, 1000)) / 256.0;
+      return v;
+    };
+    const auto x = rnd(p.input_elems()), w = rnd(p.weight_elems()), dy = rnd(p.output_elems());
+    auto dot = [](const std::vector<double>& a, const std::vector<double>& b) {
+      double s = 0;
+      for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+      return s;
+    };
+    const double a = dot(reference_cpu(Variant::Forward, p, x, w, {}), dy);
+    const double b = dot(x, reference_cpu(Variant::BackwardData, p, {}, w, dy));
+    const double c = dot(w, reference_cpu(Variant::BackwardWeight, p, x, {}, dy));
+    EXPECT_NEAR(a, b, 1e-9 * std::fabs(a) + 1e-9);
+    EXPECT_NEAR(a, c, 1e-9 * std::fabs(a) + 1e-9);
+    EXPECT_NE(a, 0.0);
+  });
+  add_test(suite, "gpu_reference_logic_matches_cpu", [] {
+    std::vector<NamedProblem> probs;
+    try {
+      probs = load_shapes_csv(shapes_dir() + "/tests.csv");
+    } catch (const std::exception& e) {
+      FAIL() << e.what();
+    }
+    uint64_t seed = 7;
+    for (const NamedProblem& np : probs) {
+      const ConvProblem& p = np.problem;
+      for (Variant v : kAllVariants) {
+        std::vector<uint16_t> x(static_cast<size_t>(p.input_elems())),
+            w(static_cast<size_t>(p.weight_elems())),
+            y(static_cast<size_t>(p.output_elems()));
+        fill_host(x.data(), p.input_elems(), DataType::BF16, InitMode::Random, ++seed);
+        fill_host(w.data(), p.weight_elems(), DataType::BF16, InitMode::Random, ++seed);
+        fill_host(y.data(), p.output_elems(), DataType::BF16, InitMode::Random, ++seed);
+        auto to_d = [](const std::vector<uint16_t>& b) {
+          std::vector<double> d(b.size());
+          for (size_t i = 0; i < b.size(); ++i) d[i] = bf16_bits_to_float(b[i]);
+          return d;
+        };
+        const auto ref = reference_cpu(v, p, to_d(x), to_d(w), to_d(y));
+        const auto emu = reference_gpu_emulated(v, DataType::BF16, p, x.data(), w.data(), y.data());
+        std::vector<float> e32(emu.begin(), emu.end());
+        const Tolerance tol =
+            calculate_rtol_atol(23, 23, 23, reduction_length(v, p), 1, max_abs(ref), true);
+        const CompareResult r = compare_result(ref, e32.data(), DataType::FP32, tol);
+        EXPECT_TRUE(r.ok) << to_string(v) << " " << np.name << ": " << r.summary(v, p);
+      }
+    }
+  });
+  add_test(suite, "fp16_bf16_conversions", [] {
+    // Every fp16 / bf16 value round-trips; rounding is to nearest even.
+    for (uint32_t b = 0; b < 65536; ++b) {
+      const float h = half_bits_to_float(uint16_t(b));
+      if (h == h) {
+        ASSERT_EQ(float_to_half_bits(h), uint16_t(b)) << "fp16 bits " << b;
+      }
+      const float f = bf16_bits_to_float(uint16_t(b));
+      if (f == f) {
+        ASSERT_EQ(float_to_bf16_bits(f), uint16_t(b)) << "bf16 bits " << b;
+      }
+    }
+    EXPECT_EQ(float_to_half_bits(1.0f + 1.0f / 2048), 0x3c00);  // tie -> even
+    EXPECT_EQ(float_to_half_bits(1.0f + 3.0f / 2048), 0x3c02);  // tie -> even (up)
+    EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);
+    EXPECT_EQ(float_to_half_bits(65519.0f), 0x7bff);
+    EXPECT_EQ(float_to_half_bits(2.98023223876953125e-8f), 0x0000);  // 2^-25 tie -> 0
+    EXPECT_EQ(float_to_half_bits(4.0e-8f), 0x0001);
+    EXPECT_EQ(float_to_bf16_bits(1.0f + 1.0f / 256), 0x3f80);
+    EXPECT_EQ(float_to_bf16_bits(1.0f + 3.0f / 256), 0x3f82);
+  });
+  add_test(suite, "random_fill_never_zero", [] {
+    for (InitMode m : {InitMode::Random, InitMode::Int, InitMode::Positive}) {
+      std::vector<uint16_t> b(4096);
+      fill_host(b.data(), int64_t(b.size()), DataType::FP16, m, 123);
+      int zeros = 0;
+      double sum_abs = 0;
+      for (size_t i = 0; i < b.size(); ++i) {
+        const double v = half_bits_to_float(b[i]);
+        zeros += v == 0;
+        sum_abs += std::fabs(v);
+        EXPECT_LE(std::fabs(v), 3.0);
+      }
+      EXPECT_EQ(zeros, 0) << to_string(m);
+      EXPECT_GT(sum_abs, 100.0) << to_string(m);
+    }
+  });
+  add_test(suite, "shapes_files_parse", [] {
+    for (const char* f : {"coverage.csv", "tests.csv", "retinanet_r50fpn_n2.csv"}) {
+      try {
+        const auto v = load_shapes_csv(shapes_dir() + "/" + f);
+        EXPECT_FALSE(v.empty()) << f;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what();
+      }
+    }
+  });
+}
+
+}  // namespace testing_detail
+
+// Registers every suite of variant v (call after ::testing::InitGoogleTest, before
+// RUN_ALL_TESTS). Needs no GPU: only is_supported is called here.
+inline void register_tests(Variant v) {
+  using namespace testing_detail;
+  const std::string vname = to_string(v);
+  auto load = [&](const std::string& file, std::vector<NamedProblem>& out) {
+    try {
+      out = load_shapes_csv(shapes_dir() + "/" + file);
+      return true;
+    } catch (const std::exception& e) {
+      const std::string msg = e.what();
+      add_test(vname + "_support", "shapes_file_" + sanitize(file), [msg] { FAIL() << msg; });
+      return false;
+    }
+  };
+  std::vector<NamedProblem> coverage, tests;
+  load("coverage.csv", coverage);
+  load("tests.csv", tests);
+
+  const auto insts = instances_of(v);
+  for (DataType dt : kAllDataTypes) {
+    bool any = false;
+    for (const KernelBase* k : insts) any = any || k->key().datatype == dt;
+    if (!any) {
+      const std::string msg = "no " + vname + " " + to_string(dt) + " instance is registered";
+      add_test(vname + "_support", std::string("no_instances__") + to_string(dt), [msg] {
+        CKGEN_REQUIRE_GPU();
+        FAIL() << msg;
+      });
+    }
+  }
+  register_problem_tests(v, vname + "_coverage", coverage, {0});
+  register_problem_tests(v, vname + "_tests", tests,
+                         v == Variant::BackwardWeight ? std::vector<int>{0, 1, 3, 64}
+                                                      : std::vector<int>{0});
+  register_negative_tests(v);
+  register_reference_tests(v, tests);
+  register_sweep_tests(v);
+  register_host_tests();
+}
+
+inline int test_main(Variant v, int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  register_tests(v);
+  return RUN_ALL_TESTS();
+}
+
+}  // namespace ckgen::host
