@@ -304,6 +304,95 @@ class Event {
   gpuEvent_t e_ = nullptr;
 };
 
+// Stream capture into a graph (used to time back-to-back launches without host overhead, the
+// way the cuDNN peer is timed). Unavailable -> false.
+class GraphTimer {
+ public:
+  GraphTimer() = default;
+  ~GraphTimer() { reset(); }
+  GraphTimer(const GraphTimer&) = delete;
+  GraphTimer& operator=(const GraphTimer&) = delete;
+
+  // Captures enqueue() (which must only enqueue work on s) into an executable graph.
+  // Returns an empty string on success, else why capture failed (the stream is left usable).
+  template <typename F>
+  std::string capture(gpuStream_t s, F&& enqueue) {
+    reset();
+#if defined(CKGEN_NVIDIA)
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) != cudaSuccess)
+      return "begin capture: " + std::string(cudaGetErrorString(cudaGetLastError()));
+    std::string err;
+    try {
+      enqueue();
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    cudaGraph_t g = nullptr;
+    const cudaError_t e = cudaStreamEndCapture(s, &g);
+    if (err.empty() && e != cudaSuccess) err = "end capture: " + std::string(cudaGetErrorString(e));
+    if (err.empty() && cudaGraphInstantiate(&exec_, g, 0) != cudaSuccess) {
+      err = "instantiate failed";
+      exec_ = nullptr;
+    }
+    if (g) cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+    return err;
+#elif defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC)
+    if (hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed) != hipSuccess)
+      return "begin capture: " + std::string(hipGetErrorString(hipGetLastError()));
+    std::string err;
+    try {
+      enqueue();
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    hipGraph_t g = nullptr;
+    const hipError_t e = hipStreamEndCapture(s, &g);
+    if (err.empty() && e != hipSuccess) err = "end capture: " + std::string(hipGetErrorString(e));
+    if (err.empty() && hipGraphInstantiate(&exec_, g, nullptr, nullptr, 0) != hipSuccess) {
+      err = "instantiate failed";
+      exec_ = nullptr;
+    }
+    if (g) (void)hipGraphDestroy(g);
+    (void)hipGetLastError();
+    return err;
+#else
+    (void)s;
+    (void)enqueue;
+    return "graphs not available on this platform";
+#endif
+  }
+
+  gpuError_t launch(gpuStream_t s) {
+#if defined(CKGEN_NVIDIA)
+    return cudaGraphLaunch(exec_, s);
+#elif defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC)
+    return hipGraphLaunch(exec_, s);
+#else
+    (void)s;
+    return gpuError_t(1);
+#endif
+  }
+
+  void reset() {
+#if defined(CKGEN_NVIDIA)
+    if (exec_) cudaGraphExecDestroy(exec_);
+#elif defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC)
+    if (exec_) (void)hipGraphExecDestroy(exec_);
+#endif
+    exec_ = nullptr;
+  }
+
+ private:
+#if defined(CKGEN_NVIDIA)
+  cudaGraphExec_t exec_ = nullptr;
+#elif defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC)
+  hipGraphExec_t exec_ = nullptr;
+#else
+  void* exec_ = nullptr;
+#endif
+};
+
 // ------------------------------------------------------------------------------------------
 // Small string helpers
 // ------------------------------------------------------------------------------------------

@@ -13,6 +13,10 @@
 //   --warmup N --repeat N --iters N     timing: N warm-up launches, then repeat samples of
 //                                       iters back-to-back launches between two events
 //                                       (iters 0 = auto, ~2 ms per sample); median reported
+//   --timing graph|loop                 graph (default): the iters launches are captured into
+//                                       a CUDA/HIP graph and replayed, as the cuDNN peer is
+//                                       timed (falls back to loop when capture fails);
+//                                       loop: plain back-to-back launches
 //   --kernels GLOB[,GLOB]               instance-name filter (fnmatch: * ? [..])
 //   --shape GLOB[,GLOB]                 shape-name filter for --shapes
 //   --k-batch N[,N..]                   backward_weight split-K (0 = instance's choice)
@@ -46,7 +50,7 @@ inline const char* profiler_usage() {
          "[--pad-right P] [--pad P] [--name NAME])\n"
          "  [--datatype fp16|bf16|fp32|all[,..]] [--verify none|cpu|gpu|auto] "
          "[--init random|int|positive] [--seed N]\n"
-         "  [--warmup N] [--repeat N] [--iters N (0=auto)] [--kernels GLOB[,GLOB]] [--shape GLOB] "
+         "  [--warmup N] [--repeat N] [--iters N (0=auto)] [--timing graph|loop] [--kernels GLOB[,GLOB]] [--shape GLOB] "
          "[--k-batch N[,N]] [--csv FILE] [--list] [--verbose] [--strict]\n"
          "exit: 0 ok, 1 verification/run failure, 2 bad arguments, 3 no GPU, 4 unsupported "
          "problem (--strict)\n";
@@ -59,6 +63,7 @@ struct ProfilerRow {
   double ms = -1, tflops = 0, gbps = 0, max_abs_err = 0;
   std::string verified;  // pass / fail / error / none
   bool best = false;
+  std::string timing;  // graph / loop
 };
 
 inline std::string fmt_fixed(double v, int prec) {
@@ -70,7 +75,8 @@ inline std::string fmt_fixed(double v, int prec) {
 inline int profiler_main(Variant variant, int argc, char** argv) {
   const char* vname = to_string(variant);
   std::set<std::string> value_opts = {"shapes", "datatype", "verify", "init", "seed", "warmup",
-                                      "repeat", "iters", "kernels", "shape", "k-batch", "csv"};
+                                      "repeat", "iters", "kernels", "shape", "k-batch", "csv",
+                                      "timing"};
   for (const auto& k : problem_option_names()) value_opts.insert(k);
   const std::set<std::string> flag_opts = {"list", "verbose", "strict", "help"};
 
@@ -85,7 +91,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
   int warmup = 5, repeat = 10, iters = 0;
   std::string kernels_glob, shape_glob, csv_path;
   std::vector<int> k_batches = {0};
-  bool list = false, verbose = false, strict = false;
+  bool list = false, verbose = false, strict = false, use_graph = true;
   try {
     Args a(argc, argv, value_opts, flag_opts);
     if (a.flag("help")) {
@@ -143,6 +149,10 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
     repeat = int(a.get_int("repeat", 10, 1, 1000000));
     iters = int(a.get_int("iters", 0, 0, 1000000));
     kernels_glob = a.get("kernels");
+    const std::string timing = a.get("timing", "graph");
+    if (timing != "graph" && timing != "loop")
+      throw UsageError("--timing: '" + timing + "' is not graph or loop");
+    use_graph = timing == "graph";
     csv_path = a.get("csv");
     if (a.has("k-batch")) {
       k_batches.clear();
@@ -213,7 +223,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
       return 2;
     }
     csv << "shape,variant,datatype,instance,ms,tflops,gbps,verified,k_batch,best,max_abs_err,"
-           "ndim,G,N,C,K,input,filter,stride,dilation,pad_left,pad_right,gpu\n";
+           "ndim,G,N,C,K,input,filter,stride,dilation,pad_left,pad_right,timing,gpu\n";
   }
 
   const std::string gpu = gpu_name();
@@ -221,7 +231,8 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
             << " problem(s), " << instances.size() << " instance(s); verify="
             << (verify_auto ? "auto" : to_string(verify)) << " init=" << to_string(init)
             << " seed=" << seed << " warmup=" << warmup << " repeat=" << repeat
-            << " iters=" << (iters ? std::to_string(iters) : std::string("auto")) << "\n";
+            << " iters=" << (iters ? std::to_string(iters) : std::string("auto"))
+            << " timing=" << (use_graph ? "graph" : "loop") << "\n";
 
   int failures = 0, unsupported_problems = 0;
   try {
@@ -285,7 +296,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
           row.max_abs_err = vo.verified ? vo.cmp.max_abs_err : 0;
           if (!vo.ok) ++failures;
           TimingResult t;
-          if (vo.ran) t = wb.time(*k, o, warmup, repeat, iters);
+          if (vo.ran) t = wb.time(*k, o, warmup, repeat, iters, use_graph);
           if (vo.ran && !t.ok) {
             ++failures;
             row.verified = "error";
@@ -306,6 +317,8 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
           if (variant == Variant::BackwardWeight) line << " k_batch=" << kb;
           line << "  " << vo.summary(variant, p);
           if (vo.ran && !t.ok) line << "; timing ERROR " << t.error;
+          if (t.ok && !t.note.empty()) line << "; note: " << t.note;
+          row.timing = t.ok ? t.mode : "";
           std::cout << line.str() << "\n";
           rows.push_back(row);
         }
@@ -338,7 +351,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
                 << dims_string(p.in, p.ndim) << ',' << dims_string(p.filter, p.ndim) << ','
                 << dims_string(p.stride, p.ndim) << ',' << dims_string(p.dilation, p.ndim)
                 << ',' << dims_string(p.pad_l, p.ndim) << ',' << dims_string(p.pad_r, p.ndim)
-                << ',' << '"' << gpu << '"' << '\n';
+                << ',' << r.timing << ',' << '"' << gpu << '"' << '\n';
           }
           csv.flush();
         }

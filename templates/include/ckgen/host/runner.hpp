@@ -71,6 +71,8 @@ struct TimingResult {
   double ms_min = 0;  // fastest sample
   int iters = 0;
   int repeat = 0;
+  std::string mode;  // "graph" or "loop"
+  std::string note;  // e.g. why graph capture was not used
 };
 
 class Workbench {
@@ -185,9 +187,11 @@ class Workbench {
   }
 
   // Events around `iters` back-to-back launches, `repeat` samples, median. iters 0: chosen so
-  // that a sample lasts about target_ms.
+  // that a sample lasts about target_ms. With use_graph the iters launches are captured into
+  // one graph and replayed (no host overhead between launches, as the cuDNN peer is timed);
+  // when capture fails the launch loop is used and t.note says why.
   TimingResult time(const KernelBase& k, const RunOptions& opts, int warmup, int repeat,
-                    int iters, double target_ms = 2.0) {
+                    int iters, bool use_graph = true, double target_ms = 2.0) {
     TimingResult t;
     try {
       ws_.resize(k.workspace_bytes(p_, opts));
@@ -196,27 +200,51 @@ class Workbench {
       for (int i = 0; i < warmup; ++i) launch();
       gpu_check(gpuStreamSynchronize(stream_), "warm-up");
       Event a, b;
-      auto sample = [&](int n) {
+      auto elapsed = [&](auto&& body, int n) {
         gpu_check(gpuEventRecord(a.get(), stream_), "event record");
-        for (int i = 0; i < n; ++i) launch();
+        body();
         gpu_check(gpuEventRecord(b.get(), stream_), "event record");
         gpu_check(gpuEventSynchronize(b.get()), "event synchronize");
         float ms = 0;
         gpu_check(gpuEventElapsedTime(&ms, a.get(), b.get()), "event elapsed");
         return double(ms) / n;
       };
+      auto loop_sample = [&](int n) {
+        return elapsed([&] { for (int i = 0; i < n; ++i) launch(); }, n);
+      };
       if (iters <= 0) {
-        const double est = std::max(sample(3), 1e-4);
+        const double est = std::max(loop_sample(3), 1e-4);
         iters = int(std::min(10000.0, std::max(1.0, std::ceil(target_ms / est))));
       }
+      GraphTimer graph;
+      bool graphed = false;
+      if (use_graph) {
+        iters = std::min(iters, 1000);
+        const std::string why = graph.capture(stream_, [&] {
+          for (int i = 0; i < iters; ++i) launch();
+        });
+        if (why.empty()) {
+          gpu_check(graph.launch(stream_), "graph launch");  // warm the graph
+          gpu_check(gpuStreamSynchronize(stream_), "graph warm-up");
+          graphed = true;
+        } else {
+          (void)gpuStreamSynchronize(stream_);
+          (void)gpuGetLastError();
+          t.note = "graph capture failed (" + why + "); timed with a launch loop";
+        }
+      }
       std::vector<double> s;
-      for (int r = 0; r < std::max(1, repeat); ++r) s.push_back(sample(iters));
+      for (int r = 0; r < std::max(1, repeat); ++r)
+        s.push_back(graphed ? elapsed([&] { gpu_check(graph.launch(stream_), "graph launch"); },
+                                      iters)
+                            : loop_sample(iters));
       std::sort(s.begin(), s.end());
       const std::size_t m = s.size();
       t.ms = m % 2 ? s[m / 2] : 0.5 * (s[m / 2 - 1] + s[m / 2]);
       t.ms_min = s.front();
       t.iters = iters;
       t.repeat = int(m);
+      t.mode = graphed ? "graph" : "loop";
       gpu_check(gpuGetLastError(), "timing (last error)");
       t.ok = true;
     } catch (const GpuFailure& e) {
