@@ -10,6 +10,10 @@
 // backward_data), z = split-K index (backward_weight).
 #pragma once
 
+// First: under clang -nogpuinc, clang's cuda_wrappers/<algorithm> and <new> need __host__ /
+// __device__, which portability.hpp defines.
+#include "ckgen/portability.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -46,7 +50,13 @@ CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
   using Pipe = std::conditional_t<Cfg::kPipeline == Pipeline::Multistage,
                                   PipelineMultistage<Tr, View>, PipelineBasic<Tr, View>>;
   using Gemm = BlockGemm<Tr>;
+#if defined(CKGEN_AMD)
+  // Static LDS on AMD: the code object then reports it (group_segment_fixed_size) and the
+  // compiler's occupancy accounts for it (ckgen check-isa reads both).
+  __shared__ __attribute__((aligned(16))) unsigned char ckgen_smem[Tr::kSmemBytes];
+#else
   extern __shared__ __attribute__((aligned(16))) unsigned char ckgen_smem[];
+#endif
 
   const int tid = threadIdx.x;
   const int by = blockIdx.y;
@@ -333,7 +343,12 @@ class GroupedConvKernel final : public KernelBase {
     if (kb > 1) a.out_mode = Cfg::kStage == Stage::One ? OutMode::AtomicF32 : OutMode::PartialF32;
     if (kb > 1 && workspace == nullptr) return gpuErrorInvalidValueCompat();
 
-    if constexpr (Tr::kSmemBytes > 48 * 1024) {
+#if defined(CKGEN_AMD)
+    constexpr std::size_t kDynSmem = 0;  // static LDS (see grouped_conv_kernel)
+#else
+    constexpr std::size_t kDynSmem = Tr::kSmemBytes;
+#endif
+    if constexpr (kDynSmem > 48 * 1024) {
       static const gpuError_t attr_err =
           gpuFuncSetAttribute(grouped_conv_kernel<Cfg>, gpuFuncAttributeMaxDynamicSharedMemorySize,
                               Tr::kSmemBytes);
@@ -344,7 +359,7 @@ class GroupedConvKernel final : public KernelBase {
       if (e != gpuSuccess) return e;
     }
     const dim3 grid(unsigned(tiles), unsigned(p.G * a.num_classes), unsigned(kb));
-    grouped_conv_kernel<Cfg><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+    grouped_conv_kernel<Cfg><<<grid, Tr::kThreads, kDynSmem, stream>>>(a);
     gpuError_t e = gpuGetLastError();
     if (e != gpuSuccess) return e;
     if (kb > 1) {
