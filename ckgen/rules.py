@@ -21,7 +21,7 @@ IMPLEMENTED = {
     "pipeline": {Pipeline.BASIC},
     "epilogue": {Epilogue.DEFAULT},
     "reduction": {Reduction.SPLITK},
-    "math_unit": {MathUnit.MMA_SYNC, MathUnit.FMA},
+    "math_unit": {MathUnit.MMA_SYNC, MathUnit.FMA, MathUnit.MFMA, MathUnit.WMMA},
     "scheduler": {Scheduler.INTRAWAVE},
     "groups_to_merge": {1},
     "wave_k": {1},

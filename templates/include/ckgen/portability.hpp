@@ -305,6 +305,20 @@ static constexpr __attribute__((device)) ckgen::detail::ThreadIdx threadIdx{};
 static constexpr __attribute__((device)) ckgen::detail::BlockIdx blockIdx{};
 static constexpr __attribute__((device)) ckgen::detail::BlockDim blockDim{};
 static constexpr __attribute__((device)) ckgen::detail::GridDim gridDim{};
+// Device versions of the few C library calls device code (and clang's cuda_wrappers/<new>)
+// reaches; HIP's headers provide these when present.
+__attribute__((device)) inline void* memcpy(void* d, const void* s, std::size_t n) {
+  return __builtin_memcpy(d, s, n);
+}
+__attribute__((device)) inline void* memset(void* d, int v, std::size_t n) {
+  return __builtin_memset(d, v, n);
+}
+__attribute__((device)) inline void* malloc(std::size_t) {  // no device heap without the runtime
+  __builtin_trap();
+  return nullptr;
+}
+__attribute__((device)) inline void free(void*) {}
+__attribute__((device)) inline float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 __attribute__((device)) inline void __syncthreads() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
   __builtin_amdgcn_s_barrier();

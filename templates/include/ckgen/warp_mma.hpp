@@ -17,12 +17,22 @@ namespace ckgen {
 template <class Tr, MathUnit U = Tr::Config::kMathUnit>
 struct WarpMmaFor {
   static_assert(U == MathUnit::MmaSync || U == MathUnit::Fma,
-                "ckgen: this math unit has no backend yet (MmaSync and Fma are implemented)");
+                "ckgen: this math unit has no backend yet (MmaSync, Fma, and Mfma/Wmma on AMD are implemented)");
   using type = WarpFma<Tr>;
 };
 template <class Tr>
 struct WarpMmaFor<Tr, MathUnit::MmaSync> {
   using type = WarpMmaSync<Tr>;
 };
+#if defined(CKGEN_HAS_MMA_AMD)
+template <class Tr>
+struct WarpMmaFor<Tr, MathUnit::Mfma> {
+  using type = WarpMfma<Tr>;
+};
+template <class Tr>
+struct WarpMmaFor<Tr, MathUnit::Wmma> {
+  using type = WarpWmma<Tr>;
+};
+#endif
 
 }  // namespace ckgen
