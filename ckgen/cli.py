@@ -64,6 +64,9 @@ def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--pipeline", "pipelines", multiple=True, type=_words(Pipeline), help="Keep only these pipelines."),
         click.option("--kernels", "kernels", multiple=True,
                      help="Keep only instances whose name matches a glob, e.g. 'grouped_conv_bwd_data_fp16_*'."),
+        click.option("--resources", "resources", type=click.Path(path_type=Path, dir_okay=False), default=None,
+                     help="Measured resources (`ckgen check-isa --resources-out FILE`, or a checked manifest.json): "
+                          "instances that spill or exceed LDS are rejected (rule 'measured')."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -72,8 +75,10 @@ def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def _expansion(variants: tuple[str, ...], arch: str, configs: tuple[Path, ...], config_set: str,
                datatypes: tuple[str, ...], ndims: tuple[int, ...], pipelines: tuple[str, ...],
-               kernels: tuple[str, ...]) -> Expansion:
+               kernels: tuple[str, ...], resources: Path | None = None) -> Expansion:
     spec = get_arch(arch)
+    if resources is not None:
+        _use_resources(resources, spec.name)
     vs = [Variant(v) for v in variants] or list(Variant)
     paths = list(configs) if configs else default_config_paths(vs, config_set)
     cfgs = load_configs(paths, vs if variants else None)
@@ -261,6 +266,63 @@ def archs() -> None:
         t.add_row(name, a.platform.value, str(a.warp_size), str(a.lds_bytes), str(a.compute_units),
                   ",".join(d.value for d in a.datatypes), ",".join(p.value for p in a.pipelines), a.description)
     _console().print(t)
+
+
+# ------------------------------------------------------------------------------------------
+# AMD: device-only compile, ISA and resource checks (ckgen/isa.py)
+# ------------------------------------------------------------------------------------------
+def _use_resources(path: Path, arch: str) -> None:
+    from .isa import load_resources
+    from .rules import set_measured
+
+    got, res = load_resources(path)
+    if got != arch:
+        raise CkgenError(f"{path}: measured resources are for {got}, not {arch}")
+    set_measured(got, res)
+
+
+@main.command("check-isa")
+@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Directory written by `ckgen generate --arch <gfx...>`.")
+@click.option("-j", "--jobs", type=click.IntRange(0, 256), default=0, show_default=True,
+              help="Parallel compiles (0: one per CPU).")
+@click.option("--kernels", "kernels", multiple=True, help="Only instances matching these globs.")
+@click.option("--resources-out", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Also write the measured resources here (for `ckgen generate --resources`).")
+@click.option("--no-manifest", is_flag=True, help="Do not write the 'resources' section into manifest.json.")
+def check_isa(out: Path, jobs: int, kernels: tuple[str, ...], resources_out: Path | None, no_manifest: bool) -> None:
+    """Compile every instance of a generated AMD project device-only (arch_specs.json's compiler
+    command), check its ISA holds the matrix instructions (v_mfma / v_wmma) and report VGPR, AGPR,
+    SGPR, LDS, scratch and occupancy. Exits 1 when a check fails."""
+    import fnmatch
+
+    from rich.markup import escape as _esc
+
+    from .isa import check_project, resources_document, write_manifest_resources
+
+    sel = (lambda n: any(fnmatch.fnmatchcase(n, g) for g in kernels)) if kernels else None
+    arch, results = check_project(out, jobs=jobs, kernels=sel)
+    t = Table(title=f"{len(results)} instances for {arch.name} ({arch.compiler.get('device_only_compiler')}, device only)")
+    for col, just in (("name", "left"), ("mm", "right"), ("exp", "right"), ("vgpr", "right"), ("agpr", "right"),
+                      ("sgpr", "right"), ("lds", "right"), ("scratch", "right"), ("occ", "right"), ("est", "right"),
+                      ("status", "left")):
+        t.add_column(col, justify=just, no_wrap=col == "name")
+    for r in results:
+        t.add_row(r.name, str(r.matrix_insts), str(r.matrix_expected), str(r.vgpr), str(r.agpr), str(r.sgpr),
+                  str(r.lds_bytes), str(r.scratch_bytes), str(r.occupancy), str(r.estimate),
+                  "ok" if r.ok else "[red]" + _esc("; ".join(r.failures)) + "[/]")
+    _console().print(t)
+    doc = resources_document(arch, results)
+    if not no_manifest:
+        write_manifest_resources(out, doc)
+    if resources_out is not None:
+        resources_out.parent.mkdir(parents=True, exist_ok=True)
+        resources_out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    bad = [r for r in results if not r.ok]
+    click.echo(f"{len(results) - len(bad)} ok, {len(bad)} failed "
+               f"(matrix instructions: {sum(r.matrix_insts for r in results)} in total)")
+    if bad:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,39 @@ def _specialization(i: KernelInstance, a: ArchSpec) -> str | None:
     return None
 
 
+# Measured resources fed back from `ckgen check-isa` (`generate --resources FILE`):
+# arch -> instance name -> what the compiler reported (ckgen/isa.py InstanceResources.to_json).
+# Empty unless a run loaded a file; the "measured" rule below is the only reader.
+MEASURED: dict[str, dict[str, dict]] = {}
+
+
+def set_measured(arch: str, resources: dict[str, dict]) -> None:
+    MEASURED[arch] = dict(resources)
+
+
+def measured_failures(res: dict, a: ArchSpec) -> list[str]:
+    """Why measured resources make an instance unusable on ``a``: scratch (spills) or LDS over
+    the target. check-isa and the "measured" rule both use this, so the limits live here only."""
+    out = []
+    scratch = int(res.get("scratch_bytes", 0))
+    if scratch > 0:
+        out.append(f"spills: {scratch} bytes of scratch per lane measured (VGPR {res.get('vgpr', 0)}, "
+                   f"VGPR spills {res.get('vgpr_spill', 0)}, SGPR spills {res.get('sgpr_spill', 0)}, "
+                   f"register estimate {res.get('estimate', '?')})")
+    lds = int(res.get("lds_bytes", 0))
+    if lds > a.lds_bytes:
+        out.append(f"LDS {lds} bytes measured > {a.lds_bytes} on {a.name}")
+    return out
+
+
+def _measured(i: KernelInstance, a: ArchSpec) -> str | None:
+    res = MEASURED.get(a.name, {}).get(i.name)
+    if not res:
+        return None
+    bad = measured_failures(res, a)
+    return bad[0] if bad else None
+
+
 def _implemented(i: KernelInstance, a: ArchSpec) -> str | None:
     got = {
         "pipeline": i.pipeline,
@@ -227,6 +260,7 @@ RULES: tuple[Rule, ...] = (
     Rule("lds", "shared memory of the pipeline fits the target", _lds),
     Rule("registers", "register estimate fits the target", _registers),
     Rule("implemented", "the template library implements the configuration", _implemented),
+    Rule("measured", "no spills and LDS within the target, as measured by check-isa (generate --resources)", _measured),
 )
 
 

@@ -20,7 +20,7 @@ struct EpilogueDefault {
   static constexpr int W = Tr::VC < kRun ? Tr::VC : kRun;
   static_assert(kRun % W == 0, "ckgen: store width must divide the accumulator run");
 
-  CKGEN_DEVICE static void run(const View& v, const ConvArgs& p, const typename Gemm::Acc& acc,
+  CKGEN_DEVICE CKGEN_FORCEINLINE static void run(const View& v, const ConvArgs& p, const typename Gemm::Acc& acc,
                                int m0, int n0, int split, int tid) {
     const Gemm gemm(tid);
     const int M = v.M(), N = v.N();
