@@ -25,6 +25,7 @@ SOURCED_FIELDS = (
     "peak_tflops",
     "bandwidth_gbs",
     "warp_tiles",
+    "wave_layouts",
 )
 
 

@@ -1,0 +1,198 @@
+"""Expansion: deterministic order, duplicates removed, rejections with reasons, and the
+list-instances views (table, --show-rejected, json/csv/names, filters, counts)."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ckgen.arch import load_arch_specs
+from ckgen.expand import Filters, default_config_paths, expand, load_configs
+from ckgen.instance import INSTANCE_FIELDS
+from ckgen.naming import parse_name
+from ckgen.rules import RULES, check
+from ckgen.vocab import DataType, Pipeline, Variant
+
+from conftest import ALL_ARCHS, cli, cli_proc
+
+SM90 = ("--arch", "sm_90a", "--set", "profiler")
+
+
+def _expansion(arch: str = "sm_90a", config_set: str = "profiler", filters: Filters = Filters()):
+    return expand(load_configs(default_config_paths(list(Variant), config_set)), load_arch_specs()[arch], filters)
+
+
+@functools.lru_cache(maxsize=None)
+def _json_text(*args: str) -> str:
+    return cli("list-instances", "--format", "json", *args).stdout
+
+
+def _json(*args: str) -> dict:
+    return json.loads(_json_text(*args))
+
+
+def _names(*args: str) -> list[str]:
+    return cli("list-instances", "--format", "names", *args).stdout.split()
+
+
+def test_order_is_deterministic_across_processes_and_hash_seeds() -> None:
+    outs = [cli_proc("list-instances", "--format", "names", *SM90, env={"PYTHONHASHSEED": seed}).stdout
+            for seed in ("0", "1", "12345")]
+    assert outs[0] == outs[1] == outs[2]
+    names = outs[0].split()
+    assert len(names) > 1000
+    order = {v.short: k for k, v in enumerate(Variant)}
+
+    def key(n: str) -> tuple[int, str]:
+        v = parse_name(n).variant
+        return (order[v.short], n)
+
+    assert names == sorted(names, key=key), "instances are sorted by variant, then name"
+
+
+def test_duplicates_are_removed(tmp_path: Path) -> None:
+    cfg = tmp_path / "dups.yaml"
+    cfg.write_text(
+        "variant: forward\n"
+        "defaults: {ndim: 2, warp_tile: auto, datatype: fp16}\n"
+        "instances:\n"
+        "  - {tile: [64, 64, 32], waves: [2, 2, 1]}\n"
+        "  - {tile: [64, 64, 32], waves: [2, 2, 1]}\n"           # exact duplicate
+        "spaces:\n"
+        "  - tile: [[64, 64, 32], [128, 64, 32]]\n"               # overlaps the first
+        "    waves: [[2, 2, 1], [2, 2, 1]]\n"                     # duplicate value inside a space
+    )
+    exp = expand(load_configs([cfg]), load_arch_specs()["sm_90a"])
+    names = [i.name for i in exp.instances]
+    assert len(names) == len(set(names)) == 2
+    assert exp.candidates == 2 + 4
+    assert exp.duplicates == 4
+    js = _json("--arch", "sm_90a", "--config", str(cfg))
+    assert js["count"] == 2 and [i["name"] for i in js["instances"]] == names
+    table = cli("list-instances", "--arch", "sm_90a", "--config", str(cfg)).stdout
+    assert "2 valid, 0 rejected, 4 duplicates, 0 filtered out, 6 candidates" in table
+
+
+@pytest.mark.parametrize("arch", ALL_ARCHS)
+def test_every_rejection_keeps_its_reason(arch: str) -> None:
+    exp = _expansion(arch)
+    ids = {r.id for r in RULES}
+    assert exp.rejected, "the profiler sweep has rejected candidates on every target"
+    for r in exp.rejected:
+        assert r.rule in ids
+        assert isinstance(r.reason, str) and r.reason.strip()
+        assert check(r.instance, exp.arch) == (r.rule, r.reason)
+    for i in exp.instances:
+        assert check(i, exp.arch) is None
+    valid = {i.name for i in exp.instances}
+    assert not valid & {r.name for r in exp.rejected}
+    assert len(exp.instances) + len(exp.rejected) + exp.duplicates + exp.filtered == exp.candidates
+
+
+def test_show_rejected_groups_by_reason_with_counts() -> None:
+    exp = _expansion()
+    res = cli("list-instances", *SM90, "--show-rejected")
+    out = res.stdout
+    assert f"{len(exp.rejected)} rejected candidates by reason" in out
+    m = re.search(r"(\d+) valid, (\d+) rejected, (\d+) duplicates, (\d+) filtered out, (\d+) candidates", out)
+    assert m and int(m.group(1)) == len(exp.instances) and int(m.group(2)) == len(exp.rejected)
+    # the grouped table: one row per rule, counts add up to the number rejected
+    rows = re.findall(r"^\W*(\d+)\s*\W\s*([a-z_]+)\s*\W\s*(.+?)\s*\W?\s*$", out.split("rejected candidates by reason")[1], re.M)
+    counts = {rule: int(n) for n, rule, _ in rows}
+    want: dict[str, int] = {}
+    for r in exp.rejected:
+        want[r.rule] = want.get(r.rule, 0) + 1
+    assert counts == want
+    assert sum(counts.values()) == len(exp.rejected)
+    # the same grouping in JSON
+    js = _json(*SM90, "--show-rejected")
+    assert {g["rule"]: g["count"] for g in js["rejected"]} == want
+    assert all(g["reason"] for g in js["rejected"])
+    assert [g["count"] for g in js["rejected"]] == sorted((g["count"] for g in js["rejected"]), reverse=True)
+    # with machine formats the rejected table goes to stderr, stdout stays clean
+    names = cli("list-instances", *SM90, "--show-rejected", "--format", "names")
+    assert "rejected" not in names.stdout and "rejected candidates by reason" in names.stderr
+
+
+def test_formats_agree() -> None:
+    names = _names(*SM90)
+    js = _json(*SM90)
+    assert js["arch"] == "sm_90a" and js["count"] == len(names) == len(js["instances"])
+    assert [i["name"] for i in js["instances"]] == names
+    for i in js["instances"][:50]:
+        assert set(INSTANCE_FIELDS) <= set(i)
+    rows = list(csv.DictReader(io.StringIO(cli("list-instances", *SM90, "--format", "csv").stdout)))
+    assert [r["name"] for r in rows] == names
+    assert set(INSTANCE_FIELDS) <= set(rows[0])
+    table = cli("list-instances", *SM90).stdout
+    assert f"{len(names)} instances for sm_90a" in table
+    assert f"{len(names)} valid," in table
+
+
+FILTER_CASES = [
+    (("--variant", "backward_data"), lambda i: i["variant"] == "backward_data"),
+    (("--variant", "forward", "--variant", "backward_weight"), lambda i: i["variant"] in ("forward", "backward_weight")),
+    (("--datatype", "bf16"), lambda i: i["datatype"] == "bf16"),
+    (("--ndim", "3"), lambda i: i["ndim"] == 3),
+    (("--ndim", "1", "--datatype", "fp32"), lambda i: i["ndim"] == 1 and i["datatype"] == "fp32"),
+    (("--pipeline", "basic"), lambda i: i["pipeline"] == "basic"),
+    (("--kernels", "grouped_conv_fwd_fp16_2d_*"), lambda i: i["name"].startswith("grouped_conv_fwd_fp16_2d_")),
+    (("--kernels", "*_t64x64x32_*", "--variant", "forward"), lambda i: "_t64x64x32_" in i["name"] and i["variant"] == "forward"),
+]
+
+
+@pytest.mark.parametrize("args,keep", FILTER_CASES, ids=[" ".join(a) for a, _ in FILTER_CASES])
+def test_filters_select_exactly_the_matching_instances(args, keep) -> None:
+    every = _json(*SM90)["instances"]
+    got = _json(*SM90, *args)
+    want = [i["name"] for i in every if keep(i)]
+    assert [i["name"] for i in got["instances"]] == want
+    assert got["count"] == len(want) > 0
+    assert len(_names(*SM90, *args)) == len(want)
+
+
+def test_empty_selection_is_an_error_with_reasons() -> None:
+    exp = _expansion(filters=Filters(pipelines=(Pipeline.WAVELET,)))
+    assert not exp.instances  # the template library has no wavelet pipeline yet
+    res = cli("list-instances", *SM90, "--pipeline", "wavelet", ok=False)
+    assert res.exit_code == 2
+    assert "the expansion is empty" in res.stderr
+    top_rule = exp.rejected_by_reason()[0][0]
+    assert f"[{top_rule}]" in res.stderr
+
+
+def test_filters_narrow_but_do_not_reject() -> None:
+    full = _expansion()
+    narrowed = _expansion(filters=Filters(datatypes=(DataType.FP32,)))
+    assert len(narrowed.rejected) < len(full.rejected)
+    assert narrowed.filtered > 0
+    assert {i.name for i in narrowed.instances} == {i.name for i in full.instances if i.datatype is DataType.FP32}
+
+
+@pytest.mark.parametrize("arch", ALL_ARCHS)
+def test_arch_changes_the_space(arch: str) -> None:
+    n = len(_expansion(arch).instances)
+    if n == 0:  # e.g. CDNA until the template library has MFMA: an error that says why
+        res = cli("list-instances", "--arch", arch, "--set", "profiler", ok=False)
+        assert res.exit_code == 2 and "the expansion is empty" in res.stderr
+        return
+    js = _json("--arch", arch, "--set", "profiler")
+    assert js["arch"] == arch
+    assert js["count"] == n
+
+
+def test_unknown_arch_lists_the_known_ones() -> None:
+    p = cli_proc("list-instances", "--arch", "sm_91", ok=False)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+    assert "unknown arch 'sm_91'" in p.stderr
+    for a in ALL_ARCHS:
+        assert a in p.stderr
+    p = cli_proc("generate", "--arch", "gfx9420", "-o", "unused", ok=False)
+    assert p.returncode == 2 and "gfx942" in p.stderr
