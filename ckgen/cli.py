@@ -245,6 +245,7 @@ def emit_cmake(out: Path, platform: str | None, gpu_targets: str | None, launche
         raise CkgenError(f"--launcher: {launcher!r} is not a program name or path")
     text = render_cmake(plat, targets, launcher, arch.name)
     pl = plan(out, {"CMakeLists.txt": text.encode()})
+    pl.remove = []  # one file written; the generated sources listed in the manifest stay
     apply(pl)
     click.echo(f"{out / 'CMakeLists.txt'}: {'written' if pl.write else 'unchanged'} "
                f"(platform {plat.value}, targets {targets})")
