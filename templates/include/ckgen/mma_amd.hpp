@@ -155,7 +155,7 @@ struct WarpMfma {
   CKGEN_DEVICE static void tile(float (&acc)[RepM][RepN][kAccPerTile], const Raw* sA, const Raw* sB,
                                 int wm0, int wn0, int lane) {
 #if CKGEN_DEVICE_PASS && defined(__AMDGCN_WAVEFRONT_SIZE)
-    static_assert(__AMDGCN_WAVEFRONT_SIZE == 64, "ckgen: MFMA instance compiled for a wave32 target");
+    static_assert(Tr::kWarpSize == __AMDGCN_WAVEFRONT_SIZE, "ckgen: MFMA instance compiled for a wave32 target");
 #endif
     const int idx = lane % S;
     const int kg = (lane / S) * E;
@@ -248,7 +248,7 @@ struct WarpWmma {
   CKGEN_DEVICE static void tile(float (&acc)[RepM][RepN][kAccPerTile], const Raw* sA, const Raw* sB,
                                 int wm0, int wn0, int lane) {
 #if CKGEN_DEVICE_PASS && defined(__AMDGCN_WAVEFRONT_SIZE)
-    static_assert(__AMDGCN_WAVEFRONT_SIZE == 32, "ckgen: WMMA instance compiled for a wave64 target");
+    static_assert(Tr::kWarpSize == __AMDGCN_WAVEFRONT_SIZE, "ckgen: WMMA instance compiled for a wave64 target");
 #endif
     const int idx = lane % 16;
     const int kg = kGfx12 ? (lane / 16) * 8 : 0;
