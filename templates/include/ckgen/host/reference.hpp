@@ -292,18 +292,24 @@ CKGEN_HOST_DEVICE inline float ref_backward_weight_partial(const ConvProblem& p,
   const int64_t g = r / p.K;
   const int64_t red = p.N * p.out_spatial();
   float acc = 0.f;
-  for (int64_t j = first; j < red; j += step) {
-    int64_t q = j;
-    const int64_t ow = q % p.out[2]; q /= p.out[2];
-    const int64_t oh = q % p.out[1]; q /= p.out[1];
-    const int64_t od = q % p.out[0];
-    const int64_t n = q / p.out[0];
+  auto body = [&](auto j) {
+    using I = decltype(j);  // 32-bit index math when it fits (much cheaper division on GPUs)
+    I q = j;
+    const int64_t ow = int64_t(q % I(p.out[2])); q /= I(p.out[2]);
+    const int64_t oh = int64_t(q % I(p.out[1])); q /= I(p.out[1]);
+    const int64_t od = int64_t(q % I(p.out[0]));
+    const int64_t n = int64_t(q / I(p.out[0]));
     const int64_t id = od * p.stride[0] + z * p.dilation[0] - p.pad_l[0];
     const int64_t ih = oh * p.stride[1] + yy * p.dilation[1] - p.pad_l[1];
     const int64_t iw = ow * p.stride[2] + xx * p.dilation[2] - p.pad_l[2];
-    if (id < 0 || id >= p.in[0] || ih < 0 || ih >= p.in[1] || iw < 0 || iw >= p.in[2]) continue;
+    if (id < 0 || id >= p.in[0] || ih < 0 || ih >= p.in[1] || iw < 0 || iw >= p.in[2]) return;
     acc += Elem<DT>::load(dy, y_offset(p, n, od, oh, ow, g, k)) *
            Elem<DT>::load(x, x_offset(p, n, id, ih, iw, g, c));
+  };
+  if (red < (int64_t(1) << 31)) {
+    for (int64_t j = first; j < red; j += step) body(uint32_t(j));
+  } else {
+    for (int64_t j = first; j < red; j += step) body(uint64_t(j));
   }
   return acc;
 }
@@ -384,7 +390,7 @@ inline gpuError_t reference_gpu(Variant v, DataType dt, const ConvProblem& p, vo
     constexpr DataType DT = decltype(dtc)::value;
     constexpr DataType OT = decltype(outc)::value;
     if (v == Variant::BackwardWeight) {
-      const unsigned grid = unsigned(total < (1 << 30) ? total : (1 << 30));
+      const unsigned grid = unsigned(total < (1 << 22) ? total : (1 << 22));
       ref_backward_weight_kernel<DT, OT><<<grid, kRefBwdWeightBlock, 0, stream>>>(p, y, x, w);
     } else {
       const unsigned block = 128, grid = grid_for(total, block);
