@@ -50,14 +50,35 @@
 
 namespace ckgen::host {
 
-#define CKGEN_REQUIRE_GPU()                                            \
-  do {                                                                 \
-    std::string ckgen_why_;                                            \
-    if (!::ckgen::host::gpu_available(&ckgen_why_))                    \
-      GTEST_SKIP() << "no GPU: " << ckgen_why_;                        \
+// Skips without a GPU; fails at once when an earlier test broke the GPU context (a sticky
+// error such as an illegal address makes every later GPU call fail in this process).
+#define CKGEN_REQUIRE_GPU()                                                          \
+  do {                                                                               \
+    std::string ckgen_why_;                                                          \
+    if (!::ckgen::host::gpu_available(&ckgen_why_))                                  \
+      GTEST_SKIP() << "no GPU: " << ckgen_why_;                                      \
+    if (!::ckgen::host::testing_detail::broken_context().empty())                    \
+      FAIL() << "not run: " << ::ckgen::host::testing_detail::broken_context()       \
+             << " (run the tests in separate processes, e.g. ctest, to isolate them)"; \
   } while (0)
 
 namespace testing_detail {
+
+// Set once a test leaves the GPU context unusable.
+inline std::string& broken_context() {
+  static std::string s;
+  return s;
+}
+
+// After a GPU failure: records whether the context is now unusable.
+inline void note_gpu_failure() {
+  const gpuError_t e = gpuDeviceSynchronize();
+  if (e != gpuSuccess && broken_context().empty()) {
+    const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+    broken_context() = "the GPU context was broken (" + gpu_error_string(e) + ") by " +
+                       (t ? std::string(t->test_suite_name()) + "." + t->name() : "an earlier test");
+  }
+}
 
 class BodyTest : public ::testing::Test {
  public:
@@ -151,11 +172,13 @@ inline void run_case(Variant v, DataType dt, const ConvProblem& p, const KernelB
     wb.setup(dt, p, InitMode::Random, seed);
     wb.compute_reference(ref);
     const VerifyOutcome r = wb.verify(k, o);
+    if (!r.ran) note_gpu_failure();
     EXPECT_TRUE(r.ran && r.ok) << k.name() << " on " << problem_summary(p) << " ("
                                << to_string(dt) << ", k_batch " << k_batch << ", "
                                << to_string(ref) << " reference): " << r.summary(v, p) << "\n"
                                << repro(v, dt, p, k.name(), k_batch, seed);
   } catch (const std::exception& e) {
+    note_gpu_failure();
     FAIL() << "GPU error: " << e.what() << "\n" << repro(v, dt, p, k.name(), k_batch, seed);
   }
 }
@@ -262,6 +285,7 @@ inline void register_reference_tests(Variant v, const std::vector<NamedProblem>&
         EXPECT_TRUE(r.ok) << "GPU reference vs CPU reference: " << r.summary(v, p) << " on "
                           << problem_summary(p);
       } catch (const std::exception& e) {
+        note_gpu_failure();
         FAIL() << "GPU error: " << e.what();
       }
     });
@@ -373,9 +397,11 @@ inline void run_sweep_chunk(Variant v, int chunk, int count) {
       wb.setup(dt, p, InitMode::Random, seed);
       wb.compute_reference(RefKind::Gpu);
       r = wb.verify(*k, o);
+      if (!r.ran) err = r.error;
     } catch (const std::exception& e) {
       err = e.what();
     }
+    if (!err.empty()) note_gpu_failure();
     if (!err.empty() || !r.ok) {
       ++failures;
       ADD_FAILURE() << "[sweep] " << vname << " chunk " << chunk << " #" << i
