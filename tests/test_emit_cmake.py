@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli, have
+from conftest import cli, have, tree
 
 NVIDIA = pytest.mark.skipif(not have("cmake", "ninja", "nvcc"), reason="needs cmake, ninja and nvcc on PATH")
 
@@ -42,8 +42,13 @@ def _cache(build: Path) -> dict[str, str]:
 def nv_project(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("nv") / "gen"
     cli("generate", "--arch", "sm_90a", "--set", "tests", "-o", str(out), "-q")
+    before = tree(out)
     res = cli("emit-cmake", "-o", str(out), "--platform", "nvidia", "--gpu-targets", "90a")
     assert "written" in res.stdout
+    after = tree(out)
+    # emit-cmake adds CMakeLists.txt and touches nothing that generate wrote
+    assert set(after) - set(before) == {"CMakeLists.txt"}
+    assert {k: v for k, v in after.items() if k != "CMakeLists.txt"} == before
     return out
 
 

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The test command of ckgen (README "Set up", command 2; .ci/run calls exactly this).
+#
+#   bash scripts/test.sh [pytest args...]
+#
+# 1. Installs the system packages the tests use when one is missing (Debian/Ubuntu):
+#    cmake, ninja-build, libgtest-dev, clang-19, lld-19, llvm-19 (AMD device-only builds) and
+#    hipcc (AMD host build). sudo is used only when not root. CKGEN_SKIP_APT=1 skips this.
+# 2. Creates .venv (with the system site-packages, so installed dependencies are reused) unless
+#    a virtualenv is already active, and installs ckgen editable with its test extras into it.
+# 3. Runs the whole pytest suite, slow tests included (wheel build, full nvcc build of the
+#    generated test project). nvcc is not installable from apt: tests that need it skip,
+#    visibly, where it is not on PATH (/usr/local/bin/nvcc or /usr/local/cuda/bin/nvcc).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+t0=$SECONDS
+
+# --- 1. system packages -------------------------------------------------------------------
+APT_PACKAGES=(cmake ninja-build libgtest-dev clang-19 lld-19 llvm-19 hipcc)
+if [[ "${CKGEN_SKIP_APT:-0}" != 1 ]] && command -v dpkg-query >/dev/null; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    SUDO=()
+    if [[ $(id -u) -ne 0 ]]; then SUDO=(sudo); fi
+    echo "test.sh: installing ${missing[*]}"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  else
+    echo "test.sh: system packages present (${APT_PACKAGES[*]})"
+  fi
+fi
+for d in /usr/local/cuda/bin /usr/local/bin; do
+  if [[ -x "$d/nvcc" && ":$PATH:" != *":$d:"* ]]; then PATH="$PATH:$d"; fi
+done
+export PATH
+
+# --- 2. Python environment ----------------------------------------------------------------
+if [[ -n "${VIRTUAL_ENV:-}" ]]; then
+  PY="$VIRTUAL_ENV/bin/python"
+else
+  if [[ ! -x .venv/bin/python ]]; then
+    "${PYTHON:-python3}" -m venv --system-site-packages .venv
+  fi
+  PY="$ROOT/.venv/bin/python"
+fi
+# Editable install of this checkout (a different checkout installed elsewhere must not be the
+# one under test). Build isolation needs the index; without it, reuse an installed hatchling.
+if ! "$PY" -m pip install -q -e ".[test]"; then
+  echo "test.sh: retrying without build isolation"
+  "$PY" -m pip install -q hatchling 2>/dev/null || true
+  "$PY" -m pip install -q --no-build-isolation -e ".[test]"
+fi
+here="$("$PY" -c 'import ckgen, pathlib; print(pathlib.Path(ckgen.__file__).resolve().parent.parent)')"
+if [[ "$here" != "$ROOT" ]]; then
+  echo "test.sh: ckgen imports from $here, not from $ROOT" >&2
+  exit 1
+fi
+echo "test.sh: environment ready in $((SECONDS - t0)) s ($("$PY" --version), $(command -v nvcc || echo 'no nvcc'))"
+
+# --- 3. the tests -------------------------------------------------------------------------
+"$PY" -m pytest -ra --durations=15 "$@"
+echo "test.sh: done in $((SECONDS - t0)) s"
