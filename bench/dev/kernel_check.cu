@@ -3,6 +3,7 @@
 // compares against a naive fp64 host reference. Prints one PASS/FAIL line per case.
 //
 // Build + run: bench/dev/kernel_check.sh   (or see the nvcc line there)
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -310,6 +311,23 @@ static void suite(const char* vname) {
     check<Cfg<V, D, 2, T64, W22, 2, 2, 2>>(L("2d_t64_vec2"), p);
     check<Cfg<V, D, 2, T64x128, W14, 1, 1, 1>>(L("2d_t64x128_w14_vec1"), p);
   }
+  // multistage (cp.async) pipeline
+  for (auto& p : problems2d())
+    check<Cfg<V, D, 2, T128, W22, V8, V8, V8, Specialization::Default, Stage::One, 0,
+              Pipeline::Multistage, 3>>(L("2d_t128_vec_ms3"), p);
+  for (auto& p : problems2d_odd())
+    check<Cfg<V, D, 2, T64, W22, 1, 1, 1, Specialization::Default, Stage::One, 0,
+              Pipeline::Multistage, 2>>(L("2d_t64_vec1_ms2"), p);
+  for (auto& p : problems3d())
+    check<Cfg<V, D, 3, T64x128, W14, 1, 1, 1, Specialization::Default, Stage::One, 0,
+              Pipeline::Multistage, 4>>(L("3d_t64x128_vec1_ms4"), p);
+  if constexpr (V == Variant::Forward && D == DataType::FP16) {
+    using T256 = TileShape<128, 256, 64>;
+    using W24 = WaveLayout<2, 4, 1>;
+    for (auto& p : problems2d())  // 165 KB of shared memory (opt-in attribute path)
+      check<Cfg<V, D, 2, T256, W24, 8, 8, 8, Specialization::Default, Stage::One, 0,
+                Pipeline::Multistage, 3>>(L("2d_t128x256x64_ms3"), p);
+  }
   for (auto& p : problems2d_odd()) {
     check<Cfg<V, D, 2, T64, W22, 1, 1, 1>>(L("2d_t64_vec1"), p);
     check<Cfg<V, D, 2, T32, W21, 1, 1, 1>>(L("2d_t32_vec1"), p);
@@ -335,6 +353,9 @@ static void suite(const char* vname) {
       check<Cfg<V, D, 2, T64, W22, 1, 1, 1, Specialization::Default, Stage::Two>>(L("2d_splitk_stage2_vec1"), problems2d_odd()[1], kb);
     }
     check<Cfg<V, D, 2, T64, W22, V8, V8, V8, Specialization::Default, Stage::One>>(L("2d_splitk_auto"), pw, 0);
+    for (int kb : {1, 3, 64})
+      check<Cfg<V, D, 2, T64, W22, V8, V8, V8, Specialization::Default, Stage::Two, 0,
+                Pipeline::Multistage, 3>>(L("2d_splitk_stage2_ms3"), pw, kb);
     check<Cfg<V, D, 2, T64, W22, V8, V8, V8, Specialization::Default, Stage::Two, 5>>(L("2d_splitk_cfg5"), pw, 0);
     check<Cfg<V, D, 2, T64, W22, V8, V8, V8>>(L("2d_splitk_65_refuse"), pw, 65, false);
   }
@@ -358,8 +379,93 @@ void run_backward_weight() {
   suite<Variant::BackwardWeight, DataType::BF16>("bwd_weight");
   suite<Variant::BackwardWeight, DataType::FP32>("bwd_weight");
 }
+#elif CK_PART == 4
+// Timing of a few instances on one RetinaNet-like shape (events around back-to-back launches).
+template <class C>
+static void perf(const char* label, const ConvProblem& p, int k_batch = 0) {
+  using Raw = typename ConfigTraits<C>::Raw;
+  auto kern = make_kernel<C>();
+  RunOptions opts;
+  opts.k_batch = k_batch;
+  const std::string why = kern->is_supported(p, opts);
+  if (!why.empty()) {
+    std::printf("PERF  %-40s refused: %s\n", label, why.c_str());
+    return;
+  }
+  Raw *dx, *dw, *dy;
+  CHECK_GPU(gpuMalloc((void**)&dx, p.input_elems() * sizeof(Raw)));
+  CHECK_GPU(gpuMalloc((void**)&dw, p.weight_elems() * sizeof(Raw)));
+  CHECK_GPU(gpuMalloc((void**)&dy, p.output_elems() * sizeof(Raw)));
+  CHECK_GPU(gpuMemset(dx, 0x11, p.input_elems() * sizeof(Raw)));
+  CHECK_GPU(gpuMemset(dw, 0x11, p.weight_elems() * sizeof(Raw)));
+  CHECK_GPU(gpuMemset(dy, 0x11, p.output_elems() * sizeof(Raw)));
+  const size_t ws_bytes = kern->workspace_bytes(p, opts);
+  void* ws = nullptr;
+  if (ws_bytes) CHECK_GPU(gpuMalloc(&ws, ws_bytes));
+  ConvTensors t{dx, dw, dy};
+  for (int i = 0; i < 5; ++i) CHECK_GPU(kern->run(p, t, ws, nullptr, opts));
+  gpuEvent_t a, b;
+  CHECK_GPU(gpuEventCreate(&a));
+  CHECK_GPU(gpuEventCreate(&b));
+  float best = 1e30f;
+  for (int r = 0; r < 5; ++r) {
+    const int iters = 20;
+    CHECK_GPU(gpuEventRecord(a, nullptr));
+    for (int i = 0; i < iters; ++i) CHECK_GPU(kern->run(p, t, ws, nullptr, opts));
+    CHECK_GPU(gpuEventRecord(b, nullptr));
+    CHECK_GPU(gpuEventSynchronize(b));
+    float ms = 0;
+    CHECK_GPU(gpuEventElapsedTime(&ms, a, b));
+    best = std::min(best, ms / iters);
+  }
+  std::printf("PERF  %-40s %s  %.4f ms  %.1f TFLOPS  ws=%zu\n", label, describe(p).c_str(), best,
+              p.flops() / (best * 1e-3) / 1e12, ws_bytes);
+  CHECK_GPU(gpuFree(dx));
+  CHECK_GPU(gpuFree(dw));
+  CHECK_GPU(gpuFree(dy));
+  if (ws) CHECK_GPU(gpuFree(ws));
+}
+
+template <Variant V>
+static void perf_variant(const char* vn) {
+  constexpr DataType D = DataType::FP16;
+  using Sp = Specialization;
+  using MS = std::integral_constant<Pipeline, Pipeline::Multistage>;
+  (void)sizeof(MS);
+  const ConvProblem shapes[] = {
+      mk(2, 1, 2, 256, 256, {100, 100}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+      mk(2, 1, 2, 256, 2376, {50, 50}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+      mk(2, 1, 2, 256, 256, {13, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+      mk(2, 1, 2, 512, 256, {50, 50}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}),
+  };
+  char l[128];
+  for (const auto& p : shapes) {
+    std::snprintf(l, sizeof l, "%s t128x128x32 basic", vn);
+    perf<Cfg<V, D, 2, TileShape<128, 128, 32>, W22, 8, 8, 8>>(l, p);
+    std::snprintf(l, sizeof l, "%s t128x128x32 ms3", vn);
+    perf<Cfg<V, D, 2, TileShape<128, 128, 32>, W22, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3>>(l, p);
+    std::snprintf(l, sizeof l, "%s t128x128x64 ms4", vn);
+    perf<Cfg<V, D, 2, TileShape<128, 128, 64>, W22, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 4>>(l, p);
+    std::snprintf(l, sizeof l, "%s t128x256x64 w2x4 ms3", vn);
+    perf<Cfg<V, D, 2, TileShape<128, 256, 64>, WaveLayout<2, 4, 1>, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3>>(l, p);
+    std::snprintf(l, sizeof l, "%s t256x128x32 w4x2 ms3", vn);
+    perf<Cfg<V, D, 2, TileShape<256, 128, 32>, WaveLayout<4, 2, 1>, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3>>(l, p);
+    std::snprintf(l, sizeof l, "%s t64x64x32 ms3", vn);
+    perf<Cfg<V, D, 2, TileShape<64, 64, 32>, W22, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3>>(l, p);
+    if constexpr (V == Variant::BackwardWeight) {
+      std::snprintf(l, sizeof l, "%s t128x128x32 ms3 stage2", vn);
+      perf<Cfg<V, D, 2, TileShape<128, 128, 32>, W22, 8, 8, 8, Sp::Default, Stage::Two, 0, Pipeline::Multistage, 3>>(l, p);
+    }
+  }
+}
+void run_perf() {
+  perf_variant<Variant::Forward>("fwd");
+  perf_variant<Variant::BackwardData>("bwd_data");
+  perf_variant<Variant::BackwardWeight>("bwd_weight");
+}
 #else
 int g_pass = 0, g_fail = 0, g_refused = 0;
+void run_perf();
 void run_forward();
 void run_backward_data();
 void run_backward_weight();
@@ -373,6 +479,7 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "forward") run_forward();
   if (only.empty() || only == "backward_data") run_backward_data();
   if (only.empty() || only == "backward_weight") run_backward_weight();
+  if (only.empty() || only == "perf") run_perf();
   std::printf("SUMMARY: %d passed, %d failed, %d refused-as-expected\n", g_pass, g_fail, g_refused);
   return g_fail ? 1 : 0;
 }

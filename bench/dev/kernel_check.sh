@@ -12,11 +12,11 @@ mkdir -p "$out"
 if [[ ! -x "$bin" || "${CKGEN_REBUILD:-0}" == 1 ]]; then
   flags=(-x cu -std=c++17 -O3 -gencode "arch=compute_$arch,code=sm_$arch" -I"$root/templates/include")
   pids=()
-  for part in 0 1 2 3; do
+  for part in 0 1 2 3 4; do
     nvcc "${flags[@]}" -DCK_PART=$part -c "$here/kernel_check.cu" -o "$out/kernel_check_$part.o" &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
-  nvcc -gencode "arch=compute_$arch,code=sm_$arch" "$out"/kernel_check_{0,1,2,3}.o -o "$bin"
+  nvcc -gencode "arch=compute_$arch,code=sm_$arch" "$out"/kernel_check_{0,1,2,3,4}.o -o "$bin"
 fi
 "$bin" "$@"

@@ -5,6 +5,7 @@
 
 #include <type_traits>
 
+#include "ckgen/async_copy.hpp"
 #include "ckgen/config.hpp"
 
 namespace ckgen {
@@ -58,6 +59,26 @@ struct TileLoader {
       } else {
 #pragma unroll
         for (int e = 0; e < V; ++e) reg[i].v[e] = Raw(0);
+      }
+    }
+  }
+
+  // Multistage path: global -> shared directly (cp.async), zeros stored for structural zeros.
+  CKGEN_DEVICE void copy_async(const View& v, int k0, Raw* smem, int tid) const {
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      const int idx = tid + i * T;
+      if (!active(idx)) continue;
+      const int row = idx / kVPR, col = idx % kVPR;
+      const Raw* src = get_ptr(v, fix[i], kKMajor ? k0 + col * V : k0 + row);
+      Raw* dst = smem + row * kLd + col * V;
+      if (src) {
+        async_copy<int(sizeof(VecT))>(dst, src);
+      } else {
+        VecT z;
+#pragma unroll
+        for (int e = 0; e < V; ++e) z.v[e] = Raw(0);
+        *reinterpret_cast<VecT*>(dst) = z;
       }
     }
   }

@@ -1,0 +1,46 @@
+// Asynchronous global -> shared copies: cp.async (sm_80+) where the access is 4, 8 or 16
+// bytes, otherwise (and on other platforms) a synchronous load + store, which is equally
+// correct under the pipeline's barriers.
+#pragma once
+
+#include <cstdint>
+
+#include "ckgen/portability.hpp"
+
+namespace ckgen {
+
+#if defined(CKGEN_NVIDIA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
+#define CKGEN_HAS_CP_ASYNC 1
+#endif
+
+template <int Bytes>
+CKGEN_DEVICE inline void async_copy(void* smem_dst, const void* gmem_src) {
+#if defined(CKGEN_HAS_CP_ASYNC)
+  if constexpr (Bytes == 4 || Bytes == 8 || Bytes == 16) {
+    const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+    if constexpr (Bytes == 16)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem_src));
+    else
+      asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem_src), "n"(Bytes));
+    return;
+  }
+#endif
+  struct alignas(Bytes) Blob { unsigned char b[Bytes]; };
+  *static_cast<Blob*>(smem_dst) = *static_cast<const Blob*>(gmem_src);
+}
+
+CKGEN_DEVICE inline void async_commit() {
+#if defined(CKGEN_HAS_CP_ASYNC)
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+// Waits until at most N committed groups of this thread are still in flight.
+template <int N>
+CKGEN_DEVICE inline void async_wait() {
+#if defined(CKGEN_HAS_CP_ASYNC)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+}  // namespace ckgen
