@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -99,11 +100,18 @@ def _shape_files() -> dict[str, bytes]:
 def _origin_rel(origin: str) -> str:
     """Config origin relative to ckgen's share dir when inside it (so output is machine independent)."""
     path, _, line = origin.rpartition(":")
-    try:
-        rel = Path(path).resolve().relative_to(share_dir().resolve()).as_posix()
-    except ValueError:
-        rel = Path(path).name
+    rel = _rel_config_path(path, os.getcwd())
     return f"{rel}:{line}" if line else rel
+
+
+@cache
+def _rel_config_path(path: str, cwd: str) -> str:
+    # Cached (per working directory, as a relative path resolves against it): every instance
+    # of a file shares its path, and resolve() costs a few stat calls.
+    try:
+        return Path(path).resolve().relative_to(share_dir().resolve()).as_posix()
+    except ValueError:
+        return Path(path).name
 
 
 def render_project(
