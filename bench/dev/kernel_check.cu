@@ -31,8 +31,8 @@ using namespace ckgen;
 
 template <Variant V, DataType D, int ND, class TileT, class WavesT, int VA, int VB, int VC,
           Specialization S = Specialization::Default, Stage ST = Stage::One, int KB = 0,
-          Pipeline P = Pipeline::Basic, int STAGES = 1>
-struct Cfg {
+          Pipeline P = Pipeline::Basic, int STAGES = 1, int TAG = 0>
+struct Cfg {  // TAG only makes types distinct between translation units
   static constexpr const char* kName = "check";
   static constexpr const char* kArch = "sm_90a";
   static constexpr Variant kVariant = V;
@@ -441,20 +441,20 @@ static void perf_variant(const char* vn) {
   char l[128];
   for (const auto& p : shapes) {
     std::snprintf(l, sizeof l, "%s t128x128x32 basic", vn);
-    perf<Cfg<V, D, 2, TileShape<128, 128, 32>, W22, 8, 8, 8>>(l, p);
+    perf<Cfg<V, D, 2, TileShape<128, 128, 32>, W22, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Basic, 1, 1>>(l, p);
     std::snprintf(l, sizeof l, "%s t128x128x32 ms3", vn);
-    perf<Cfg<V, D, 2, TileShape<128, 128, 32>, W22, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3>>(l, p);
+    perf<Cfg<V, D, 2, TileShape<128, 128, 32>, W22, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3, 1>>(l, p);
     std::snprintf(l, sizeof l, "%s t128x128x64 ms4", vn);
-    perf<Cfg<V, D, 2, TileShape<128, 128, 64>, W22, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 4>>(l, p);
+    perf<Cfg<V, D, 2, TileShape<128, 128, 64>, W22, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 4, 1>>(l, p);
     std::snprintf(l, sizeof l, "%s t128x256x64 w2x4 ms3", vn);
-    perf<Cfg<V, D, 2, TileShape<128, 256, 64>, WaveLayout<2, 4, 1>, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3>>(l, p);
+    perf<Cfg<V, D, 2, TileShape<128, 256, 64>, WaveLayout<2, 4, 1>, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3, 1>>(l, p);
     std::snprintf(l, sizeof l, "%s t256x128x32 w4x2 ms3", vn);
-    perf<Cfg<V, D, 2, TileShape<256, 128, 32>, WaveLayout<4, 2, 1>, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3>>(l, p);
+    perf<Cfg<V, D, 2, TileShape<256, 128, 32>, WaveLayout<4, 2, 1>, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3, 1>>(l, p);
     std::snprintf(l, sizeof l, "%s t64x64x32 ms3", vn);
-    perf<Cfg<V, D, 2, TileShape<64, 64, 32>, W22, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3>>(l, p);
+    perf<Cfg<V, D, 2, TileShape<64, 64, 32>, W22, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 3, 1>>(l, p);
     if constexpr (V == Variant::BackwardWeight) {
       std::snprintf(l, sizeof l, "%s t128x128x32 ms3 stage2", vn);
-      perf<Cfg<V, D, 2, TileShape<128, 128, 32>, W22, 8, 8, 8, Sp::Default, Stage::Two, 0, Pipeline::Multistage, 3>>(l, p);
+      perf<Cfg<V, D, 2, TileShape<128, 128, 32>, W22, 8, 8, 8, Sp::Default, Stage::Two, 0, Pipeline::Multistage, 3, 1>>(l, p);
     }
   }
 }

@@ -52,9 +52,10 @@ static void emulate(const ConvArgs& a, int classes, const float* base_a_check, s
           auto bf = v.b_fix(n);
           double s = 0;
           for (int k = 0; k < K; ++k) {
-            const float* pa = v.a_ptr(af, v.a_k(k));
-            const float* pb = v.b_ptr(bf, v.b_k(k));
-            if (pa && pb) s += double(*pa) * *pb;
+            bool oka, okb;
+            const float* pa = v.a_ptr(af, v.a_k(k), oka);
+            const float* pb = v.b_ptr(bf, v.b_k(k), okb);
+            if (oka && okb) s += double(*pa) * *pb;
           }
           dst[row + n] = s;
         }

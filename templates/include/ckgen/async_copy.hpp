@@ -13,20 +13,27 @@ namespace ckgen {
 #define CKGEN_HAS_CP_ASYNC 1
 #endif
 
+// Copies Bytes from gmem_src (always a valid address) to smem_dst, or zeros when !ok.
 template <int Bytes>
-CKGEN_DEVICE inline void async_copy(void* smem_dst, const void* gmem_src) {
+CKGEN_DEVICE inline void async_copy_zfill(void* smem_dst, const void* gmem_src, bool ok) {
 #if defined(CKGEN_HAS_CP_ASYNC)
   if constexpr (Bytes == 4 || Bytes == 8 || Bytes == 16) {
     const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+    const int src_bytes = ok ? Bytes : 0;  // 0: nothing is read, the destination is zero-filled
     if constexpr (Bytes == 16)
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem_src));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem_src),
+                   "r"(src_bytes));
     else
-      asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem_src), "n"(Bytes));
+      asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(gmem_src),
+                   "n"(Bytes), "r"(src_bytes));
     return;
   }
 #endif
   struct alignas(Bytes) Blob { unsigned char b[Bytes]; };
-  *static_cast<Blob*>(smem_dst) = *static_cast<const Blob*>(gmem_src);
+  Blob v = *static_cast<const Blob*>(gmem_src);
+  if (!ok)
+    for (int i = 0; i < Bytes; ++i) v.b[i] = 0;
+  *static_cast<Blob*>(smem_dst) = v;
 }
 
 CKGEN_DEVICE inline void async_commit() {

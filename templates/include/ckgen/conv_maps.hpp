@@ -3,8 +3,10 @@
 // A view is built per block on the device from ConvArgs (host-filled once per call) and the
 // block's group / class index. It answers, for the block's GEMM (per group, per class):
 //   M(), N(), K()                 the GEMM sizes
-//   a_fix(mn) / a_k(k) / a_ptr()  where element A[m, k..] (or A[m.., k]) lives, or nullptr
-//                                 for a structural zero (padding, outside the GEMM)
+//   a_fix(mn) / a_k(k) / a_ptr(fix, k, ok)  where element A[m, k..] (or A[m.., k]) lives;
+//                                 ok = false for a structural zero (padding, outside the GEMM),
+//                                 and then the pointer is the tensor base (always a valid
+//                                 address, so loads can be issued unconditionally: no branch)
 //   b_fix(mn) / b_k(k) / b_ptr()  same for B[k, n]
 //   c_row(m)                      element offset of C[m, 0] (C is contiguous along n)
 // The `fix` part depends only on the M/N coordinate (computed once per block), the `k` part
@@ -111,20 +113,20 @@ struct FwdView {
     }
     return r;
   }
-  CKGEN_DEVICE const Raw* a_ptr(const AFix& f, const AK& k) const {
-    if (!(f.ok && k.ok)) return nullptr;
+  CKGEN_DEVICE const Raw* a_ptr(const AFix& f, const AK& k, bool& ok) const {
     const Raw* base = static_cast<const Raw*>(p.in);
+    int64_t off;
+    ok = f.ok && k.ok;
     if constexpr (k1x1s1) {
-      return base + f.base + k.c;
+      off = f.base + k.c;
     } else {
       const int d = f.b0 + k.o0, h = f.b1 + k.o1, w = f.b2 + k.o2;
-      if constexpr (!k1x1) {
-        if (!(detail::in_range(d, p.in_[0]) && detail::in_range(h, p.in_[1]) &&
-              detail::in_range(w, p.in_[2])))
-          return nullptr;
-      }
-      return base + f.base + int64_t((d * p.in_[1] + h) * p.in_[2] + w) * p.GC + k.c;
+      if constexpr (!k1x1)
+        ok = ok && detail::in_range(d, p.in_[0]) && detail::in_range(h, p.in_[1]) &&
+             detail::in_range(w, p.in_[2]);
+      off = f.base + int64_t((d * p.in_[1] + h) * p.in_[2] + w) * p.GC + k.c;
     }
+    return base + (ok ? off : 0);
   }
 
   struct BFix { int64_t base; bool ok; };
@@ -136,9 +138,9 @@ struct FwdView {
     return f;
   }
   CKGEN_DEVICE BK b_k(int k) const { return BK{k, k < p.Kred}; }
-  CKGEN_DEVICE const Raw* b_ptr(const BFix& f, const BK& k) const {
-    if (!(f.ok && k.ok)) return nullptr;
-    return static_cast<const Raw*>(p.wei) + f.base + k.k;
+  CKGEN_DEVICE const Raw* b_ptr(const BFix& f, const BK& k, bool& ok) const {
+    ok = f.ok && k.ok;
+    return static_cast<const Raw*>(p.wei) + (ok ? f.base + k.k : 0);
   }
 
   CKGEN_DEVICE int64_t c_row(int m) const { return int64_t(m) * p.GK + int64_t(g) * p.K; }
@@ -249,14 +251,12 @@ struct BwdDataView {
     r.woff = int64_t(r.kc) * p.ZYXC + int64_t((f0 * p.fil[1] + f1) * p.fil[2] + f2) * p.C;
     return r;
   }
-  CKGEN_DEVICE const Raw* a_ptr(const AFix& f, const AK& k) const {
-    if (!(f.ok && k.ok)) return nullptr;
+  CKGEN_DEVICE const Raw* a_ptr(const AFix& f, const AK& k, bool& ok) const {
     const int d = f.i0 + k.o0, h = f.i1 + k.o1, w = f.i2 + k.o2;
-    if (!(detail::in_range(d, p.out_[0]) && detail::in_range(h, p.out_[1]) &&
-          detail::in_range(w, p.out_[2])))
-      return nullptr;
-    return static_cast<const Raw*>(p.out) + f.base +
-           int64_t((d * p.out_[1] + h) * p.out_[2] + w) * p.GK + k.kc;
+    ok = f.ok && k.ok && detail::in_range(d, p.out_[0]) && detail::in_range(h, p.out_[1]) &&
+         detail::in_range(w, p.out_[2]);
+    const int64_t off = f.base + int64_t((d * p.out_[1] + h) * p.out_[2] + w) * p.GK + k.kc;
+    return static_cast<const Raw*>(p.out) + (ok ? off : 0);
   }
 
   // B is contiguous along n (= c): fix = the column, k = the row (tap, kc).
@@ -269,9 +269,9 @@ struct BwdDataView {
     return f;
   }
   CKGEN_DEVICE BK b_k(int k) const { return a_k(k); }
-  CKGEN_DEVICE const Raw* b_ptr(const BFix& f, const BK& k) const {
-    if (!(f.ok && k.ok)) return nullptr;
-    return static_cast<const Raw*>(p.wei) + f.base + k.woff;
+  CKGEN_DEVICE const Raw* b_ptr(const BFix& f, const BK& k, bool& ok) const {
+    ok = f.ok && k.ok;
+    return static_cast<const Raw*>(p.wei) + (ok ? f.base + k.woff : 0);
   }
 
   CKGEN_DEVICE int64_t c_row(int m) const {
@@ -309,9 +309,9 @@ struct BwdWeightView {
     return f;
   }
   CKGEN_DEVICE AK a_k(int k) const { return AK{int64_t(k) * p.GK, k < p.Kred}; }
-  CKGEN_DEVICE const Raw* a_ptr(const AFix& f, const AK& k) const {
-    if (!(f.ok && k.ok)) return nullptr;
-    return static_cast<const Raw*>(p.out) + f.base + k.off;
+  CKGEN_DEVICE const Raw* a_ptr(const AFix& f, const AK& k, bool& ok) const {
+    ok = f.ok && k.ok;
+    return static_cast<const Raw*>(p.out) + (ok ? f.base + k.off : 0);
   }
 
   struct BFix { int64_t cbase; int o0, o1, o2; bool ok; };
@@ -354,20 +354,20 @@ struct BwdWeightView {
     }
     return r;
   }
-  CKGEN_DEVICE const Raw* b_ptr(const BFix& f, const BK& k) const {
-    if (!(f.ok && k.ok)) return nullptr;
+  CKGEN_DEVICE const Raw* b_ptr(const BFix& f, const BK& k, bool& ok) const {
     const Raw* base = static_cast<const Raw*>(p.in);
+    int64_t off;
+    ok = f.ok && k.ok;
     if constexpr (k1x1s1) {
-      return base + k.nbase + f.cbase;
+      off = k.nbase + f.cbase;
     } else {
       const int d = k.b0 + f.o0, h = k.b1 + f.o1, w = k.b2 + f.o2;
-      if constexpr (!k1x1) {
-        if (!(detail::in_range(d, p.in_[0]) && detail::in_range(h, p.in_[1]) &&
-              detail::in_range(w, p.in_[2])))
-          return nullptr;
-      }
-      return base + (k.nbase + (d * p.in_[1] + h) * p.in_[2] + w) * p.GC + f.cbase;
+      if constexpr (!k1x1)
+        ok = ok && detail::in_range(d, p.in_[0]) && detail::in_range(h, p.in_[1]) &&
+             detail::in_range(w, p.in_[2]);
+      off = (k.nbase + (d * p.in_[1] + h) * p.in_[2] + w) * p.GC + f.cbase;
     }
+    return base + (ok ? off : 0);
   }
 
   CKGEN_DEVICE int64_t c_row(int m) const { return (int64_t(g) * p.K + m) * p.ZYXC; }

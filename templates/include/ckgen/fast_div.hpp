@@ -28,8 +28,8 @@ struct FastDiv {
 
   // n must be in [0, 2^31).
   CKGEN_HOST_DEVICE int div(int n) const {
-    if (d == 1) return n;
-    return int(uint32_t((uint64_t(uint32_t(n)) * mul) >> 32) >> shr);
+    const int q = int(uint32_t((uint64_t(uint32_t(n)) * mul) >> 32) >> shr);
+    return d == 1 ? n : q;  // a select, no branch
   }
   CKGEN_HOST_DEVICE void divmod(int n, int& q, int& r) const {
     q = div(n);

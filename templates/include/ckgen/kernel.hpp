@@ -15,6 +15,7 @@
 #include "ckgen/portability.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <numeric>
@@ -348,11 +349,18 @@ class GroupedConvKernel final : public KernelBase {
 #else
     constexpr std::size_t kDynSmem = Tr::kSmemBytes;
 #endif
-    if constexpr (kDynSmem > 48 * 1024) {
-      static const gpuError_t attr_err =
-          gpuFuncSetAttribute(grouped_conv_kernel<Cfg>, gpuFuncAttributeMaxDynamicSharedMemorySize,
-                              Tr::kSmemBytes);
-      if (attr_err != gpuSuccess) return attr_err;
+    if constexpr (kDynSmem > 48 * 1024) {  // opt in to large shared memory, once per device
+      static std::atomic<uint64_t> done{0};
+      int dev = 0;
+      if (gpuError_t e = gpuGetDevice(&dev); e != gpuSuccess) return e;
+      const uint64_t bit = uint64_t(1) << (dev & 63);
+      if (!(done.load(std::memory_order_relaxed) & bit)) {
+        gpuError_t e = gpuFuncSetAttribute(grouped_conv_kernel<Cfg>,
+                                           gpuFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(Tr::kSmemBytes));
+        if (e != gpuSuccess) return e;
+        done.fetch_or(bit, std::memory_order_relaxed);
+      }
     }
     if (a.out_mode == OutMode::AtomicF32) {
       gpuError_t e = gpuMemsetAsync(workspace, 0, std::size_t(p.weight_elems()) * sizeof(float), stream);

@@ -27,6 +27,7 @@ struct TileLoader {
   using Fix = std::conditional_t<IsA, typename View::AFix, typename View::BFix>;
 
   VecT reg[kIters];
+  bool reg_ok[kIters];
   Fix fix[kIters];
 
   CKGEN_DEVICE static bool active(int idx) { return kTotal % T == 0 || idx < kTotal; }
@@ -34,8 +35,9 @@ struct TileLoader {
   CKGEN_DEVICE static auto get_fix(const View& v, int mn) {
     if constexpr (IsA) return v.a_fix(mn); else return v.b_fix(mn);
   }
-  CKGEN_DEVICE static const Raw* get_ptr(const View& v, const Fix& f, int k) {
-    if constexpr (IsA) return v.a_ptr(f, v.a_k(k)); else return v.b_ptr(f, v.b_k(k));
+  // Always a valid address; ok = false for a structural zero.
+  CKGEN_DEVICE static const Raw* get_ptr(const View& v, const Fix& f, int k, bool& ok) {
+    if constexpr (IsA) return v.a_ptr(f, v.a_k(k), ok); else return v.b_ptr(f, v.b_k(k), ok);
   }
 
   CKGEN_DEVICE void init(const View& v, int mn0, int tid) {
@@ -47,19 +49,16 @@ struct TileLoader {
     }
   }
 
+  // Loads are issued unconditionally from valid addresses (no branch, so they all stay in
+  // flight together); structural zeros are applied when the registers are stored.
   CKGEN_DEVICE void load(const View& v, int k0, int tid) {
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
       const int idx = tid + i * T;
       if (!active(idx)) continue;
       const int row = idx / kVPR, col = idx % kVPR;
-      const Raw* src = get_ptr(v, fix[i], kKMajor ? k0 + col * V : k0 + row);
-      if (src) {
-        reg[i] = *reinterpret_cast<const VecT*>(src);
-      } else {
-#pragma unroll
-        for (int e = 0; e < V; ++e) reg[i].v[e] = Raw(0);
-      }
+      const Raw* src = get_ptr(v, fix[i], kKMajor ? k0 + col * V : k0 + row, reg_ok[i]);
+      reg[i] = *reinterpret_cast<const VecT*>(src);
     }
   }
 
@@ -70,16 +69,9 @@ struct TileLoader {
       const int idx = tid + i * T;
       if (!active(idx)) continue;
       const int row = idx / kVPR, col = idx % kVPR;
-      const Raw* src = get_ptr(v, fix[i], kKMajor ? k0 + col * V : k0 + row);
-      Raw* dst = smem + row * kLd + col * V;
-      if (src) {
-        async_copy<int(sizeof(VecT))>(dst, src);
-      } else {
-        VecT z;
-#pragma unroll
-        for (int e = 0; e < V; ++e) z.v[e] = Raw(0);
-        *reinterpret_cast<VecT*>(dst) = z;
-      }
+      bool ok;
+      const Raw* src = get_ptr(v, fix[i], kKMajor ? k0 + col * V : k0 + row, ok);
+      async_copy_zfill<int(sizeof(VecT))>(smem + row * kLd + col * V, src, ok);
     }
   }
 
@@ -89,7 +81,10 @@ struct TileLoader {
       const int idx = tid + i * T;
       if (!active(idx)) continue;
       const int row = idx / kVPR, col = idx % kVPR;
-      *reinterpret_cast<VecT*>(smem + row * kLd + col * V) = reg[i];
+      VecT val;
+#pragma unroll
+      for (int e = 0; e < V; ++e) val.v[e] = reg_ok[i] ? reg[i].v[e] : Raw(0);
+      *reinterpret_cast<VecT*>(smem + row * kLd + col * V) = val;
     }
   }
 };
