@@ -1,0 +1,233 @@
+"""AMD targets: what can be verified without an AMD GPU.
+
+- parsers of check-isa (readelf notes, objdump, compiler remarks) on fixed text (fast);
+- the 'measured' rule: measured resources fed back with `generate --resources` reject instances
+  that spill or exceed LDS, with the measured numbers in the reason (fast);
+- device-only compile + ISA count + resources of a small subset per arch (gfx942, gfx1100,
+  gfx1201) with clang-19 (`ckgen check-isa`); skipped with the reason when clang-19 is missing;
+- gfx950: check-isa refuses with the toolchain reason when clang-22 is missing;
+- hipcc (Debian 5.2, HIP_PLATFORM=amd) builds a small gfx90a --set tests project, profilers and
+  GoogleTest binaries included (slow); skipped with the reason when hipcc is missing.
+Nothing here runs a kernel (no AMD GPU): see bench/AMD.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ckgen import rules
+from ckgen.arch import get_arch
+from ckgen.isa import count_matrix_insts, parse_notes, parse_remarks, toolchain_problem, write_manifest_resources
+from ckgen.naming import parse_name
+
+from conftest import cli, cli_proc, have
+
+NOTES = """\
+Displaying notes found in: .note
+  Owner                Data size 	Description
+  AMDGPU               0x00000834	NT_AMDGPU_METADATA (AMDGPU Metadata)
+    AMDGPU Metadata:
+        ---
+amdhsa.kernels:
+  - .agpr_count:     64
+    .args:
+      - .offset:         0
+        .size:           296
+        .value_kind:     by_value
+    .group_segment_fixed_size: 18432
+    .name:           _ZN5ckgen19grouped_conv_kernelINS_9generated3abcEEEvNS_8ConvArgsE
+    .private_segment_fixed_size: 0
+    .sgpr_count:     80
+    .vgpr_count:     140
+    .vgpr_spill_count: 0
+    .wavefront_size: 64
+  - .agpr_count:     0
+    .name:           other
+    .vgpr_count:     8
+amdhsa.target:   amdgcn-amd-amdhsa--gfx942
+"""
+
+DISASM = """\
+0000000000001900 <_ZN5ckgen19grouped_conv_kernelINS_9generated3abcEEEvNS_8ConvArgsE>:
+	v_mfma_f32_32x32x8_f16 v[0:15], v[16:17], v[18:19], v[0:15]// 000000001758: D3CC0000 04022510
+	s_nop 7
+	v_mfma_f32_32x32x8_f16 a[0:15], v[16:17], v[18:19], a[0:15]// 000000001758: D3CC0000 04022510
+0000000000002000 <other>:
+	v_add_f32 v0, v1, v2
+"""
+
+REMARKS = """\
+k.hpp:47:1: remark: Function Name: _ZN5ckgen19grouped_conv_kernelINS_9generated3abcEEEvNS_8ConvArgsE [-Rpass-analysis=kernel-resource-usage]
+k.hpp:47:1: remark:     VGPRs: 74 [-Rpass-analysis=kernel-resource-usage]
+k.hpp:47:1: remark:     AGPRs: 64 [-Rpass-analysis=kernel-resource-usage]
+k.hpp:47:1: remark:     Occupancy [waves/SIMD]: 3 [-Rpass-analysis=kernel-resource-usage]
+k.hpp:47:1: remark:     LDS Size [bytes/block]: 18432 [-Rpass-analysis=kernel-resource-usage]
+"""
+
+K = "_ZN5ckgen19grouped_conv_kernelINS_9generated3abcEEEvNS_8ConvArgsE"
+
+
+def test_parse_notes() -> None:
+    n = parse_notes(NOTES)
+    assert set(n) == {K, "other"}
+    assert n[K]["vgpr_count"] == "140" and n[K]["agpr_count"] == "64"
+    assert n[K]["group_segment_fixed_size"] == "18432" and n[K]["wavefront_size"] == "64"
+    assert "offset" not in n[K]  # argument fields are not kernel fields
+    assert n["other"]["vgpr_count"] == "8"
+
+
+def test_count_matrix_insts() -> None:
+    assert count_matrix_insts(DISASM, "v_mfma") == {K: 2, "other": 0}
+    assert count_matrix_insts(DISASM, "v_wmma") == {K: 0, "other": 0}
+
+
+def test_parse_remarks() -> None:
+    r = parse_remarks(REMARKS)
+    assert r[K]["VGPRs"] == "74" and r[K]["Occupancy [waves/SIMD]"] == "3"
+    assert r[K]["LDS Size [bytes/block]"] == "18432"
+
+
+# ------------------------------------------------------------------------------------------
+# Feedback: measured resources -> rule 'measured'
+# ------------------------------------------------------------------------------------------
+SUBSET = ("--variant", "forward", "--datatype", "fp16", "--ndim", "2")
+
+
+def _names(arch: str, *extra: str) -> list[str]:
+    return cli("list-instances", "--arch", arch, *SUBSET, *extra, "--format", "names").stdout.split()
+
+
+def test_measured_rule_rejects_spills_and_lds(tmp_path: Path) -> None:
+    names = _names("gfx1100")
+    assert len(names) >= 3
+    spill, lds, fine = names[:3]
+    doc = {"resources_version": 1, "arch": "gfx1100", "compiler": "test",
+           "instances": {spill: {"vgpr": 256, "scratch_bytes": 436, "vgpr_spill": 228, "sgpr_spill": 0,
+                                 "lds_bytes": 1024, "estimate": 232},
+                         lds: {"vgpr": 100, "scratch_bytes": 0, "lds_bytes": 70000},
+                         fine: {"vgpr": 100, "scratch_bytes": 0, "lds_bytes": 1024}}}
+    f = tmp_path / "res.json"
+    f.write_text(json.dumps(doc))
+    try:
+        got = _names("gfx1100", "--resources", str(f))
+        assert spill not in got and lds not in got and fine in got
+        a = get_arch("gfx1100")
+        rule, why = rules.check(parse_name(spill), a)
+        assert rule == "measured" and "436 bytes of scratch" in why and "VGPR 256" in why, why
+        rule, why = rules.check(parse_name(lds), a)
+        assert rule == "measured" and "LDS 70000 bytes measured > 65536" in why, why
+        assert rules.check(parse_name(fine), a) is None
+    finally:
+        rules.MEASURED.clear()
+
+
+def test_measured_resources_for_another_arch_are_refused(tmp_path: Path) -> None:
+    f = tmp_path / "res.json"
+    f.write_text(json.dumps({"arch": "gfx942", "instances": {}}))
+    p = cli_proc("list-instances", "--arch", "gfx1100", "--resources", str(f), ok=False)
+    assert p.returncode == 2 and "gfx942" in p.stderr
+
+
+def test_measured_rule_is_off_without_resources() -> None:
+    a = get_arch("gfx1100")
+    i = parse_name(_names("gfx1100")[0])
+    assert rules._measured(i, a) is None
+
+
+# ------------------------------------------------------------------------------------------
+# Device-only compile, ISA and resources (clang-19)
+# ------------------------------------------------------------------------------------------
+# One instance per datatype and variant, small tiles: 5-7 compiles per arch.
+ISA_KERNELS = (
+    "grouped_conv_fwd_*_2d_t64x64x32_w2x2x1_wt16x16x16_basic_v8x8x8",
+    "grouped_conv_fwd_fp32_2d_t64x64x16_w2x2x1_*_basic_v4x4x4",
+    "grouped_conv_bwd_data_bf16_2d_t64x64x32_w2x2x1_wt16x16x16_basic_v8x8x8",
+    "grouped_conv_bwd_weight_fp16_2d_t64x64x32_w2x2x1_wt16x16x16_basic_v8x8x8",
+)
+
+
+def _needs(arch: str) -> str | None:
+    return toolchain_problem(get_arch(arch))
+
+
+@pytest.mark.parametrize("arch, unit", [("gfx942", "v_mfma"), ("gfx1100", "v_wmma"), ("gfx1201", "v_wmma")])
+def test_check_isa_subset(tmp_path: Path, arch: str, unit: str) -> None:
+    why = _needs(arch)
+    if why:
+        pytest.skip(f"{arch} device-only compile unavailable: {why}")
+    gen = tmp_path / "gen"
+    sel = [a for k in ISA_KERNELS for a in ("--kernels", k)]
+    cli("generate", "--arch", arch, *sel, "-o", str(gen), "-q")
+    p = cli_proc("check-isa", "-o", str(gen), "--resources-out", str(tmp_path / "res.json"), timeout=1200)
+    man = json.loads((gen / "manifest.json").read_text())
+    res = man["resources"]["instances"]
+    assert set(res) == {i["name"] for i in man["instances"]}
+    for name, r in res.items():
+        assert r["compiled"], (name, r)
+        assert r["wave_size"] == get_arch(arch).warp_size
+        assert r["vgpr"] > 0 and r["sgpr"] > 0 and r["lds_bytes"] > 0 and r["occupancy"] >= 1, (name, r)
+        dt = name.split("_")[3] if name.startswith("grouped_conv_fwd") else name.split("_")[4]
+        if dt == "fp32" and unit == "v_wmma":
+            assert r["matrix_insts"] == 0 and r["matrix_expected"] == 0  # RDNA fp32 runs on FMA
+        else:
+            assert r["matrix_insts"] >= r["matrix_expected"] > 0, (name, r)
+        assert r["scratch_bytes"] == 0 and r["ok"], (name, r)
+    assert p.returncode == 0
+    assert len(res) >= 5
+    # Deterministic: writing the same measurements again leaves the manifest byte-identical.
+    before = (gen / "manifest.json").read_bytes()
+    doc = json.loads((tmp_path / "res.json").read_text())
+    write_manifest_resources(gen, doc)
+    assert (gen / "manifest.json").read_bytes() == before
+
+
+def test_check_isa_gfx950_blocked_without_llvm20(tmp_path: Path) -> None:
+    why = _needs("gfx950")
+    if why is None:
+        pytest.skip("clang-22 is installed: gfx950 compiles here")
+    gen = tmp_path / "gen"
+    cli("generate", "--arch", "gfx950", *SUBSET, "--kernels", "*t64x64x32*wt16x16x32*v8x8x8", "-o", str(gen), "-q")
+    p = cli_proc("check-isa", "-o", str(gen), ok=False)
+    assert p.returncode == 2 and "clang++-22" in p.stderr and "gfx950" in p.stderr
+
+
+def test_check_isa_refuses_nvidia_projects(tmp_path: Path) -> None:
+    gen = tmp_path / "gen"
+    cli("generate", "--arch", "sm_90a", *SUBSET, "--kernels", "*t64x64x32*v8x8x8", "-o", str(gen), "-q")
+    p = cli_proc("check-isa", "-o", str(gen), ok=False)
+    assert p.returncode == 2 and "AMD" in p.stderr
+
+
+# ------------------------------------------------------------------------------------------
+# hipcc build (host + device) of a small gfx90a tests project
+# ------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_hipcc_builds_gfx90a_tests_project(tmp_path: Path) -> None:
+    if not have("hipcc", "cmake", "ninja"):
+        pytest.skip("needs hipcc (Debian hipcc 5.2: HIP_PLATFORM=amd), cmake and ninja on PATH")
+    gen = tmp_path / "gen"
+    cli("generate", "--arch", "gfx90a", "--set", "tests", "--datatype", "fp16", "--ndim", "2",
+        "--kernels", "*wt32x32x8*", "-o", str(gen), "-q")
+    cli("emit-cmake", "-o", str(gen))
+    env = dict(os.environ, HIP_PLATFORM="amd")
+    build = gen / "build"
+    cfg = subprocess.run(["cmake", "-S", str(gen), "-B", str(build), "-G", "Ninja", "-DCKGEN_PLATFORM=amd",
+                          "-DCMAKE_CXX_COMPILER=hipcc", "-DCKGEN_GPU_TARGETS=gfx90a"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    if cfg.returncode != 0 and "GoogleTest not found" in cfg.stderr:
+        pytest.skip("GoogleTest (libgtest-dev) is not installed")
+    assert cfg.returncode == 0, cfg.stdout[-4000:] + cfg.stderr[-4000:]
+    jobs = str(max(1, os.cpu_count() or 1))
+    b = subprocess.run(["ninja", "-C", str(build), "-j", jobs], env=env, capture_output=True, text=True,
+                       timeout=int(os.environ.get("CKGEN_BUILD_TIMEOUT", "2400")))
+    assert b.returncode == 0, b.stdout[-8000:] + b.stderr[-4000:]
+    for v in ("forward", "backward_data", "backward_weight"):
+        for exe in (f"ckgen_profiler_{v}", f"test_grouped_conv_{v}"):
+            assert os.access(build / "bin" / exe, os.X_OK), exe
+    assert shutil.which("hipcc")
