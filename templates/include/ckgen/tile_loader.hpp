@@ -40,7 +40,7 @@ struct TileLoader {
     if constexpr (IsA) return v.a_ptr(f, v.a_k(k), ok); else return v.b_ptr(f, v.b_k(k), ok);
   }
 
-  CKGEN_DEVICE void init(const View& v, int mn0, int tid) {
+  CKGEN_DEVICE CKGEN_FORCEINLINE void init(const View& v, int mn0, int tid) {
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
       const int idx = tid + i * T;
@@ -51,7 +51,7 @@ struct TileLoader {
 
   // Loads are issued unconditionally from valid addresses (no branch, so they all stay in
   // flight together); structural zeros are applied when the registers are stored.
-  CKGEN_DEVICE void load(const View& v, int k0, int tid) {
+  CKGEN_DEVICE CKGEN_FORCEINLINE void load(const View& v, int k0, int tid) {
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
       const int idx = tid + i * T;
@@ -63,7 +63,7 @@ struct TileLoader {
   }
 
   // Multistage path: global -> shared directly (cp.async), zeros stored for structural zeros.
-  CKGEN_DEVICE void copy_async(const View& v, int k0, Raw* smem, int tid) const {
+  CKGEN_DEVICE CKGEN_FORCEINLINE void copy_async(const View& v, int k0, Raw* smem, int tid) const {
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
       const int idx = tid + i * T;
@@ -75,7 +75,7 @@ struct TileLoader {
     }
   }
 
-  CKGEN_DEVICE void store(Raw* smem, int tid) const {
+  CKGEN_DEVICE CKGEN_FORCEINLINE void store(Raw* smem, int tid) const {
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
       const int idx = tid + i * T;
