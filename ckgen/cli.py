@@ -5,17 +5,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
 from .arch import get_arch, load_arch_specs
-from .config import schema_text
+from .config import glob_problem, schema_text
 from .errors import CkgenError
 from .expand import Expansion, Filters, default_config_paths, expand, load_configs
 from .output import apply, check_writable, plan
@@ -33,18 +36,35 @@ def _console(stderr: bool = False) -> Console:
 
 
 def _fail(ex: CkgenError) -> None:
-    err_console.print(f"[bold red]error:[/] {ex}", markup=True, soft_wrap=True)
+    # The message is text, not markup: '[M, N, K]' or a glob like '[ab]*' must print as written.
+    err_console.print(f"[bold red]error:[/] {escape(str(ex))}", markup=True, soft_wrap=True)
     sys.exit(ex.exit_code)
 
 
+INTERNAL_ERROR_EXIT = 1
+
+
 class CkgenGroup(click.Group):
-    """Turns CkgenError into one clear line and exit code 2 (no traceback)."""
+    """Turns CkgenError into one clear line and exit code 2 (no traceback). Anything else that
+    escapes a command is a bug in ckgen: one 'internal error' line and exit code 1, with the
+    traceback only when CKGEN_DEBUG is set."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except CkgenError as ex:
             _fail(ex)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise
+        except Exception as ex:  # noqa: BLE001 - the last line of defence against tracebacks
+            if os.environ.get("CKGEN_DEBUG"):
+                raise
+            err_console.print(
+                f"[bold red]internal error:[/] {escape(type(ex).__name__)}: {escape(str(ex))}\n"
+                "This is a bug in ckgen; rerun with CKGEN_DEBUG=1 for the traceback and report it.",
+                markup=True, soft_wrap=True,
+            )
+            sys.exit(INTERNAL_ERROR_EXIT)
 
 
 def _words(cls: Any) -> click.Choice:
@@ -81,9 +101,15 @@ def _expansion(variants: tuple[str, ...], arch: str, configs: tuple[Path, ...], 
         _use_resources(resources, spec.name)
     vs = [Variant(v) for v in variants] or list(Variant)
     paths = list(configs) if configs else default_config_paths(vs, config_set)
-    cfgs = load_configs(paths, vs if variants else None)
+    for g in kernels:
+        why = glob_problem(g)
+        if why is not None:
+            raise CkgenError(f"--kernels {g!r}: {why}")
+    all_cfgs = load_configs(paths)
+    cfgs = [c for c in all_cfgs if c.variant in vs] if variants else all_cfgs
     if not cfgs:
-        raise CkgenError(f"none of the config files is for {', '.join(v.value for v in vs)}")
+        shown = "; ".join(f"{c.path} is {c.variant.value}" for c in all_cfgs)
+        raise CkgenError(f"none of the config files is for --variant {', '.join(v.value for v in vs)} ({shown})")
     filters = Filters(
         datatypes=tuple(DataType(d) for d in datatypes),
         ndims=tuple(ndims),
@@ -97,9 +123,18 @@ def _expansion(variants: tuple[str, ...], arch: str, configs: tuple[Path, ...], 
 def _require_instances(exp: Expansion) -> None:
     if exp.instances:
         return
-    lines = [f"the expansion is empty: {exp.candidates} candidates, {len(exp.rejected)} rejected, {exp.filtered} filtered out"]
-    for rule, reason, n in exp.rejected_by_reason()[:5]:
-        lines.append(f"  {n:6d} x [{rule}] {reason}")
+    lines = [f"the expansion is empty: {exp.candidates} candidates, {len(exp.rejected)} rejected, "
+             f"{exp.duplicates} duplicates, {exp.filtered} filtered out"]
+    rows = exp.rejected_by_reason()
+    if rows:
+        lines[0] += "; top rejection reasons:"
+    for rule, reason, n in rows[:5]:
+        origin = next((r.instance.origin for r in exp.rejected if r.rule == rule and r.instance.origin), "")
+        lines.append(f"  {n:6d} x [{rule}] {reason}" + (f" (e.g. from {origin})" if origin else ""))
+    if len(rows) > 5:
+        lines.append(f"  ... and {len(rows) - 5} more rules: `ckgen list-instances --show-rejected` lists them all")
+    if exp.filtered:
+        lines.append(f"  {exp.filtered:6d} x filtered out by --datatype/--ndim/--pipeline/--kernels or include/exclude globs")
     raise CkgenError("\n".join(lines))
 
 
@@ -123,8 +158,11 @@ def main() -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "names"]), default="table", show_default=True)
 @click.option("--show-rejected", is_flag=True, help="Also print rejected candidates, grouped by reason with counts.")
 def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
-    """List the valid instances of the selected configs for one target."""
+    """List the valid instances of the selected configs for one target. An empty list is an
+    error (exit code 2) that names the most frequent rejection reasons."""
     exp = _expansion(**sel)
+    if not exp.instances and not show_rejected:
+        _require_instances(exp)
     out = click.get_text_stream("stdout")
     if fmt == "names":
         for i in exp.instances:
@@ -165,8 +203,9 @@ def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
         t.add_column("rule")
         t.add_column("reason", overflow="fold")
         for rule, reason, n in exp.rejected_by_reason():
-            t.add_row(str(n), rule, reason)
+            t.add_row(str(n), rule, escape(reason))
         console.print(t)
+    _require_instances(exp)
 
 
 @main.command()
@@ -237,18 +276,34 @@ def emit_cmake(out: Path, platform: str | None, gpu_targets: str | None, launche
     if plat is not arch.platform:
         raise CkgenError(f"the project was generated for {arch.name} ({arch.platform.value}), not {plat.value}")
     targets = gpu_targets if gpu_targets is not None else (arch.cuda_arch or arch.name)
-    for t in targets.replace(";", ",").split(","):
-        ok = t.strip() and all(c.isalnum() or c == "_" for c in t.strip())
-        if not ok:
-            raise CkgenError(f"--gpu-targets: {t!r} is not a GPU target name")
-    if launcher and not all(c.isalnum() or c in "_-./" for c in launcher):
-        raise CkgenError(f"--launcher: {launcher!r} is not a program name or path")
+    _check_gpu_targets(plat, targets)
+    if launcher and (launcher.startswith("-") or not all(c.isalnum() or c in "_-./+" for c in launcher)):
+        raise CkgenError(f"--launcher: {launcher!r} is not a program name or path (allowed: letters, digits, _ - . / +)")
     text = render_cmake(plat, targets, launcher, arch.name)
     pl = plan(out, {"CMakeLists.txt": text.encode()})
     pl.remove = []  # one file written; the generated sources listed in the manifest stay
     apply(pl)
     click.echo(f"{out / 'CMakeLists.txt'}: {'written' if pl.write else 'unchanged'} "
                f"(platform {plat.value}, targets {targets})")
+
+
+# What a GPU target looks like per platform: CUDA archs as CMake's CUDA_ARCHITECTURES spells
+# them (80, 90a, 100f), AMD offload archs with optional target features (gfx90a:xnack+).
+GPU_TARGET_RE = {
+    Platform.NVIDIA: re.compile(r"^[0-9]{2,3}[af]?$"),
+    Platform.AMD: re.compile(r"^gfx[0-9a-f]{3,4}(:(sramecc|xnack)[+-])*$"),
+}
+GPU_TARGET_EXAMPLE = {Platform.NVIDIA: "90a, 80", Platform.AMD: "gfx942, gfx90a:xnack+"}
+
+
+def _check_gpu_targets(plat: Platform, targets: str) -> None:
+    """--gpu-targets reaches CMake: only well-formed target names, separated by ',' or ';'."""
+    for t in targets.replace(";", ",").split(","):
+        if not GPU_TARGET_RE[plat].match(t.strip()):
+            raise CkgenError(
+                f"--gpu-targets: {t.strip()!r} is not a GPU target for {plat.value} "
+                f"(e.g. {GPU_TARGET_EXAMPLE[plat]}; several separated by ',')"
+            )
 
 
 @main.command()

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import ConfigError, Where, did_you_mean
+from .errors import ConfigError, Where, did_you_mean, shown, type_name
 from .vocab import DataType, Epilogue, Pipeline, Reduction, Scheduler, Specialization, Stage, Variant, Word
 from .yamlio import LineDict, LineList, load_yaml
 
@@ -36,14 +36,17 @@ Parsed = Any
 
 
 def _word(cls: type[Word]) -> Callable[[Any], Word]:
+    allowed = cls.allowed()
+    what = cls.__name__.lower()
+
     def parse(v: Any) -> Word:
         if not isinstance(v, str):
-            raise ValueError(f"expected one of {', '.join(cls.allowed())}, got {type(v).__name__} {v!r}")
+            raise ValueError(f"expected a {what} name, got {shown(v)}; allowed: {', '.join(allowed)}")
         try:
             return cls(v)
         except ValueError:
             raise ValueError(
-                f"{v!r} is not allowed; allowed: {', '.join(cls.allowed())}{did_you_mean(v, cls.allowed())}"
+                f"{v!r} is not a known {what}{did_you_mean(v, allowed)}; allowed: {', '.join(allowed)}"
             ) from None
 
     return parse
@@ -52,57 +55,69 @@ def _word(cls: type[Word]) -> Callable[[Any], Word]:
 def _int(lo: int, hi: int) -> Callable[[Any], int]:
     def parse(v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, int):
-            raise ValueError(f"expected an integer in {lo}..{hi}, got {type(v).__name__} {v!r}")
+            raise ValueError(f"expected an integer, got {shown(v)}; allowed: {lo}..{hi}")
         if not lo <= v <= hi:
-            raise ValueError(f"{v} is outside {lo}..{hi}")
+            raise ValueError(f"{v} is out of range; allowed: {lo}..{hi}")
         return v
 
     return parse
 
 
-def _triple(lo: int, hi: int) -> Callable[[Any], tuple[int, int, int]]:
-    one = _int(lo, hi)
+def _triple(lo: int, hi: int, labels: str = "M, N, K") -> Callable[[Any], tuple[int, int, int]]:
+    return _ints(lo, hi, labels)  # type: ignore[return-value]
 
-    def parse(v: Any) -> tuple[int, int, int]:
-        if not isinstance(v, list) or len(v) != 3:
-            raise ValueError(f"expected a list of three integers [M, N, K], got {v!r}")
-        return (one(v[0]), one(v[1]), one(v[2]))
+
+def _ints(lo: int, hi: int, labels: str) -> Callable[[Any], tuple[int, ...]]:
+    """A list of integers in lo..hi, one per label ('M, N, K')."""
+    one = _int(lo, hi)
+    names = [n.strip() for n in labels.split(",")]
+    words = {2: "two", 3: "three"}
+
+    def parse(v: Any) -> tuple[int, ...]:
+        if not isinstance(v, list):
+            raise ValueError(f"expected a list of {words[len(names)]} integers [{labels}], got {shown(v)}")
+        if len(v) != len(names):
+            raise ValueError(f"expected {words[len(names)]} integers [{labels}], got {len(v)}: {v!r}")
+        out = []
+        for name, x in zip(names, v):
+            try:
+                out.append(one(x))
+            except ValueError as ex:
+                raise ValueError(f"{name}: {ex}") from None
+        return tuple(out)
 
     return parse
 
 
 def _pair(lo: int, hi: int) -> Callable[[Any], tuple[int, int]]:
-    one = _int(lo, hi)
-
-    def parse(v: Any) -> tuple[int, int]:
-        if not isinstance(v, list) or len(v) != 2:
-            raise ValueError(f"expected [load_waves, math_waves], got {v!r}")
-        return (one(v[0]), one(v[1]))
-
-    return parse
+    return _ints(lo, hi, "load_waves, math_waves")  # type: ignore[return-value]
 
 
 def _vector(v: Any) -> tuple[int, int, int]:
     if isinstance(v, int) and not isinstance(v, bool):
         v = [v, v, v]
-    return _triple(1, 16)(v)
+    return _triple(1, 16, "a, b, c")(v)
 
 
 def _warp_tile(v: Any) -> tuple[int, int, int] | str:
     if v == "auto":
         return "auto"
+    if not isinstance(v, list):
+        raise ValueError(f"expected 'auto' or three integers [M, N, K], got {shown(v)}")
     return _triple(1, 64)(v)
 
 
 def _k_batch(v: Any) -> int:
     if v == "auto":
         return 0
+    if isinstance(v, str):
+        raise ValueError(f"expected 'auto' or an integer, got string {v!r}; allowed: auto, 0..1024")
     return _int(0, 1024)(v)
 
 
 def _bool(v: Any) -> bool:
     if not isinstance(v, bool):
-        raise ValueError(f"expected true or false, got {v!r}")
+        raise ValueError(f"expected a boolean, got {shown(v)}; allowed: true, false")
     return v
 
 
@@ -163,20 +178,42 @@ def _where(path: Path, line: int | None, keypath: str) -> Where:
     return Where(path, line, keypath)
 
 
+GLOB_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_*?[]!"
+
+
+def glob_problem(g: Any) -> str | None:
+    """Why ``g`` is not an instance-name glob, or None. Config include/exclude and the CLI's
+    --kernels both go through this one check: names are [a-z0-9_], so a glob never needs a path
+    separator, '..', quotes or shell characters."""
+    if not isinstance(g, str):
+        return f"expected a name glob (string), got {shown(g)}"
+    if not g:
+        return "empty name glob"
+    bad = sorted({ch for ch in g if ch not in GLOB_CHARS})
+    if bad:
+        chars = " ".join(repr(ch) for ch in bad)
+        return f"{g!r} is not a name glob (bad characters: {chars}); allowed: a-z 0-9 _ * ? [ ] !"
+    return None
+
+
 def _globs(path: Path, raw: Any, line: int, keypath: str) -> list[str]:
     if isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, list) or not all(isinstance(g, str) for g in raw):
-        raise ConfigError(_where(path, line, keypath), "expected a list of name globs (strings)")
+        raw = LineList([raw])
+        raw.line, raw.item_lines = line, [line]
+    if not isinstance(raw, list):
+        raise ConfigError(_where(path, line, keypath), f"expected a list of name globs, got {shown(raw)}")
     for idx, g in enumerate(raw):
-        if not g or any(ch not in "abcdefghijklmnopqrstuvwxyz0123456789_*?[]!" for ch in g):
+        why = glob_problem(g)
+        if why is not None:
             ln = raw.item_lines[idx] if isinstance(raw, LineList) else line
-            raise ConfigError(_where(path, ln, f"{keypath}[{idx}]"), f"{g!r} is not a name glob (allowed: a-z 0-9 _ * ? [ ] !)")
+            raise ConfigError(_where(path, ln, f"{keypath}[{idx}]"), why)
     return list(raw)
 
 
 def _field_values(path: Path, fname: str, raw: Any, line: int, keypath: str, many: bool) -> list[Any]:
     spec = FIELDS[fname]
+    if many and isinstance(raw, list) and not raw:
+        raise ConfigError(_where(path, line, keypath), "empty list: give at least one value")
     if many:
         # A space: a list of values. For list-valued fields, a flat list is one value.
         if isinstance(raw, list) and not (spec.is_list_value and (not raw or not isinstance(raw[0], list))):
@@ -200,7 +237,7 @@ def _field_values(path: Path, fname: str, raw: Any, line: int, keypath: str, man
 
 def _entry(path: Path, raw: Any, line: int, keypath: str, many: bool, base: dict[str, list[Any]]) -> Entry:
     if not isinstance(raw, dict):
-        raise ConfigError(_where(path, line, keypath), f"expected a mapping of fields, got {type(raw).__name__}")
+        raise ConfigError(_where(path, line, keypath), f"expected a mapping of fields, got {shown(raw)}")
     values = dict(base)
     inc: list[str] = []
     exc: list[str] = []
@@ -219,7 +256,13 @@ def _entry(path: Path, raw: Any, line: int, keypath: str, many: bool, base: dict
             exc = _globs(path, val, kl, kp)
         else:
             values[key] = _field_values(path, key, val, kl, kp, many)
-    return Entry(values=values, origin=f"{path}:{line}", include=inc, exclude=exc)
+    return Entry(values=values, origin=f"{safe_origin(path)}:{line}", include=inc, exclude=exc)
+
+
+def safe_origin(path: Path) -> str:
+    """The config path as it may appear in generated C++ comments: a file name is not validated
+    input, so anything but plain path characters (a newline would end the comment) becomes '?'."""
+    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "/._-+@ ") else "?" for ch in str(path))
 
 
 def infer_variant(path: Path) -> Variant | None:
@@ -235,7 +278,10 @@ def load_config(path: Path) -> ConfigFile:
     if doc is None:
         raise ConfigError(Where(path, 1), "the file is empty: give 'instances' or 'spaces'")
     if not isinstance(doc, dict):
-        raise ConfigError(Where(path, getattr(doc, "line", 1)), f"the top level must be a mapping, got {type(doc).__name__}")
+        raise ConfigError(
+            Where(path, getattr(doc, "line", 1)),
+            f"the top level must be a mapping (keys: {', '.join(TOP_KEYS)}), got {type_name(doc)}",
+        )
     lines = doc.key_lines if isinstance(doc, LineDict) else {}
     for key in doc:
         if key not in TOP_KEYS:
@@ -250,20 +296,26 @@ def load_config(path: Path) -> ConfigFile:
         except ValueError as ex:
             raise ConfigError(Where(path, lines.get("variant"), "variant"), str(ex)) from None
         assert isinstance(variant, Variant)
+        if inferred is not None and inferred is not variant:
+            raise ConfigError(
+                Where(path, lines.get("variant"), "variant"),
+                f"{variant.value!r} contradicts the directory the file is in ({path.resolve().parent.name}/); "
+                f"move the file or fix the variant",
+            )
     elif inferred is not None:
         variant = inferred
     else:
         raise ConfigError(Where(path, 1, "variant"), f"missing 'variant' (one of {', '.join(Variant.allowed())})")
     desc = doc.get("description", "")
     if not isinstance(desc, str):
-        raise ConfigError(Where(path, lines.get("description"), "description"), "expected a string")
+        raise ConfigError(Where(path, lines.get("description"), "description"), f"expected a string, got {type_name(desc)}")
 
     base: dict[str, list[Any]] = {}
     if "defaults" in doc:
         d = doc["defaults"]
         dl = lines.get("defaults", 1)
         if not isinstance(d, dict):
-            raise ConfigError(Where(path, dl, "defaults"), "expected a mapping of fields")
+            raise ConfigError(Where(path, dl, "defaults"), f"expected a mapping of fields, got {shown(d)}")
         base = _entry(path, d, dl, "defaults", True, {}).values
 
     entries: list[Entry] = []
@@ -273,7 +325,9 @@ def load_config(path: Path) -> ConfigFile:
         seq = doc[key]
         sl = lines.get(key, 1)
         if not isinstance(seq, list):
-            raise ConfigError(Where(path, sl, key), "expected a list of mappings")
+            raise ConfigError(Where(path, sl, key), f"expected a list of mappings, got {type_name(seq)}")
+        if not seq:
+            raise ConfigError(Where(path, sl, key), "empty list: give at least one entry (or drop the key)")
         for idx, item in enumerate(seq):
             il = seq.item_lines[idx] if isinstance(seq, LineList) else sl
             il = getattr(item, "line", il)

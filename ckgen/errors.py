@@ -36,6 +36,36 @@ class ConfigError(CkgenError):
 
 
 def did_you_mean(word: str, choices: list[str]) -> str:
-    """' (did you mean 'x'?)' for the closest choice, or ''."""
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    """' (did you mean 'x'?)' for the closest choice (and a second one when it is about as
+    close: 'stagse' -> 'stage' or 'stages'), or ''."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=2, cutoff=0.6)
+    if not close:
+        return ""
+    ratio = difflib.SequenceMatcher(None, str(word), close[-1]).ratio()
+    if len(close) == 2 and ratio >= 0.8:
+        return f" (did you mean {close[0]!r} or {close[1]!r}?)"
+    return f" (did you mean {close[0]!r}?)"
+
+
+def shown(v: object) -> str:
+    """A parsed value for a message: its YAML type and its value ('string 'big'', 'null')."""
+    return "null" if v is None else f"{type_name(v)} {v!r}"
+
+
+def type_name(v: object) -> str:
+    """The YAML word for the type of a parsed value (for messages: 'list', not 'LineList')."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, dict):
+        return "mapping"
+    if isinstance(v, list):
+        return "list"
+    return type(v).__name__

@@ -78,11 +78,25 @@ def check_writable(out: Path) -> None:
         raise CkgenError(f"output directory {out} is not writable ({probe})")
 
 
+def check_targets(pl: Plan) -> None:
+    """CkgenError when a file of the plan cannot take its place (a directory where a file goes,
+    a file where a directory goes), so a run fails before its first write, not half-way."""
+    for rel in pl.write:
+        target = pl.out / rel
+        if target.is_dir():
+            raise CkgenError(f"cannot write {target}: a directory is in the way")
+        for parent in list(Path(rel).parents)[:-1]:
+            d = pl.out / parent
+            if d.exists() and not d.is_dir():
+                raise CkgenError(f"cannot write {target}: {d} is not a directory")
+
+
 def apply(pl: Plan) -> None:
     """Write the plan: staged beside the targets, then renamed into place; manifest last."""
     if not pl.changes:
         return
     check_writable(pl.out)
+    check_targets(pl)
     try:
         pl.out.mkdir(parents=True, exist_ok=True)
         stage = Path(tempfile.mkdtemp(prefix=".ckgen-staging-", dir=pl.out))
