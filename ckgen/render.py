@@ -97,6 +97,20 @@ def _shape_files() -> dict[str, bytes]:
     return {f"shapes/{p.name}": p.read_bytes() for p in sorted(root.glob("*.csv"))}
 
 
+def _dispatch_files(arch: ArchSpec) -> dict[str, bytes]:
+    """The dispatcher's project files (dispatcher engineer's): the C API source and header,
+    dispatcher.cmake (included by CMakeLists.txt), and the arch numbers of the cost model
+    rendered from arch_specs.json into include/ckgen/generated/arch_params.hpp."""
+    root = templates_dir() / "project" / "dispatch"
+    files = {f"dispatch/{p.name}": p.read_bytes() for p in sorted(root.iterdir())
+             if p.is_file() and p.suffix in (".h", ".cpp", ".cmake")}
+    files["dispatcher.cmake"] = files.pop("dispatch/dispatcher.cmake")
+    files["include/ckgen/generated/arch_params.hpp"] = render_template(
+        "project/dispatch/arch_params.hpp.j2", a=arch, peak={d.value: v for d, v in arch.peak_tflops.items()}
+    ).encode()
+    return files
+
+
 def _origin_rel(origin: str) -> str:
     """Config origin relative to ckgen's share dir when inside it (so output is machine independent)."""
     path, _, line = origin.rpartition(":")
@@ -145,6 +159,7 @@ def render_project(
         files[f"tests/test_grouped_conv_{v.value}.cpp"] = render_template("project/test.cpp.j2", variant=v).encode()
     files.update(_library_files())
     files.update(_shape_files())
+    files.update(_dispatch_files(arch))
     manifest = {
         "manifest_version": MANIFEST_VERSION,
         "arch": arch.name,

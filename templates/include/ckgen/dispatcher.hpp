@@ -1,0 +1,678 @@
+// Run-time kernel selection: select(problem, datatype, variant) over the registry.
+//
+//   1. Tuning database (JSON written by `ckgen tune`; loaded from a path, or from the file named
+//      by the environment variable CKGEN_TUNING_DB on first use):
+//        exact problem match (variant, datatype, every problem field) first;
+//        else the nearest tuned shape of the same variant/datatype/ndim by a distance on log
+//        sizes (G, N, C, K, spatial, GEMM M/N/K) plus a penalty per differing filter/stride/
+//        dilation/pad, up to kMaxDistance; the entry's ranking is walked until an instance
+//        that is registered and supports the problem is found.
+//   2. Cost model when the database has nothing: per instance (and per k_batch for
+//      backward_weight) an estimated time from
+//        tile efficiency  = useful / padded M*N*K (what the tile wastes at the edges),
+//        waves            = ceil(tiles / (compute units * resident blocks per CU)),
+//        occupancy        = resident blocks per CU from threads, shared memory, registers,
+//        a roofline       = max(compute at peak * utilisation, bytes / bandwidth) + launch,
+//        split-K          = fp32 workspace traffic and a second launch for k_batch > 1.
+//      The arch numbers come from ckgen/generated/arch_params.hpp (rendered from
+//      arch_specs.json); the compute-unit count is the device's when a device is present.
+//
+// Every decision carries a one-line explanation (Selection::why).
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ckgen/generated/arch_params.hpp"
+#include "ckgen/kernel_base.hpp"
+
+namespace ckgen {
+
+// ------------------------------------------------------------------------------------------
+// A small JSON reader (objects, arrays, strings, numbers, true/false/null): enough for the
+// tuning database; throws std::runtime_error with the byte offset on malformed input.
+// ------------------------------------------------------------------------------------------
+struct JsonValue {
+  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
+  bool b = false;
+  double num = 0;
+  std::string str;
+  std::vector<JsonValue> arr;
+  std::vector<std::pair<std::string, JsonValue>> obj;
+
+  const JsonValue* get(const std::string& k) const {
+    for (const auto& kv : obj)
+      if (kv.first == k) return &kv.second;
+    return nullptr;
+  }
+  double number_or(const std::string& k, double d) const {
+    const JsonValue* v = get(k);
+    return v && v->kind == Number ? v->num : d;
+  }
+  std::string string_or(const std::string& k, const std::string& d) const {
+    const JsonValue* v = get(k);
+    return v && v->kind == String ? v->str : d;
+  }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& s) : s_(s) {}
+  JsonValue parse() {
+    JsonValue v = value();
+    ws();
+    if (i_ != s_.size()) fail("trailing characters");
+    return v;
+  }
+
+ private:
+  const std::string& s_;
+  size_t i_ = 0;
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error("JSON: " + what + " at byte " + std::to_string(i_));
+  }
+  void ws() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool lit(const char* w) {
+    size_t n = std::char_traits<char>::length(w);
+    if (s_.compare(i_, n, w) == 0) {
+      i_ += n;
+      return true;
+    }
+    return false;
+  }
+  JsonValue value() {
+    ws();
+    if (i_ >= s_.size()) fail("unexpected end");
+    JsonValue v;
+    const char c = s_[i_];
+    if (c == '{') {
+      v.kind = JsonValue::Object;
+      ++i_;
+      ws();
+      if (i_ < s_.size() && s_[i_] == '}') {
+        ++i_;
+        return v;
+      }
+      for (;;) {
+        ws();
+        if (i_ >= s_.size() || s_[i_] != '"') fail("expected a key");
+        std::string k = string();
+        ws();
+        if (i_ >= s_.size() || s_[i_] != ':') fail("expected ':'");
+        ++i_;
+        v.obj.emplace_back(std::move(k), value());
+        ws();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < s_.size() && s_[i_] == '}') {
+          ++i_;
+          return v;
+        }
+        fail("expected ',' or '}'");
+      }
+    }
+    if (c == '[') {
+      v.kind = JsonValue::Array;
+      ++i_;
+      ws();
+      if (i_ < s_.size() && s_[i_] == ']') {
+        ++i_;
+        return v;
+      }
+      for (;;) {
+        v.arr.push_back(value());
+        ws();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < s_.size() && s_[i_] == ']') {
+          ++i_;
+          return v;
+        }
+        fail("expected ',' or ']'");
+      }
+    }
+    if (c == '"') {
+      v.kind = JsonValue::String;
+      v.str = string();
+      return v;
+    }
+    if (lit("true")) {
+      v.kind = JsonValue::Bool;
+      v.b = true;
+      return v;
+    }
+    if (lit("false")) {
+      v.kind = JsonValue::Bool;
+      return v;
+    }
+    if (lit("null")) return v;
+    const char* start = s_.c_str() + i_;
+    char* end = nullptr;
+    v.num = std::strtod(start, &end);
+    if (end == start) fail("unexpected character");
+    v.kind = JsonValue::Number;
+    i_ += size_t(end - start);
+    return v;
+  }
+  std::string string() {
+    ++i_;  // opening quote
+    std::string out;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      char c = s_[i_++];
+      if (c == '\\') {
+        if (i_ >= s_.size()) fail("bad escape");
+        char e = s_[i_++];
+        switch (e) {
+          case 'n': out += '\n'; break;
+          case 't': out += '\t'; break;
+          case 'r': out += '\r'; break;
+          case 'b': out += '\b'; break;
+          case 'f': out += '\f'; break;
+          case 'u': {  // names and shapes are ASCII; keep BMP code points < 0x80, else '?'
+            if (i_ + 4 > s_.size()) fail("bad \\u escape");
+            const unsigned cp = unsigned(std::strtoul(s_.substr(i_, 4).c_str(), nullptr, 16));
+            i_ += 4;
+            out += cp < 0x80 ? char(cp) : '?';
+            break;
+          }
+          default: out += e;
+        }
+      } else {
+        out += c;
+      }
+    }
+    if (i_ >= s_.size()) fail("unterminated string");
+    ++i_;
+    return out;
+  }
+};
+
+// ------------------------------------------------------------------------------------------
+// Names <-> enums (the vocabulary's words).
+// ------------------------------------------------------------------------------------------
+inline bool variant_from_string(const std::string& s, Variant& v) {
+  for (Variant x : {Variant::Forward, Variant::BackwardData, Variant::BackwardWeight})
+    if (s == to_string(x)) {
+      v = x;
+      return true;
+    }
+  return false;
+}
+inline bool datatype_from_string(const std::string& s, DataType& d) {
+  for (DataType x : {DataType::FP16, DataType::BF16, DataType::FP32})
+    if (s == to_string(x)) {
+      d = x;
+      return true;
+    }
+  return false;
+}
+
+// ------------------------------------------------------------------------------------------
+// Tuning database
+// ------------------------------------------------------------------------------------------
+struct TunedChoice {
+  std::string kernel;
+  int k_batch = 0;
+  double ms = 0;
+};
+
+struct TunedEntry {
+  Variant variant = Variant::Forward;
+  DataType datatype = DataType::FP16;
+  std::string shape;
+  ConvProblem problem;
+  std::vector<TunedChoice> ranking;  // best first
+};
+
+inline bool same_problem(const ConvProblem& a, const ConvProblem& b) {
+  if (a.ndim != b.ndim || a.G != b.G || a.N != b.N || a.C != b.C || a.K != b.K) return false;
+  for (int i = 0; i < 3; ++i)
+    if (a.in[i] != b.in[i] || a.filter[i] != b.filter[i] || a.stride[i] != b.stride[i] ||
+        a.dilation[i] != b.dilation[i] || a.pad_l[i] != b.pad_l[i] || a.pad_r[i] != b.pad_r[i])
+      return false;
+  return true;
+}
+
+// Per-group GEMM sizes of a problem for a variant (DESIGN's implicit-GEMM table; backward_data
+// counts the largest stride class and `classes` sub-problems).
+struct GemmDims {
+  int64_t M = 1, N = 1, K = 1, batch = 1;  // batch: G x stride classes
+};
+inline GemmDims gemm_dims(Variant v, const ConvProblem& p) {
+  GemmDims d;
+  const int64_t zyx = p.filter_spatial();
+  auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  if (v == Variant::Forward) {
+    d.M = p.N * p.out_spatial();
+    d.N = p.K;
+    d.K = zyx * p.C;
+    d.batch = p.G;
+  } else if (v == Variant::BackwardData) {
+    d.M = p.N;
+    d.K = p.K;
+    int64_t classes = 1;
+    for (int i = 0; i < 3; ++i) {
+      int64_t a = p.stride[i], b = p.dilation[i];
+      while (b) {
+        const int64_t t = a % b;
+        a = b;
+        b = t;
+      }
+      const int64_t fstep = p.stride[i] / a;
+      d.M *= cdiv(p.in[i], p.stride[i]);
+      d.K *= cdiv(p.filter[i], fstep);
+      classes *= p.stride[i];
+    }
+    d.N = p.C;
+    d.batch = p.G * classes;
+  } else {
+    d.M = p.K;
+    d.N = zyx * p.C;
+    d.K = p.N * p.out_spatial();
+    d.batch = p.G;
+  }
+  return d;
+}
+
+// Distance between two problems of one variant: |log| differences of the sizes that set the
+// work and the tile fit, plus 1.0 per differing filter / stride / dilation / pad component (a
+// 1x1 should not borrow a 3x3's choice unless nothing closer exists).
+inline double problem_distance(Variant v, const ConvProblem& a, const ConvProblem& b) {
+  auto l = [](int64_t x, int64_t y) {
+    return std::fabs(std::log(double(std::max<int64_t>(x, 1))) - std::log(double(std::max<int64_t>(y, 1))));
+  };
+  double d = l(a.G, b.G) + l(a.N, b.N) + l(a.C, b.C) + l(a.K, b.K) +
+             l(a.in_spatial(), b.in_spatial()) + l(a.out_spatial(), b.out_spatial());
+  const GemmDims ga = gemm_dims(v, a), gb = gemm_dims(v, b);
+  d += l(ga.M, gb.M) + l(ga.N, gb.N) + l(ga.K, gb.K);
+  for (int i = 0; i < 3; ++i)
+    d += double(a.filter[i] != b.filter[i]) + double(a.stride[i] != b.stride[i]) +
+         double(a.dilation[i] != b.dilation[i]) +
+         0.5 * double(a.pad_l[i] != b.pad_l[i] || a.pad_r[i] != b.pad_r[i]);
+  return d;
+}
+
+class TuningDb {
+ public:
+  static constexpr double kMaxDistance = 6.0;
+
+  // Loads `path`; throws std::runtime_error with the reason.
+  void load(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) throw std::runtime_error("cannot read tuning database " + path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const std::string text = ss.str();
+    JsonValue root = JsonParser(text).parse();
+    if (root.kind != JsonValue::Object || !root.get("entries"))
+      throw std::runtime_error(path + ": not a ckgen tuning database (no 'entries')");
+    std::vector<TunedEntry> out;
+    for (const JsonValue& e : root.get("entries")->arr) {
+      TunedEntry t;
+      if (!variant_from_string(e.string_or("variant", ""), t.variant) ||
+          !datatype_from_string(e.string_or("datatype", ""), t.datatype))
+        continue;
+      t.shape = e.string_or("shape", "");
+      const JsonValue* p = e.get("problem");
+      if (!p) continue;
+      ConvProblem& q = t.problem;
+      q.ndim = int(p->number_or("ndim", 2));
+      q.G = int64_t(p->number_or("G", 1));
+      q.N = int64_t(p->number_or("N", 1));
+      q.C = int64_t(p->number_or("C", 1));
+      q.K = int64_t(p->number_or("K", 1));
+      auto arr3 = [&](const char* k, int64_t* dst) {
+        const JsonValue* a = p->get(k);
+        if (a && a->kind == JsonValue::Array && a->arr.size() == 3)
+          for (int i = 0; i < 3; ++i) dst[i] = int64_t(a->arr[size_t(i)].num);
+      };
+      arr3("in", q.in);
+      arr3("filter", q.filter);
+      arr3("stride", q.stride);
+      arr3("dilation", q.dilation);
+      arr3("pad_l", q.pad_l);
+      arr3("pad_r", q.pad_r);
+      q.compute_output();
+      if (const JsonValue* r = e.get("ranking"))
+        for (const JsonValue& c : r->arr)
+          t.ranking.push_back({c.string_or("kernel", ""), int(c.number_or("k_batch", 0)),
+                               c.number_or("ms", 0)});
+      if (t.ranking.empty() && !e.string_or("kernel", "").empty())
+        t.ranking.push_back({e.string_or("kernel", ""), int(e.number_or("k_batch", 0)),
+                             e.number_or("ms", 0)});
+      if (!t.ranking.empty()) out.push_back(std::move(t));
+    }
+    entries_ = std::move(out);
+    path_ = path;
+  }
+  const std::vector<TunedEntry>& entries() const { return entries_; }
+  const std::string& path() const { return path_; }
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  std::vector<TunedEntry> entries_;
+  std::string path_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Cost model
+// ------------------------------------------------------------------------------------------
+struct CostEstimate {
+  double us = 1e30;           // estimated time
+  double tile_efficiency = 0; // useful / padded M*N*K
+  int64_t tiles = 0;          // blocks launched (all groups, classes and splits)
+  int blocks_per_cu = 0;      // resident blocks per compute unit (occupancy)
+  int64_t waves = 0;          // ceil(tiles / (CUs * blocks_per_cu))
+  int k_batch = 1;
+};
+
+struct ArchNumbers {
+  int compute_units = arch_params::kComputeUnits;
+  int lds_bytes = arch_params::kLdsBytes;
+  int warp_size = arch_params::kWarpSize;
+  int register_file_bytes_per_cu = arch_params::kRegisterFileBytesPerCu;
+  double bandwidth_gbs = arch_params::kBandwidthGBs;
+  double peak_tflops(DataType d) const {
+    const double v = d == DataType::FP16   ? arch_params::kPeakTflopsFp16
+                     : d == DataType::BF16 ? arch_params::kPeakTflopsBf16
+                                           : arch_params::kPeakTflopsFp32;
+    return v > 0 ? v : 1.0;
+  }
+};
+
+inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
+
+// Estimated time of one instance on one problem with a given split count.
+inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
+                                  const ArchNumbers& a = {}) {
+  CostEstimate c;
+  auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+  const GemmDims g = gemm_dims(k.variant, p);
+  const int kb = std::max(1, k.variant == Variant::BackwardWeight ? k_batch : 1);
+  c.k_batch = kb;
+  const int64_t mt = cdiv(g.M, k.tile_m), nt = cdiv(g.N, k.tile_n);
+  const int64_t k_per_split = cdiv(g.K, kb);
+  const int64_t kt = cdiv(k_per_split, k.tile_k);
+  c.tiles = mt * nt * g.batch * kb;
+  const double useful = double(g.M) * double(g.N) * double(g.K);
+  const double padded = double(mt * k.tile_m) * double(nt * k.tile_n) * double(kt * k.tile_k * kb);
+  c.tile_efficiency = useful / padded;
+
+  // Occupancy: threads, shared memory (as config.hpp lays it out, rows padded by 16 bytes),
+  // registers (fp32 accumulators per thread plus a fixed overhead).
+  const int eb = elem_bytes(k.datatype);
+  const int warps = std::max(1, k.wave_m * k.wave_n * k.wave_k);
+  const int threads = warps * a.warp_size;
+  const int stages = k.pipeline == Pipeline::Multistage ? std::max(1, k.stages) : 1;
+  const int pad = std::max(16 / eb, 1);
+  const double smem = double(stages) * double((k.tile_m + k.tile_n) * (k.tile_k + pad)) * eb;
+  const int acc_regs = (k.tile_m * k.tile_n) / threads;
+  const int regs = std::min(255, acc_regs + 48);
+  const int by_threads = std::max(1, 2048 / threads);
+  const int by_smem = smem > 0 ? std::max(1, int(double(a.lds_bytes) / smem)) : 32;
+  const int by_regs = std::max(1, a.register_file_bytes_per_cu / (4 * regs * threads));
+  c.blocks_per_cu = std::max(1, std::min({by_threads, by_smem, by_regs, 32}));
+  const int64_t slots = int64_t(a.compute_units) * c.blocks_per_cu;
+  c.waves = cdiv(c.tiles, slots);
+
+  // Compute: each wave runs blocks_per_cu tiles per CU side by side. Utilisation grows with the
+  // warps resident per CU (latency hiding) and with the warp tile's operand reuse.
+  const double tile_flops = 2.0 * k.tile_m * k.tile_n * double(kt * k.tile_k);
+  const double peak_cu = a.peak_tflops(k.datatype) * 1e12 / a.compute_units;
+  const int resident_warps = c.blocks_per_cu * warps;
+  const double wm = double(k.tile_m) / std::max(1, k.wave_m), wn = double(k.tile_n) / std::max(1, k.wave_n);
+  const double reuse = 2.0 * wm * wn / (wm + wn);  // harmonic-ish size of a warp's C tile
+  const double util = std::min(1.0, resident_warps / 8.0) * (reuse / (reuse + 32.0)) * 0.6;
+  const int64_t per_cu_waves = std::min<int64_t>(c.tiles, slots) >= a.compute_units
+                                   ? c.waves * c.blocks_per_cu
+                                   : c.waves;  // tiles < CUs: one tile per busy CU
+  const double compute_us = double(per_cu_waves) * tile_flops / (peak_cu * util) * 1e6;
+
+  // Memory: the unique bytes once, plus operand re-reads per tile (L2 catches half).
+  const double unique = double(p.input_elems() + p.weight_elems() + p.output_elems()) * eb;
+  const double reread =
+      double(c.tiles) * double(k.tile_m + k.tile_n) * double(kt * k.tile_k) * eb * 0.5;
+  double bytes = unique + reread;
+  double extra_us = 3.0;  // launch
+  if (k.variant == Variant::BackwardWeight && kb > 1) {
+    const double ws = double(p.weight_elems()) * 4.0;
+    bytes += (k.stage == Stage::One ? 2.0 : 2.0 * kb) * ws;
+    extra_us += 2.0;  // the reduce / convert launch
+  }
+  const double mem_us = bytes / (a.bandwidth_gbs * 1e9) * 1e6;
+  c.us = std::max(compute_us, mem_us) + extra_us;
+  return c;
+}
+
+// ------------------------------------------------------------------------------------------
+// Dispatcher
+// ------------------------------------------------------------------------------------------
+struct Selection {
+  const KernelBase* kernel = nullptr;
+  int index = -1;       // index into registry().all()
+  int k_batch = 0;      // what to pass as RunOptions::k_batch
+  std::string source;   // "tuning-db-exact", "tuning-db-nearest", "cost-model"
+  std::string why;      // explanation, or the reason nothing was selected
+  double estimate_us = 0;
+  explicit operator bool() const { return kernel != nullptr; }
+};
+
+class Dispatcher {
+ public:
+  explicit Dispatcher(const Registry& reg = registry()) : reg_(reg) {}
+
+  // Loads a tuning database (replacing any). Throws std::runtime_error on a bad file.
+  void load_tuning_db(const std::string& path) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto db = std::make_shared<TuningDb>();
+    db->load(path);
+    db_ = db;
+    env_checked_ = true;
+  }
+  void clear_tuning_db() {
+    std::lock_guard<std::mutex> g(mu_);
+    db_.reset();
+    env_checked_ = true;
+  }
+  std::shared_ptr<const TuningDb> tuning_db() {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!env_checked_) {
+      env_checked_ = true;
+      if (const char* e = std::getenv("CKGEN_TUNING_DB"); e && *e) {
+        auto db = std::make_shared<TuningDb>();
+        try {
+          db->load(e);
+          db_ = db;
+        } catch (const std::exception& ex) {
+          env_error_ = ex.what();
+        }
+      }
+    }
+    return db_;
+  }
+  const std::string& env_error() const { return env_error_; }
+
+  void set_arch(const ArchNumbers& a) { arch_ = a; }
+  const ArchNumbers& arch() const { return arch_; }
+
+  int index_of(const std::string& name) const {
+    const auto& all = reg_.all();
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i]->name() == name) return int(i);
+    return -1;
+  }
+
+  // Best choice for (problem, datatype, variant); Selection::kernel is null when no registered
+  // instance supports the problem (why = the reasons).
+  Selection select(const ConvProblem& p, DataType dt, Variant v) {
+    Selection s;
+    if (std::string e = p.validate(); !e.empty()) {
+      s.why = "invalid problem: " + e;
+      return s;
+    }
+    if (auto db = tuning_db(); db && !db->empty()) {
+      if (from_db(*db, p, dt, v, s)) return s;
+    }
+    return by_cost(p, dt, v);
+  }
+
+  // The cost model alone (also for tests and explanations).
+  Selection by_cost(const ConvProblem& p, DataType dt, Variant v) const {
+    Selection best;
+    best.source = "cost-model";
+    const auto& all = reg_.all();
+    std::map<std::string, int> reasons;
+    int candidates = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const KernelBase& k = *all[i];
+      const KernelKey& key = k.key();
+      if (key.variant != v || key.datatype != dt) continue;
+      if (key.ndim != p.ndim) {
+        ++reasons["ndim mismatch"];
+        continue;
+      }
+      ++candidates;
+      std::vector<int> kbs = {0};
+      if (v == Variant::BackwardWeight && key.k_batch == 0) kbs = {0, 1, 2, 4, 8, 16, 32};
+      for (int kb : kbs) {
+        RunOptions o;
+        o.k_batch = kb;
+        const std::string r = k.is_supported(p, o);
+        if (!r.empty()) {
+          ++reasons[r];
+          continue;
+        }
+        int eff_kb = 1;
+        if (v == Variant::BackwardWeight)
+          eff_kb = kb > 0 ? kb : (key.k_batch > 0 ? key.k_batch : auto_k_batch(key, p));
+        const CostEstimate c = estimate_cost(key, p, eff_kb, arch_);
+        if (!best.kernel || c.us < best.estimate_us) {
+          best.kernel = &k;
+          best.index = int(i);
+          best.k_batch = kb;
+          best.estimate_us = c.us;
+          std::ostringstream os;
+          os << "cost model: " << c.us << " us (tiles " << c.tiles << ", waves " << c.waves
+             << ", blocks/CU " << c.blocks_per_cu << ", tile efficiency " << c.tile_efficiency
+             << ", k_batch " << c.k_batch << ")";
+          best.why = os.str();
+        }
+      }
+    }
+    if (!best.kernel) {
+      std::ostringstream os;
+      os << "no " << to_string(v) << " " << to_string(dt) << " instance supports the problem ("
+         << candidates << " candidate(s) of ndim " << p.ndim << ")";
+      int n = 0;
+      for (const auto& [r, c] : reasons) {
+        os << (n++ ? "; " : ": ") << c << "x " << r;
+        if (n == 4) break;
+      }
+      best.why = os.str();
+    }
+    return best;
+  }
+
+  // The split count resolve_k_batch would pick (kernel.hpp), from the arch numbers.
+  int auto_k_batch(const KernelKey& key, const ConvProblem& p) const {
+    const GemmDims g = gemm_dims(key.variant, p);
+    auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+    const int64_t tiles = g.batch * cdiv(g.M, key.tile_m) * cdiv(g.N, key.tile_n);
+    int64_t kb = cdiv(2 * int64_t(arch_.compute_units), tiles);
+    kb = std::min<int64_t>(kb, std::max<int64_t>(1, cdiv(g.K, 4 * key.tile_k)));
+    return int(std::max<int64_t>(1, std::min<int64_t>(64, kb)));
+  }
+
+ private:
+  bool try_entry(const TunedEntry& e, const ConvProblem& p, Selection& s) const {
+    for (const TunedChoice& c : e.ranking) {
+      const int i = index_of(c.kernel);
+      if (i < 0) continue;
+      const KernelBase& k = *reg_.all()[size_t(i)];
+      RunOptions o;
+      o.k_batch = c.k_batch;
+      if (!k.is_supported(p, o).empty()) continue;
+      s.kernel = &k;
+      s.index = i;
+      s.k_batch = c.k_batch;
+      return true;
+    }
+    return false;
+  }
+
+  bool from_db(const TuningDb& db, const ConvProblem& p, DataType dt, Variant v, Selection& s) const {
+    std::vector<std::pair<double, const TunedEntry*>> near;
+    for (const TunedEntry& e : db.entries()) {
+      if (e.variant != v || e.datatype != dt || e.problem.ndim != p.ndim) continue;
+      if (same_problem(e.problem, p)) {
+        if (try_entry(e, p, s)) {
+          s.source = "tuning-db-exact";
+          s.why = "tuning db " + db.path() + ": exact match '" + e.shape + "'";
+          return true;
+        }
+        continue;
+      }
+      const double d = problem_distance(v, e.problem, p);
+      if (d <= TuningDb::kMaxDistance) near.emplace_back(d, &e);
+    }
+    std::stable_sort(near.begin(), near.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [d, e] : near) {
+      if (try_entry(*e, p, s)) {
+        s.source = "tuning-db-nearest";
+        std::ostringstream os;
+        os << "tuning db " << db.path() << ": nearest tuned shape '" << e->shape
+           << "' (distance " << d << ")";
+        s.why = os.str();
+        return true;
+      }
+    }
+    return false;
+  }
+
+  const Registry& reg_;
+  std::mutex mu_;
+  std::shared_ptr<TuningDb> db_;
+  bool env_checked_ = false;
+  std::string env_error_;
+  ArchNumbers arch_;
+};
+
+// The process-wide dispatcher over registry() (compute units from the device when present).
+inline Dispatcher& dispatcher() {
+  static Dispatcher* d = [] {
+    auto* x = new Dispatcher();  // never destroyed: usable from other static destructors
+    ArchNumbers a;
+    int dev = 0, v = 0;
+    if (gpuGetDevice(&dev) == gpuSuccess &&
+        gpuDeviceGetAttribute(&v, gpuDevAttrMultiProcessorCount, dev) == gpuSuccess && v > 0)
+      a.compute_units = v;
+    (void)gpuGetLastError();  // no device is not an error here
+    x->set_arch(a);
+    return x;
+  }();
+  return *d;
+}
+
+// select(problem, datatype, variant) on the process-wide dispatcher.
+inline Selection select(const ConvProblem& p, DataType dt, Variant v) {
+  return dispatcher().select(p, dt, v);
+}
+
+}  // namespace ckgen
