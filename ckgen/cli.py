@@ -120,6 +120,14 @@ def _expansion(variants: tuple[str, ...], arch: str, configs: tuple[Path, ...], 
     return exp
 
 
+def _warn_explicit_rejections(exp: Expansion) -> None:
+    """An instance the user listed by hand and the rules refused is never dropped silently."""
+    for r in exp.rejected:
+        if r.explicit:
+            err_console.print(f"warning: {r.instance.origin}: explicit instance {r.name} rejected "
+                              f"[{r.rule}]: {r.reason}", markup=False, highlight=False, soft_wrap=True)
+
+
 def _require_instances(exp: Expansion) -> None:
     if exp.instances:
         return
@@ -161,6 +169,7 @@ def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
     """List the valid instances of the selected configs for one target. An empty list is an
     error (exit code 2) that names the most frequent rejection reasons."""
     exp = _expansion(**sel)
+    _warn_explicit_rejections(exp)
     if not exp.instances and not show_rejected:
         _require_instances(exp)
     out = click.get_text_stream("stdout")
@@ -221,6 +230,7 @@ def generate(out: Path, shard_size: int, jobs: int, dry_run: bool, quiet: bool, 
     """Generate instance headers, translation units, registry, profiler and test sources and
     manifest.json into OUTPUT. Only changed files are written; stale ones are removed."""
     exp = _expansion(**sel)
+    _warn_explicit_rejections(exp)
     _require_instances(exp)
     if not dry_run:
         check_writable(out)

@@ -162,6 +162,7 @@ class Entry:
     origin: str
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
+    explicit: bool = False  # from 'instances:' (the user named this one configuration)
 
 
 @dataclass
@@ -256,7 +257,7 @@ def _entry(path: Path, raw: Any, line: int, keypath: str, many: bool, base: dict
             exc = _globs(path, val, kl, kp)
         else:
             values[key] = _field_values(path, key, val, kl, kp, many)
-    return Entry(values=values, origin=f"{safe_origin(path)}:{line}", include=inc, exclude=exc)
+    return Entry(values=values, origin=f"{safe_origin(path)}:{line}", include=inc, exclude=exc, explicit=not many)
 
 
 def safe_origin(path: Path) -> str:

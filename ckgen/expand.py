@@ -23,6 +23,7 @@ class Rejected:
     instance: KernelInstance
     rule: str
     reason: str
+    explicit: bool = False  # listed under 'instances:', so worth a warning of its own
 
     @property
     def name(self) -> str:
@@ -138,7 +139,7 @@ def expand(configs: Iterable[ConfigFile], arch: ArchSpec, filters: Filters = Fil
                     continue
                 bad = check(inst, arch)
                 if bad is not None:
-                    out.rejected.append(Rejected(inst, bad[0], bad[1]))
+                    out.rejected.append(Rejected(inst, bad[0], bad[1], entry.explicit))
                     continue
                 if not (matches(inst.name, include, exclude) and match_any(inst.name, filters.kernels)):
                     out.filtered += 1
