@@ -438,7 +438,11 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const int resident_warps = c.blocks_per_cu * warps;
   const double wm = double(k.tile_m) / std::max(1, k.wave_m), wn = double(k.tile_n) / std::max(1, k.wave_n);
   const double reuse = 2.0 * wm * wn / (wm + wn);  // harmonic-ish size of a warp's C tile
-  const double util = std::min(1.0, resident_warps / 8.0) * (reuse / (reuse + 32.0)) * 0.6;
+  // Narrow global accesses (vector bytes < 16) and the single-buffer pipeline stall the math.
+  const double vec_bytes = double(std::min(k.vec_a, k.vec_b) * eb);
+  const double feed = (0.5 + 0.5 * std::min(16.0, vec_bytes) / 16.0) *
+                      (k.pipeline == Pipeline::Multistage ? 1.0 : 0.85);
+  const double util = std::min(1.0, resident_warps / 8.0) * (reuse / (reuse + 32.0)) * 0.6 * feed;
   const int64_t per_cu_waves = std::min<int64_t>(c.tiles, slots) >= a.compute_units
                                    ? c.waves * c.blocks_per_cu
                                    : c.waves;  // tiles < CUs: one tile per busy CU
@@ -568,7 +572,7 @@ class Dispatcher {
           best.k_batch = kb;
           best.estimate_us = c.us;
           std::ostringstream os;
-          os << "cost model: " << c.us << " us (tiles " << c.tiles << ", waves " << c.waves
+          os << c.us << " us (tiles " << c.tiles << ", waves " << c.waves
              << ", blocks/CU " << c.blocks_per_cu << ", tile efficiency " << c.tile_efficiency
              << ", k_batch " << c.k_batch << ")";
           best.why = os.str();
