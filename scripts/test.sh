@@ -28,8 +28,9 @@ if [[ "${CKGEN_SKIP_APT:-0}" != 1 ]] && command -v dpkg-query >/dev/null; then
     SUDO=()
     if [[ $(id -u) -ne 0 ]]; then SUDO=(sudo); fi
     echo "test.sh: installing ${missing[*]}"
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+    # ${SUDO[@]+...}: an empty array is "unbound" under set -u in bash < 4.4
+    ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
   else
     echo "test.sh: system packages present (${APT_PACKAGES[*]})"
   fi
