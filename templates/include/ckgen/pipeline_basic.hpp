@@ -25,23 +25,34 @@ struct PipelineBasic {
     TileLoader<Tr, View, false> lb;
     la.init(v, m0, tid);
     lb.init(v, n0, tid);
-    la.load(v, kb, tid);
-    lb.load(v, kb, tid);
-    la.store(sA, tid);
-    lb.store(sB, tid);
-    __syncthreads();
-    for (int t = 0; t < nk; ++t) {
-      const bool more = t + 1 < nk;
-      if (more) {
-        la.load(v, kb + (t + 1) * Tr::BK, tid);
-        lb.load(v, kb + (t + 1) * Tr::BK, tid);
-      }
-      gemm(acc, sA, sB);
+    if constexpr (decltype(la)::kRegStage && decltype(lb)::kRegStage) {
+      la.load(v, kb, tid);
+      lb.load(v, kb, tid);
+      la.store(sA, tid);
+      lb.store(sB, tid);
       __syncthreads();
-      if (more) {
-        la.store(sA, tid);
-        lb.store(sB, tid);
+      for (int t = 0; t < nk; ++t) {
+        const bool more = t + 1 < nk;
+        if (more) {
+          la.load(v, kb + (t + 1) * Tr::BK, tid);
+          lb.load(v, kb + (t + 1) * Tr::BK, tid);
+        }
+        gemm(acc, sA, sB);
         __syncthreads();
+        if (more) {
+          la.store(sA, tid);
+          lb.store(sB, tid);
+          __syncthreads();
+        }
+      }
+    } else {
+      // Staging would not fit in registers: copy straight to shared memory, no prefetch.
+      for (int t = 0; t < nk; ++t) {
+        if (t > 0) __syncthreads();  // everyone is done with the previous tile
+        la.copy_direct(v, kb + t * Tr::BK, sA, tid);
+        lb.copy_direct(v, kb + t * Tr::BK, sB, tid);
+        __syncthreads();
+        gemm(acc, sA, sB);
       }
     }
   }

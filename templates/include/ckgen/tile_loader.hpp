@@ -26,9 +26,20 @@ struct TileLoader {
   using VecT = Vec<Raw, V>;
   using Fix = std::conditional_t<IsA, typename View::AFix, typename View::BFix>;
 
-  VecT reg[kIters];
-  bool reg_ok[kIters];
-  Fix fix[kIters];
+  // Register budget: the per-row index part (`fix`) is cached only while it is small, and the
+  // register staging of the basic pipeline only while it is small; otherwise `fix` is
+  // recomputed every k step and the basic pipeline copies straight to shared memory
+  // (copy_direct). Keeps vec-1 / large-tile instances out of local memory.
+  static constexpr int kFixRegs = kIters * int(sizeof(Fix)) / 4;
+  static constexpr bool kCacheFix = kFixRegs <= 48;
+  static constexpr int kStageRegs = kIters * int(sizeof(VecT) + 3) / 4;
+  static constexpr bool kRegStage = kStageRegs <= 40;
+  static constexpr int kChunk = 8;  // copy_direct: loads in flight per thread
+
+  VecT reg[kRegStage ? kIters : 1];
+  bool reg_ok[kRegStage ? kIters : 1];
+  Fix fix[kCacheFix ? kIters : 1];
+  int mn0_;
 
   CKGEN_DEVICE static bool active(int idx) { return kTotal % T == 0 || idx < kTotal; }
 
@@ -39,52 +50,101 @@ struct TileLoader {
   CKGEN_DEVICE static const Raw* get_ptr(const View& v, const Fix& f, int k, bool& ok) {
     if constexpr (IsA) return v.a_ptr(f, v.a_k(k), ok); else return v.b_ptr(f, v.b_k(k), ok);
   }
+  CKGEN_DEVICE CKGEN_FORCEINLINE const Raw* ptr_at(const View& v, int i, int k0, int tid,
+                                                   bool& ok) const {
+    const int idx = tid + i * T;
+    const int row = idx / kVPR, col = idx % kVPR;
+    const int k = kKMajor ? k0 + col * V : k0 + row;
+    if constexpr (kCacheFix) {
+      return get_ptr(v, fix[i], k, ok);
+    } else {
+      return get_ptr(v, get_fix(v, kKMajor ? mn0_ + row : mn0_ + col * V), k, ok);
+    }
+  }
+  CKGEN_DEVICE static Raw* smem_at(Raw* smem, int i, int tid) {
+    const int idx = tid + i * T;
+    return smem + (idx / kVPR) * kLd + (idx % kVPR) * V;
+  }
 
   CKGEN_DEVICE CKGEN_FORCEINLINE void init(const View& v, int mn0, int tid) {
+    mn0_ = mn0;
+    if constexpr (kCacheFix) {
 #pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int idx = tid + i * T;
-      const int row = idx / kVPR, col = idx % kVPR;
-      fix[i] = get_fix(v, kKMajor ? mn0 + row : mn0 + col * V);
+      for (int i = 0; i < kIters; ++i) {
+        const int idx = tid + i * T;
+        const int row = idx / kVPR, col = idx % kVPR;
+        fix[i] = get_fix(v, kKMajor ? mn0 + row : mn0 + col * V);
+      }
     }
   }
 
   // Loads are issued unconditionally from valid addresses (no branch, so they all stay in
   // flight together); structural zeros are applied when the registers are stored.
   CKGEN_DEVICE CKGEN_FORCEINLINE void load(const View& v, int k0, int tid) {
+    static_assert(kRegStage, "ckgen: register staging over budget, use copy_direct");
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
-      const int idx = tid + i * T;
-      if (!active(idx)) continue;
-      const int row = idx / kVPR, col = idx % kVPR;
-      const Raw* src = get_ptr(v, fix[i], kKMajor ? k0 + col * V : k0 + row, reg_ok[i]);
+      if (!active(tid + i * T)) continue;
+      const Raw* src = ptr_at(v, i, k0, tid, reg_ok[i]);
       reg[i] = *reinterpret_cast<const VecT*>(src);
     }
   }
 
-  // Multistage path: global -> shared directly (cp.async), zeros stored for structural zeros.
-  CKGEN_DEVICE CKGEN_FORCEINLINE void copy_async(const View& v, int k0, Raw* smem, int tid) const {
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int idx = tid + i * T;
-      if (!active(idx)) continue;
-      const int row = idx / kVPR, col = idx % kVPR;
-      bool ok;
-      const Raw* src = get_ptr(v, fix[i], kKMajor ? k0 + col * V : k0 + row, ok);
-      async_copy_zfill<int(sizeof(VecT))>(smem + row * kLd + col * V, src, ok);
-    }
-  }
-
   CKGEN_DEVICE CKGEN_FORCEINLINE void store(Raw* smem, int tid) const {
+    static_assert(kRegStage, "ckgen: register staging over budget, use copy_direct");
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
-      const int idx = tid + i * T;
-      if (!active(idx)) continue;
-      const int row = idx / kVPR, col = idx % kVPR;
+      if (!active(tid + i * T)) continue;
       VecT val;
 #pragma unroll
       for (int e = 0; e < V; ++e) val.v[e] = reg_ok[i] ? reg[i].v[e] : Raw(0);
-      *reinterpret_cast<VecT*>(smem + row * kLd + col * V) = val;
+      *reinterpret_cast<VecT*>(smem_at(smem, i, tid)) = val;
+    }
+  }
+
+  // Synchronous global -> shared copy, kChunk loads in flight at a time.
+  CKGEN_DEVICE CKGEN_FORCEINLINE void copy_direct(const View& v, int k0, Raw* smem, int tid) const {
+#pragma unroll
+    for (int i0 = 0; i0 < kIters; i0 += kChunk) {
+      VecT tmp[kChunk];
+      bool ok[kChunk];
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) {
+        const int i = i0 + j;
+        if (i < kIters && active(tid + i * T))
+          tmp[j] = *reinterpret_cast<const VecT*>(ptr_at(v, i, k0, tid, ok[j]));
+      }
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) {
+        const int i = i0 + j;
+        if (i < kIters && active(tid + i * T)) {
+          VecT val;
+#pragma unroll
+          for (int e = 0; e < V; ++e) val.v[e] = ok[j] ? tmp[j].v[e] : Raw(0);
+          *reinterpret_cast<VecT*>(smem_at(smem, i, tid)) = val;
+        }
+      }
+    }
+  }
+
+  // Multistage path: cp.async global -> shared (zero-fill for structural zeros) where the
+  // access size allows it, else copy_direct.
+  CKGEN_DEVICE CKGEN_FORCEINLINE void copy_async(const View& v, int k0, Raw* smem, int tid) const {
+#if defined(CKGEN_HAS_CP_ASYNC)
+    constexpr bool kCp = sizeof(VecT) == 4 || sizeof(VecT) == 8 || sizeof(VecT) == 16;
+#else
+    constexpr bool kCp = false;
+#endif
+    if constexpr (kCp) {
+#pragma unroll
+      for (int i = 0; i < kIters; ++i) {
+        if (!active(tid + i * T)) continue;
+        bool ok;
+        const Raw* src = ptr_at(v, i, k0, tid, ok);
+        async_copy_zfill<int(sizeof(VecT))>(smem_at(smem, i, tid), src, ok);
+      }
+    } else {
+      copy_direct(v, k0, smem, tid);
     }
   }
 };
