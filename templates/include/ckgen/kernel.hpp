@@ -8,6 +8,18 @@
 //
 // Grid: x = GEMM tiles (M tiles x N tiles, N fastest), y = group (x stride class for
 // backward_data), z = split-K index (backward_weight).
+//
+// Config fields honoured: kName, kArch, kVariant, kDataType, kNDim, Tile, Waves (K must be 1),
+// WarpTile (instruction shape; repeats = Tile / (Waves * WarpTile)), kMathUnit (MmaSync, Fma;
+// Mfma/Wmma in mma_amd.hpp), kWarpSize, kPipeline (Basic, Multistage), kStages (Basic 1,
+// Multistage 2..8), kVecA/kVecB/kVecC (1/2/4/8; is_supported checks the channel alignment),
+// kSpecialization (all three), kKBatch (0 = auto, backward_weight only), kReduction (SplitK),
+// kStage (One: fp32 atomics into a zeroed workspace + convert; Two: per-split fp32 slices +
+// reduce/convert). Must be their neutral values (static_assert otherwise): kScheduler
+// Intrawave, kLoadWaves = kMathWaves = 0, kEpilogue Default, kGroupsToMerge 1, kPersistent false.
+// Shared memory per block: kStages * (rowsA * (colsA + padA) + rowsB * (colsB + padB)) elements,
+// rows/cols by operand layout (K-major: BM x BK / BN x BK; M/N-major: BK x BM / BK x BN),
+// pad = 16 bytes (ConfigTraits::kSmemBytes).
 #pragma once
 
 // First: under clang -nogpuinc, clang's cuda_wrappers/<algorithm> and <new> need __host__ /
