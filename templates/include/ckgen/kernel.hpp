@@ -264,7 +264,10 @@ class GroupedConvKernel final : public KernelBase {
     int64_t M, N, K;
     gemm_dims(p, M, N, K);
     const int64_t lim = int64_t(1) << 30;
-    if (M > kMax32 || N > kMax32 || K > kMax32)
+    // (+ one tile of headroom: tile coordinates run up to M + BM - 1)
+    constexpr int64_t kTileRoom = Tr::BM > Tr::BN ? (Tr::BM > Tr::BK ? Tr::BM : Tr::BK)
+                                                  : (Tr::BN > Tr::BK ? Tr::BN : Tr::BK);
+    if (M > kMax32 - kTileRoom || N > kMax32 - kTileRoom || K > kMax32 - kTileRoom)
       return "a per-group GEMM dim exceeds 2^31-1 (M=" + str(M) + " N=" + str(N) + " K=" + str(K) + ")";
     if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32)
       return "N * spatial size exceeds 2^31-1 (32-bit index math)";
