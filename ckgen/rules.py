@@ -18,7 +18,7 @@ from .vocab import DATATYPE_BYTES, Epilogue, MathUnit, Pipeline, Reduction, Sche
 # outside this set is valid for the hardware but has no code yet; it is rejected with that reason
 # rather than generated into something that does not compile.
 IMPLEMENTED = {
-    "pipeline": {Pipeline.BASIC},
+    "pipeline": {Pipeline.BASIC, Pipeline.MULTISTAGE},
     "epilogue": {Epilogue.DEFAULT},
     "reduction": {Reduction.SPLITK},
     "math_unit": {MathUnit.MMA_SYNC, MathUnit.FMA, MathUnit.MFMA, MathUnit.WMMA},
@@ -49,12 +49,20 @@ class Rule:
 
 
 def lds_bytes(i: KernelInstance) -> int:
-    """Shared memory of the main loop (A and B tiles per stage, rows padded) or of the
-    cshuffle epilogue's C tile, whichever is larger (they reuse the same buffer)."""
+    """Shared memory of the main loop or of the cshuffle epilogue's C tile, whichever is larger
+    (they reuse the same buffer). Mirrors ConfigTraits::kSmemBytes (templates/include/ckgen/
+    config.hpp): per stage one A and one B tile stored along their contiguous global dimension
+    (A is K-major except in backward_weight, B only in forward), each row padded by 16 bytes or
+    one vector, whichever is larger."""
     e = DATATYPE_BYTES[i.datatype]
     tm, tn, tk = i.tile
-    row = tk * e + LDS_ROW_PAD_BYTES
-    main = max(1, i.stages) * (tm + tn) * row
+    pad_a = max(LDS_ROW_PAD_BYTES // e, i.vec_a)
+    pad_b = max(LDS_ROW_PAD_BYTES // e, i.vec_b)
+    a_k_major = i.variant is not Variant.BACKWARD_WEIGHT
+    b_k_major = i.variant is Variant.FORWARD
+    a = tm * (tk + pad_a) if a_k_major else tk * (tm + pad_a)
+    b = tn * (tk + pad_b) if b_k_major else tk * (tn + pad_b)
+    main = max(1, i.stages) * (a + b) * e
     cshuffle = tm * (tn * 4 + LDS_ROW_PAD_BYTES) if i.epilogue is Epilogue.CSHUFFLE else 0
     return max(main, cshuffle)
 
