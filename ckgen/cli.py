@@ -448,8 +448,13 @@ def build_cmd(out: Path, jobs: int, launcher: str, kernels: tuple[str, ...], gpu
                   disable=not console.is_terminal) as prog:
         task = prog.add_task("build", total=None, what="")
 
+        shown = [0]
+
         def step(done: int, total: int, what: str) -> None:
             prog.update(task, completed=done, total=total, what=escape(what.split("/")[-1][:60]))
+            if not console.is_terminal and (done == total or done * 10 // total > shown[0]):
+                shown[0] = done * 10 // total  # logs get a line per 10 %
+                err_console.print(f"[{done}/{total}] {escape(what)}", soft_wrap=True)
 
         res = ninja(out / "build", jobs=jobs, targets=list(targets), progress=step)
     click.echo(f"built {out / 'build'}: {res.steps} step(s) in {res.seconds:.1f} s")

@@ -431,22 +431,23 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const int64_t slots = int64_t(a.compute_units) * c.blocks_per_cu;
   c.waves = cdiv(c.tiles, slots);
 
-  // Compute: each wave runs blocks_per_cu tiles per CU side by side. Utilisation grows with the
-  // warps resident per CU (latency hiding) and with the warp tile's operand reuse.
+  // Compute: a CU works through ceil(tiles / CUs) tiles; r = min(blocks_per_cu, that) of them
+  // are resident at once and share it. Utilisation grows with the warps resident (latency
+  // hiding) and with the warp tile's operand reuse; narrow global accesses (vector bytes < 16)
+  // and the single-buffer pipeline stall the math. The constants were fitted to the H200
+  // kernel-check PERF lines (bench/dev/kernel_check_2026-11-22_H200.log): basic ~1.6x slower
+  // than multistage, ~20 % of peak at best for mma.sync tiles.
   const double tile_flops = 2.0 * k.tile_m * k.tile_n * double(kt * k.tile_k);
   const double peak_cu = a.peak_tflops(k.datatype) * 1e12 / a.compute_units;
-  const int resident_warps = c.blocks_per_cu * warps;
+  const int64_t per_cu = cdiv(c.tiles, a.compute_units);
+  const int resident = int(std::min<int64_t>(c.blocks_per_cu, per_cu));
   const double wm = double(k.tile_m) / std::max(1, k.wave_m), wn = double(k.tile_n) / std::max(1, k.wave_n);
-  const double reuse = 2.0 * wm * wn / (wm + wn);  // harmonic-ish size of a warp's C tile
-  // Narrow global accesses (vector bytes < 16) and the single-buffer pipeline stall the math.
+  const double reuse = 2.0 * wm * wn / (wm + wn);  // harmonic mean of a warp's C tile sides
   const double vec_bytes = double(std::min(k.vec_a, k.vec_b) * eb);
   const double feed = (0.5 + 0.5 * std::min(16.0, vec_bytes) / 16.0) *
-                      (k.pipeline == Pipeline::Multistage ? 1.0 : 0.85);
-  const double util = std::min(1.0, resident_warps / 8.0) * (reuse / (reuse + 32.0)) * 0.6 * feed;
-  const int64_t per_cu_waves = std::min<int64_t>(c.tiles, slots) >= a.compute_units
-                                   ? c.waves * c.blocks_per_cu
-                                   : c.waves;  // tiles < CUs: one tile per busy CU
-  const double compute_us = double(per_cu_waves) * tile_flops / (peak_cu * util) * 1e6;
+                      (k.pipeline == Pipeline::Multistage ? 1.0 : 0.6);
+  const double util = std::min(1.0, resident * warps / 8.0) * (reuse / (reuse + 32.0)) * 0.4 * feed;
+  const double compute_us = double(per_cu) * tile_flops / (peak_cu * util) * 1e6;
 
   // Memory: the unique bytes once, plus operand re-reads per tile (L2 catches half).
   const double unique = double(p.input_elems() + p.weight_elems() + p.output_elems()) * eb;
@@ -456,8 +457,10 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   double extra_us = 3.0;  // launch
   if (k.variant == Variant::BackwardWeight && kb > 1) {
     const double ws = double(p.weight_elems()) * 4.0;
-    bytes += (k.stage == Stage::One ? 2.0 : 2.0 * kb) * ws;
-    extra_us += 2.0;  // the reduce / convert launch
+    // one-stage: zero-fill, kb atomic read-modify-writes of the fp32 workspace, convert;
+    // two-stage: kb partial writes, a reduce that reads them all. Both add launches.
+    bytes += (k.stage == Stage::One ? 2.0 * kb + 2.0 : 2.0 * kb) * ws;
+    extra_us += k.stage == Stage::One ? 4.0 : 3.0;
   }
   const double mem_us = bytes / (a.bandwidth_gbs * 1e9) * 1e6;
   c.us = std::max(compute_us, mem_us) + extra_us;
