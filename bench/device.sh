@@ -88,3 +88,7 @@ if has bench && [ -f "$OUT/cudnn.csv" ]; then
     "$OUT"/prof_*.csv | tee -a "$OUT/summary.txt"
 fi
 log "done"
+# At most 8 files come back from the machine: keep the summary and the CSVs, pack the logs.
+mkdir -p "$WORK/logs"
+for f in "$OUT"/*.log "$OUT"/*.json "$OUT"/gpu.txt "$OUT"/prof_*.csv; do [ -e "$f" ] && mv "$f" "$WORK/logs/"; done
+tar czf "$OUT/logs.tar.gz" -C "$WORK/logs" . && ls -la "$OUT"
