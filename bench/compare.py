@@ -21,7 +21,7 @@ def best_rows(paths: list[Path]) -> dict[tuple[str, str, str], dict[str, str]]:
     for p in paths:
         with p.open() as f:
             for row in csv.DictReader(f):
-                if row.get("verified", "").lower() in ("fail", "failed", "false"):
+                if row.get("verified", "").lower() not in ("pass", "none"):
                     continue
                 try:
                     ms = float(row["ms"])
