@@ -12,7 +12,8 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-COLUMNS = ["shape", "variant", "datatype", "instance", "ms", "tflops", "cudnn_ms", "cudnn_tflops", "speedup", "gpu"]
+COLUMNS = ["shape", "variant", "datatype", "instance", "ms", "tflops", "cudnn_ms", "cudnn_tflops", "speedup", "gpu",
+           "floor_ms", "frac_of_floor"]
 
 
 def best_rows(paths: list[Path]) -> dict[tuple[str, str, str], dict[str, str]]:
@@ -57,6 +58,8 @@ def main() -> None:
             "shape": key[0], "variant": key[1], "datatype": key[2], "instance": r["instance"],
             "ms": f"{ms:.5f}", "tflops": f"{float(r['tflops']):.2f}", "cudnn_ms": f"{cms:.5f}",
             "cudnn_tflops": p["cudnn_tflops"], "speedup": f"{cms / ms:.3f}", "gpu": a.gpu,
+            "floor_ms": p.get("floor_ms", ""),
+            "frac_of_floor": f"{float(p['floor_ms']) / ms:.4g}" if p.get("floor_ms") else "",
         })
     with a.out.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
@@ -69,8 +72,11 @@ def main() -> None:
     for r in rows:
         print(f"{r['shape']:34s} {r['variant']:16s} {r['datatype']:5s} {float(r['ms']):9.4f} {float(r['cudnn_ms']):9.4f} {float(r['speedup']):8.3f}")
     for (v, dt), logs in sorted(geo.items()):
+        fr = [math.log(float(r["frac_of_floor"])) for r in rows
+              if (r["variant"], r["datatype"]) == (v, dt) and r["frac_of_floor"] and float(r["frac_of_floor"]) > 0]
+        frac = f", geomean floor/ours {math.exp(sum(fr) / len(fr)):.3f}" if fr else ""
         print(f"geomean speedup {v:16s} {dt}: {math.exp(sum(logs) / len(logs)):.3f} over {len(logs)} shapes, "
-              f"min {math.exp(min(logs)):.3f}")
+              f"min {math.exp(min(logs)):.3f}{frac}")
 
 
 if __name__ == "__main__":

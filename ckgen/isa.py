@@ -218,7 +218,7 @@ def _kernel_symbol(symbols: list[str], name: str) -> str | None:
 def expected_matrix_insts(inst_json: dict[str, Any], arch: ArchSpec) -> int:
     from .vocab import DataType
 
-    unit = arch.math_units[DataType(inst_json["datatype"])]
+    unit = arch.math_unit_for(DataType(inst_json["datatype"]), inst_json["warp_tile"])
     if unit not in (MathUnit.MFMA, MathUnit.WMMA):
         return 0
     tm, tn, tk = inst_json["tile"]
@@ -267,7 +267,7 @@ def check_project(project: Path, jobs: int = 0, kernels: Callable[[str], bool] |
             ij = insts[n]
             r = InstanceResources(name=n, unit=ur.source)
             r.matrix_expected = expected_matrix_insts(ij, arch)
-            r.estimate = register_estimate(parse_name(n), arch.warp_size)
+            r.estimate = register_estimate(parse_name(n), arch)
             if not ur.ok:
                 r.failures.append("compile failed: " + ur.log.splitlines()[0][:300] if ur.log else "compile failed")
                 results.append(r)

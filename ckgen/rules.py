@@ -34,9 +34,18 @@ GROUPS_TO_MERGE = (1, 2, 4, 8, 16, 32)
 WAVELET_RATIOS = ((4, 4), (4, 2), (2, 2), (2, 1), (1, 1))
 # Shared-memory rows are padded by 16 bytes against bank conflicts.
 LDS_ROW_PAD_BYTES = 16
-# Registers every thread spends on indices, pointers and loop state (calibrated against the
-# compiler's report; see bench/NOTES.md).
-REGISTER_OVERHEAD = 40
+# Register estimate constants, calibrated against the compilers' reports (nvcc -Xptxas -v for
+# sm_90a, clang-19 code-object metadata for gfx942 / gfx1100 / gfx1201; bench/NOTES.md,
+# "Register estimate calibration"):
+#   REGISTER_OVERHEAD   indices, pointers, loop state and epilogue temporaries per thread
+#   LOAD_ADDRESS_REGS   what each in-flight global load of the staging keeps besides its data
+#                       (64-bit address, valid flag): vector width 1 means many loads
+#   REGISTER_OVERHEAD_BY_FAMILY  RDNA (wave32 WMMA) needs more: 40 puts the estimate's limit
+#                       on the measured spill boundary (every RDNA4 spill and 78 of 90 RDNA3
+#                       spills rejected, no non-spilling instance rejected)
+REGISTER_OVERHEAD = 30
+LOAD_ADDRESS_REGS = 4
+REGISTER_OVERHEAD_BY_FAMILY = {"rdna3": 40, "rdna4": 40}
 
 Check = Callable[[KernelInstance, ArchSpec], "str | None"]
 
@@ -67,17 +76,22 @@ def lds_bytes(i: KernelInstance) -> int:
     return max(main, cshuffle)
 
 
-def register_estimate(i: KernelInstance, warp_size: int) -> int:
-    """32-bit registers per math thread: fp32 accumulators, matrix fragments, the global
-    staging of one stage of A and B, and fixed overhead."""
+def register_estimate(i: KernelInstance, a: ArchSpec) -> int:
+    """32-bit registers per math thread: fp32 accumulators, the matrix operands of one k step,
+    the global staging of one stage of A and B (data plus LOAD_ADDRESS_REGS per load, so small
+    vectors cost more), and a fixed overhead per target family."""
     tm, tn, tk = i.tile
     wm, wn, wk = i.waves
     e = DATATYPE_BYTES[i.datatype]
-    threads = wm * wn * wk * warp_size
-    acc = (tm // wm) * (tn // wn) // warp_size
-    frag = ((tm // wm) * i.warp_tile[2] + (tn // wn) * i.warp_tile[2]) * e // 4 // warp_size
-    staging = (tm + tn) * tk * e // 4 // threads if i.pipeline is not Pipeline.WAVELET else 0
-    return acc + frag + staging + REGISTER_OVERHEAD
+    threads = wm * wn * wk * a.warp_size
+    acc = tm * tn // threads
+    frag = ((tm // wm) * i.warp_tile[2] + (tn // wn) * i.warp_tile[2]) * e // 4 // a.warp_size
+    staging = 0
+    if i.pipeline is not Pipeline.WAVELET:
+        for mn, vec in ((tm, i.vec_a), (tn, i.vec_b)):
+            loads = -(-mn * tk // (vec * threads))
+            staging += loads * (-(-vec * e // 4) + LOAD_ADDRESS_REGS)
+    return acc + frag + staging + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
 
 
 def _datatype(i: KernelInstance, a: ArchSpec) -> str | None:
@@ -166,7 +180,7 @@ def _lds(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _registers(i: KernelInstance, a: ArchSpec) -> str | None:
-    est = register_estimate(i, a.warp_size)
+    est = register_estimate(i, a)
     limit = a.registers_per_thread
     return None if est <= limit else f"register estimate {est} > {limit} per thread"
 
