@@ -28,6 +28,8 @@ KERNELS=${KERNELS:-"*_fp16_2d_*"}
 SHAPES=${SHAPES:-$ROOT/templates/project/shapes/retinanet_r50fpn_n2.csv}
 KBATCH=${KBATCH:-0,1,2,4,8,16,32}
 PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-300}
+BUDGET=${BUDGET:-560}  # seconds for the whole script (the device call allows 600): phases shrink or skip
+left() { echo $((BUDGET - SECONDS)); }
 LOGS=$WORK/logs
 mkdir -p "$OUT" "$WORK" "$LOGS"
 export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1 NO_COLOR=1 COLUMNS=200
@@ -50,14 +52,16 @@ if has build; then
   t0=$SECONDS
   timeout 120 python3 -m ckgen.cli generate --arch "$ARCH" --kernels "$KERNELS" -o "$GEN" -q > "$LOGS/generate.log" 2>&1 \
     && timeout 60 python3 -m ckgen.cli emit-cmake -o "$GEN" --platform nvidia --gpu-targets "$TARGETS" >> "$LOGS/generate.log" 2>&1 \
-    && timeout 420 python3 -m ckgen.cli build -o "$GEN" -j "$JOBS" --no-tests > "$LOGS/build.log" 2>&1
+    && timeout $(( $(left) > 400 ? 300 : $(left) - 100 )) python3 -m ckgen.cli build -o "$GEN" -j "$JOBS" --no-tests > "$LOGS/build.log" 2>&1
   rc=$?
   log "build rc=$rc in $((SECONDS - t0)) s: $(tail -1 "$LOGS/build.log")"
   [ $rc -eq 0 ] || { grep -m 20 -iE "error|FAILED" "$LOGS/build.log" | tee -a "$OUT/summary.txt"; exit 1; }
   ls -la "$GEN/build/lib/" >> "$OUT/summary.txt"
 fi
 
-if has jit; then
+if has jit && [ "$(left)" -lt 330 ]; then
+  log "jit skipped: $(left) s left"
+elif has jit; then
   t0=$SECONDS
   timeout 240 python3 - "$WORK/jit-cache" "$JOBS" > "$LOGS/jit.log" 2>&1 <<'EOF'
 import sys, time, shutil
@@ -74,8 +78,10 @@ fi
 
 if has tune; then
   t0=$SECONDS
-  timeout $((PROFILE_TIMEOUT + 60)) python3 -m ckgen.cli profile -o "$GEN" --shapes "$SHAPES" --datatype fp16 \
-    --k-batch "$KBATCH" --warmup 2 --repeat 5 --timeout "$PROFILE_TIMEOUT" --csv "$OUT/results.csv" > "$LOGS/profile.log" 2>&1
+  pt=$(( $(left) - 150 )); [ $pt -gt "$PROFILE_TIMEOUT" ] && pt=$PROFILE_TIMEOUT; [ $pt -lt 30 ] && pt=30
+  log "profile budget $pt s"
+  timeout $((pt + 30)) python3 -m ckgen.cli profile -o "$GEN" --shapes "$SHAPES" --datatype fp16 \
+    --k-batch "$KBATCH" --warmup 2 --repeat 5 --timeout "$pt" --csv "$OUT/results.csv" > "$LOGS/profile.log" 2>&1
   log "profile rc=$? in $((SECONDS - t0)) s: $(($(wc -l < "$OUT/results.csv" 2>/dev/null || echo 1) - 1)) rows"
   grep -E "exit [1-9]" "$LOGS/profile.log" | head -5 | tee -a "$OUT/summary.txt"
   timeout 60 python3 -m ckgen.cli tune -o "$GEN" --shapes "$SHAPES" --from-csv "$OUT/results.csv" --part even \
@@ -97,13 +103,15 @@ if has check; then
   log "report rc=$?"
 fi
 
-if has torch; then
+if has torch && [ "$(left)" -lt 40 ]; then
+  log "torch tests skipped: $(left) s left"
+elif has torch; then
   t0=$SECONDS
   if python3 -c "import pytest" 2> /dev/null; then
     runner=(python3 -m pytest -q -rs -p no:cacheprovider "$ROOT/tests/test_torch_op.py")
   else  # no pytest on the GPU machine: the test module runs its checks itself
     runner=(python3 "$ROOT/tests/test_torch_op.py")
   fi
-  CKGEN_TORCH_LIB=$GEN/build timeout 300 "${runner[@]}" > "$OUT/torch_test.log" 2>&1
+  CKGEN_TORCH_LIB=$GEN/build timeout $(( $(left) - 5 )) "${runner[@]}" > "$OUT/torch_test.log" 2>&1
   log "torch custom-op tests rc=$? in $((SECONDS - t0)) s: $(tail -1 "$OUT/torch_test.log")"
 fi

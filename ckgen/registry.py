@@ -119,6 +119,7 @@ def _load_lib(path: Path) -> ctypes.CDLL:
         "ckgen_estimate_us": (ctypes.c_double, [ctypes.c_int, P, ctypes.c_int]),
         "ckgen_load_tuning_db": (ctypes.c_int, [ctypes.c_char_p]),
         "ckgen_set_compute_units": (None, [ctypes.c_int]),
+        "ckgen_set_k_batch_candidates": (None, [ctypes.POINTER(ctypes.c_int), ctypes.c_int]),
         "ckgen_last_error": (ctypes.c_char_p, []),
     }
     for name, (res, args) in sig.items():
@@ -244,6 +245,12 @@ class Registry:
 
     def set_compute_units(self, n: int) -> None:
         self._lib.ckgen_set_compute_units(int(n))
+
+    def set_k_batch_candidates(self, k_batches: Sequence[int] | None) -> None:
+        """backward_weight split counts the cost model tries (0 = the instance's own choice);
+        None restores the default (0, 1, 2, 4, 8, 16, 32)."""
+        kbs = list(k_batches or [])
+        self._lib.ckgen_set_k_batch_candidates((ctypes.c_int * max(1, len(kbs)))(*kbs), len(kbs))
 
     def select(self, problem: Problem, variant: str = "forward", datatype: str = "fp16",
                cost_model_only: bool = False) -> Selection:

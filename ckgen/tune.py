@@ -117,6 +117,10 @@ def evaluate(registry: Any, rows: Iterable[dict[str, str]], problems: Sequence[P
         t = timed.setdefault((r["variant"], r["datatype"], r["shape"]), {})
         k = (r["instance"], int(r.get("k_batch") or 0))
         t[k] = min(t.get(k, math.inf), float(r["ms"]))
+    # The cost model chooses among the split counts that were measured (backward_weight).
+    kbs = sorted({kb for (v, _d, _s), t in timed.items() if v == "backward_weight" for (_n, kb) in t})
+    if kbs and hasattr(registry, "set_k_batch_candidates"):
+        registry.set_k_batch_candidates(kbs)
     out = []
     for (v, d, s), t in sorted(timed.items()):
         (bname, _bkb), bms = min(t.items(), key=lambda kv: kv[1])

@@ -516,6 +516,14 @@ class Dispatcher {
   const std::string& env_error() const { return env_error_; }
 
   void set_arch(const ArchNumbers& a) { arch_ = a; }
+
+  // Split counts the cost model tries for backward_weight instances whose k_batch is chosen per
+  // call (0 = the instance's own choice). Default {0, 1, 2, 4, 8, 16, 32}.
+  void set_k_batch_candidates(std::vector<int> kbs) {
+    if (kbs.empty()) kbs = {0};
+    k_batch_candidates_ = std::move(kbs);
+  }
+  const std::vector<int>& k_batch_candidates() const { return k_batch_candidates_; }
   const ArchNumbers& arch() const { return arch_; }
 
   int index_of(const std::string& name) const {
@@ -556,7 +564,7 @@ class Dispatcher {
       }
       ++candidates;
       std::vector<int> kbs = {0};
-      if (v == Variant::BackwardWeight && key.k_batch == 0) kbs = {0, 1, 2, 4, 8, 16, 32};
+      if (v == Variant::BackwardWeight && key.k_batch == 0) kbs = k_batch_candidates_;
       for (int kb : kbs) {
         RunOptions o;
         o.k_batch = kb;
@@ -659,6 +667,7 @@ class Dispatcher {
   bool env_checked_ = false;
   std::string env_error_;
   ArchNumbers arch_;
+  std::vector<int> k_batch_candidates_ = {0, 1, 2, 4, 8, 16, 32};
 };
 
 // The process-wide dispatcher over registry() (compute units from the device when present).

@@ -194,6 +194,13 @@ int ckgen_load_tuning_db(const char* path) {
   return int(disp.tuning_db()->entries().size());
 }
 
+void ckgen_set_k_batch_candidates(const int* k_batches, int n) {
+  std::vector<int> v;
+  for (int i = 0; k_batches && i < n; ++i)
+    if (k_batches[i] >= 0 && k_batches[i] <= 64) v.push_back(k_batches[i]);
+  ckgen::dispatcher().set_k_batch_candidates(n > 0 ? v : std::vector<int>{0, 1, 2, 4, 8, 16, 32});
+}
+
 void ckgen_set_compute_units(int compute_units) {
   auto& disp = ckgen::dispatcher();
   ckgen::ArchNumbers a = disp.arch();

@@ -71,6 +71,9 @@ CKGEN_API double ckgen_estimate_us(int index, const ckgen_problem* p, int k_batc
  * entries, or -1 (reason in ckgen_last_error). Without a call, CKGEN_TUNING_DB is read on the
  * first select. */
 CKGEN_API int ckgen_load_tuning_db(const char* path);
+/* backward_weight split counts the cost model tries (0 = the instance's own choice); n = 0
+ * restores the default {0, 1, 2, 4, 8, 16, 32}. */
+CKGEN_API void ckgen_set_k_batch_candidates(const int* k_batches, int n);
 /* Overrides the compute-unit count of the cost model (0: the arch number / the device's). */
 CKGEN_API void ckgen_set_compute_units(int compute_units);
 CKGEN_API const char* ckgen_last_error(void);
