@@ -299,3 +299,40 @@ def test_check_heuristic_cli_without_gpu(reg, tmp_path: Path) -> None:
     cli("check-heuristic", "-o", str(entry), "--results", str(res), "--shapes", str(SHAPES), "--json", str(j))
     q = json.loads(j.read_text())
     assert q["summary"]["timed"] == 1 and q["rows"][0]["selected"] == FWD_V8 and q["summary"]["within_10pct"] == 1.0
+
+
+# ------------------------------------------------------------------ multi-GPU sharding (fake profilers)
+FAKE_PROFILER = r"""#!/usr/bin/env bash
+# Stand-in for ckgen_profiler_<variant>: --list prints instances; a run writes one CSV row per
+# (shape, instance) it was given, with the GPU it saw (CUDA_VISIBLE_DEVICES) as the time.
+v=$(basename "$0"); v=${v#ckgen_profiler_}
+if [ "$1" = --list ]; then for i in 0 1 2 3 4; do echo "grouped_conv_${v}_k$i  fp16  2D  sm_90a"; done; exit 0; fi
+while [ $# -gt 0 ]; do case $1 in --kernels) ks=$2; shift;; --csv) csv=$2; shift;; --shapes) sh=$2; shift;; esac; shift; done
+echo "shape,variant,datatype,instance,ms,tflops,gbps,verified,k_batch,best,gpu" > "$csv"
+for s in $(tail -n +2 "$sh" | cut -d, -f1); do
+  for k in ${ks//,/ }; do echo "$s,$v,fp16,$k,$((CUDA_VISIBLE_DEVICES + 1)).${#k},1,1,pass,0,1,dev$CUDA_VISIBLE_DEVICES" >> "$csv"; done
+done
+"""
+
+
+def test_profile_shards_over_gpus(tmp_path: Path) -> None:
+    out = tmp_path / "proj"
+    (out / "build" / "bin").mkdir(parents=True)
+    for v in ("forward", "backward_weight"):
+        exe = out / "build" / "bin" / f"ckgen_profiler_{v}"
+        exe.write_text(FAKE_PROFILER)
+        exe.chmod(0o755)
+    shapes = tmp_path / "s.csv"
+    write_shapes(shapes, load_shapes(SHAPES)[:3])
+    r = cli_proc("profile", "-o", str(out), "--shapes", str(shapes), "--devices", "0,1,2", "--variant", "forward",
+                 "--variant", "backward_weight", "--verify", "none", "--csv", str(tmp_path / "all.csv"))
+    from ckgen.profile import read_rows
+
+    rows = read_rows(tmp_path / "all.csv")
+    assert len(rows) == 2 * 3 * 5  # variants x shapes x instances, no row lost or doubled
+    for v in ("forward", "backward_weight"):
+        gpus = {r["instance"]: r["gpu"] for r in rows if r["variant"] == v}
+        assert gpus == {f"grouped_conv_{v}_k{i}": f"dev{i % 3}" for i in range(5)}  # round-robin, one GPU each
+    best = [r for r in rows if r["best"] == "1"]  # recomputed over all shards: fastest = GPU 0's instance k0
+    assert len(best) == 6 and all(r["gpu"] == "dev0" for r in best)
+    assert "best per shape" in r.stdout
