@@ -417,9 +417,10 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   // Occupancy: threads, shared memory (as config.hpp lays it out, rows padded by 16 bytes),
   // registers (fp32 accumulators per thread plus a fixed overhead).
   const int eb = elem_bytes(k.datatype);
-  const int warps = std::max(1, k.wave_m * k.wave_n * k.wave_k);
-  const int threads = warps * a.warp_size;
-  const int stages = k.pipeline == Pipeline::Multistage ? std::max(1, k.stages) : 1;
+  const int warps = std::max(1, k.wave_m * k.wave_n * k.wave_k);  // math warps
+  // wavelet: load waves come on top of the math waves (LaunchBlockSize = load + math threads).
+  const int threads = (warps + (k.pipeline == Pipeline::Wavelet ? k.load_waves : 0)) * a.warp_size;
+  const int stages = k.pipeline != Pipeline::Basic ? std::max(1, k.stages) : 1;
   const int pad = std::max(16 / eb, 1);
   const double smem = double(stages) * double((k.tile_m + k.tile_n) * (k.tile_k + pad)) * eb;
   const int acc_regs = (k.tile_m * k.tile_n) / threads;
@@ -445,7 +446,7 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const double reuse = 2.0 * wm * wn / (wm + wn);  // harmonic mean of a warp's C tile sides
   const double vec_bytes = double(std::min(k.vec_a, k.vec_b) * eb);
   const double feed = (0.5 + 0.5 * std::min(16.0, vec_bytes) / 16.0) *
-                      (k.pipeline == Pipeline::Multistage ? 1.0 : 0.6);
+                      (k.pipeline != Pipeline::Basic ? 1.0 : 0.6);  // prefetching pipelines
   const double util = std::min(1.0, resident * warps / 8.0) * (reuse / (reuse + 32.0)) * 0.4 * feed;
   const double compute_us = double(per_cu) * tile_flops / (peak_cu * util) * 1e6;
 
