@@ -50,6 +50,19 @@ class ArchSpec:
     bandwidth_gbs: float
     compiler: dict[str, Any]
     sources: dict[str, str]
+    # Warpgroup matrix instructions (sm_90a wgmma, 64 x N x 16 per group of 4 warps): legal
+    # warp tiles besides warp_tiles, named explicitly (not part of warp_tile 'auto'); an instance
+    # whose warp tile is one of them uses MathUnit.WGMMA (math_unit_for).
+    warpgroup_tiles: dict[DataType, tuple[Triple, ...]] = None  # type: ignore[assignment]
+
+    def math_unit_for(self, datatype: DataType, warp_tile: Any) -> MathUnit:
+        """The math unit an instance of this datatype and warp tile runs on."""
+        if tuple(warp_tile) in (self.warpgroup_tiles or {}).get(datatype, ()):
+            return MathUnit.WGMMA
+        return self.math_units[datatype]
+
+    def legal_warp_tiles(self, datatype: DataType) -> tuple[Triple, ...]:
+        return self.warp_tiles.get(datatype, ()) + (self.warpgroup_tiles or {}).get(datatype, ())
 
     @property
     def datatypes(self) -> tuple[DataType, ...]:
@@ -116,6 +129,8 @@ def _parse_entry(path: Path, name: str, e: dict[str, Any]) -> ArchSpec:
             bandwidth_gbs=float(e["bandwidth_gbs"]),
             compiler=dict(e["compiler"]),
             sources=dict(srcs),
+            warpgroup_tiles={DataType(k): tuple(_triple(t) for t in v)
+                             for k, v in e.get("warpgroup_tiles", {}).items()},
         )
     except (KeyError, ValueError, TypeError) as ex:
         raise _fail(path, name, f"invalid entry: {ex}") from None

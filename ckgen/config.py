@@ -104,7 +104,7 @@ def _warp_tile(v: Any) -> tuple[int, int, int] | str:
         return "auto"
     if not isinstance(v, list):
         raise ValueError(f"expected 'auto' or three integers [M, N, K], got {shown(v)}")
-    return _triple(1, 64)(v)
+    return _triple(1, 256)(v)  # up to wgmma's 64 x 256 x 16
 
 
 def _k_batch(v: Any) -> int:

@@ -66,7 +66,7 @@ def render_instance_header(inst: KernelInstance, arch: ArchSpec) -> str:
         inst=inst,
         arch=arch.name,
         layouts=inst.layouts,
-        math_unit=arch.math_units[inst.datatype],
+        math_unit=arch.math_unit_for(inst.datatype, inst.warp_tile),
         warp_size=arch.warp_size,
     )
 

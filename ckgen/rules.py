@@ -12,16 +12,16 @@ from typing import Callable
 
 from .arch import ArchSpec
 from .instance import KernelInstance, default_k_batch
-from .vocab import DATATYPE_BYTES, Epilogue, MathUnit, Pipeline, Reduction, Scheduler, Specialization, Stage, Variant
+from .vocab import DATATYPE_BYTES, Epilogue, MathUnit, Pipeline, Platform, Reduction, Scheduler, Specialization, Stage, Variant
 
 # What the C++ template library (templates/include/ckgen) implements today. A configuration
 # outside this set is valid for the hardware but has no code yet; it is rejected with that reason
 # rather than generated into something that does not compile.
 IMPLEMENTED = {
-    "pipeline": {Pipeline.BASIC, Pipeline.MULTISTAGE},
+    "pipeline": {Pipeline.BASIC, Pipeline.MULTISTAGE, Pipeline.WAVELET},
     "epilogue": {Epilogue.DEFAULT},
     "reduction": {Reduction.SPLITK},
-    "math_unit": {MathUnit.MMA_SYNC, MathUnit.FMA, MathUnit.MFMA, MathUnit.WMMA},
+    "math_unit": {MathUnit.MMA_SYNC, MathUnit.WGMMA, MathUnit.FMA, MathUnit.MFMA, MathUnit.WMMA},
     "scheduler": {Scheduler.INTRAWAVE},
     "groups_to_merge": {1},
     "wave_k": {1},
@@ -57,23 +57,27 @@ class Rule:
     check: Check
 
 
-def lds_bytes(i: KernelInstance) -> int:
+def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
     """Shared memory of the main loop or of the cshuffle epilogue's C tile, whichever is larger
     (they reuse the same buffer). Mirrors ConfigTraits::kSmemBytes (templates/include/ckgen/
     config.hpp): per stage one A and one B tile stored along their contiguous global dimension
     (A is K-major except in backward_weight, B only in forward), each row padded by 16 bytes or
-    one vector, whichever is larger."""
+    one vector, whichever is larger. wgmma instances (arch given) store unpadded core-matrix
+    tiles; wavelet adds two 8-byte mbarriers per stage."""
     e = DATATYPE_BYTES[i.datatype]
     tm, tn, tk = i.tile
     pad_a = max(LDS_ROW_PAD_BYTES // e, i.vec_a)
     pad_b = max(LDS_ROW_PAD_BYTES // e, i.vec_b)
+    if a is not None and a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA:
+        pad_a = pad_b = 0
     a_k_major = i.variant is not Variant.BACKWARD_WEIGHT
     b_k_major = i.variant is Variant.FORWARD
     a = tm * (tk + pad_a) if a_k_major else tk * (tm + pad_a)
     b = tn * (tk + pad_b) if b_k_major else tk * (tn + pad_b)
     main = max(1, i.stages) * (a + b) * e
     cshuffle = tm * (tn * 4 + LDS_ROW_PAD_BYTES) if i.epilogue is Epilogue.CSHUFFLE else 0
-    return max(main, cshuffle)
+    barriers = 16 * i.stages if i.pipeline is Pipeline.WAVELET else 0
+    return max(main, cshuffle) + barriers
 
 
 def register_estimate(i: KernelInstance, a: ArchSpec) -> int:
@@ -86,6 +90,8 @@ def register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     threads = wm * wn * wk * a.warp_size
     acc = tm * tn // threads
     frag = ((tm // wm) * i.warp_tile[2] + (tn // wn) * i.warp_tile[2]) * e // 4 // a.warp_size
+    if a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA:
+        frag = 0  # operands straight from shared memory (descriptors)
     staging = 0
     if i.pipeline is not Pipeline.WAVELET:
         for mn, vec in ((tm, i.vec_a), (tn, i.vec_b)):
@@ -105,7 +111,7 @@ def _ndim(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _warp_tile(i: KernelInstance, a: ArchSpec) -> str | None:
-    legal = a.warp_tiles.get(i.datatype, ())
+    legal = a.legal_warp_tiles(i.datatype)
     if i.warp_tile not in legal:
         shown = ", ".join("x".join(map(str, t)) for t in legal)
         return f"warp tile {'x'.join(map(str, i.warp_tile))} is not a {i.datatype.value} matrix instruction on {a.name} (legal: {shown})"
@@ -124,8 +130,9 @@ def _block_size(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _divisible(i: KernelInstance, a: ArchSpec) -> str | None:
+    group = 4 if a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA else 1
     for d, name in enumerate("MNK"):
-        step = i.waves[d] * i.warp_tile[d]
+        step = i.waves[d] * i.warp_tile[d] // (group if d == 0 else 1)  # wgmma: per warpgroup
         if i.tile[d] % step:
             return f"tile {name}={i.tile[d]} is not a multiple of waves x warp tile = {step}"
     return None
@@ -161,10 +168,23 @@ def _wavelet(i: KernelInstance, a: ArchSpec) -> str | None:
         if i.load_waves or i.math_waves:
             return "load/math waves are only for the wavelet pipeline"
         return None
+    if a.platform is not Platform.NVIDIA:
+        # the portable lockstep form (no mbarriers) compiles for AMD but has not run on one
+        return "wavelet is verified on NVIDIA only (AMD lockstep form not yet run on a GPU)"
     if (i.load_waves, i.math_waves) not in WAVELET_RATIOS:
         return f"wavelet load/math ratio {i.load_waves}x{i.math_waves} not in {WAVELET_RATIOS}"
     if i.math_waves != i.waves[0] * i.waves[1] * i.waves[2]:
         return f"wavelet math waves {i.math_waves} must equal the wave layout's {i.waves[0] * i.waves[1] * i.waves[2]} waves"
+    return None
+
+
+def _wgmma(i: KernelInstance, a: ArchSpec) -> str | None:
+    if a.math_unit_for(i.datatype, i.warp_tile) is not MathUnit.WGMMA:
+        return None
+    if i.pipeline is not Pipeline.WAVELET:
+        return "wgmma warp tiles (64 x N x 16) need the wavelet pipeline"
+    if i.waves[0] % 4 or i.waves[2] != 1:
+        return "wgmma needs wave layout M a multiple of 4 (warpgroups of 4 warps along M) and K 1"
     return None
 
 
@@ -175,7 +195,7 @@ def _scheduler(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _lds(i: KernelInstance, a: ArchSpec) -> str | None:
-    need = lds_bytes(i)
+    need = lds_bytes(i, a)
     return None if need <= a.lds_bytes else f"LDS {need} bytes > {a.lds_bytes} on {a.name}"
 
 
@@ -253,7 +273,7 @@ def _implemented(i: KernelInstance, a: ArchSpec) -> str | None:
         "pipeline": i.pipeline,
         "epilogue": i.epilogue,
         "reduction": i.reduction,
-        "math_unit": a.math_units[i.datatype],
+        "math_unit": a.math_unit_for(i.datatype, i.warp_tile),
         "scheduler": i.scheduler,
         "groups_to_merge": i.groups_to_merge,
         "wave_k": i.waves[2],
@@ -275,6 +295,7 @@ RULES: tuple[Rule, ...] = (
     Rule("vectors", "vector sizes are 1/2/4/8, at most 16 bytes, dividing the tile", _vectors),
     Rule("pipeline", "pipeline available on the target, stage count fits the pipeline", _pipeline),
     Rule("wavelet", "load/math waves only for wavelet, in the allowed ratios", _wavelet),
+    Rule("wgmma", "wgmma warp tiles only with the wavelet pipeline and warpgroup wave layouts", _wgmma),
     Rule("scheduler", "scheduler available on the target (interwave: AMD wave64 only)", _scheduler),
     Rule("reduction", "k_batch / StreamK / two-stage only for backward_weight", _reduction),
     Rule("merge", "groups_to_merge in the allowed set", _merge),

@@ -361,25 +361,6 @@ static void suite(const char* vname) {
   }
 }
 
-#if CK_PART == 0
-void run_forward() {
-  suite<Variant::Forward, DataType::FP16>("fwd");
-  suite<Variant::Forward, DataType::BF16>("fwd");
-  suite<Variant::Forward, DataType::FP32>("fwd");
-}
-#elif CK_PART == 1
-void run_backward_data() {
-  suite<Variant::BackwardData, DataType::FP16>("bwd_data");
-  suite<Variant::BackwardData, DataType::BF16>("bwd_data");
-  suite<Variant::BackwardData, DataType::FP32>("bwd_data");
-}
-#elif CK_PART == 2
-void run_backward_weight() {
-  suite<Variant::BackwardWeight, DataType::FP16>("bwd_weight");
-  suite<Variant::BackwardWeight, DataType::BF16>("bwd_weight");
-  suite<Variant::BackwardWeight, DataType::FP32>("bwd_weight");
-}
-#elif CK_PART == 4
 // Timing of a few instances on one RetinaNet-like shape (events around back-to-back launches).
 template <class C>
 static void perf(const char* label, const ConvProblem& p, int k_batch = 0) {
@@ -426,6 +407,25 @@ static void perf(const char* label, const ConvProblem& p, int k_batch = 0) {
   if (ws) CHECK_GPU(gpuFree(ws));
 }
 
+#if CK_PART == 0
+void run_forward() {
+  suite<Variant::Forward, DataType::FP16>("fwd");
+  suite<Variant::Forward, DataType::BF16>("fwd");
+  suite<Variant::Forward, DataType::FP32>("fwd");
+}
+#elif CK_PART == 1
+void run_backward_data() {
+  suite<Variant::BackwardData, DataType::FP16>("bwd_data");
+  suite<Variant::BackwardData, DataType::BF16>("bwd_data");
+  suite<Variant::BackwardData, DataType::FP32>("bwd_data");
+}
+#elif CK_PART == 2
+void run_backward_weight() {
+  suite<Variant::BackwardWeight, DataType::FP16>("bwd_weight");
+  suite<Variant::BackwardWeight, DataType::BF16>("bwd_weight");
+  suite<Variant::BackwardWeight, DataType::FP32>("bwd_weight");
+}
+#elif CK_PART == 4
 template <Variant V>
 static void perf_variant(const char* vn) {
   constexpr DataType D = DataType::FP16;
@@ -463,9 +463,156 @@ void run_perf() {
   perf_variant<Variant::BackwardData>("bwd_data");
   perf_variant<Variant::BackwardWeight>("bwd_weight");
 }
+#elif CK_PART == 5
+// Wavelet (warp-specialized) pipeline: load warps + math warps (mma.sync, or wgmma on sm_90a).
+template <Variant V, DataType D, int ND, class TileT, class WavesT, int VA, int VB, int VC,
+          int LOADW, int STAGES, MathUnit MU, int WN_ = 8, bool SWAP = false,
+          Stage ST = Stage::One, Specialization S = Specialization::Default>
+struct WCfg {  // SWAP: unused (was the M/N-major descriptor experiment; run 1 settled it)
+  static constexpr const char* kName = "check_wavelet";
+  static constexpr const char* kArch = "sm_90a";
+  static constexpr Variant kVariant = V;
+  static constexpr DataType kDataType = D;
+  static constexpr int kNDim = ND;
+  using Tile = TileT;
+  using Waves = WavesT;
+  using WarpTile = std::conditional_t<MU == MathUnit::Wgmma, ckgen::WarpTile<64, WN_, 16>,
+                                      ckgen::WarpTile<16, 8, 16>>;
+  static constexpr MathUnit kMathUnit = MU;
+  static constexpr int kWarpSize = 32;
+  static constexpr Pipeline kPipeline = Pipeline::Wavelet;
+  static constexpr int kStages = STAGES;
+  static constexpr Scheduler kScheduler = Scheduler::Intrawave;
+  static constexpr int kLoadWaves = LOADW, kMathWaves = WavesT::kM * WavesT::kN;
+  static constexpr Epilogue kEpilogue = Epilogue::Default;
+  static constexpr int kVecA = VA, kVecB = VB, kVecC = VC;
+  static constexpr Specialization kSpecialization = S;
+  static constexpr int kGroupsToMerge = 1;
+  static constexpr int kKBatch = 0;
+  static constexpr Reduction kReduction = Reduction::SplitK;
+  static constexpr bool kPersistent = false;
+  static constexpr Stage kStage = ST;
+};
+constexpr MathUnit kMS = MathUnit::MmaSync, kWG = MathUnit::Wgmma;
+
+template <Variant V, DataType D>
+static void wsuite(const char* vname) {
+  char label[128];
+  const char* dn = to_string(D);
+  auto L = [&](const char* what) {
+    std::snprintf(label, sizeof label, "%s/%s/%s", vname, dn, what);
+    return label;
+  };
+  auto vec_ok = [](const ConvProblem& p) { return p.C % 8 == 0 && p.K % 8 == 0; };
+  using W22 = WaveLayout<2, 2, 1>;
+  using W21 = WaveLayout<2, 1, 1>;
+  using W41 = WaveLayout<4, 1, 1>;
+  // (4,4) mma.sync math warps, 16-byte vectors (cp.async + cp.async.mbarrier.arrive)
+  for (auto& p : problems2d())
+    check<WCfg<V, D, 2, TileShape<128, 128, 32>, W22, 8, 8, 8, 4, 3, kMS>>(L("wl44_mma_t128_v8_s3"), p, 0, vec_ok(p));
+  // (4,2) mma.sync, vec 1 (synchronous copies + plain arrive), odd channels
+  for (auto& p : problems2d_odd())
+    check<WCfg<V, D, 2, TileShape<64, 64, 32>, W21, 1, 1, 1, 4, 2, kMS>>(L("wl42_mma_t64_v1_s2"), p);
+  for (auto& p : problems1d())
+    check<WCfg<V, D, 1, TileShape<64, 64, 32>, W21, 1, 1, 1, 4, 4, kMS>>(L("1d_wl42_mma_t64_v1_s4"), p);
+  for (auto& p : problems3d())
+    check<WCfg<V, D, 3, TileShape<64, 64, 32>, W22, 2, 2, 2, 4, 3, kMS>>(L("3d_wl44_mma_t64_v2_s3"), p, 0, p.C % 2 == 0 && p.K % 2 == 0);
+  // wgmma math warpgroup (4,4)
+  for (auto& p : problems2d()) {
+    check<WCfg<V, D, 2, TileShape<128, 128, 64>, W41, 8, 8, 8, 4, 4, kWG, 128>>(L("wl44_wgmma_t128x128x64_n128_s4"), p, 0, vec_ok(p));
+    check<WCfg<V, D, 2, TileShape<64, 128, 32>, W41, 8, 8, 8, 4, 3, kWG, 64>>(L("wl44_wgmma_t64x128x32_n64_s3"), p, 0, vec_ok(p));
+  }
+  for (auto& p : problems2d_odd())
+    check<WCfg<V, D, 2, TileShape<64, 64, 32>, W41, 1, 1, 1, 4, 3, kWG, 64>>(L("wl44_wgmma_t64_v1_s3"), p);
+  for (auto& p : problems1d())
+    check<WCfg<V, D, 1, TileShape<64, 64, 32>, W41, 1, 1, 1, 4, 2, kWG, 64>>(L("1d_wl44_wgmma_t64_v1_s2"), p);
+  for (auto& p : problems3d())
+    check<WCfg<V, D, 3, TileShape<64, 256, 32>, W41, 2, 2, 2, 4, 3, kWG, 256>>(L("3d_wl44_wgmma_t64x256_v2_s3"), p, 0, p.C % 2 == 0 && p.K % 2 == 0);
+  // two math warpgroups (Waves 4x2: warpgroups side by side along N), 4 or 8 load warps
+  using W42 = WaveLayout<4, 2, 1>;
+  for (auto& p : problems2d()) {
+    check<WCfg<V, D, 2, TileShape<128, 256, 64>, W42, 8, 8, 8, 4, 3, kWG, 128>>(L("wl48_wgmma_t128x256x64_w4x2_s3"), p, 0, vec_ok(p));
+    check<WCfg<V, D, 2, TileShape<128, 256, 64>, W42, 8, 8, 8, 8, 3, kWG, 128>>(L("wl88_wgmma_t128x256x64_w4x2_s3"), p, 0, vec_ok(p));
+    check<WCfg<V, D, 2, TileShape<128, 128, 64>, W41, 8, 8, 8, 8, 4, kWG, 128>>(L("wl84_wgmma_t128x128x64_s4"), p, 0, vec_ok(p));
+  }
+  // the default-set instances in 1D / 3D (16-byte vectors where C, K allow; else refused)
+  for (auto& p : problems1d()) {
+    check<WCfg<V, D, 1, TileShape<128, 128, 64>, W41, 8, 8, 8, 4, 4, kWG, 128>>(L("1d_wl44_wgmma_t128x128x64_s4"), p, 0, vec_ok(p));
+    check<WCfg<V, D, 1, TileShape<128, 128, 32>, W22, 8, 8, 8, 4, 3, kMS>>(L("1d_wl44_mma_t128_s3"), p, 0, vec_ok(p));
+    check<WCfg<V, D, 1, TileShape<64, 64, 32>, W21, 8, 8, 8, 4, 3, kMS>>(L("1d_wl42_mma_t64_v8_s3"), p, 0, vec_ok(p));
+  }
+  for (auto& p : problems3d()) {
+    check<WCfg<V, D, 3, TileShape<128, 128, 64>, W41, 8, 8, 8, 4, 4, kWG, 128>>(L("3d_wl44_wgmma_t128x128x64_s4"), p, 0, vec_ok(p));
+    check<WCfg<V, D, 3, TileShape<128, 128, 32>, W22, 8, 8, 8, 4, 3, kMS>>(L("3d_wl44_mma_t128_s3"), p, 0, vec_ok(p));
+    check<WCfg<V, D, 3, TileShape<64, 64, 32>, W21, 8, 8, 8, 4, 3, kMS>>(L("3d_wl42_mma_t64_v8_s3"), p, 0, vec_ok(p));
+    check<WCfg<V, D, 3, TileShape<64, 64, 32>, W21, 1, 1, 1, 4, 3, kMS>>(L("3d_wl42_mma_t64_v1_s3"), p);
+  }
+  for (auto& p : problems2d())
+    check<WCfg<V, D, 2, TileShape<64, 64, 32>, W21, 8, 8, 8, 4, 3, kMS>>(L("wl42_mma_t64_v8_s3"), p, 0, vec_ok(p));
+  if constexpr (V == Variant::BackwardWeight) {
+    const ConvProblem pw = mk(2, 2, 4, 16, 32, {20, 18}, {3, 3}, {2, 1}, {1, 2}, {1, 2}, {0, 1});
+    for (int kb : {1, 3, 64}) {
+      check<WCfg<V, D, 2, TileShape<64, 64, 32>, W41, 8, 8, 8, 4, 3, kWG, 64, false, Stage::Two>>(L("wl_wgmma_splitk_stage2"), pw, kb);
+      check<WCfg<V, D, 2, TileShape<64, 64, 32>, W22, 8, 8, 8, 4, 3, kMS, 8, false, Stage::One>>(L("wl_mma_splitk_stage1"), pw, kb);
+    }
+  }
+  // 1x1 specialization
+  const ConvProblem p11 = mk(2, 2, 2, 32, 48, {9, 10}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0});
+  check<WCfg<V, D, 2, TileShape<64, 64, 32>, W41, 8, 8, 8, 4, 3, kWG, 64, false, Stage::One,
+             Specialization::Filter1x1Stride1Pad0>>(L("wl_wgmma_1x1s1"), p11);
+}
+
+template <Variant V>
+static void wperf(const char* vn) {
+  constexpr DataType D = DataType::FP16;
+  using Sp = Specialization;
+  using W41 = WaveLayout<4, 1, 1>;
+  using W22 = WaveLayout<2, 2, 1>;
+  const ConvProblem shapes[] = {
+      mk(2, 1, 2, 256, 256, {100, 100}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+      mk(2, 1, 2, 256, 2376, {50, 50}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+      mk(2, 1, 2, 256, 256, {13, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+      mk(2, 1, 2, 512, 256, {50, 50}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}),
+  };
+  char l[128];
+  for (const auto& p : shapes) {
+    std::snprintf(l, sizeof l, "%s t128x128x64 ms4 (reference)", vn);
+    perf<Cfg<V, D, 2, TileShape<128, 128, 64>, W22, 8, 8, 8, Sp::Default, Stage::One, 0, Pipeline::Multistage, 4, 5>>(l, p);
+    std::snprintf(l, sizeof l, "%s wl44 mma t128x128x32 s4", vn);
+    perf<WCfg<V, D, 2, TileShape<128, 128, 32>, W22, 8, 8, 8, 4, 4, kMS>>(l, p);
+    std::snprintf(l, sizeof l, "%s wl44 wgmma t128x128x64 n128 s4", vn);
+    perf<WCfg<V, D, 2, TileShape<128, 128, 64>, W41, 8, 8, 8, 4, 4, kWG, 128>>(l, p);
+    std::snprintf(l, sizeof l, "%s wl84 wgmma t128x128x64 s4", vn);
+    perf<WCfg<V, D, 2, TileShape<128, 128, 64>, W41, 8, 8, 8, 8, 4, kWG, 128>>(l, p);
+    std::snprintf(l, sizeof l, "%s wl48 wgmma t128x256x64 w4x2 s3", vn);
+    perf<WCfg<V, D, 2, TileShape<128, 256, 64>, WaveLayout<4, 2, 1>, 8, 8, 8, 4, 3, kWG, 128>>(l, p);
+    std::snprintf(l, sizeof l, "%s wl88 wgmma t128x256x64 w4x2 s3", vn);
+    perf<WCfg<V, D, 2, TileShape<128, 256, 64>, WaveLayout<4, 2, 1>, 8, 8, 8, 8, 3, kWG, 128>>(l, p);
+    std::snprintf(l, sizeof l, "%s wl48 mma t128x256x32 w2x4 s4", vn);
+    perf<WCfg<V, D, 2, TileShape<128, 256, 32>, WaveLayout<2, 4, 1>, 8, 8, 8, 4, 4, kMS>>(l, p);
+    std::snprintf(l, sizeof l, "%s wl42 mma t64x64x32 s3", vn);
+    perf<WCfg<V, D, 2, TileShape<64, 64, 32>, WaveLayout<2, 1, 1>, 8, 8, 8, 4, 3, kMS>>(l, p);
+  }
+}
+
+void run_wavelet() {
+  wsuite<Variant::Forward, DataType::FP16>("fwd");
+  wsuite<Variant::Forward, DataType::BF16>("fwd");
+  wsuite<Variant::BackwardData, DataType::FP16>("bwd_data");
+  wsuite<Variant::BackwardData, DataType::BF16>("bwd_data");
+  wsuite<Variant::BackwardWeight, DataType::FP16>("bwd_weight");
+  wsuite<Variant::BackwardWeight, DataType::BF16>("bwd_weight");
+}
+void run_wavelet_perf() {
+  wperf<Variant::Forward>("fwd");
+  wperf<Variant::BackwardData>("bwd_data");
+  wperf<Variant::BackwardWeight>("bwd_weight");
+}
 #else
 int g_pass = 0, g_fail = 0, g_refused = 0;
 void run_perf();
+void run_wavelet();
+void run_wavelet_perf();
 void run_forward();
 void run_backward_data();
 void run_backward_weight();
@@ -480,6 +627,8 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "backward_data") run_backward_data();
   if (only.empty() || only == "backward_weight") run_backward_weight();
   if (only.empty() || only == "perf") run_perf();
+  if (only.empty() || only == "wavelet") run_wavelet();
+  if (only.empty() || only == "wavelet" || only == "wavelet_perf") run_wavelet_perf();
   std::printf("SUMMARY: %d passed, %d failed, %d refused-as-expected\n", g_pass, g_fail, g_refused);
   return g_fail ? 1 : 0;
 }

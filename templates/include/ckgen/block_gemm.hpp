@@ -19,8 +19,14 @@ struct BlockGemm {
   CKGEN_DEVICE explicit BlockGemm(int tid) {
     const int warp = tid / Tr::kWarpSize;
     lane = tid % Tr::kWarpSize;
-    wm0 = (warp % Tr::WM) * Tr::kWarpTileM;
-    wn0 = (warp / Tr::WM) * Tr::kWarpTileN;
+    if constexpr (Tr::kWgmma) {  // warpgroups (4 warps stacked along M, 16 rows each)
+      const int wg = warp / 4, gm = Tr::WM / 4;
+      wm0 = (wg % gm) * Tr::kWarpTileM + (warp % 4) * 16;
+      wn0 = (wg / gm) * Tr::kWarpTileN;
+    } else {
+      wm0 = (warp % Tr::WM) * Tr::kWarpTileM;
+      wn0 = (warp / Tr::WM) * Tr::kWarpTileN;
+    }
   }
 
   CKGEN_DEVICE static void clear(Acc& acc) {

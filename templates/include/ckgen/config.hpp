@@ -94,12 +94,21 @@ struct ConfigTraits {
   static constexpr int WM = Cfg::Waves::kM, WN = Cfg::Waves::kN, WK = Cfg::Waves::kK;
   static constexpr int IM = Cfg::WarpTile::kM, IN = Cfg::WarpTile::kN, IK = Cfg::WarpTile::kK;
   static constexpr int kWarpSize = Cfg::kWarpSize;
-  static constexpr int kWarps = WM * WN * WK;
-  static constexpr int kThreads = kWarps * kWarpSize;
-  static constexpr int RepM = BM / (WM * IM);
+  static constexpr int kWarps = WM * WN * WK;  // math warps (the wave layout)
+  // Wavelet pipeline: kLoadWaves load warps after the kMathWaves (= kWarps) math warps; math
+  // warps come first so the math warpgroups start at warp 0 (wgmma needs warp index % 4 == 0).
+  static constexpr bool kWavelet = Cfg::kPipeline == Pipeline::Wavelet;
+  static constexpr int kMathThreads = kWarps * kWarpSize;
+  static constexpr int kLoadThreads = kWavelet ? Cfg::kLoadWaves * kWarpSize : kMathThreads;
+  static constexpr int kThreads = kWavelet ? kMathThreads + kLoadThreads : kMathThreads;
+  // wgmma (sm_90a): WarpTile is the warpgroup instruction 64 x IN x 16; the 4 warps of a
+  // warpgroup stack along M (16 rows each), so a warpgroup spans WM / 4 of the wave layout.
+  static constexpr bool kWgmma = Cfg::kMathUnit == MathUnit::Wgmma;
+  static constexpr int kMGroup = kWgmma ? 4 : 1;
+  static constexpr int RepM = BM / ((WM / kMGroup) * IM);
   static constexpr int RepN = BN / (WN * IN);
   static constexpr int RepK = BK / IK;
-  static constexpr int kWarpTileM = RepM * IM;  // rows of C per warp
+  static constexpr int kWarpTileM = RepM * IM;  // rows of C per warp (wgmma: per warpgroup)
   static constexpr int kWarpTileN = RepN * IN;  // cols of C per warp
 
   static constexpr int VA = Cfg::kVecA, VB = Cfg::kVecB, VC = Cfg::kVecC;
@@ -114,31 +123,60 @@ struct ConfigTraits {
   static constexpr int kACols = kAKMajor ? BK : BM;
   static constexpr int kBRows = kBKMajor ? BN : BK;
   static constexpr int kBCols = kBKMajor ? BK : BN;
-  static constexpr int kLdA = kACols + kPadA;
-  static constexpr int kLdB = kBCols + kPadB;
+  // wgmma reads shared memory through matrix descriptors: unpadded tiles in the no-swizzle
+  // core-matrix layout (8 x 16-byte bricks, see smem_offset), no row padding.
+  static constexpr bool kSmemInterleaved = kWgmma;
+  static constexpr int kLdA = kSmemInterleaved ? kACols : kACols + kPadA;
+  static constexpr int kLdB = kSmemInterleaved ? kBCols : kBCols + kPadB;
   static constexpr int kSmemAElems = kARows * kLdA;
   static constexpr int kSmemBElems = kBRows * kLdB;
-  static constexpr int kStages = Cfg::kPipeline == Pipeline::Multistage ? Cfg::kStages : 1;
-  static constexpr int kSmemBytes = kStages * (kSmemAElems + kSmemBElems) * int(sizeof(Raw));
+  static constexpr int kStages = Cfg::kPipeline == Pipeline::Basic ? 1 : Cfg::kStages;
+  // Wavelet: 2 mbarriers (full, empty) of 8 bytes per stage after the operand buffers.
+  static constexpr int kBarrierBytes = kWavelet ? kStages * 16 : 0;
+  static constexpr int kSmemBytes =
+      kStages * (kSmemAElems + kSmemBElems) * int(sizeof(Raw)) + kBarrierBytes;
+
+  // Element offset of (row, col) of an operand tile stored [rows][cols] (cols contiguous in
+  // global memory, see kARows/kACols). Interleaved (wgmma): 8 x 8-element core matrices, the
+  // one of (mn / 8, k / 8) at ((mn / 8) * (BK / 8) + k / 8) * 64, K-major ones holding 8 rows
+  // of 8 k, MN-major ones 8 k of 8 mn (descriptor LBO = 128 bytes, SBO = BK * 16 bytes).
+  template <bool KMajor, int Ld>
+  CKGEN_HOST_DEVICE static constexpr int smem_offset(int row, int col) {
+    if constexpr (!kSmemInterleaved) {
+      return row * Ld + col;
+    } else if constexpr (KMajor) {  // row = mn, col = k
+      return (((row >> 3) * (BK >> 3) + (col >> 3)) << 6) + ((row & 7) << 3) + (col & 7);
+    } else {  // row = k, col = mn
+      return (((col >> 3) * (BK >> 3) + (row >> 3)) << 6) + ((row & 7) << 3) + (col & 7);
+    }
+  }
 
   // ---- what this library implements (the Python rules reject the rest earlier) ----
   static_assert(kNDim >= 1 && kNDim <= 3, "ckgen: kNDim must be 1, 2 or 3");
   static_assert(WK == 1, "ckgen: WaveLayout K must be 1 (split-K inside a block is not implemented)");
-  static_assert(BM % (WM * IM) == 0, "ckgen: Tile M must be a multiple of Waves M * WarpTile M");
+  static_assert(BM % ((WM / kMGroup) * IM) == 0,
+                "ckgen: Tile M must be a multiple of Waves M * WarpTile M (wgmma: Waves M / 4)");
   static_assert(BN % (WN * IN) == 0, "ckgen: Tile N must be a multiple of Waves N * WarpTile N");
   static_assert(BK % IK == 0, "ckgen: Tile K must be a multiple of WarpTile K");
   static_assert(is_pow2_upto8(VA) && is_pow2_upto8(VB) && is_pow2_upto8(VC),
                 "ckgen: vector sizes must be 1, 2, 4 or 8");
   static_assert(kACols % VA == 0, "ckgen: the contiguous tile dim of A must be a multiple of kVecA");
   static_assert(kBCols % VB == 0, "ckgen: the contiguous tile dim of B must be a multiple of kVecB");
-  static_assert(Cfg::kPipeline == Pipeline::Basic || Cfg::kPipeline == Pipeline::Multistage,
-                "ckgen: only the basic and multistage pipelines are implemented");
+  static_assert(!kWgmma || (kWavelet && WM % 4 == 0 && WK == 1 && IM == 64 && IK == 16 &&
+                             IN % 8 == 0 && IN >= 8 && IN <= 256 && BK % 16 == 0),
+                "ckgen: wgmma needs the wavelet pipeline, WarpTile<64, N, 16> and Waves M % 4 == 0");
+  static_assert(!kSmemInterleaved || (VA <= 8 && VB <= 8 && BM % 8 == 0 && BN % 8 == 0),
+                "ckgen: the interleaved shared-memory layout needs 8-element bricks");
+  static_assert(!kWavelet || (Cfg::kStages >= 2 && Cfg::kStages <= 8),
+                "ckgen: the wavelet pipeline needs 2..8 stages");
+  static_assert(!kWavelet || (Cfg::kMathWaves == kWarps && Cfg::kLoadWaves >= 1),
+                "ckgen: wavelet needs kMathWaves == the wave layout's warps and kLoadWaves >= 1");
   static_assert(Cfg::kPipeline != Pipeline::Basic || Cfg::kStages == 1 || Cfg::kStages == 2,
                 "ckgen: the basic pipeline has one LDS buffer (kStages 1)");
   static_assert(Cfg::kPipeline != Pipeline::Multistage || (Cfg::kStages >= 2 && Cfg::kStages <= 8),
                 "ckgen: the multistage pipeline needs 2..8 stages");
-  static_assert(Cfg::kLoadWaves == 0 && Cfg::kMathWaves == 0,
-                "ckgen: wavelet (load/math wave split) is not implemented");
+  static_assert(kWavelet || (Cfg::kLoadWaves == 0 && Cfg::kMathWaves == 0),
+                "ckgen: load/math waves are only for the wavelet pipeline");
   static_assert(Cfg::kEpilogue == Epilogue::Default, "ckgen: only the default epilogue is implemented");
   static_assert(Cfg::kGroupsToMerge == 1, "ckgen: groups_to_merge > 1 is not implemented");
   static_assert(Cfg::kReduction == Reduction::SplitK, "ckgen: StreamK reductions are not implemented");

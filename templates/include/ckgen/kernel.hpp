@@ -10,13 +10,14 @@
 // backward_data), z = split-K index (backward_weight).
 //
 // Config fields honoured: kName, kArch, kVariant, kDataType, kNDim, Tile, Waves (K must be 1),
-// WarpTile (instruction shape; repeats = Tile / (Waves * WarpTile)), kMathUnit (MmaSync, Fma;
-// Mfma/Wmma in mma_amd.hpp), kWarpSize, kPipeline (Basic, Multistage), kStages (Basic 1,
-// Multistage 2..8), kVecA/kVecB/kVecC (1/2/4/8; is_supported checks the channel alignment),
+// WarpTile (instruction shape; repeats = Tile / (Waves * WarpTile); Wgmma: 64 x N x 16 per
+// warpgroup of 4 warps along M), kMathUnit (MmaSync, Fma, Wgmma (wavelet on sm_90a); Mfma/Wmma
+// in mma_amd.hpp), kWarpSize, kPipeline (Basic, Multistage, Wavelet: math warps then kLoadWaves
+// load warps, see pipeline_wavelet.hpp), kStages (Basic 1, Multistage / Wavelet 2..8), kVecA/kVecB/kVecC (1/2/4/8; is_supported checks the channel alignment),
 // kSpecialization (all three), kKBatch (0 = auto, backward_weight only), kReduction (SplitK),
 // kStage (One: fp32 atomics into a zeroed workspace + convert; Two: per-split fp32 slices +
 // reduce/convert). Must be their neutral values (static_assert otherwise): kScheduler
-// Intrawave, kLoadWaves = kMathWaves = 0, kEpilogue Default, kGroupsToMerge 1, kPersistent false.
+// Intrawave, kLoadWaves = kMathWaves = 0 unless Wavelet, kEpilogue Default, kGroupsToMerge 1, kPersistent false.
 // Shared memory per block: kStages * (rowsA * (colsA + padA) + rowsB * (colsB + padB)) elements,
 // rows/cols by operand layout (K-major: BM x BK / BN x BK; M/N-major: BK x BM / BK x BN),
 // pad = 16 bytes (ConfigTraits::kSmemBytes).
@@ -40,6 +41,7 @@
 #include "ckgen/kernel_base.hpp"
 #include "ckgen/pipeline_basic.hpp"
 #include "ckgen/pipeline_multistage.hpp"
+#include "ckgen/pipeline_wavelet.hpp"
 #include "ckgen/portability.hpp"
 #include "ckgen/problem.hpp"
 #include "ckgen/vocab.hpp"
@@ -88,10 +90,31 @@ CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
   const int kb = split * p.k_chunk;
   const int ke = kb + p.k_chunk < Kred ? kb + p.k_chunk : Kred;
 
-  typename Gemm::Acc acc;
-  Gemm::clear(acc);
-  Pipe::run(v, acc, m0, n0, kb, ke, ckgen_smem, tid);
-  EpilogueDefault<Tr, View>::run(v, p, acc, m0, n0, split, tid);
+  if constexpr (Tr::kWavelet) {  // warp-specialized: math warps first, then load warps
+    static_assert(Cfg::kEpilogue == Epilogue::Default,
+                  "ckgen: the wavelet pipeline uses the default epilogue (math warps only)");
+    using Wl = PipelineWavelet<Tr, View>;
+    typename Gemm::Acc acc;
+#if defined(CKGEN_HAS_MBARRIER)
+    Wl::init(ckgen_smem, tid);
+    if (tid >= Tr::kMathThreads) {
+      Wl::produce(v, m0, n0, kb, ke, ckgen_smem, tid - Tr::kMathThreads);
+      return;
+    }
+    Gemm::clear(acc);
+    Wl::consume(acc, kb, ke, ckgen_smem, tid);
+#else
+    Gemm::clear(acc);
+    Wl::run_lockstep(v, acc, m0, n0, kb, ke, ckgen_smem, tid);
+    if (tid >= Tr::kMathThreads) return;
+#endif
+    EpilogueDefault<Tr, View>::run(v, p, acc, m0, n0, split, tid);
+  } else {
+    typename Gemm::Acc acc;
+    Gemm::clear(acc);
+    Pipe::run(v, acc, m0, n0, kb, ke, ckgen_smem, tid);
+    EpilogueDefault<Tr, View>::run(v, p, acc, m0, n0, split, tid);
+  }
 }
 
 // Split-K finish: dst = convert(sum over splits of ws[s * stride + i]).

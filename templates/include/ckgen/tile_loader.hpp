@@ -21,7 +21,7 @@ struct TileLoader {
   static constexpr int kLd = IsA ? Tr::kLdA : Tr::kLdB;
   static constexpr int kVPR = kCols / V;  // vectors per row
   static constexpr int kTotal = kRows * kVPR;
-  static constexpr int T = Tr::kThreads;
+  static constexpr int T = Tr::kLoadThreads;  // all threads, or the wavelet load warps
   static constexpr int kIters = (kTotal + T - 1) / T;
   using VecT = Vec<Raw, V>;
   using Fix = std::conditional_t<IsA, typename View::AFix, typename View::BFix>;
@@ -43,6 +43,21 @@ struct TileLoader {
 
   CKGEN_DEVICE static bool active(int idx) { return kTotal % T == 0 || idx < kTotal; }
 
+  // Vector idx -> (row, vector column). Row-major by default; for the interleaved (wgmma)
+  // layout 8 consecutive vectors go down 8 rows of one column, so 8 threads fill one 128-byte
+  // core matrix (no bank conflicts) while each row still reads whole 32-byte sectors.
+  static constexpr bool kRowsFirst = Tr::kSmemInterleaved && kRows % 8 == 0;
+  CKGEN_DEVICE static void rc(int idx, int& row, int& col) {
+    if constexpr (kRowsFirst) {
+      const int rest = idx >> 3;
+      col = rest % kVPR;
+      row = ((rest / kVPR) << 3) + (idx & 7);
+    } else {
+      row = idx / kVPR;
+      col = idx % kVPR;
+    }
+  }
+
   CKGEN_DEVICE static auto get_fix(const View& v, int mn) {
     if constexpr (IsA) return v.a_fix(mn); else return v.b_fix(mn);
   }
@@ -53,7 +68,8 @@ struct TileLoader {
   CKGEN_DEVICE CKGEN_FORCEINLINE const Raw* ptr_at(const View& v, int i, int k0, int tid,
                                                    bool& ok) const {
     const int idx = tid + i * T;
-    const int row = idx / kVPR, col = idx % kVPR;
+    int row, col;
+    rc(idx, row, col);
     const int k = kKMajor ? k0 + col * V : k0 + row;
     if constexpr (kCacheFix) {
       return get_ptr(v, fix[i], k, ok);
@@ -62,8 +78,9 @@ struct TileLoader {
     }
   }
   CKGEN_DEVICE static Raw* smem_at(Raw* smem, int i, int tid) {
-    const int idx = tid + i * T;
-    return smem + (idx / kVPR) * kLd + (idx % kVPR) * V;
+    int row, col;
+    rc(tid + i * T, row, col);
+    return smem + Tr::template smem_offset<kKMajor, kLd>(row, col * V);
   }
 
   CKGEN_DEVICE CKGEN_FORCEINLINE void init(const View& v, int mn0, int tid) {
@@ -71,8 +88,8 @@ struct TileLoader {
     if constexpr (kCacheFix) {
 #pragma unroll
       for (int i = 0; i < kIters; ++i) {
-        const int idx = tid + i * T;
-        const int row = idx / kVPR, col = idx % kVPR;
+        int row, col;
+        rc(tid + i * T, row, col);
         fix[i] = get_fix(v, kKMajor ? mn0 + row : mn0 + col * V);
       }
     }

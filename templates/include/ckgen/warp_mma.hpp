@@ -7,6 +7,7 @@
 #include "ckgen/config.hpp"
 #include "ckgen/mma_fma.hpp"
 #include "ckgen/mma_nvidia.hpp"
+#include "ckgen/mma_wgmma.hpp"
 #if defined(CKGEN_AMD) && __has_include("ckgen/mma_amd.hpp")
 #include "ckgen/mma_amd.hpp"
 #define CKGEN_HAS_MMA_AMD 1
@@ -16,13 +17,17 @@ namespace ckgen {
 
 template <class Tr, MathUnit U = Tr::Config::kMathUnit>
 struct WarpMmaFor {
-  static_assert(U == MathUnit::MmaSync || U == MathUnit::Fma,
+  static_assert(U == MathUnit::MmaSync || U == MathUnit::Fma || U == MathUnit::Wgmma,
                 "ckgen: this math unit has no backend yet (MmaSync, Fma, and Mfma/Wmma on AMD are implemented)");
   using type = WarpFma<Tr>;
 };
 template <class Tr>
 struct WarpMmaFor<Tr, MathUnit::MmaSync> {
   using type = WarpMmaSync<Tr>;
+};
+template <class Tr>
+struct WarpMmaFor<Tr, MathUnit::Wgmma> {  // warpgroup MMA (sm_90a, wavelet pipeline)
+  using type = WarpWgmma<Tr>;
 };
 #if defined(CKGEN_HAS_MMA_AMD)
 template <class Tr>
