@@ -143,10 +143,10 @@ FIELDS: dict[str, FieldSpec] = {
     "vector": FieldSpec(_vector, "elements per global access [a, b, c] (or one integer for all)", (8, 8, 8), True),
     "specialization": FieldSpec(_word(Specialization), "problem specialization: " + ", ".join(Specialization.allowed()), Specialization.DEFAULT),
     "groups_to_merge": FieldSpec(_int(1, 1024), "groups computed by one tile (1, 2, 4, ..., 32)", 1),
-    "k_batch": FieldSpec(_k_batch, "backward_weight split-K count, or 'auto' (chosen per problem)", None),
+    "k_batch": FieldSpec(_k_batch, "split-K count, or 'auto' (chosen per problem / RunOptions::k_batch); forward and backward_data: 1 never splits", None),
     "reduction": FieldSpec(_word(Reduction), "backward_weight reduction: " + ", ".join(Reduction.allowed()), Reduction.SPLITK),
     "persistent": FieldSpec(_bool, "StreamK: persistent data-parallel section", False),
-    "stage": FieldSpec(_word(Stage), "backward_weight: one-stage (atomics) or two-stage (workspace + reduce)", Stage.ONE),
+    "stage": FieldSpec(_word(Stage), "split-K: one-stage (atomics) or two-stage (workspace + reduce)", Stage.ONE),
 }
 
 TOP_KEYS = ("variant", "description", "defaults", "instances", "spaces", "include", "exclude")

@@ -11,19 +11,19 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .arch import ArchSpec
-from .instance import KernelInstance, default_k_batch
-from .vocab import DATATYPE_BYTES, Epilogue, MathUnit, Pipeline, Platform, Reduction, Scheduler, Specialization, Stage, Variant
+from .instance import KernelInstance
+from .vocab import DATATYPE_BYTES, Epilogue, MathUnit, Pipeline, Platform, Reduction, Scheduler, Specialization, Variant
 
 # What the C++ template library (templates/include/ckgen) implements today. A configuration
 # outside this set is valid for the hardware but has no code yet; it is rejected with that reason
 # rather than generated into something that does not compile.
 IMPLEMENTED = {
     "pipeline": {Pipeline.BASIC, Pipeline.MULTISTAGE, Pipeline.WAVELET},
-    "epilogue": {Epilogue.DEFAULT},
+    "epilogue": {Epilogue.DEFAULT, Epilogue.CSHUFFLE},
     "reduction": {Reduction.SPLITK},
     "math_unit": {MathUnit.MMA_SYNC, MathUnit.WGMMA, MathUnit.FMA, MathUnit.MFMA, MathUnit.WMMA},
     "scheduler": {Scheduler.INTRAWAVE},
-    "groups_to_merge": {1},
+    "groups_to_merge": {1, 2, 4, 8, 16, 32},
     "wave_k": {1},
 }
 
@@ -208,12 +208,12 @@ def _registers(i: KernelInstance, a: ArchSpec) -> str | None:
 def _reduction(i: KernelInstance, a: ArchSpec) -> str | None:
     bw = i.variant is Variant.BACKWARD_WEIGHT
     if not bw:
+        # forward / backward_data split-K: k_batch 1 never splits (the default), 0 = chosen per
+        # problem or by RunOptions::k_batch, N = fixed; one- or two-stage like backward_weight.
         if i.reduction is not Reduction.SPLITK:
             return "StreamK is only for backward_weight"
-        if i.k_batch != default_k_batch(i.variant):
-            return "k_batch is only for backward_weight"
-        if i.stage is not Stage.ONE:
-            return "two-stage reduction is only for backward_weight"
+        if i.k_batch != 1 and i.pipeline is Pipeline.WAVELET:
+            return "split-K forward / backward_data is not yet combined with the wavelet pipeline"
     if not 0 <= i.k_batch <= MAX_K_BATCH:
         return f"k_batch {i.k_batch} not in 0..{MAX_K_BATCH} (0 = chosen per problem)"
     if i.persistent and i.reduction is Reduction.SPLITK:
@@ -226,6 +226,16 @@ def _reduction(i: KernelInstance, a: ArchSpec) -> str | None:
 def _merge(i: KernelInstance, a: ArchSpec) -> str | None:
     if i.groups_to_merge not in GROUPS_TO_MERGE:
         return f"groups_to_merge {i.groups_to_merge} not in {GROUPS_TO_MERGE}"
+    if i.groups_to_merge > 1 and i.variant is Variant.BACKWARD_WEIGHT:
+        return "groups_to_merge > 1 is for forward and backward_data (backward_weight: one group per tile)"
+    if i.groups_to_merge > 1 and i.pipeline is Pipeline.WAVELET:
+        return "groups_to_merge > 1 is not yet combined with the wavelet pipeline"
+    return None
+
+
+def _epilogue(i: KernelInstance, a: ArchSpec) -> str | None:
+    if i.epilogue is Epilogue.CSHUFFLE and i.pipeline is Pipeline.WAVELET:
+        return "cshuffle is not yet combined with the wavelet pipeline (all threads run the epilogue)"
     return None
 
 
@@ -298,7 +308,8 @@ RULES: tuple[Rule, ...] = (
     Rule("wgmma", "wgmma warp tiles only with the wavelet pipeline and warpgroup wave layouts", _wgmma),
     Rule("scheduler", "scheduler available on the target (interwave: AMD wave64 only)", _scheduler),
     Rule("reduction", "k_batch / StreamK / two-stage only for backward_weight", _reduction),
-    Rule("merge", "groups_to_merge in the allowed set", _merge),
+    Rule("merge", "groups_to_merge in the allowed set; forward / backward_data only", _merge),
+    Rule("epilogue", "cshuffle combines with the pipeline", _epilogue),
     Rule("specialization", "specialization combines with the rest", _specialization),
     Rule("lds", "shared memory of the pipeline fits the target", _lds),
     Rule("registers", "register estimate fits the target", _registers),

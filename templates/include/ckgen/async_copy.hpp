@@ -14,13 +14,15 @@ namespace ckgen {
 #endif
 
 // Copies Bytes from gmem_src (always a valid address) to smem_dst, or zeros when !ok.
-template <int Bytes>
+// L1: 16-byte copies keep the line in L1 too (cp.async.ca; default .cg, L2 only), for operands
+// re-read by neighbouring rows of the same block (im2col taps).
+template <int Bytes, bool L1 = false>
 CKGEN_DEVICE inline void async_copy_zfill(void* smem_dst, const void* gmem_src, bool ok) {
 #if defined(CKGEN_HAS_CP_ASYNC)
   if constexpr (Bytes == 4 || Bytes == 8 || Bytes == 16) {
     const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
     const int src_bytes = ok ? Bytes : 0;  // 0: nothing is read, the destination is zero-filled
-    if constexpr (Bytes == 16)
+    if constexpr (Bytes == 16 && !L1)
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem_src),
                    "r"(src_bytes));
     else

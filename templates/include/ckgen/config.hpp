@@ -133,8 +133,12 @@ struct ConfigTraits {
   static constexpr int kStages = Cfg::kPipeline == Pipeline::Basic ? 1 : Cfg::kStages;
   // Wavelet: 2 mbarriers (full, empty) of 8 bytes per stage after the operand buffers.
   static constexpr int kBarrierBytes = kWavelet ? kStages * 16 : 0;
+  // CShuffle epilogue: the fp32 C tile [BM][BN + 4] reuses the operand buffers afterwards.
+  static constexpr int kLdC = BN + 4;
+  static constexpr int kSmemCBytes = Cfg::kEpilogue == Epilogue::CShuffle ? BM * kLdC * 4 : 0;
+  static constexpr int kSmemMainBytes = kStages * (kSmemAElems + kSmemBElems) * int(sizeof(Raw));
   static constexpr int kSmemBytes =
-      kStages * (kSmemAElems + kSmemBElems) * int(sizeof(Raw)) + kBarrierBytes;
+      (kSmemMainBytes > kSmemCBytes ? kSmemMainBytes : kSmemCBytes) + kBarrierBytes;
 
   // Element offset of (row, col) of an operand tile stored [rows][cols] (cols contiguous in
   // global memory, see kARows/kACols). Interleaved (wgmma): 8 x 8-element core matrices, the
@@ -177,16 +181,22 @@ struct ConfigTraits {
                 "ckgen: the multistage pipeline needs 2..8 stages");
   static_assert(kWavelet || (Cfg::kLoadWaves == 0 && Cfg::kMathWaves == 0),
                 "ckgen: load/math waves are only for the wavelet pipeline");
-  static_assert(Cfg::kEpilogue == Epilogue::Default, "ckgen: only the default epilogue is implemented");
-  static_assert(Cfg::kGroupsToMerge == 1, "ckgen: groups_to_merge > 1 is not implemented");
+  static_assert(Cfg::kEpilogue == Epilogue::Default || Cfg::kEpilogue == Epilogue::CShuffle,
+                "ckgen: epilogue must be default or cshuffle");
+  static_assert(Cfg::kEpilogue != Epilogue::CShuffle || BN % VC == 0,
+                "ckgen: cshuffle needs Tile N to be a multiple of kVecC");
+  static_assert(Cfg::kGroupsToMerge == 1 || Cfg::kGroupsToMerge == 2 || Cfg::kGroupsToMerge == 4 ||
+                    Cfg::kGroupsToMerge == 8 || Cfg::kGroupsToMerge == 16 ||
+                    Cfg::kGroupsToMerge == 32,
+                "ckgen: groups_to_merge must be 1, 2, 4, 8, 16 or 32");
+  static_assert(Cfg::kGroupsToMerge == 1 || kVariant != Variant::BackwardWeight,
+                "ckgen: groups_to_merge > 1 is for forward and backward_data");
   static_assert(Cfg::kReduction == Reduction::SplitK, "ckgen: StreamK reductions are not implemented");
   static_assert(!Cfg::kPersistent, "ckgen: persistent kernels are not implemented");
   static_assert(Cfg::kScheduler == Scheduler::Intrawave || Cfg::kMathUnit == MathUnit::Mfma ||
                     Cfg::kMathUnit == MathUnit::Wmma,
                 "ckgen: the interwave scheduler is AMD only");
   static_assert(Cfg::kKBatch >= 0 && Cfg::kKBatch <= 64, "ckgen: kKBatch must be 0..64");
-  static_assert(kVariant == Variant::BackwardWeight || Cfg::kKBatch <= 1,
-                "ckgen: split-K (kKBatch > 1) is only for backward_weight");
   static_assert(kThreads <= 1024, "ckgen: too many threads per block");
 };
 

@@ -6,18 +6,20 @@
 // -> loaders (tile_loader.hpp) -> pipeline (pipeline_basic.hpp) -> block GEMM + warp backend
 // (block_gemm.hpp, warp_mma.hpp) -> epilogue (epilogue.hpp).
 //
-// Grid: x = GEMM tiles (M tiles x N tiles, N fastest), y = group (x stride class for
-// backward_data), z = split-K index (backward_weight).
+// Grid: x = GEMM tiles (M tiles x N tiles, N fastest), y = group / kGroupsToMerge (x stride
+// class for backward_data), z = split-K index.
 //
 // Config fields honoured: kName, kArch, kVariant, kDataType, kNDim, Tile, Waves (K must be 1),
 // WarpTile (instruction shape; repeats = Tile / (Waves * WarpTile); Wgmma: 64 x N x 16 per
 // warpgroup of 4 warps along M), kMathUnit (MmaSync, Fma, Wgmma (wavelet on sm_90a); Mfma/Wmma
 // in mma_amd.hpp), kWarpSize, kPipeline (Basic, Multistage, Wavelet: math warps then kLoadWaves
 // load warps, see pipeline_wavelet.hpp), kStages (Basic 1, Multistage / Wavelet 2..8), kVecA/kVecB/kVecC (1/2/4/8; is_supported checks the channel alignment),
-// kSpecialization (all three), kKBatch (0 = auto, backward_weight only), kReduction (SplitK),
-// kStage (One: fp32 atomics into a zeroed workspace + convert; Two: per-split fp32 slices +
-// reduce/convert). Must be their neutral values (static_assert otherwise): kScheduler
-// Intrawave, kLoadWaves = kMathWaves = 0 unless Wavelet, kEpilogue Default, kGroupsToMerge 1, kPersistent false.
+// kSpecialization (all three), kKBatch (0 = auto; forward / backward_data: 1 = never split),
+// kReduction (SplitK), kStage (One: fp32 atomics into a zeroed workspace + convert; Two:
+// per-split fp32 slices + reduce/convert), kEpilogue (Default, CShuffle), kGroupsToMerge
+// (1..32, forward / backward_data: GM groups per block as one block-diagonal GEMM, see
+// FwdMergedView / BwdDataMergedView). Must be their neutral values (static_assert otherwise):
+// kScheduler Intrawave, kPersistent false.
 // Shared memory per block: kStages * (rowsA * (colsA + padA) + rowsB * (colsB + padB)) elements,
 // rows/cols by operand layout (K-major: BM x BK / BN x BK; M/N-major: BK x BM / BK x BN),
 // pad = 16 bytes (ConfigTraits::kSmemBytes).
@@ -61,7 +63,8 @@ template <class Cfg>
 CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
     grouped_conv_kernel(const CKGEN_GRID_CONSTANT ConvArgs p) {
   using Tr = ConfigTraits<Cfg>;
-  using View = typename ViewFor<Tr::kVariant, typename Tr::Raw, Cfg::kSpecialization>::type;
+  using View = typename ViewFor<Tr::kVariant, typename Tr::Raw, Cfg::kSpecialization,
+                                Cfg::kGroupsToMerge>::type;
   using Pipe = std::conditional_t<Cfg::kPipeline == Pipeline::Multistage,
                                   PipelineMultistage<Tr, View>, PipelineBasic<Tr, View>>;
   using Gemm = BlockGemm<Tr>;
@@ -87,8 +90,12 @@ CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
 
   const int split = blockIdx.z;
   const int Kred = v.K();
-  const int kb = split * p.k_chunk;
-  const int ke = kb + p.k_chunk < Kred ? kb + p.k_chunk : Kred;
+  int chunk = p.k_chunk;
+  if constexpr (Tr::kVariant == Variant::BackwardData) {  // K differs per stride class
+    if (p.k_batch > 1) chunk = ((Kred + p.k_batch - 1) / p.k_batch + Tr::BK - 1) / Tr::BK * Tr::BK;
+  }
+  const int kb = split * chunk;
+  const int ke = kb + chunk < Kred ? kb + chunk : Kred;
 
   if constexpr (Tr::kWavelet) {  // warp-specialized: math warps first, then load warps
     static_assert(Cfg::kEpilogue == Epilogue::Default,
@@ -113,7 +120,10 @@ CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
     typename Gemm::Acc acc;
     Gemm::clear(acc);
     Pipe::run(v, acc, m0, n0, kb, ke, ckgen_smem, tid);
-    EpilogueDefault<Tr, View>::run(v, p, acc, m0, n0, split, tid);
+    if constexpr (Cfg::kEpilogue == Epilogue::CShuffle)
+      EpilogueCShuffle<Tr, View>::run(v, p, acc, m0, n0, split, tid, ckgen_smem);
+    else
+      EpilogueDefault<Tr, View>::run(v, p, acc, m0, n0, split, tid);
   }
 }
 
@@ -201,22 +211,25 @@ class GroupedConvKernel final : public KernelBase {
 
   const KernelKey& key() const override { return key_; }
 
-  // GEMM sizes per group (backward_data: the largest stride class).
+  static constexpr int GM = Cfg::kGroupsToMerge;
+
+  // GEMM sizes per block's group (merged groups: GM of them; backward_data: the largest
+  // stride class).
   static void gemm_dims(const ConvProblem& p, int64_t& M, int64_t& N, int64_t& K) {
     const int64_t zyx = p.filter_spatial();
     if constexpr (kVariant == Variant::Forward) {
       M = p.N * p.out_spatial();
-      N = p.K;
-      K = zyx * p.C;
+      N = GM * p.K;
+      K = zyx * GM * p.C;
     } else if constexpr (kVariant == Variant::BackwardData) {
       M = p.N;
-      K = p.K;
+      K = GM * p.K;
       for (int i = 0; i < 3; ++i) {
         const int64_t fstep = p.stride[i] / std::gcd(p.stride[i], p.dilation[i]);
         M *= detail::ceil_div(p.in[i], p.stride[i]);  // class 0 is the largest
         K *= detail::ceil_div(p.filter[i], fstep);    // most taps of any class
       }
-      N = p.C;
+      N = GM * p.C;
     } else {
       M = p.K;
       N = zyx * p.C;
@@ -224,16 +237,23 @@ class GroupedConvKernel final : public KernelBase {
     }
   }
 
-  // The split count a call uses (backward_weight; 1 otherwise).
+  // The split count a call uses. backward_weight: opts.k_batch, else the instance's kKBatch,
+  // else chosen per problem. forward / backward_data: an instance with kKBatch == 1 never
+  // splits (RunOptions::k_batch ignored); kKBatch 0 (auto) or > 1 takes opts.k_batch when
+  // given, else its kKBatch, else (0) the per-problem choice below.
   int resolve_k_batch(const ConvProblem& p, const RunOptions& opts) const {
-    if constexpr (kVariant != Variant::BackwardWeight) {
+    if (kVariant != Variant::BackwardWeight && Cfg::kKBatch == 1) {
       return 1;
     } else {
       if (opts.k_batch > 0) return opts.k_batch;
       if (Cfg::kKBatch > 0) return Cfg::kKBatch;
       int64_t M, N, K;
       gemm_dims(p, M, N, K);
-      const int64_t tiles = p.G * detail::ceil_div(M, Tr::BM) * detail::ceil_div(N, Tr::BN);
+      int64_t classes = 1;
+      if constexpr (kVariant == Variant::BackwardData)
+        classes = p.stride[0] * p.stride[1] * p.stride[2];
+      const int64_t tiles =
+          p.G / GM * classes * detail::ceil_div(M, Tr::BM) * detail::ceil_div(N, Tr::BN);
       const int64_t target = 2 * int64_t(detail::device_sm_count());
       int64_t kb = detail::ceil_div(target, tiles);
       const int64_t kmax = std::max<int64_t>(1, detail::ceil_div(K, 4 * Tr::BK));  // >= 4 k tiles
@@ -270,7 +290,20 @@ class GroupedConvKernel final : public KernelBase {
              ") to be a multiple of " + str(vec);
     };
     std::string e;
-    if constexpr (kVariant == Variant::Forward) {
+    if constexpr (GM > 1) {
+      if (p.G % GM != 0)
+        return "groups_to_merge " + str(GM) + " needs G (" + str(p.G) + ") to be a multiple of it";
+    }
+    if constexpr (GM > 1 && kVariant == Variant::Forward) {
+      // merged runs: A over (g', c), C over (g, k); B vectors stay inside one group's c run
+      if (!(e = need(GM * p.C, Tr::VA, "groups_to_merge*C", "A (input)")).empty()) return e;
+      if (!(e = need(p.C, Tr::VB, "C", "B (weight, merged groups)")).empty()) return e;
+      if (!(e = need(GM * p.K, Tr::VC, "groups_to_merge*K", "C (output)")).empty()) return e;
+    } else if constexpr (GM > 1 && kVariant == Variant::BackwardData) {
+      if (!(e = need(GM * p.K, Tr::VA, "groups_to_merge*K", "A (output grad)")).empty()) return e;
+      if (!(e = need(p.C, Tr::VB, "C", "B (weight)")).empty()) return e;
+      if (!(e = need(GM * p.C, Tr::VC, "groups_to_merge*C", "C (input grad)")).empty()) return e;
+    } else if constexpr (kVariant == Variant::Forward) {
       if (!(e = need(p.C, Tr::VA, "C", "A (input)")).empty()) return e;
       if (!(e = need(zyxc, Tr::VB, "Z*Y*X*C", "B (weight)")).empty()) return e;
       if (!(e = need(p.K, Tr::VC, "K", "C (output)")).empty()) return e;
@@ -294,7 +327,7 @@ class GroupedConvKernel final : public KernelBase {
       return "a per-group GEMM dim exceeds 2^31-1 (M=" + str(M) + " N=" + str(N) + " K=" + str(K) + ")";
     if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32)
       return "N * spatial size exceeds 2^31-1 (32-bit index math)";
-    if (zyxc > kMax32 || p.C > kMax32 || p.K > kMax32) return "Z*Y*X*C exceeds 2^31-1";
+    if (zyxc > kMax32 || GM * p.C > kMax32 || GM * p.K > kMax32) return "Z*Y*X*C exceeds 2^31-1";
     for (int i = 0; i < 3; ++i)
       if (p.in[i] + p.pad_l[i] + p.pad_r[i] > lim || (p.filter[i] - 1) * p.dilation[i] > lim ||
           p.stride[i] > lim)
@@ -304,10 +337,10 @@ class GroupedConvKernel final : public KernelBase {
     int64_t classes = 1;
     if constexpr (kVariant == Variant::BackwardData)
       classes = p.stride[0] * p.stride[1] * p.stride[2];
-    if (p.G * classes > 65535)
+    if (p.G / GM * classes > 65535)
       return "G (x stride classes for backward_data) exceeds 65535 (grid.y limit)";
     // Split-K.
-    if constexpr (kVariant == Variant::BackwardWeight) {
+    {
       const int kb = resolve_k_batch(p, opts);
       if (kb < 1 || kb > 64) return "k_batch " + str(kb) + " out of range 1..64";
     }
@@ -317,15 +350,19 @@ class GroupedConvKernel final : public KernelBase {
     return {};
   }
 
+  // Elements of the written tensor (the split-K workspace holds it in fp32, per split for
+  // two-stage).
+  static int64_t dst_elems(const ConvProblem& p) {
+    return kVariant == Variant::Forward        ? p.output_elems()
+           : kVariant == Variant::BackwardData ? p.input_elems()
+                                               : p.weight_elems();
+  }
+
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
-    if constexpr (kVariant != Variant::BackwardWeight) {
-      return 0;
-    } else {
-      const int kb = resolve_k_batch(p, opts);
-      if (kb <= 1) return 0;
-      const std::size_t elems = std::size_t(p.weight_elems());
-      return (Cfg::kStage == Stage::One ? 1 : std::size_t(kb)) * elems * sizeof(float);
-    }
+    const int kb = resolve_k_batch(p, opts);
+    if (kb <= 1) return 0;
+    const std::size_t elems = std::size_t(dst_elems(p));
+    return (Cfg::kStage == Stage::One ? 1 : std::size_t(kb)) * elems * sizeof(float);
   }
 
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
@@ -356,6 +393,9 @@ class GroupedConvKernel final : public KernelBase {
     a.GK = p.G * p.K;
     a.fd_C.init(p.C);
     a.fd_K.init(p.K);
+    a.gm = GM;
+    a.fd_gmC.init(GM * p.C);
+    a.fd_gmK.init(GM * p.K);
     int64_t M, N, K;
     gemm_dims(p, M, N, K);
     a.M = int(M);
@@ -369,11 +409,11 @@ class GroupedConvKernel final : public KernelBase {
     const int kb = resolve_k_batch(p, opts);
     a.k_batch = kb;
     a.k_chunk = int(detail::ceil_div(detail::ceil_div(std::max<int64_t>(K, 1), kb), Tr::BK) * Tr::BK);
-    if constexpr (kVariant != Variant::BackwardWeight) a.k_chunk = int(std::max<int64_t>(K, 1));
-    // The backward_data class K varies per block; one chunk covers every class.
+    // The backward_data class K varies per block: the kernel splits each class's own K
+    // (k_batch > 1); one chunk covers every class otherwise.
     if constexpr (kVariant == Variant::BackwardData) a.k_chunk = int(kMax32);
     a.ws = static_cast<float*>(workspace);
-    a.ws_split_stride = p.weight_elems();
+    a.ws_split_stride = dst_elems(p);
     void* dst = kVariant == Variant::Forward ? t.out
                 : kVariant == Variant::BackwardData ? t.in
                                                     : t.wei;
@@ -401,15 +441,15 @@ class GroupedConvKernel final : public KernelBase {
       }
     }
     if (a.out_mode == OutMode::AtomicF32) {
-      gpuError_t e = gpuMemsetAsync(workspace, 0, std::size_t(p.weight_elems()) * sizeof(float), stream);
+      gpuError_t e = gpuMemsetAsync(workspace, 0, std::size_t(dst_elems(p)) * sizeof(float), stream);
       if (e != gpuSuccess) return e;
     }
-    const dim3 grid(unsigned(tiles), unsigned(p.G * a.num_classes), unsigned(kb));
+    const dim3 grid(unsigned(tiles), unsigned(p.G / GM * a.num_classes), unsigned(kb));
     grouped_conv_kernel<Cfg><<<grid, Tr::kThreads, kDynSmem, stream>>>(a);
     gpuError_t e = gpuGetLastError();
     if (e != gpuSuccess) return e;
     if (kb > 1) {
-      const int64_t n = p.weight_elems();
+      const int64_t n = dst_elems(p);
       const int splits = Cfg::kStage == Stage::One ? 1 : kb;
       const int threads = 256;
       const int64_t blocks = std::min<int64_t>(detail::ceil_div(n, threads), 8 * detail::device_sm_count());

@@ -7,6 +7,7 @@
 
 #include "ckgen/async_copy.hpp"
 #include "ckgen/config.hpp"
+#include "ckgen/conv_maps.hpp"
 
 namespace ckgen {
 
@@ -25,6 +26,9 @@ struct TileLoader {
   static constexpr int kIters = (kTotal + T - 1) / T;
   using VecT = Vec<Raw, V>;
   using Fix = std::conditional_t<IsA, typename View::AFix, typename View::BFix>;
+  // cp.async through L1 for A (Config::kCacheA 1 / 0 when present, else the view's default:
+  // the merged-group views re-read A across taps within a block).
+  static constexpr bool kL1 = IsA && cache_a_l1<typename Tr::Config, View>();
 
   // Register budget: the per-row index part (`fix`) is cached only while it is small, and the
   // register staging of the basic pipeline only while it is small; otherwise `fix` is
@@ -158,7 +162,7 @@ struct TileLoader {
         if (!active(tid + i * T)) continue;
         bool ok;
         const Raw* src = ptr_at(v, i, k0, tid, ok);
-        async_copy_zfill<int(sizeof(VecT))>(smem_at(smem, i, tid), src, ok);
+        async_copy_zfill<int(sizeof(VecT)), kL1>(smem_at(smem, i, tid), src, ok);
       }
     } else {
       copy_direct(v, k0, smem, tid);
