@@ -17,6 +17,7 @@ ARCH=${ARCH:-sm_90a}
 TARGETS=${TARGETS:-90a}
 JOBS=${JOBS:-$(nproc)}
 DTYPES=${DTYPES:-"fp16 bf16"}
+SHAPE_SETS=${SHAPE_SETS:-"retinanet_r50fpn_n2 coverage"}
 mkdir -p "$OUT" "$WORK"
 export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
 ckgen() { python3 -m ckgen.cli "$@"; }
@@ -66,12 +67,14 @@ if has bench; then
   for v in forward backward_data backward_weight; do
     bin=$WORK/gen_default/build/bin/ckgen_profiler_$v
     [ -x "$bin" ] || { log "missing $bin"; continue; }
-    for dt in $DTYPES; do
-      t0=$SECONDS
-      timeout ${BENCH_TIMEOUT:-200} "$bin" --shapes "$ROOT/templates/project/shapes/retinanet_r50fpn_n2.csv" \
-        --datatype "$dt" --verify ${VERIFY:-gpu} --warmup 3 --repeat 10 \
-        --csv "$OUT/prof_${v}_${dt}.csv" > "$OUT/prof_${v}_${dt}.log" 2>&1
-      log "profile $v $dt rc=$? in $((SECONDS - t0)) s"
+    for set in $SHAPE_SETS; do
+      for dt in $DTYPES; do
+        t0=$SECONDS
+        timeout ${BENCH_TIMEOUT:-200} "$bin" --shapes "$ROOT/templates/project/shapes/$set.csv" \
+          --datatype "$dt" --verify ${VERIFY:-gpu} --warmup 3 --repeat 10 \
+          --csv "$OUT/prof_${set}_${v}_${dt}.csv" > "$OUT/prof_${set}_${v}_${dt}.log" 2>&1
+        log "profile $set $v $dt rc=$? in $((SECONDS - t0)) s"
+      done
     done
   done
 fi
@@ -79,7 +82,7 @@ fi
 if has peer; then
   t0=$SECONDS
   timeout ${PEER_TIMEOUT:-240} python3 "$ROOT/bench/peer_cudnn.py" "$OUT/cudnn.csv" \
-    "$ROOT/templates/project/shapes/retinanet_r50fpn_n2.csv" > "$OUT/cudnn.log" 2>&1
+    $(for set in $SHAPE_SETS; do echo "$ROOT/templates/project/shapes/$set.csv"; done) > "$OUT/cudnn.log" 2>&1
   log "peer rc=$? in $((SECONDS - t0)) s"
 fi
 
