@@ -110,6 +110,9 @@ def test_report_markdown_and_plots(tmp_path: Path) -> None:
         assert "matplotlib is not installed" in r.stderr
     else:
         assert (tmp_path / "rep" / "speedup.png").is_file() and (tmp_path / "rep" / "roofline.png").is_file()
+        # one plot per variant that has a cuDNN time to compare with
+        assert (tmp_path / "rep" / "speedup_forward.png").is_file()
+        assert not (tmp_path / "rep" / "speedup_backward_weight.png").exists()
 
 
 # ------------------------------------------------------------------ CLI surface
