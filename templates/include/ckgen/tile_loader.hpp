@@ -4,7 +4,6 @@
 #pragma once
 
 #include <type_traits>
-#include <utility>
 
 #include "ckgen/async_copy.hpp"
 #include "ckgen/config.hpp"
@@ -66,10 +65,10 @@ struct TileLoader {
   CKGEN_DEVICE static auto get_fix(const View& v, int mn) {
     if constexpr (IsA) return v.a_fix(mn); else return v.b_fix(mn);
   }
-  CKGEN_DEVICE static auto get_k(const View& v, int k) {
+  using KPart = std::conditional_t<IsA, typename View::AK, typename View::BK>;
+  CKGEN_DEVICE static KPart get_k(const View& v, int k) {
     if constexpr (IsA) return v.a_k(k); else return v.b_k(k);
   }
-  using KPart = decltype(get_k(std::declval<const View&>(), 0));
   // Always a valid address; ok = false for a structural zero.
   CKGEN_DEVICE static const Raw* get_ptr(const View& v, const Fix& f, const KPart& k, bool& ok) {
     if constexpr (IsA) return v.a_ptr(f, k, ok); else return v.b_ptr(f, k, ok);
