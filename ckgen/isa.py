@@ -88,7 +88,8 @@ def device_only_command(arch: ArchSpec) -> list[str]:
 def toolchain_problem(arch: ArchSpec) -> str | None:
     """Why this machine cannot compile ``arch`` device-only, or None."""
     c = arch.compiler
-    missing = [t for t in (c.get("device_only_compiler"), c.get("objdump"), c.get("readelf")) if t and not shutil.which(t)]
+    tools = (c.get("device_only_compiler"), c.get("linker"), c.get("objdump"), c.get("readelf"))
+    missing = [t for t in tools if t and not shutil.which(t)]
     if missing:
         why = f"{', '.join(missing)} not found"
         if c.get("device_only_requires"):
