@@ -16,7 +16,8 @@
 //        waves            = ceil(tiles / (compute units * resident blocks per CU)),
 //        occupancy        = resident blocks per CU from threads, shared memory, registers,
 //        a roofline       = max(compute at peak * utilisation, bytes / bandwidth) + launch,
-//        split-K          = fp32 workspace traffic and a second launch for k_batch > 1.
+//        split-K          = fp32 workspace traffic and extra launches for k_batch > 1 (every
+//                           variant: forward / backward_data instances with k_batch != 1 split too).
 //      The arch numbers come from ckgen/generated/arch_params.hpp (rendered from
 //      arch_specs.json); the compute-unit count is the device's when a device is present.
 //
@@ -413,12 +414,15 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   CostEstimate c;
   auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
   const GemmDims g = gemm_dims(k.variant, p);
-  const int kb = std::max(1, k.variant == Variant::BackwardWeight ? k_batch : 1);
+  // forward / backward_data instances with k_batch 1 never split (kernel.hpp resolve_k_batch).
+  const bool splits = k.variant == Variant::BackwardWeight || k.k_batch != 1;
+  const int kb = std::max(1, splits ? k_batch : 1);
   c.k_batch = kb;
   const int64_t mt = cdiv(g.M, k.tile_m), nt = cdiv(g.N, k.tile_n);
   const int64_t k_per_split = cdiv(g.K, kb);
   const int64_t kt = cdiv(k_per_split, k.tile_k);
-  c.tiles = mt * nt * g.batch * kb;
+  const int64_t batch_blocks = std::max<int64_t>(1, g.batch / std::max(1, k.groups_to_merge));
+  c.tiles = mt * nt * batch_blocks * kb;
   const double useful = double(g.M) * double(g.N) * double(g.K);
   const double padded = double(mt * k.tile_m) * double(nt * k.tile_n) * double(kt * k.tile_k * kb);
   c.tile_efficiency = useful / padded;
@@ -465,8 +469,12 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
       double(c.tiles) * double(k.tile_m + k.tile_n) * double(kt * k.tile_k) * eb * 0.5;
   double bytes = unique + reread;
   double extra_us = 3.0;  // launch
-  if (k.variant == Variant::BackwardWeight && kb > 1) {
-    const double ws = double(p.weight_elems()) * 4.0;
+  if (kb > 1) {
+    // the fp32 workspace holds the written tensor (kernel.hpp dst_elems)
+    const int64_t dst = k.variant == Variant::Forward        ? p.output_elems()
+                        : k.variant == Variant::BackwardData ? p.input_elems()
+                                                             : p.weight_elems();
+    const double ws = double(dst) * 4.0;
     // one-stage: zero-fill, kb atomic read-modify-writes of the fp32 workspace, convert;
     // two-stage: kb partial writes, a reduce that reads them all. Both add launches.
     bytes += (k.stage == Stage::One ? 2.0 * kb + 2.0 : 2.0 * kb) * ws;
@@ -600,7 +608,7 @@ class Dispatcher {
   // The split count an instance runs with for RunOptions::k_batch = kb (1 for the variants
   // without split-K).
   int effective_k_batch(const KernelKey& key, const ConvProblem& p, int kb) const {
-    if (key.variant != Variant::BackwardWeight) return 1;
+    if (key.variant != Variant::BackwardWeight && key.k_batch == 1) return 1;
     return kb > 0 ? kb : (key.k_batch > 0 ? key.k_batch : auto_k_batch(key, p));
   }
 
@@ -642,7 +650,9 @@ class Dispatcher {
   int auto_k_batch(const KernelKey& key, const ConvProblem& p) const {
     const GemmDims g = gemm_dims(key.variant, p);
     auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
-    const int64_t tiles = g.batch * cdiv(g.M, key.tile_m) * cdiv(g.N, key.tile_n);
+    const int64_t classes = g.batch / std::max<int64_t>(1, p.G);
+    const int64_t blocks = std::max<int64_t>(1, p.G / std::max(1, key.groups_to_merge)) * classes;
+    const int64_t tiles = blocks * cdiv(g.M, key.tile_m) * cdiv(g.N, key.tile_n);
     int64_t kb = cdiv(2 * int64_t(arch_.compute_units), tiles);
     kb = std::min<int64_t>(kb, std::max<int64_t>(1, cdiv(g.K, 4 * key.tile_k)));
     return int(std::max<int64_t>(1, std::min<int64_t>(64, kb)));
