@@ -460,7 +460,12 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const double vec_bytes = double(std::min(k.vec_a, k.vec_b) * eb);
   const double feed = (0.5 + 0.5 * std::min(16.0, vec_bytes) / 16.0) *
                       (k.pipeline != Pipeline::Basic ? 1.0 : 0.6);  // prefetching pipelines
-  const double util = std::min(1.0, resident * warps / 8.0) * (reuse / (reuse + 32.0)) * 0.4 * feed;
+  // wavelet: the math warps wait on the load waves at every stage; with fewer than 4 math warps a
+  // block cannot keep the math going through those waits (the H200 v2 profile: the 2-math-warp
+  // 64x64 wavelet runs 1.3-1.6x slower than the 4-warp multistage 64x64 on the same shapes).
+  const double handoff = k.pipeline == Pipeline::Wavelet ? std::min(1.0, warps / 4.0) : 1.0;
+  const double util =
+      std::min(1.0, resident * warps / 8.0) * (reuse / (reuse + 32.0)) * 0.4 * feed * handoff;
   const double compute_us = double(per_cu) * tile_flops / (peak_cu * util) * 1e6;
 
   // Memory: the unique bytes once, plus operand re-reads per tile (L2 catches half).
