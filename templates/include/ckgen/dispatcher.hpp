@@ -16,7 +16,8 @@
 //        waves            = ceil(tiles / (compute units * resident blocks per CU)),
 //        occupancy        = resident blocks per CU from threads, shared memory, registers,
 //        a roofline       = max(compute at peak * utilisation, bytes / bandwidth) + launch,
-//        split-K          = fp32 workspace traffic and extra launches for k_batch > 1 (every
+//        split-K          = fp32 workspace traffic in the main kernel, the memset / finish
+//                           kernels after it (serial) and their launches for k_batch > 1 (every
 //                           variant: forward / backward_data instances with k_batch != 1 split too).
 //      The arch numbers come from ckgen/generated/arch_params.hpp (rendered from
 //      arch_specs.json); the compute-unit count is the device's when a device is present.
@@ -474,19 +475,28 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
       double(c.tiles) * double(k.tile_m + k.tile_n) * double(kt * k.tile_k) * eb * 0.5;
   double bytes = unique + reread;
   double extra_us = 3.0;  // launch
+  double serial_bytes = 0;  // split-K work outside the main kernel (memset, finish kernel)
   if (kb > 1) {
     // the fp32 workspace holds the written tensor (kernel.hpp dst_elems)
     const int64_t dst = k.variant == Variant::Forward        ? p.output_elems()
                         : k.variant == Variant::BackwardData ? p.input_elems()
                                                              : p.weight_elems();
     const double ws = double(dst) * 4.0;
-    // one-stage: zero-fill, kb atomic read-modify-writes of the fp32 workspace, convert;
-    // two-stage: kb partial writes, a reduce that reads them all. Both add launches.
-    bytes += (k.stage == Stage::One ? 2.0 * kb + 2.0 : 2.0 * kb) * ws;
-    extra_us += k.stage == Stage::One ? 4.0 : 3.0;
+    if (k.stage == Stage::One) {
+      // zero-fill, kb fp32 atomic read-modify-writes of the workspace inside the main kernel,
+      // then a convert kernel: three launches.
+      bytes += 2.0 * kb * ws;
+      serial_bytes += ws + ws + double(dst) * eb;
+      extra_us += 4.0;
+    } else {
+      // kb partial writes, then a reduce that reads them all and writes the result: two launches.
+      bytes += kb * ws;
+      serial_bytes += kb * ws + double(dst) * eb;
+      extra_us += 2.0;
+    }
   }
   const double mem_us = bytes / (a.bandwidth_gbs * 1e9) * 1e6;
-  c.us = std::max(compute_us, mem_us) + extra_us;
+  c.us = std::max(compute_us, mem_us) + serial_bytes / (a.bandwidth_gbs * 1e9) * 1e6 + extra_us;
   return c;
 }
 
