@@ -485,8 +485,8 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
     if (k.stage == Stage::One) {
       // zero-fill, kb fp32 atomic read-modify-writes of the workspace inside the main kernel,
       // then a convert kernel: three launches.
-      bytes += 2.0 * kb * ws;
-      serial_bytes += ws + ws + double(dst) * eb;
+      // (the atomics contend on the same addresses: not hidden under the math)
+      serial_bytes += 2.0 * kb * ws + ws + ws + double(dst) * eb;
       extra_us += 4.0;
     } else {
       // kb partial writes, then a reduce that reads them all and writes the result: two launches.
