@@ -15,6 +15,13 @@ if(CKGEN_BUILD_DISPATCH)
   set_target_properties(ckgen_dispatch PROPERTIES
     CXX_VISIBILITY_PRESET hidden CUDA_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   target_compile_definitions(ckgen_dispatch PRIVATE CKGEN_DISPATCH_BUILD)
+  if(UNIX AND NOT APPLE)
+    # Loaded into processes that already hold a C++ runtime (Python with PyTorch): symbols of
+    # static archives linked in here (the kernels, and libstdc++ where the toolchain links it
+    # statically) stay private, so the .so's own iostream/locale code is not bound to the
+    # process's libstdc++ (an ostringstream in ckgen_kernel_info crashed after `import torch`).
+    target_link_options(ckgen_dispatch PRIVATE "LINKER:--exclude-libs,ALL")
+  endif()
   if(CKGEN_PLATFORM STREQUAL "nvidia")
     # One cudart for the process (the .so, PyTorch and the caller share libcudart.so, so a
     # stream or device pointer of one is valid in the other): link the shared runtime.
