@@ -254,8 +254,9 @@ class Registry:
 
     def select(self, problem: Problem, variant: str = "forward", datatype: str = "fp16",
                cost_model_only: bool = False) -> Selection:
-        """Best kernel for the problem: tuning database (exact, then a ranking over the nearest tuned shapes), else the
-        cost model. NoKernel (with the reasons) when none supports it."""
+        """Best kernel for the problem: tuning database (exact, then the cost model corrected by the
+        residuals measured on the nearest tuned shapes), else the cost model. NoKernel (with the
+        reasons) when none supports it."""
         kb = ctypes.c_int(0)
         why = ctypes.c_char_p()
         fn = self._lib.ckgen_select_cost_model if cost_model_only else self._lib.ckgen_select

@@ -4,12 +4,18 @@
 //      by the environment variable CKGEN_TUNING_DB on first use):
 //        exact problem match (variant, datatype, every problem field) first: the entry's
 //        ranking is walked until an instance that is registered and supports the problem;
-//        else the neighbour ranking: the kNeighbours tuned shapes of the same variant/datatype/
-//        ndim nearest by problem_distance (|log| GEMM M/N/K/batch, filter and stride), up to
-//        kMaxDistance. Each supported (instance, k_batch) gets the weighted mean, over the
-//        neighbours that timed it, of log(its time / that neighbour's best time), with weights
-//        exp(-distance / kBandwidth); instances no neighbour timed get the cost model's
-//        log(estimate / best estimate) plus kUntimedPenalty. The lowest score wins.
+//        else the neighbour ranking, a cost model corrected by measurements: every tuned shape
+//        of the same variant/datatype/ndim within kMaxDistance (problem_distance: |log| GEMM
+//        M/N/K/batch, filter and stride) contributes one point per timed (instance, k_batch):
+//        its residual log(measured time / cost-model estimate). A supported candidate
+//        (instance, k_batch) of the problem scores log(its estimate) + the weighted mean residual
+//        of the kNeighbourPoints points of the same instance nearest by
+//          kShapeWeight * problem_distance + kBlocksWeight * |dlog(blocks per compute unit)|
+//                                          + kSplitWeight * |dlog(reduction length per split)|
+//        (split_features: the split count is matched by the parallelism and the work per split
+//        it gives on each shape, not copied), weights exp(-distance / kBandwidth). An instance
+//        no tuned shape timed takes the nearest points of any instance plus kUntimedPenalty.
+//        The lowest score wins.
 //   2. Cost model when the database has nothing near: per instance (and per k_batch for
 //      backward_weight) an estimated time from
 //        tile efficiency  = useful / padded M*N*K (what the tile wastes at the edges),
@@ -316,12 +322,70 @@ inline double problem_distance(Variant v, const ConvProblem& a, const ConvProble
   return d;
 }
 
+// What a split count means on a problem, for matching measured split counts across shapes:
+// log(blocks launched / compute units) (the parallelism: tiles of the per-group GEMM x batch
+// x splits) and log(reduction length per split) (the work a block does, what the split-K
+// finish work is traded against). The same k_batch is a different choice on a shape with 4x
+// the tiles, so the neighbour ranking compares these, not the raw k_batch.
+struct SplitFeatures {
+  double log_blocks_per_cu = 0;
+  double log_k_per_split = 0;
+};
+inline SplitFeatures split_features(Variant v, int tile_m, int tile_n, int groups_to_merge, const ConvProblem& p,
+                                    int k_batch, int compute_units) {
+  auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+  const GemmDims g = gemm_dims(v, p);
+  const int kb = std::max(1, k_batch);
+  const int64_t batch_blocks = std::max<int64_t>(1, g.batch / std::max(1, groups_to_merge));
+  const double blocks = double(batch_blocks * cdiv(g.M, std::max(1, tile_m)) * cdiv(g.N, std::max(1, tile_n)) * kb);
+  SplitFeatures f;
+  f.log_blocks_per_cu = std::log(blocks / double(std::max(1, compute_units)));
+  f.log_k_per_split = std::log(std::max(1.0, double(g.K) / kb));
+  return f;
+}
+
+// One measured point of the neighbour ranking and the calibrated score of a candidate: the
+// weighted mean residual of the `k` points nearest to (shape_distance, features), weights
+// exp(-distance / bandwidth); ties in distance break on the smaller residual. `used` (optional)
+// gets the number of points averaged. Returns 0 with used = 0 when there are no points.
+struct ResidualPoint {
+  double shape_distance = 0;
+  SplitFeatures f;
+  double residual = 0;  // log(measured / estimated)
+};
+inline double residual_estimate(const std::vector<ResidualPoint>& pts, const SplitFeatures& f, int k,
+                                double bandwidth, double shape_w, double blocks_w, double split_w,
+                                int* used = nullptr) {
+  std::vector<std::pair<double, double>> d;  // (distance, residual)
+  d.reserve(pts.size());
+  for (const ResidualPoint& q : pts)
+    d.emplace_back(shape_w * q.shape_distance + blocks_w * std::fabs(q.f.log_blocks_per_cu - f.log_blocks_per_cu) +
+                       split_w * std::fabs(q.f.log_k_per_split - f.log_k_per_split),
+                   q.residual);
+  const size_t n = std::min(d.size(), size_t(std::max(0, k)));
+  std::partial_sort(d.begin(), d.begin() + std::ptrdiff_t(n), d.end());
+  double sw = 0, sr = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double w = std::exp(-d[i].first / bandwidth);
+    sw += w;
+    sr += w * d[i].second;
+  }
+  if (used) *used = int(n);
+  return sw > 0 ? sr / sw : 0.0;
+}
+
 class TuningDb {
  public:
-  static constexpr double kMaxDistance = 6.0;   // farther tuned shapes are not neighbours
-  static constexpr int kNeighbours = 4;         // tuned shapes that vote
-  static constexpr double kBandwidth = 0.5;     // weight exp(-distance / kBandwidth)
-  static constexpr double kUntimedPenalty = 0.1;  // log-time handicap of a cost-model-only score
+  // Chosen by leave-one-out over the even RetinaNet rows of the H200 dispatch profile
+  // (bench/NOTES.md, "Residual neighbour ranking"): a plateau of settings reaches the same
+  // quality; this one is in its middle.
+  static constexpr double kMaxDistance = 6.0;     // farther tuned shapes are not neighbours
+  static constexpr int kNeighbourPoints = 12;     // measured points that calibrate one candidate
+  static constexpr double kBandwidth = 2.0;       // weight exp(-distance / kBandwidth)
+  static constexpr double kShapeWeight = 1.0;     // problem_distance of the tuned shape
+  static constexpr double kBlocksWeight = 3.0;    // |dlog| blocks per compute unit
+  static constexpr double kSplitWeight = 0.5;     // |dlog| reduction length per split
+  static constexpr double kUntimedPenalty = 0.1;  // log-time handicap of an instance nobody timed
 
   // Loads `path`; throws std::runtime_error with the reason.
   void load(const std::string& path) {
@@ -707,78 +771,100 @@ class Dispatcher {
     }
     std::stable_sort(near.begin(), near.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    if (near.size() > size_t(TuningDb::kNeighbours)) near.resize(size_t(TuningDb::kNeighbours));
     if (near.empty()) return false;
     return rank_by_neighbours(db, near, p, dt, v, s);
   }
 
-  // Neighbour ranking (see the header comment): per supported (instance, k_batch) the weighted
-  // mean over the neighbours that timed it of log(time / neighbour's best), cost model for the
-  // instances no neighbour timed. False when no candidate supports the problem.
+  SplitFeatures features_of(const KernelKey& k, const ConvProblem& p, int kb) const {
+    return split_features(k.variant, k.tile_m, k.tile_n, k.groups_to_merge, p, effective_k_batch(k, p, kb),
+                          arch_.compute_units);
+  }
+
+  // Neighbour ranking (see the header comment): the cost model's estimate of each supported
+  // (instance, k_batch), corrected by the residuals measured for that instance on the tuned
+  // shapes nearby. False when no candidate supports the problem.
   bool rank_by_neighbours(const TuningDb& db, const std::vector<std::pair<double, const TunedEntry*>>& near,
                           const ConvProblem& p, DataType dt, Variant v, Selection& s) const {
-    struct Vote {
-      double sum = 0, weight = 0;
-      int voters = 0;
-    };
-    std::map<std::pair<int, int>, Vote> votes;  // (registry index, k_batch)
+    const auto& all = reg_.all();
+    std::map<int, std::vector<ResidualPoint>> points;  // registry index -> measured points
+    std::vector<ResidualPoint> any;                      // every point (for untimed instances)
+    std::vector<std::pair<int, int>> timed_pairs;        // (index, k_batch) timed nearby
     std::map<std::string, int> index_cache;
     for (const auto& [d, e] : near) {
-      double best = 0;
-      for (const TunedChoice& c : e->ranking)
-        if (c.ms > 0 && (best == 0 || c.ms < best)) best = c.ms;
-      if (best <= 0) continue;
-      const double w = std::exp(-d / TuningDb::kBandwidth);
       for (const TunedChoice& c : e->ranking) {
         if (c.ms <= 0) continue;
         auto it = index_cache.find(c.kernel);
         if (it == index_cache.end()) it = index_cache.emplace(c.kernel, index_of(c.kernel)).first;
         if (it->second < 0) continue;
-        Vote& vt = votes[{it->second, c.k_batch}];
-        vt.sum += w * std::log(c.ms / best);
-        vt.weight += w;
-        ++vt.voters;
+        const KernelKey& k = all[size_t(it->second)]->key();
+        if (k.variant != v || k.datatype != dt || k.ndim != p.ndim) continue;
+        const int kb = effective_k_batch(k, e->problem, c.k_batch);
+        const double est = estimate_cost(k, e->problem, kb, arch_).us;
+        if (!(est > 0)) continue;
+        ResidualPoint q;
+        q.shape_distance = d;
+        q.f = split_features(k.variant, k.tile_m, k.tile_n, k.groups_to_merge, e->problem, kb, arch_.compute_units);
+        q.residual = std::log(c.ms * 1e3 / est);
+        points[it->second].push_back(q);
+        any.push_back(q);
+        timed_pairs.emplace_back(it->second, c.k_batch);
       }
     }
-    const std::vector<CostCandidate> cs = cost_candidates(p, dt, v);
-    double est_best = 0;
-    for (const CostCandidate& c : cs)
-      if (est_best == 0 || c.cost.us < est_best) est_best = c.cost.us;
-    std::vector<bool> timed(reg_.all().size(), false);
-    for (const auto& [key, vt] : votes) timed[size_t(key.first)] = true;
-
-    double best_score = 0;
-    int best_voters = 0;
-    auto consider = [&](int index, int kb, double score, int voters) {
-      if (s.kernel && score >= best_score) return;
-      s.kernel = reg_.all()[size_t(index)].get();
-      s.index = index;
-      s.k_batch = kb;
-      best_score = score;
-      best_voters = voters;
-    };
-    for (const auto& [key, vt] : votes) {
-      const KernelBase& k = *reg_.all()[size_t(key.first)];
-      const KernelKey& kk = k.key();
-      if (kk.variant != v || kk.datatype != dt || kk.ndim != p.ndim || vt.weight <= 0) continue;
+    // Candidates: every supported (instance, k_batch) the cost model tries, plus the split counts
+    // the neighbours timed.
+    std::vector<CostCandidate> cs = cost_candidates(p, dt, v);
+    std::sort(timed_pairs.begin(), timed_pairs.end());
+    timed_pairs.erase(std::unique(timed_pairs.begin(), timed_pairs.end()), timed_pairs.end());
+    for (const auto& [i, kb] : timed_pairs) {
+      bool have = false;
+      for (const CostCandidate& c : cs)
+        if (c.index == i && c.k_batch == kb) have = true;
+      if (have) continue;
+      const KernelBase& k = *all[size_t(i)];
       RunOptions o;
-      o.k_batch = key.second;
+      o.k_batch = kb;
       if (!k.is_supported(p, o).empty()) continue;
-      consider(key.first, key.second, vt.sum / vt.weight, vt.voters);
+      cs.push_back({i, kb, estimate_cost(k.key(), p, effective_k_batch(k.key(), p, kb), arch_)});
     }
-    for (const CostCandidate& c : cs)
-      if (!timed[size_t(c.index)])
-        consider(c.index, c.k_batch, std::log(c.cost.us / est_best) + TuningDb::kUntimedPenalty, 0);
+    double best_score = 0, best_est = 0, best_r = 0;
+    int best_used = 0;
+    bool best_timed = false;
+    for (const CostCandidate& c : cs) {
+      if (!(c.cost.us > 0) || c.cost.us >= 1e29) continue;
+      const KernelKey& k = all[size_t(c.index)]->key();
+      const SplitFeatures f = features_of(k, p, c.k_batch);
+      auto pit = points.find(c.index);
+      const bool timed = pit != points.end() && !pit->second.empty();
+      int used = 0;
+      double r = residual_estimate(timed ? pit->second : any, f, TuningDb::kNeighbourPoints, TuningDb::kBandwidth,
+                                   TuningDb::kShapeWeight, TuningDb::kBlocksWeight, TuningDb::kSplitWeight, &used);
+      if (!timed) r += TuningDb::kUntimedPenalty;
+      const double score = std::log(c.cost.us) + r;
+      if (s.kernel && score >= best_score) continue;
+      s.kernel = all[size_t(c.index)].get();
+      s.index = c.index;
+      s.k_batch = c.k_batch;
+      s.estimate_us = c.cost.us * std::exp(r);
+      best_score = score;
+      best_est = c.cost.us;
+      best_r = r;
+      best_used = used;
+      best_timed = timed;
+    }
     if (!s.kernel) return false;
     s.source = "tuning-db-nearest";
     std::ostringstream os;
-    os << "tuning db " << db.path() << ": " << near.size() << " nearest tuned shape(s)";
-    for (const auto& [d, e] : near) os << " '" << e->shape << "' (distance " << d << ")";
-    if (best_voters > 0)
-      os << "; score " << best_score << " (weighted mean log time over the neighbour's best, "
-         << best_voters << " neighbour(s) timed it)";
+    os << "tuning db " << db.path() << ": " << near.size() << " tuned shape(s) within distance "
+       << TuningDb::kMaxDistance << ", nearest";
+    for (size_t i = 0; i < near.size() && i < 3; ++i)
+      os << " '" << near[i].second->shape << "' (" << near[i].first << ")";
+    os << "; cost model " << best_est << " us x " << std::exp(best_r) << " = " << s.estimate_us << " us";
+    if (best_timed)
+      os << " (calibrated by " << best_used << " measured point(s) of this instance)";
     else
-      os << "; untimed by the neighbours, cost model score " << best_score;
+      os << " (untimed by the neighbours: calibrated by " << best_used << " point(s) of other instances + penalty "
+         << TuningDb::kUntimedPenalty << ")";
+    os << ", k_batch " << s.k_batch;
     s.why = os.str();
     return true;
   }
