@@ -2,18 +2,22 @@
 //
 //   <variant>_coverage    every problem of shapes/coverage.csv      x datatype x instance
 //   <variant>_tests       every problem of shapes/tests.csv         x datatype x instance
-//                         (backward_weight also x k_batch 1, 3, 64 where supported)
-//                         test name: <problem>__<datatype>__<instance>[__kb<k_batch>]
+//                         (backward_weight split-K: x k_batch 0, 1, 3, 64 where supported;
+//                         StreamK: x streamk_blocks 0 (auto), 1, 3, 7)
+//                         test name: <problem>__<datatype>__<instance>[__kb<k_batch>|__sk<blocks>]
 //                         reference: CPU fp64 up to 2 GFLOP, else the GPU fp32 kernel
 //   <variant>_support     <problem>__<datatype> FAILS when no instance supports a problem;
 //                         no_instances__<datatype> FAILS when a datatype has no instance
 //   <variant>_negative    is_supported must refuse (with a reason): ndim mismatch; vector > 1
-//                         instance vs C = K = 3
+//                         instance vs C = K = 3; StreamK: k_batch != 0, streamk_blocks < 0;
+//                         split-K backward_weight: streamk_blocks != 0
 //   <variant>_reference   GPU fp32 reference vs CPU fp64 reference on tests.csv
 //   <variant>_sweep       chunk_NN: seeded random valid problems (CKGEN_SWEEP_COUNT in all,
 //                         default 2000), each by a random supporting instance (and k_batch)
 //                         against the GPU reference. Seed: CKGEN_SWEEP_SEED, default the clock;
 //                         printed, with every failing problem as profiler options.
+//   streamk_host          (backward_weight) StreamK plan / schedule / workspace arithmetic
+//                         (host/streamk_checks.hpp), run without a GPU too
 //   harness_host          host-only checks of the harness itself (run without a GPU too):
 //                         hand-computed CPU reference, adjoint identities, host emulation of
 //                         the GPU reference, fp16/bf16 conversions, shapes files parse.
@@ -41,6 +45,7 @@
 #include "ckgen/host/reference.hpp"
 #include "ckgen/host/runner.hpp"
 #include "ckgen/host/shapes.hpp"
+#include "ckgen/host/streamk_checks.hpp"
 #include "ckgen/host/tolerance.hpp"
 #include "ckgen/kernel_base.hpp"
 
@@ -149,22 +154,37 @@ inline RefKind auto_reference(const ConvProblem& p) {
   return p.flops() <= kCpuReferenceMaxFlops ? RefKind::Cpu : RefKind::Gpu;
 }
 
+// Profiler options that select the same run options.
+inline std::string run_options_args(Variant v, const RunOptions& o) {
+  std::string s;
+  if (v == Variant::BackwardWeight) s += " --k-batch " + std::to_string(o.k_batch);
+  if (o.streamk_blocks != 0) s += " --streamk-blocks " + std::to_string(o.streamk_blocks);
+  return s;
+}
+
+inline bool is_streamk(const KernelBase& k) { return k.key().reduction != Reduction::SplitK; }
+
+// The StreamK grids every StreamK instance runs each test problem with: automatic, one block
+// (everything data-parallel), and small odd grids (several blocks per tile: linear chains and
+// tree levels, uneven q / q + 1 splits).
+inline const std::vector<int>& streamk_test_blocks() {
+  static const std::vector<int> v = {0, 1, 3, 7};
+  return v;
+}
+
 inline std::string repro(Variant v, DataType dt, const ConvProblem& p, const std::string& inst,
-                         int k_batch, uint64_t seed) {
+                         const RunOptions& o, uint64_t seed) {
   std::ostringstream os;
   os << "reproduce: ckgen_profiler_" << to_string(v) << " " << problem_args(p) << " --datatype "
-     << to_string(dt) << " --kernels " << inst;
-  if (v == Variant::BackwardWeight) os << " --k-batch " << k_batch;
+     << to_string(dt) << " --kernels " << inst << run_options_args(v, o);
   os << "   (test inputs: CKGEN_TEST_SEED=" << test_seed() << ", case seed " << seed << ")";
   return os.str();
 }
 
 // Runs instance k on problem p against the reference and reports through gtest.
 inline void run_case(Variant v, DataType dt, const ConvProblem& p, const KernelBase& k,
-                     int k_batch, RefKind ref, uint64_t seed) {
+                     const RunOptions& o, RefKind ref, uint64_t seed) {
   CKGEN_REQUIRE_GPU();
-  RunOptions o;
-  o.k_batch = k_batch;
   const std::string why = k.is_supported(p, o);
   ASSERT_TRUE(why.empty()) << k.name() << " no longer supports the problem: " << why;
   try {
@@ -174,20 +194,23 @@ inline void run_case(Variant v, DataType dt, const ConvProblem& p, const KernelB
     const VerifyOutcome r = wb.verify(k, o);
     if (!r.ran) note_gpu_failure();
     EXPECT_TRUE(r.ran && r.ok) << k.name() << " on " << problem_summary(p) << " ("
-                               << to_string(dt) << ", k_batch " << k_batch << ", "
+                               << to_string(dt) << ", k_batch " << o.k_batch
+                               << ", streamk_blocks " << o.streamk_blocks << ", "
                                << to_string(ref) << " reference): " << r.summary(v, p) << "\n"
-                               << repro(v, dt, p, k.name(), k_batch, seed);
+                               << repro(v, dt, p, k.name(), o, seed);
   } catch (const std::exception& e) {
     note_gpu_failure();
-    FAIL() << "GPU error: " << e.what() << "\n" << repro(v, dt, p, k.name(), k_batch, seed);
+    FAIL() << "GPU error: " << e.what() << "\n" << repro(v, dt, p, k.name(), o, seed);
   }
 }
 
-// Registers <suite>: problem x datatype x supporting instance (x k_batch); plus the support
+// Registers <suite>: problem x datatype x supporting instance (x k_batch for split-K, x
+// streamk_blocks for StreamK instances); plus the support
 // failures into <variant>_support.
 inline void register_problem_tests(Variant v, const std::string& suite,
                                    const std::vector<NamedProblem>& problems,
-                                   const std::vector<int>& k_batches) {
+                                   const std::vector<int>& k_batches,
+                                   const std::vector<int>& streamk_blocks = {0}) {
   const std::string vname = to_string(v);
   const auto insts = instances_of(v);
   uint64_t counter = 0;
@@ -198,21 +221,22 @@ inline void register_problem_tests(Variant v, const std::string& suite,
       for (const KernelBase* k : insts) {
         if (k->key().datatype != dt) continue;
         any_instance = true;
-        for (int kb : k_batches) {
+        const bool sk = is_streamk(*k);
+        for (int n : sk ? streamk_blocks : k_batches) {
           RunOptions o;
-          o.k_batch = kb;
+          (sk ? o.streamk_blocks : o.k_batch) = n;
           const std::string why = k->is_supported(np.problem, o);
           if (!why.empty()) {
-            if (kb == 0) reasons += "\n  " + k->name() + ": " + why;
+            if (n == 0) reasons += "\n  " + k->name() + ": " + why;
             continue;
           }
-          if (kb == 0) any_supported = true;
+          if (n == 0) any_supported = true;
           std::string name = sanitize(np.name) + "__" + to_string(dt) + "__" + k->name();
-          if (v == Variant::BackwardWeight) name += "__kb" + std::to_string(kb);
+          if (v == Variant::BackwardWeight) name += (sk ? "__sk" : "__kb") + std::to_string(n);
           const ConvProblem p = np.problem;
           const uint64_t seed = hash2(test_seed(), ++counter);
-          add_test(suite, name, [v, dt, p, k, kb, seed] {
-            run_case(v, dt, p, *k, kb, auto_reference(p), seed);
+          add_test(suite, name, [v, dt, p, k, o, seed] {
+            run_case(v, dt, p, *k, o, auto_reference(p), seed);
           });
         }
       }
@@ -250,6 +274,29 @@ inline void register_negative_tests(Variant v) {
       });
     }
     const KernelKey& key = k->key();
+    if (v == Variant::BackwardWeight) {
+      // Refused before any device query: these run without a GPU.
+      const ConvProblem p = small_problem(nd, 8, 8);
+      auto refuses = [suite, k, p](const std::string& what, RunOptions o, const char* expect) {
+        add_test(suite, what + "_refused__" + k->name(), [k, p, o, expect] {
+          const std::string why = k->is_supported(p, o);
+          EXPECT_FALSE(why.empty()) << k->name() << " accepts k_batch " << o.k_batch
+                                    << ", streamk_blocks " << o.streamk_blocks;
+          EXPECT_NE(why.find(expect), std::string::npos) << "reason: " << why;
+        });
+      };
+      RunOptions o;
+      if (key.reduction != Reduction::SplitK) {
+        o.k_batch = 3;
+        refuses("streamk_k_batch3", o, "StreamK sizes its own split");
+        o = RunOptions{};
+        o.streamk_blocks = -1;
+        refuses("streamk_blocks_negative", o, "streamk_blocks must be >= 0");
+      } else {
+        o.streamk_blocks = 5;
+        refuses("splitk_streamk_blocks5", o, "streamk_blocks is for StreamK instances");
+      }
+    }
     const int vec = std::max({key.vec_a, key.vec_b, key.vec_c});
     if (vec > 1 && nd >= 1 && nd <= 3) {
       const ConvProblem p = small_problem(nd, 3, 3);
@@ -372,24 +419,23 @@ inline void run_sweep_chunk(Variant v, int chunk, int count) {
         ndims.push_back(k->key().ndim);
     std::sort(ndims.begin(), ndims.end());
     ConvProblem p;
-    std::vector<std::pair<const KernelBase*, int>> cands;
+    std::vector<std::pair<const KernelBase*, RunOptions>> cands;
     for (int attempt = 0; attempt < 200 && cands.empty(); ++attempt) {
       p = random_problem(rng, rng.pick(ndims));
       const int kb = v == Variant::BackwardWeight ? rng.pick<int>({0, 0, 1, 2, 3, 5, 8, 64}) : 0;
       for (const KernelBase* k : insts) {
         if (k->key().datatype != dt) continue;
         RunOptions o;
-        o.k_batch = kb;
-        if (k->is_supported(p, o).empty()) cands.push_back({k, kb});
+        // StreamK instances take the same draw as their grid (0 = automatic)
+        (is_streamk(*k) ? o.streamk_blocks : o.k_batch) = kb;
+        if (k->is_supported(p, o).empty()) cands.push_back({k, o});
       }
       if (cands.empty()) ++refusals;
     }
     ASSERT_FALSE(cands.empty()) << "200 random " << to_string(dt)
                                 << " problems in a row found no supporting instance";
-    const auto [k, kb] = rng.pick(cands);
+    const auto [k, o] = rng.pick(cands);
     const uint64_t seed = rng.next();
-    RunOptions o;
-    o.k_batch = kb;
     std::string err;
     VerifyOutcome r;
     try {
@@ -406,11 +452,12 @@ inline void run_sweep_chunk(Variant v, int chunk, int count) {
       ++failures;
       ADD_FAILURE() << "[sweep] " << vname << " chunk " << chunk << " #" << i
                     << " (CKGEN_SWEEP_SEED=" << base << "): " << k->name() << " "
-                    << to_string(dt) << " k_batch " << kb << " on " << problem_summary(p) << ": "
+                    << to_string(dt) << " k_batch " << o.k_batch << " streamk_blocks "
+                    << o.streamk_blocks << " on " << problem_summary(p) << ": "
                     << (err.empty() ? r.summary(v, p) : "GPU error: " + err) << "\n"
                     << "reproduce: ckgen_profiler_" << vname << " " << problem_args(p)
                     << " --datatype " << to_string(dt) << " --kernels " << k->name()
-                    << (v == Variant::BackwardWeight ? " --k-batch " + std::to_string(kb) : "")
+                    << run_options_args(v, o)
                     << "\n   or: CKGEN_SWEEP_SEED=" << base
                     << " --gtest_filter=" << vname << "_sweep.chunk_" << chunk;
       if (!err.empty() || failures >= 10) {
@@ -436,6 +483,78 @@ inline void register_sweep_tests(Variant v) {
 }
 
 // --------------------------------------------------------------------------- host-only checks
+// StreamK plan arithmetic (streamk_plan.hpp): hand-computed grids and workspaces, then the
+// schedule simulation over a range of shapes (host/streamk_checks.hpp).
+inline void register_streamk_host_tests() {
+  const std::string suite = "streamk_host";
+  add_test(suite, "grid_and_workspace_hand_computed", [] {
+    // 10 tiles, 8 k iterations, B = 4: 10 % 4 = 2 -> 2 + 4 StreamK tiles, 4 data-parallel.
+    StreamKPlan s = make_streamk_plan(10, 8, 4, false);
+    EXPECT_EQ(s.sk_tiles, 6);
+    EXPECT_EQ(s.dp_tiles, 4);
+    EXPECT_EQ(s.sk_blocks, 4);
+    EXPECT_EQ(s.q, 12);
+    EXPECT_EQ(s.r, 0);
+    EXPECT_EQ(s.grid, 8);  // 4 StreamK + 4 data-parallel blocks
+    EXPECT_EQ(streamk_workspace_bytes(s, 64, 64), 4 * (64 * 64 * 4 + 4));
+    s = make_streamk_plan(10, 8, 4, true);
+    EXPECT_EQ(s.dp_rounds, 1);
+    EXPECT_EQ(s.grid, 4);
+    EXPECT_EQ(streamk_workspace_bytes(s, 128, 128), 4 * (128 * 128 * 4 + 4));
+    // Fewer tiles than blocks: all StreamK; 15 iterations over 8 blocks: 7 x 2 + 1 x 1.
+    s = make_streamk_plan(3, 5, 8, false);
+    EXPECT_EQ(s.sk_tiles, 3);
+    EXPECT_EQ(s.sk_blocks, 8);
+    EXPECT_EQ(s.q, 1);
+    EXPECT_EQ(s.r, 7);
+    EXPECT_EQ(s.grid, 8);
+    // Fewer iterations than blocks: one block per iteration.
+    s = make_streamk_plan(2, 1, 8, true);
+    EXPECT_EQ(s.sk_blocks, 2);
+    EXPECT_EQ(s.grid, 2);
+    // Whole waves: no StreamK section, no workspace.
+    s = make_streamk_plan(8, 6, 4, false);
+    EXPECT_EQ(s.sk_tiles, 0);
+    EXPECT_EQ(s.sk_blocks, 0);
+    EXPECT_EQ(s.grid, 8);
+    EXPECT_EQ(streamk_workspace_bytes(s, 64, 64), 0);
+    s = make_streamk_plan(8, 6, 4, true);
+    EXPECT_EQ(s.dp_rounds, 2);
+    EXPECT_EQ(s.grid, 4);
+    // H200-like: 132 SMs x 2, 1000 tiles of 392 iterations.
+    s = make_streamk_plan(1000, 392, 264, false);
+    EXPECT_EQ(s.sk_tiles, 1000 % 264 + 264);
+    EXPECT_EQ(s.dp_tiles, 2 * 264);
+    EXPECT_EQ(s.sk_blocks, 264);
+    EXPECT_EQ(s.grid, 264 + 2 * 264);
+  });
+  add_test(suite, "schedule_linear", [] {
+    EXPECT_EQ(check_streamk_schedules(Reduction::StreamKLinear), "");
+  });
+  add_test(suite, "schedule_tree", [] {
+    EXPECT_EQ(check_streamk_schedules(Reduction::StreamKTree), "");
+  });
+  add_test(suite, "instances_size_their_workspace_from_the_plan", [] {
+    // Every StreamK instance: workspace_bytes == the formula at forced grids (no device query).
+    const ConvProblem p = make_problem(2, 2, 4, 64, 72, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1});
+    for (const KernelBase* k : instances_of(Variant::BackwardWeight)) {
+      if (!is_streamk(*k) || k->key().ndim != 2) continue;
+      const KernelKey& key = k->key();
+      const int64_t tiles = p.G * ((p.K + key.tile_m - 1) / key.tile_m) *
+                            ((p.filter_spatial() * p.C + key.tile_n - 1) / key.tile_n);
+      const int64_t iters = (p.N * p.out_spatial() + key.tile_k - 1) / key.tile_k;
+      for (int blocks : {1, 3, 7, 64}) {
+        RunOptions o;
+        o.streamk_blocks = blocks;
+        const StreamKPlan s = make_streamk_plan(tiles, iters, blocks, key.persistent);
+        EXPECT_EQ(k->workspace_bytes(p, o),
+                  std::size_t(streamk_workspace_bytes(s, key.tile_m, key.tile_n)))
+            << k->name() << " blocks " << blocks;
+      }
+    }
+  });
+}
+
 inline void register_host_tests() {
   const std::string suite = "harness_host";
   add_test(suite, "cpu_reference_hand_computed", [] {
@@ -596,10 +715,12 @@ inline void register_tests(Variant v) {
   register_problem_tests(v, vname + "_coverage", coverage, {0});
   register_problem_tests(v, vname + "_tests", tests,
                          v == Variant::BackwardWeight ? std::vector<int>{0, 1, 3, 64}
-                                                      : std::vector<int>{0});
+                                                      : std::vector<int>{0},
+                         streamk_test_blocks());
   register_negative_tests(v);
   register_reference_tests(v, tests);
   register_sweep_tests(v);
+  if (v == Variant::BackwardWeight) register_streamk_host_tests();
   register_host_tests();
 }
 
