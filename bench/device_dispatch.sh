@@ -7,8 +7,8 @@
 #          sweep, all GPUs), then `ckgen tune --from-csv --part even` (the tuning DB is made from
 #          the even rows of the shapes file only)
 #   check  heuristic quality on the ODD (held-out) shapes: the selected kernel's measured time
-#          over the best instance's, with the tuning DB (nearest-shape) and with the cost model
-#          alone; also the cost model over all shapes
+#          over the best instance's, with the tuning DB (neighbour ranking over the nearest tuned
+#          shapes) and with the cost model alone; also the cost model over all shapes
 #   torch  tests/test_torch_op.py against PyTorch conv/autograd, on the built library
 #
 #   bash bench/device_dispatch.sh                      # everything

@@ -606,7 +606,7 @@ def check_heuristic(out: Path, results: Path, shapes: Path, db_path: Path | None
 @click.option("--cudnn", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="cuDNN results CSV (columns shape,variant,datatype,cudnn_ms,...).")
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Directory for report.md, speedup.png, roofline.png.")
+              help="Directory for report.md, speedup.png, speedup_<variant>.png, roofline.png.")
 @click.option("--arch", default="sm_90a", show_default=True, help="Target whose peak and bandwidth draw the roof.")
 def report_cmd(results: Path, cudnn: Path | None, out: Path, arch: str) -> None:
     """Markdown table (best per shape, cuDNN time, speedup, geomean per variant) and speedup /

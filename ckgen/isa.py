@@ -11,7 +11,9 @@ For every translation unit of a project written by ``ckgen generate --arch <gfx.
    .sgpr_count, .group_segment_fixed_size = LDS bytes, .private_segment_fixed_size = scratch,
    spill counts, wavefront size) and ``llvm-objdump -d`` (matrix instructions per kernel);
 3. check each instance: it compiled; it holds matrix instructions (v_mfma / v_wmma) when its
-   math unit is mfma / wmma (0 is a failure); no scratch (spills); LDS within the target.
+   math unit is mfma / wmma (0 is a failure), every one of them of its warp tile's shape (a
+   16x16x32 instance on gfx950 must hold v_mfma_f32_16x16x32_*, not a 16x16x16 fallback); no
+   scratch (spills); LDS within the target.
 
 The per-instance results go into the project's manifest.json ("resources", keyed by instance
 name, sorted) and, with ``--resources-out``, into a file that ``ckgen generate --resources``
@@ -60,6 +62,7 @@ class InstanceResources:
     wave_size: int = 0
     matrix_insts: int = 0
     matrix_expected: int = 0  # per k step of the main loop (RepM x RepN x RepK)
+    matrix_mnemonics: dict[str, int] = field(default_factory=dict)  # matrix instructions by mnemonic
     estimate: int = 0  # rules.register_estimate, for calibration
     failures: list[str] = field(default_factory=list)
 
@@ -85,7 +88,8 @@ def device_only_command(arch: ArchSpec) -> list[str]:
 def toolchain_problem(arch: ArchSpec) -> str | None:
     """Why this machine cannot compile ``arch`` device-only, or None."""
     c = arch.compiler
-    missing = [t for t in (c.get("device_only_compiler"), c.get("objdump"), c.get("readelf")) if t and not shutil.which(t)]
+    tools = (c.get("device_only_compiler"), c.get("linker"), c.get("objdump"), c.get("readelf"))
+    missing = [t for t in tools if t and not shutil.which(t)]
     if missing:
         why = f"{', '.join(missing)} not found"
         if c.get("device_only_requires"):
@@ -118,19 +122,32 @@ def parse_notes(text: str) -> dict[str, dict[str, str]]:
 _FUNC = re.compile(r"^[0-9a-f]+ <([^>]+)>:\s*$")
 
 
-def count_matrix_insts(disasm: str, mnemonic_prefix: str) -> dict[str, int]:
-    """Function symbol -> number of instructions starting with ``mnemonic_prefix``."""
-    counts: dict[str, int] = {}
-    cur = None
-    pat = re.compile(r"^\s+" + re.escape(mnemonic_prefix) + r"\w*\s")
+def matrix_mnemonics(disasm: str, mnemonic_prefix: str) -> dict[str, dict[str, int]]:
+    """Function symbol -> {mnemonic: count} of the instructions starting with ``mnemonic_prefix``."""
+    out: dict[str, dict[str, int]] = {}
+    cur: dict[str, int] | None = None
+    pat = re.compile(r"^\s+(" + re.escape(mnemonic_prefix) + r"\w*)\s")
     for line in disasm.splitlines():
         m = _FUNC.match(line)
         if m:
-            cur = m.group(1)
-            counts.setdefault(cur, 0)
-        elif cur is not None and pat.match(line):
-            counts[cur] += 1
-    return counts
+            cur = out.setdefault(m.group(1), {})
+            continue
+        m = pat.match(line)
+        if cur is not None and m:
+            cur[m.group(1)] = cur.get(m.group(1), 0) + 1
+    return {f: dict(sorted(c.items())) for f, c in out.items()}
+
+
+def count_matrix_insts(disasm: str, mnemonic_prefix: str) -> dict[str, int]:
+    """Function symbol -> number of instructions starting with ``mnemonic_prefix``."""
+    return {f: sum(c.values()) for f, c in matrix_mnemonics(disasm, mnemonic_prefix).items()}
+
+
+def wrong_shape(mnemonics: dict[str, int], shape: str) -> dict[str, int]:
+    """The matrix instructions whose mnemonic does not carry ``shape`` ("16x16x32") as its M x N x K
+    (v_mfma_f32_16x16x32_f16, v_mfma_f32_32x32x2f32 and v_wmma_f32_16x16x16_f16 name theirs)."""
+    pat = re.compile(r"(?<![0-9])" + re.escape(shape) + r"(?![0-9])")
+    return {m: c for m, c in mnemonics.items() if not pat.search(m)}
 
 
 _REMARK = re.compile(r"remark:\s+(Function Name|[A-Za-z][A-Za-z ]*?(?: \[[^\]]+\])?):\s*(\S+)\s*\[-Rpass-analysis")
@@ -173,7 +190,7 @@ class UnitResult:
     log: str
     notes: dict[str, dict[str, str]]
     remarks: dict[str, dict[str, str]]
-    counts: dict[str, int]
+    mnemonics: dict[str, dict[str, int]]
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
@@ -202,7 +219,7 @@ def compile_unit(project: Path, arch: ArchSpec, source: str, names: tuple[str, .
         source, names, True, "",
         parse_notes(notes.stdout),
         parse_remarks(p.stderr),
-        count_matrix_insts(dis.stdout, c.get("matrix_instruction", "v_mfma")),
+        matrix_mnemonics(dis.stdout, c.get("matrix_instruction", "v_mfma")),
     )
 
 
@@ -215,11 +232,20 @@ def _kernel_symbol(symbols: list[str], name: str) -> str | None:
     return None
 
 
-def expected_matrix_insts(inst_json: dict[str, Any], arch: ArchSpec) -> int:
+def _on_matrix_unit(inst_json: dict[str, Any], arch: ArchSpec) -> bool:
     from .vocab import DataType
 
-    unit = arch.math_unit_for(DataType(inst_json["datatype"]), inst_json["warp_tile"])
-    if unit not in (MathUnit.MFMA, MathUnit.WMMA):
+    return arch.math_unit_for(DataType(inst_json["datatype"]), inst_json["warp_tile"]) in (MathUnit.MFMA, MathUnit.WMMA)
+
+
+def expected_matrix_shape(inst_json: dict[str, Any], arch: ArchSpec) -> str | None:
+    """The M x N x K every matrix instruction of the instance must have (its warp tile), or None
+    when it runs on FMA."""
+    return "x".join(str(v) for v in inst_json["warp_tile"]) if _on_matrix_unit(inst_json, arch) else None
+
+
+def expected_matrix_insts(inst_json: dict[str, Any], arch: ArchSpec) -> int:
+    if not _on_matrix_unit(inst_json, arch):
         return 0
     tm, tn, tk = inst_json["tile"]
     wm, wn, _ = inst_json["waves"]
@@ -289,10 +315,17 @@ def check_project(project: Path, jobs: int = 0, kernels: Callable[[str], bool] |
             r.sgpr_spill = _int(md, "sgpr_spill_count")
             r.wave_size = _int(md, "wavefront_size")
             r.occupancy = _int(rm, "Occupancy [waves/SIMD]")
-            r.matrix_insts = ur.counts.get(sym, 0)
+            r.matrix_mnemonics = ur.mnemonics.get(sym, {})
+            r.matrix_insts = sum(r.matrix_mnemonics.values())
             r.failures.extend(measured_failures(r.to_json(), arch))
+            shape = expected_matrix_shape(ij, arch)
             if r.matrix_expected and r.matrix_insts == 0:
                 r.failures.append(f"no {arch.compiler.get('matrix_instruction')} instruction (expected {r.matrix_expected} per k step)")
+            elif shape is None and r.matrix_insts:
+                r.failures.append(f"{r.matrix_insts} matrix instructions in an FMA instance")
+            elif shape is not None and (bad := wrong_shape(r.matrix_mnemonics, shape)):
+                r.failures.append(f"matrix instructions not of the warp tile's shape {shape}: "
+                                  + ", ".join(f"{m} x{c}" for m, c in bad.items()))
             if r.wave_size and r.wave_size != arch.warp_size:
                 r.failures.append(f"compiled for wave{r.wave_size}, target is wave{arch.warp_size}")
             results.append(r)

@@ -254,7 +254,7 @@ class Registry:
 
     def select(self, problem: Problem, variant: str = "forward", datatype: str = "fp16",
                cost_model_only: bool = False) -> Selection:
-        """Best kernel for the problem: tuning database (exact, then nearest shape), else the
+        """Best kernel for the problem: tuning database (exact, then a ranking over the nearest tuned shapes), else the
         cost model. NoKernel (with the reasons) when none supports it."""
         kb = ctypes.c_int(0)
         why = ctypes.c_char_p()

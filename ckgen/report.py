@@ -70,7 +70,8 @@ def markdown(rows: Sequence[Row]) -> str:
 
 
 def plots(rows: Sequence[Row], out_dir: Path, peak_tflops: float, bandwidth_gbs: float) -> list[Path] | str:
-    """speedup.png and roofline.png; a message (str) when matplotlib is missing."""
+    """speedup.png, speedup_<variant>.png and roofline.png; a message (str) when matplotlib is
+    missing."""
     try:
         import matplotlib
 
@@ -96,6 +97,10 @@ def plots(rows: Sequence[Row], out_dir: Path, peak_tflops: float, bandwidth_gbs:
         fig.savefig(p, dpi=120)
         plt.close(fig)
         written.append(p)
+    for variant in ("forward", "backward_data", "backward_weight"):
+        p = _variant_plot(plt, [r for r in sp if r.variant == variant], variant, out_dir)
+        if p:
+            written.append(p)
     pts = [r for r in rows if r.gbps > 0 and r.tflops > 0]
     if pts:
         fig, ax = plt.subplots(figsize=(7, 5))
@@ -119,3 +124,31 @@ def plots(rows: Sequence[Row], out_dir: Path, peak_tflops: float, bandwidth_gbs:
         plt.close(fig)
         written.append(p)
     return written
+
+
+def _variant_plot(plt, rows: Sequence[Row], variant: str, out_dir: Path) -> Path | None:
+    """speedup_<variant>.png: one bar per shape and datatype, shapes by cuDNN's time."""
+    if not rows:
+        return None
+    dtypes = sorted({r.datatype for r in rows})
+    shapes = sorted({r.shape for r in rows}, key=lambda s: min(r.cudnn_ms or 0 for r in rows if r.shape == s))
+    by = {(r.shape, r.datatype): r.speedup for r in rows}
+    width = 0.8 / len(dtypes)
+    fig, ax = plt.subplots(figsize=(max(8, len(shapes) * 0.3), 5))
+    for i, dt in enumerate(dtypes):
+        xs = [j + (i - (len(dtypes) - 1) / 2) * width for j in range(len(shapes))]
+        g = geomean([by[(s, dt)] for s in shapes if by.get((s, dt))])
+        ax.bar(xs, [by.get((s, dt)) or 0 for s in shapes], width=width,
+               label=f"{dt} (geomean {g:.2f})" if g else dt)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(shapes)))
+    ax.set_xticklabels(shapes, rotation=90, fontsize=6)
+    ax.set_ylabel("speedup vs cuDNN (cudnn_ms / ms)")
+    ax.set_title(f"{variant}: ckgen best instance vs cuDNN (shapes by cuDNN time)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    p = out_dir / f"speedup_{variant}.png"
+    fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return p

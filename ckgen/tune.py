@@ -8,7 +8,7 @@ Format (version 1):
                   "filter": [1, 3, 3], "stride": [1, 1, 1], "dilation": [1, 1, 1],
                   "pad_l": [0, 1, 1], "pad_r": [0, 1, 1]},
       "kernel": "<best instance>", "k_batch": 0, "ms": 0.0123,
-      "ranking": [{"kernel": ..., "k_batch": ..., "ms": ...}, ...]}]}
+      "ranking": [{"kernel": ..., "k_batch": ..., "ms": ...}, ...]}]}   (every timed pair, fastest first)
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ from .profile import FAILED
 from .shapes import Problem, load_shapes
 
 DB_VERSION = 1
-RANKING_KEEP = 8
+# Every timed (instance, k_batch) of a shape is kept: the dispatcher's neighbour ranking scores
+# an instance by its time relative to the best on each nearby tuned shape, so a truncated
+# ranking would hide how slow the rest are.
+RANKING_KEEP: int | None = None
 
 
 def build_db(rows: Iterable[dict[str, str]], problems: Sequence[Problem], arch: str = "",
@@ -54,7 +57,7 @@ def build_db(rows: Iterable[dict[str, str]], problems: Sequence[Problem], arch: 
                 continue
             seen.add(k)
             ranking.append({"kernel": k[0], "k_batch": k[1], "ms": float(r["ms"])})
-            if len(ranking) == RANKING_KEEP:
+            if RANKING_KEEP is not None and len(ranking) == RANKING_KEEP:
                 break
         entries.append({"variant": v, "datatype": d, "shape": s, "problem": by_name[s].to_json(),
                         "kernel": ranking[0]["kernel"], "k_batch": ranking[0]["k_batch"], "ms": ranking[0]["ms"],

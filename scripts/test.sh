@@ -4,7 +4,8 @@
 #   bash scripts/test.sh [pytest args...]
 #
 # 1. Installs the system packages the tests use when one is missing (Debian/Ubuntu):
-#    cmake, ninja-build, libgtest-dev, clang-19, lld-19, llvm-19 (AMD device-only builds) and
+#    cmake, ninja-build, libgtest-dev, clang-19, lld-19, llvm-19 and clang-22, lld-22, llvm-22
+#    (AMD device-only builds; gfx950 needs LLVM >= 20, Debian bookworm-security has 22) and
 #    hipcc (AMD host build). sudo is used only when not root. CKGEN_SKIP_APT=1 skips this.
 # 2. Creates .venv (with the system site-packages, so installed dependencies are reused) unless
 #    a virtualenv is already active, and installs ckgen editable with its test extras into it.
@@ -18,7 +19,7 @@ cd "$ROOT"
 t0=$SECONDS
 
 # --- 1. system packages -------------------------------------------------------------------
-APT_PACKAGES=(cmake ninja-build libgtest-dev clang-19 lld-19 llvm-19 hipcc)
+APT_PACKAGES=(cmake ninja-build libgtest-dev clang-19 lld-19 llvm-19 clang-22 lld-22 llvm-22 hipcc)
 if [[ "${CKGEN_SKIP_APT:-0}" != 1 ]] && command -v dpkg-query >/dev/null; then
   missing=()
   for p in "${APT_PACKAGES[@]}"; do

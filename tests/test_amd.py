@@ -3,9 +3,9 @@
 - parsers of check-isa (readelf notes, objdump, compiler remarks) on fixed text (fast);
 - the 'measured' rule: measured resources fed back with `generate --resources` reject instances
   that spill or exceed LDS, with the measured numbers in the reason (fast);
-- device-only compile + ISA count + resources of a small subset per arch (gfx942, gfx1100,
-  gfx1201) with clang-19 (`ckgen check-isa`); skipped with the reason when clang-19 is missing;
-- gfx950: check-isa refuses with the toolchain reason when clang-22 is missing;
+- device-only compile + ISA count + mnemonic shapes + resources of a small subset per arch
+  (`ckgen check-isa`): gfx942, gfx1100, gfx1201 with clang-19, gfx950 with clang-22 (its
+  16x16x32 / 32x32x16 MFMA); skipped with the reason only when that toolchain is missing;
 - hipcc (Debian 5.2, HIP_PLATFORM=amd) builds a small gfx90a --set tests project, profilers and
   GoogleTest binaries included (slow); skipped with the reason when hipcc is missing.
 Nothing here runs a kernel (no AMD GPU): see bench/AMD.md.
@@ -13,6 +13,7 @@ Nothing here runs a kernel (no AMD GPU): see bench/AMD.md.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -23,7 +24,8 @@ import pytest
 
 from ckgen import rules
 from ckgen.arch import get_arch
-from ckgen.isa import count_matrix_insts, parse_notes, parse_remarks, toolchain_problem, write_manifest_resources
+from ckgen.isa import (count_matrix_insts, matrix_mnemonics, parse_notes, parse_remarks, toolchain_problem,
+                       write_manifest_resources, wrong_shape)
 from ckgen.naming import parse_name
 
 from conftest import cli, cli_proc, have
@@ -87,6 +89,23 @@ def test_count_matrix_insts() -> None:
     assert count_matrix_insts(DISASM, "v_wmma") == {K: 0, "other": 0}
 
 
+def test_matrix_mnemonics_and_shape() -> None:
+    assert matrix_mnemonics(DISASM, "v_mfma") == {K: {"v_mfma_f32_32x32x8_f16": 2}, "other": {}}
+    m = {"v_mfma_f32_16x16x32_f16": 4}
+    assert wrong_shape(m, "16x16x32") == {}
+    assert wrong_shape(m, "16x16x16") == m  # a double-K tile must not hide behind 16x16x16
+    assert wrong_shape({"v_mfma_f32_16x16x16_bf16": 8}, "16x16x32") == {"v_mfma_f32_16x16x16_bf16": 8}
+    assert wrong_shape({"v_mfma_f32_32x32x2f32": 1, "v_mfma_f32_32x32x2_f32": 1}, "32x32x2") == {}
+    assert wrong_shape({"v_mfma_f32_32x32x16_bf16": 1}, "32x32x1") != {}
+
+
+def test_toolchain_problem_names_the_packages() -> None:
+    a = get_arch("gfx950")
+    gone = dataclasses.replace(a, compiler=dict(a.compiler, device_only_compiler="clang++-no-such-version"))
+    why = toolchain_problem(gone)
+    assert why and "clang++-no-such-version not found" in why and "clang-22 lld-22 llvm-22" in why, why
+
+
 def test_parse_remarks() -> None:
     r = parse_remarks(REMARKS)
     assert r[K]["VGPRs"] == "74" and r[K]["Occupancy [waves/SIMD]"] == "3"
@@ -141,7 +160,7 @@ def test_measured_rule_is_off_without_resources() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Device-only compile, ISA and resources (clang-19)
+# Device-only compile, ISA and resources (clang-19; clang-22 for gfx950)
 # ------------------------------------------------------------------------------------------
 # One instance per datatype and variant, small tiles (whatever pipeline the defaults use): 5-6
 # compiles per arch.
@@ -151,19 +170,27 @@ ISA_KERNELS = (
     "grouped_conv_bwd_data_bf16_2d_t64x64x32_w2x2x1_wt16x16x16_*_v8x8x8",
     "grouped_conv_bwd_weight_fp16_2d_t64x64x32_w2x2x1_wt16x16x16_*_v8x8x8",
 )
+# gfx950 (CDNA4) adds the double-K MFMA tiles: one per variant, both datatypes, both shapes.
+ISA_KERNELS_GFX950 = (
+    "grouped_conv_fwd_*_2d_t64x64x32_w2x2x1_wt16x16x32_*_v8x8x8",
+    "grouped_conv_bwd_data_bf16_2d_t64x64x32_w2x2x1_wt32x32x16_*_v8x8x8",
+    "grouped_conv_bwd_weight_fp16_2d_t64x64x32_w2x2x1_wt32x32x16_*_v8x8x8",
+)
 
 
 def _needs(arch: str) -> str | None:
     return toolchain_problem(get_arch(arch))
 
 
-@pytest.mark.parametrize("arch, unit", [("gfx942", "v_mfma"), ("gfx1100", "v_wmma"), ("gfx1201", "v_wmma")])
+@pytest.mark.parametrize("arch, unit", [("gfx942", "v_mfma"), ("gfx950", "v_mfma"), ("gfx1100", "v_wmma"),
+                                        ("gfx1201", "v_wmma")])
 def test_check_isa_subset(tmp_path: Path, arch: str, unit: str) -> None:
     why = _needs(arch)
     if why:
         pytest.skip(f"{arch} device-only compile unavailable: {why}")
     gen = tmp_path / "gen"
-    sel = [a for k in ISA_KERNELS for a in ("--kernels", k)]
+    globs = ISA_KERNELS + (ISA_KERNELS_GFX950 if arch == "gfx950" else ())
+    sel = [a for k in globs for a in ("--kernels", k)]
     cli("generate", "--arch", arch, *sel, "-o", str(gen), "-q")
     p = cli_proc("check-isa", "-o", str(gen), "--resources-out", str(tmp_path / "res.json"), timeout=1200)
     man = json.loads((gen / "manifest.json").read_text())
@@ -178,24 +205,23 @@ def test_check_isa_subset(tmp_path: Path, arch: str, unit: str) -> None:
             assert r["matrix_insts"] == 0 and r["matrix_expected"] == 0  # RDNA fp32 runs on FMA
         else:
             assert r["matrix_insts"] >= r["matrix_expected"] > 0, (name, r)
+            # every matrix instruction has the warp tile's shape: v_mfma_f32_16x16x32_bf16 for wt16x16x32
+            shape = parse_name(name).warp_tile
+            want = f"{unit}_f32_{shape[0]}x{shape[1]}x{shape[2]}"
+            assert r["matrix_mnemonics"] and all(m.startswith(want) for m in r["matrix_mnemonics"]), (name, r)
+            assert sum(r["matrix_mnemonics"].values()) == r["matrix_insts"]
         assert r["scratch_bytes"] == 0 and r["ok"], (name, r)
     assert p.returncode == 0
     assert len(res) >= 5
+    if arch == "gfx950":  # the CDNA4-only instructions are there, fp16 and bf16
+        seen = {m for r in res.values() for m in r["matrix_mnemonics"]}
+        assert {"v_mfma_f32_16x16x32_f16", "v_mfma_f32_16x16x32_bf16", "v_mfma_f32_32x32x16_f16",
+                "v_mfma_f32_32x32x16_bf16"} <= seen, seen
     # Deterministic: writing the same measurements again leaves the manifest byte-identical.
     before = (gen / "manifest.json").read_bytes()
     doc = json.loads((tmp_path / "res.json").read_text())
     write_manifest_resources(gen, doc)
     assert (gen / "manifest.json").read_bytes() == before
-
-
-def test_check_isa_gfx950_blocked_without_llvm20(tmp_path: Path) -> None:
-    why = _needs("gfx950")
-    if why is None:
-        pytest.skip("clang-22 is installed: gfx950 compiles here")
-    gen = tmp_path / "gen"
-    cli("generate", "--arch", "gfx950", *SUBSET, "--kernels", "*t64x64x32*wt16x16x32*v8x8x8", "-o", str(gen), "-q")
-    p = cli_proc("check-isa", "-o", str(gen), ok=False)
-    assert p.returncode == 2 and "clang++-22" in p.stderr and "gfx950" in p.stderr
 
 
 def test_check_isa_refuses_nvidia_projects(tmp_path: Path) -> None:

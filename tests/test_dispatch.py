@@ -86,6 +86,17 @@ def test_mark_best_and_tuning_db() -> None:
     assert len(build_db(rows, ps, shapes=["r50_l1_3x3_64_64"])["entries"]) == 1
 
 
+def test_tuning_db_keeps_every_timed_pair() -> None:
+    # the neighbour ranking needs every instance's time relative to the best, not a top-N
+    mk = lambda i, kb: {"shape": "r50_l1_1x1_64_64", "variant": "backward_weight", "datatype": "fp16",
+                        "instance": f"k{i:02d}", "ms": str(0.1 + 0.01 * i), "verified": "pass", "k_batch": str(kb)}
+    rows = [mk(i, kb) for i in range(12) for kb in (0, 4)]
+    db = build_db(rows, load_shapes(SHAPES))
+    ranking = db["entries"][0]["ranking"]
+    assert len(ranking) == 24 and [r["ms"] for r in ranking] == sorted(r["ms"] for r in ranking)
+    assert {(r["kernel"], r["k_batch"]) for r in ranking} == {(f"k{i:02d}", kb) for i in range(12) for kb in (0, 4)}
+
+
 def test_summary_distribution() -> None:
     q = [Quality("forward", "fp16", f"s{i}", "k", 0, "cost-model", ms, "b", 1.0) for i, ms in enumerate([1.0, 1.05, 1.5, None])]
     s = summarize(q)
@@ -110,6 +121,9 @@ def test_report_markdown_and_plots(tmp_path: Path) -> None:
         assert "matplotlib is not installed" in r.stderr
     else:
         assert (tmp_path / "rep" / "speedup.png").is_file() and (tmp_path / "rep" / "roofline.png").is_file()
+        # one plot per variant that has a cuDNN time to compare with
+        assert (tmp_path / "rep" / "speedup_forward.png").is_file()
+        assert not (tmp_path / "rep" / "speedup_backward_weight.png").exists()
 
 
 # ------------------------------------------------------------------ CLI surface
@@ -267,6 +281,57 @@ def test_select_tuning_db(reg, tmp_path: Path) -> None:
 
     with pytest.raises(CkgenRuntimeError, match="JSON"):
         r.load_tuning_db(bad)
+    r.load_tuning_db(None)
+
+
+def _fwd_3x3(hw: int, name: str = "") -> Problem:
+    return Problem.make(N=2, C=64, K=64, input=(hw, hw), filter=(3, 3), pad=1, name=name)
+
+
+def _db_rows(times: dict[str, dict[str, float]]) -> list[dict[str, str]]:
+    return [{"shape": s, "variant": "forward", "datatype": "fp16", "instance": k, "ms": str(ms), "verified": "pass",
+             "k_batch": "0"} for s, t in times.items() for k, ms in t.items()]
+
+
+@pytest.mark.slow
+@needs_build
+def test_select_neighbour_ranking(reg, tmp_path: Path) -> None:
+    """A shape not in the DB is ranked by the nearest tuned shapes together: the single nearest
+    one prefers v1 by a hair, three slightly farther ones find v1 twice as slow as v8."""
+    r = reg[0]
+    target = _fwd_3x3(64)
+    shapes = [_fwd_3x3(72, "near"), _fwd_3x3(48, "b"), _fwd_3x3(88, "c"), _fwd_3x3(40, "d"), _fwd_3x3(200, "far")]
+    times = {"near": {FWD_V1: 0.100, FWD_V8: 0.105}, "b": {FWD_V1: 0.2, FWD_V8: 0.1},
+             "c": {FWD_V1: 0.2, FWD_V8: 0.1}, "d": {FWD_V1: 0.2, FWD_V8: 0.1},
+             "far": {FWD_V1: 0.1, FWD_V8: 0.5}}  # 5th nearest: outside the 4 that vote
+    db = tmp_path / "db.json"
+    db.write_text(json.dumps(build_db(_db_rows(times), shapes, arch="sm_90a")))
+    assert r.load_tuning_db(db) == 5
+    s = r.select(target, "forward", "fp16")
+    assert s.source == "tuning-db-nearest" and s.name == FWD_V8, s.why
+    assert "4 nearest tuned shape(s) 'near'" in s.why and "'far'" not in s.why, s.why
+    # the exact shape still takes its own ranking
+    assert r.select(shapes[0], "forward", "fp16").name == FWD_V1
+    # neighbours that agree: their common winner
+    times2 = {k: {FWD_V1: 0.1, FWD_V8: 0.3} for k in ("near", "b", "c", "d")}
+    db.write_text(json.dumps(build_db(_db_rows(times2), shapes[:4], arch="sm_90a")))
+    r.load_tuning_db(db)
+    assert r.select(target, "forward", "fp16").name == FWD_V1
+    # an instance no neighbour timed is scored by the cost model plus a handicap: the cost model
+    # alone prefers v8 on this aligned problem, but v1 was measured and v8 was not
+    times3 = {k: {FWD_V1: 0.1} for k in ("near", "b", "c", "d")}
+    db.write_text(json.dumps(build_db(_db_rows(times3), shapes[:4], arch="sm_90a")))
+    r.load_tuning_db(db)
+    assert r.select(target, "forward", "fp16", cost_model_only=True).name == FWD_V8
+    s = r.select(target, "forward", "fp16")
+    assert s.name == FWD_V1 and "1 neighbour(s)" not in s.why and "4 neighbour(s) timed it" in s.why, s.why
+    # only an unsupported instance timed nearby (C=3 refuses v8): the supported, untimed v1 by cost model
+    c3 = [Problem.make(N=2, C=3, K=64, input=(hw, hw), filter=(7, 7), stride=2, pad=3, name=f"c3_{hw}")
+          for hw in (200, 240)]
+    db.write_text(json.dumps(build_db(_db_rows({"c3_200": {FWD_V8: 0.1}}), c3, arch="sm_90a")))
+    r.load_tuning_db(db)
+    s = r.select(c3[1], "forward", "fp16")
+    assert s.source == "tuning-db-nearest" and s.name == FWD_V1 and "untimed by the neighbours" in s.why, s.why
     r.load_tuning_db(None)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
+import site
 import sys
 import zipfile
 from pathlib import Path
@@ -54,6 +55,11 @@ def test_installed_wheel_generates_from_another_directory(wheel: Path, tmp_path:
     # the test needs no network; ckgen itself comes only from the wheel.
     _run(sys.executable, "-m", "venv", "--system-site-packages", str(venv))
     py = venv / "bin" / "python"
+    # When this interpreter is itself a virtualenv (scripts/test.sh's .venv), the new venv's
+    # --system-site-packages sees only the base interpreter: point it at ours too (.pth file).
+    new_site = _run(str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
+    ours = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    (Path(new_site) / "_ckgen_test_parent_site.pth").write_text("\n".join(ours) + "\n")
     _run(str(py), "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", str(wheel))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -5,7 +5,7 @@
 
 Inputs (committed):
   bench/resources/<gfx>.json                     ckgen check-isa --resources-out over today's
-                                                 defaults (AMD, clang-19 device only)
+                                                 defaults (AMD, clang-19 device only; clang-22 for gfx950)
   bench/calibration/resources_<gfx>_basic_*.json the same over the earlier, larger default set
                                                  (basic pipeline, every legal warp tile)
   bench/calibration/ptxas_sm_90a_defaults.txt    nvcc 13.0 -Xptxas -v over today's sm_90a
@@ -101,7 +101,7 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     cal = ROOT / "bench" / "calibration"
-    for arch in ("gfx942", "gfx1100", "gfx1201"):
+    for arch in ("gfx942", "gfx950", "gfx1100", "gfx1201"):
         for p in sorted(cal.glob(f"resources_{arch}_basic_*.json")):
             rows += amd_rows(p, "basic (earlier defaults)")
         p = ROOT / "bench" / "resources" / f"{arch}.json"

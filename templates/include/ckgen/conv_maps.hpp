@@ -83,8 +83,12 @@ struct FwdView {
   CKGEN_DEVICE int N() const { return p.Ng; }
   CKGEN_DEVICE int K() const { return p.Kred; }
 
+  // The address splits into a row part (image, output position: `base` holds the offset of
+  // the row's first tap, b* its input coordinates) and a reduction part (`off` = the tap's
+  // offset from there plus the channel, o* the tap's coordinate offsets), so a_ptr adds two
+  // offsets and checks the bounds: the loaders compute the reduction part once per k step.
   struct AFix { int64_t base; int b0, b1, b2; bool ok; };
-  struct AK { int c, o0, o1, o2; bool ok; };
+  struct AK { int64_t off; int o0, o1, o2; bool ok; };
   CKGEN_DEVICE AFix a_fix(int m) const {
     AFix f;
     f.ok = m < p.M;
@@ -97,10 +101,11 @@ struct FwdView {
       p.fd_out[2].divmod(m, q, o2);
       p.fd_out[1].divmod(q, q, o1);
       p.fd_out[0].divmod(q, q, o0);
-      f.base = int64_t(q) * p.in_spatial * p.GC + int64_t(g) * p.C;
       f.b0 = o0 * p.s[0] - p.pl[0];
       f.b1 = o1 * p.s[1] - p.pl[1];
       f.b2 = o2 * p.s[2] - p.pl[2];
+      f.base = int64_t(q) * p.in_spatial * p.GC + int64_t(g) * p.C +
+               int64_t((f.b0 * p.in_[1] + f.b1) * p.in_[2] + f.b2) * p.GC;
     }
     return f;
   }
@@ -108,33 +113,26 @@ struct FwdView {
     AK r;
     r.ok = k < p.Kred;
     if constexpr (k1x1) {
-      r.c = k;
+      r.off = k;
       r.o0 = r.o1 = r.o2 = 0;
     } else {
-      int q, x, y, z;
-      p.fd_C.divmod(k, q, r.c);
+      int q, c, x, y, z;
+      p.fd_C.divmod(k, q, c);
       p.fd_fil[2].divmod(q, q, x);
       p.fd_fil[1].divmod(q, z, y);
       r.o0 = z * p.dil[0];
       r.o1 = y * p.dil[1];
       r.o2 = x * p.dil[2];
+      r.off = int64_t((r.o0 * p.in_[1] + r.o1) * p.in_[2] + r.o2) * p.GC + c;
     }
     return r;
   }
   CKGEN_DEVICE const Raw* a_ptr(const AFix& f, const AK& k, bool& ok) const {
-    const Raw* base = static_cast<const Raw*>(p.in);
-    int64_t off;
     ok = f.ok && k.ok;
-    if constexpr (k1x1s1) {
-      off = f.base + k.c;
-    } else {
-      const int d = f.b0 + k.o0, h = f.b1 + k.o1, w = f.b2 + k.o2;
-      if constexpr (!k1x1)
-        ok = ok && detail::in_range(d, p.in_[0]) && detail::in_range(h, p.in_[1]) &&
-             detail::in_range(w, p.in_[2]);
-      off = f.base + int64_t((d * p.in_[1] + h) * p.in_[2] + w) * p.GC + k.c;
-    }
-    return base + (ok ? off : 0);
+    if constexpr (!k1x1)
+      ok = ok && detail::in_range(f.b0 + k.o0, p.in_[0]) && detail::in_range(f.b1 + k.o1, p.in_[1]) &&
+           detail::in_range(f.b2 + k.o2, p.in_[2]);
+    return static_cast<const Raw*>(p.in) + (ok ? f.base + k.off : 0);
   }
 
   struct BFix { int64_t base; bool ok; };
@@ -225,8 +223,10 @@ struct BwdDataView {
   CKGEN_DEVICE int N() const { return p.C; }
   CKGEN_DEVICE int K() const { return K_; }
 
+  // As in FwdView: `base` is the offset of the row's own output position, `aoff` the tap's
+  // offset from there plus the channel, so a_ptr adds two offsets and checks the bounds.
   struct AFix { int64_t base; int i0, i1, i2; bool ok; };
-  struct AK { int kc, o0, o1, o2; int64_t woff; bool ok; };
+  struct AK { int kc, o0, o1, o2; int64_t aoff, woff; bool ok; };
 
   CKGEN_DEVICE void split_m(int m, int& n, int& i0, int& i1, int& i2) const {
     int q;
@@ -240,7 +240,8 @@ struct BwdDataView {
     if (!f.ok) m = 0;
     int n;
     split_m(m, n, f.i0, f.i1, f.i2);
-    f.base = int64_t(n) * p.out_spatial * p.GK + int64_t(g) * p.K;
+    f.base = int64_t(n) * p.out_spatial * p.GK + int64_t(g) * p.K +
+             int64_t((f.i0 * p.out_[1] + f.i1) * p.out_[2] + f.i2) * p.GK;
     return f;
   }
   CKGEN_DEVICE AK a_k(int k) const {
@@ -257,14 +258,13 @@ struct BwdDataView {
     const int f1 = dc[1].f0 + j1 * dc[1].fstep;
     const int f2 = dc[2].f0 + j2 * dc[2].fstep;
     r.woff = int64_t(r.kc) * p.ZYXC + int64_t((f0 * p.fil[1] + f1) * p.fil[2] + f2) * p.C;
+    r.aoff = int64_t((r.o0 * p.out_[1] + r.o1) * p.out_[2] + r.o2) * p.GK + r.kc;
     return r;
   }
   CKGEN_DEVICE const Raw* a_ptr(const AFix& f, const AK& k, bool& ok) const {
-    const int d = f.i0 + k.o0, h = f.i1 + k.o1, w = f.i2 + k.o2;
-    ok = f.ok && k.ok && detail::in_range(d, p.out_[0]) && detail::in_range(h, p.out_[1]) &&
-         detail::in_range(w, p.out_[2]);
-    const int64_t off = f.base + int64_t((d * p.out_[1] + h) * p.out_[2] + w) * p.GK + k.kc;
-    return static_cast<const Raw*>(p.out) + (ok ? off : 0);
+    ok = f.ok && k.ok && detail::in_range(f.i0 + k.o0, p.out_[0]) &&
+         detail::in_range(f.i1 + k.o1, p.out_[1]) && detail::in_range(f.i2 + k.o2, p.out_[2]);
+    return static_cast<const Raw*>(p.out) + (ok ? f.base + k.aoff : 0);
   }
 
   // B is contiguous along n (= c): fix = the column, k = the row (tap, kc).

@@ -2,18 +2,23 @@
 //
 //   1. Tuning database (JSON written by `ckgen tune`; loaded from a path, or from the file named
 //      by the environment variable CKGEN_TUNING_DB on first use):
-//        exact problem match (variant, datatype, every problem field) first;
-//        else the nearest tuned shape of the same variant/datatype/ndim by a distance on log
-//        sizes (G, N, C, K, spatial, GEMM M/N/K) plus a penalty per differing filter/stride/
-//        dilation/pad, up to kMaxDistance; the entry's ranking is walked until an instance
-//        that is registered and supports the problem is found.
-//   2. Cost model when the database has nothing: per instance (and per k_batch for
+//        exact problem match (variant, datatype, every problem field) first: the entry's
+//        ranking is walked until an instance that is registered and supports the problem;
+//        else the neighbour ranking: the kNeighbours tuned shapes of the same variant/datatype/
+//        ndim nearest by problem_distance (|log| GEMM M/N/K/batch, filter and stride), up to
+//        kMaxDistance. Each supported (instance, k_batch) gets the weighted mean, over the
+//        neighbours that timed it, of log(its time / that neighbour's best time), with weights
+//        exp(-distance / kBandwidth); instances no neighbour timed get the cost model's
+//        log(estimate / best estimate) plus kUntimedPenalty. The lowest score wins.
+//   2. Cost model when the database has nothing near: per instance (and per k_batch for
 //      backward_weight) an estimated time from
 //        tile efficiency  = useful / padded M*N*K (what the tile wastes at the edges),
 //        waves            = ceil(tiles / (compute units * resident blocks per CU)),
 //        occupancy        = resident blocks per CU from threads, shared memory, registers,
 //        a roofline       = max(compute at peak * utilisation, bytes / bandwidth) + launch,
-//        split-K          = fp32 workspace traffic and a second launch for k_batch > 1.
+//        split-K          = fp32 workspace traffic in the main kernel, the memset / finish
+//                           kernels after it (serial) and their launches for k_batch > 1 (every
+//                           variant: forward / backward_data instances with k_batch != 1 split too).
 //      The arch numbers come from ckgen/generated/arch_params.hpp (rendered from
 //      arch_specs.json); the compute-unit count is the device's when a device is present.
 //
@@ -290,27 +295,33 @@ inline GemmDims gemm_dims(Variant v, const ConvProblem& p) {
   return d;
 }
 
-// Distance between two problems of one variant: |log| differences of the sizes that set the
-// work and the tile fit, plus 1.0 per differing filter / stride / dilation / pad component (a
-// 1x1 should not borrow a 3x3's choice unless nothing closer exists).
+// Distance between two problems of one variant, for the neighbour ranking: |log| differences of
+// the per-group GEMM M, N, K and the batch (groups x stride classes), which set the tile fit and
+// the parallelism, plus half the |log| differences of the filter size and the stride (a 1x1
+// borrows from a 3x3 of the same GEMM only when nothing closer exists). Leave-one-out over the
+// even RetinaNet rows of the H200 v2 profile preferred these features to raw G/N/C/K/spatial
+// sizes with per-component penalties (bench/NOTES.md, "Neighbour ranking").
 inline double problem_distance(Variant v, const ConvProblem& a, const ConvProblem& b) {
   auto l = [](int64_t x, int64_t y) {
     return std::fabs(std::log(double(std::max<int64_t>(x, 1))) - std::log(double(std::max<int64_t>(y, 1))));
   };
-  double d = l(a.G, b.G) + l(a.N, b.N) + l(a.C, b.C) + l(a.K, b.K) +
-             l(a.in_spatial(), b.in_spatial()) + l(a.out_spatial(), b.out_spatial());
   const GemmDims ga = gemm_dims(v, a), gb = gemm_dims(v, b);
-  d += l(ga.M, gb.M) + l(ga.N, gb.N) + l(ga.K, gb.K);
-  for (int i = 0; i < 3; ++i)
-    d += double(a.filter[i] != b.filter[i]) + double(a.stride[i] != b.stride[i]) +
-         double(a.dilation[i] != b.dilation[i]) +
-         0.5 * double(a.pad_l[i] != b.pad_l[i] || a.pad_r[i] != b.pad_r[i]);
+  double d = l(ga.M, gb.M) + l(ga.N, gb.N) + l(ga.K, gb.K) + l(ga.batch, gb.batch);
+  int64_t sa = 1, sb = 1;
+  for (int i = 0; i < 3; ++i) {
+    sa *= a.stride[i];
+    sb *= b.stride[i];
+  }
+  d += 0.5 * (l(a.filter_spatial(), b.filter_spatial()) + l(sa, sb));
   return d;
 }
 
 class TuningDb {
  public:
-  static constexpr double kMaxDistance = 6.0;
+  static constexpr double kMaxDistance = 6.0;   // farther tuned shapes are not neighbours
+  static constexpr int kNeighbours = 4;         // tuned shapes that vote
+  static constexpr double kBandwidth = 0.5;     // weight exp(-distance / kBandwidth)
+  static constexpr double kUntimedPenalty = 0.1;  // log-time handicap of a cost-model-only score
 
   // Loads `path`; throws std::runtime_error with the reason.
   void load(const std::string& path) {
@@ -404,12 +415,15 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   CostEstimate c;
   auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
   const GemmDims g = gemm_dims(k.variant, p);
-  const int kb = std::max(1, k.variant == Variant::BackwardWeight ? k_batch : 1);
+  // forward / backward_data instances with k_batch 1 never split (kernel.hpp resolve_k_batch).
+  const bool splits = k.variant == Variant::BackwardWeight || k.k_batch != 1;
+  const int kb = std::max(1, splits ? k_batch : 1);
   c.k_batch = kb;
   const int64_t mt = cdiv(g.M, k.tile_m), nt = cdiv(g.N, k.tile_n);
   const int64_t k_per_split = cdiv(g.K, kb);
   const int64_t kt = cdiv(k_per_split, k.tile_k);
-  c.tiles = mt * nt * g.batch * kb;
+  const int64_t batch_blocks = std::max<int64_t>(1, g.batch / std::max(1, k.groups_to_merge));
+  c.tiles = mt * nt * batch_blocks * kb;
   const double useful = double(g.M) * double(g.N) * double(g.K);
   const double padded = double(mt * k.tile_m) * double(nt * k.tile_n) * double(kt * k.tile_k * kb);
   c.tile_efficiency = useful / padded;
@@ -447,7 +461,12 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const double vec_bytes = double(std::min(k.vec_a, k.vec_b) * eb);
   const double feed = (0.5 + 0.5 * std::min(16.0, vec_bytes) / 16.0) *
                       (k.pipeline != Pipeline::Basic ? 1.0 : 0.6);  // prefetching pipelines
-  const double util = std::min(1.0, resident * warps / 8.0) * (reuse / (reuse + 32.0)) * 0.4 * feed;
+  // wavelet: the math warps wait on the load waves at every stage; with fewer than 4 math warps a
+  // block cannot keep the math going through those waits (the H200 v2 profile: the 2-math-warp
+  // 64x64 wavelet runs 1.3-1.6x slower than the 4-warp multistage 64x64 on the same shapes).
+  const double handoff = k.pipeline == Pipeline::Wavelet ? std::min(1.0, warps / 4.0) : 1.0;
+  const double util =
+      std::min(1.0, resident * warps / 8.0) * (reuse / (reuse + 32.0)) * 0.4 * feed * handoff;
   const double compute_us = double(per_cu) * tile_flops / (peak_cu * util) * 1e6;
 
   // Memory: the unique bytes once, plus operand re-reads per tile (L2 catches half).
@@ -456,15 +475,28 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
       double(c.tiles) * double(k.tile_m + k.tile_n) * double(kt * k.tile_k) * eb * 0.5;
   double bytes = unique + reread;
   double extra_us = 3.0;  // launch
-  if (k.variant == Variant::BackwardWeight && kb > 1) {
-    const double ws = double(p.weight_elems()) * 4.0;
-    // one-stage: zero-fill, kb atomic read-modify-writes of the fp32 workspace, convert;
-    // two-stage: kb partial writes, a reduce that reads them all. Both add launches.
-    bytes += (k.stage == Stage::One ? 2.0 * kb + 2.0 : 2.0 * kb) * ws;
-    extra_us += k.stage == Stage::One ? 4.0 : 3.0;
+  double serial_bytes = 0;  // split-K work outside the main kernel (memset, finish kernel)
+  if (kb > 1) {
+    // the fp32 workspace holds the written tensor (kernel.hpp dst_elems)
+    const int64_t dst = k.variant == Variant::Forward        ? p.output_elems()
+                        : k.variant == Variant::BackwardData ? p.input_elems()
+                                                             : p.weight_elems();
+    const double ws = double(dst) * 4.0;
+    if (k.stage == Stage::One) {
+      // zero-fill, kb fp32 atomic read-modify-writes of the workspace inside the main kernel,
+      // then a convert kernel: three launches.
+      // (the atomics contend on the same addresses: not hidden under the math)
+      serial_bytes += 2.0 * kb * ws + ws + ws + double(dst) * eb;
+      extra_us += 4.0;
+    } else {
+      // kb partial writes, then a reduce that reads them all and writes the result: two launches.
+      bytes += kb * ws;
+      serial_bytes += kb * ws + double(dst) * eb;
+      extra_us += 2.0;
+    }
   }
   const double mem_us = bytes / (a.bandwidth_gbs * 1e9) * 1e6;
-  c.us = std::max(compute_us, mem_us) + extra_us;
+  c.us = std::max(compute_us, mem_us) + serial_bytes / (a.bandwidth_gbs * 1e9) * 1e6 + extra_us;
   return c;
 }
 
@@ -548,22 +580,30 @@ class Dispatcher {
     return by_cost(p, dt, v);
   }
 
-  // The cost model alone (also for tests and explanations).
-  Selection by_cost(const ConvProblem& p, DataType dt, Variant v) const {
-    Selection best;
-    best.source = "cost-model";
+  // One supported (instance, k_batch) and the cost model's estimate for it.
+  struct CostCandidate {
+    int index = -1;
+    int k_batch = 0;
+    CostEstimate cost;
+  };
+
+  // Every registered instance of (variant, datatype, ndim) that supports the problem, per split
+  // count tried (backward_weight instances with k_batch 0: k_batch_candidates()), with its
+  // estimate. `reasons` counts the refusals, `candidates` the instances of the right ndim.
+  std::vector<CostCandidate> cost_candidates(const ConvProblem& p, DataType dt, Variant v,
+                                             std::map<std::string, int>* reasons = nullptr,
+                                             int* candidates = nullptr) const {
+    std::vector<CostCandidate> out;
     const auto& all = reg_.all();
-    std::map<std::string, int> reasons;
-    int candidates = 0;
     for (size_t i = 0; i < all.size(); ++i) {
       const KernelBase& k = *all[i];
       const KernelKey& key = k.key();
       if (key.variant != v || key.datatype != dt) continue;
       if (key.ndim != p.ndim) {
-        ++reasons["ndim mismatch"];
+        if (reasons) ++(*reasons)["ndim mismatch"];
         continue;
       }
-      ++candidates;
+      if (candidates) ++*candidates;
       std::vector<int> kbs = {0};
       if (v == Variant::BackwardWeight && key.k_batch == 0) kbs = k_batch_candidates_;
       for (int kb : kbs) {
@@ -571,27 +611,43 @@ class Dispatcher {
         o.k_batch = kb;
         const std::string r = k.is_supported(p, o);
         if (!r.empty()) {
-          ++reasons[r];
+          if (reasons) ++(*reasons)[r];
           continue;
         }
-        int eff_kb = 1;
-        if (v == Variant::BackwardWeight)
-          eff_kb = kb > 0 ? kb : (key.k_batch > 0 ? key.k_batch : auto_k_batch(key, p));
-        const CostEstimate c = estimate_cost(key, p, eff_kb, arch_);
-        if (!best.kernel || c.us < best.estimate_us) {
-          best.kernel = &k;
-          best.index = int(i);
-          best.k_batch = kb;
-          best.estimate_us = c.us;
-          std::ostringstream os;
-          os << c.us << " us (tiles " << c.tiles << ", waves " << c.waves
-             << ", blocks/CU " << c.blocks_per_cu << ", tile efficiency " << c.tile_efficiency
-             << ", k_batch " << c.k_batch << ")";
-          best.why = os.str();
-        }
+        out.push_back({int(i), kb, estimate_cost(key, p, effective_k_batch(key, p, kb), arch_)});
       }
     }
-    if (!best.kernel) {
+    return out;
+  }
+
+  // The split count an instance runs with for RunOptions::k_batch = kb (1 for the variants
+  // without split-K).
+  int effective_k_batch(const KernelKey& key, const ConvProblem& p, int kb) const {
+    if (key.variant != Variant::BackwardWeight && key.k_batch == 1) return 1;
+    return kb > 0 ? kb : (key.k_batch > 0 ? key.k_batch : auto_k_batch(key, p));
+  }
+
+  // The cost model alone (also for tests and explanations).
+  Selection by_cost(const ConvProblem& p, DataType dt, Variant v) const {
+    Selection best;
+    best.source = "cost-model";
+    std::map<std::string, int> reasons;
+    int candidates = 0;
+    const std::vector<CostCandidate> cs = cost_candidates(p, dt, v, &reasons, &candidates);
+    const CostCandidate* b = nullptr;
+    for (const CostCandidate& c : cs)
+      if (!b || c.cost.us < b->cost.us) b = &c;
+    if (b) {
+      const CostEstimate& c = b->cost;
+      best.kernel = reg_.all()[size_t(b->index)].get();
+      best.index = b->index;
+      best.k_batch = b->k_batch;
+      best.estimate_us = c.us;
+      std::ostringstream os;
+      os << c.us << " us (tiles " << c.tiles << ", waves " << c.waves << ", blocks/CU " << c.blocks_per_cu
+         << ", tile efficiency " << c.tile_efficiency << ", k_batch " << c.k_batch << ")";
+      best.why = os.str();
+    } else {
       std::ostringstream os;
       os << "no " << to_string(v) << " " << to_string(dt) << " instance supports the problem ("
          << candidates << " candidate(s) of ndim " << p.ndim << ")";
@@ -609,7 +665,9 @@ class Dispatcher {
   int auto_k_batch(const KernelKey& key, const ConvProblem& p) const {
     const GemmDims g = gemm_dims(key.variant, p);
     auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
-    const int64_t tiles = g.batch * cdiv(g.M, key.tile_m) * cdiv(g.N, key.tile_n);
+    const int64_t classes = g.batch / std::max<int64_t>(1, p.G);
+    const int64_t blocks = std::max<int64_t>(1, p.G / std::max(1, key.groups_to_merge)) * classes;
+    const int64_t tiles = blocks * cdiv(g.M, key.tile_m) * cdiv(g.N, key.tile_n);
     int64_t kb = cdiv(2 * int64_t(arch_.compute_units), tiles);
     kb = std::min<int64_t>(kb, std::max<int64_t>(1, cdiv(g.K, 4 * key.tile_k)));
     return int(std::max<int64_t>(1, std::min<int64_t>(64, kb)));
@@ -649,17 +707,80 @@ class Dispatcher {
     }
     std::stable_sort(near.begin(), near.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (near.size() > size_t(TuningDb::kNeighbours)) near.resize(size_t(TuningDb::kNeighbours));
+    if (near.empty()) return false;
+    return rank_by_neighbours(db, near, p, dt, v, s);
+  }
+
+  // Neighbour ranking (see the header comment): per supported (instance, k_batch) the weighted
+  // mean over the neighbours that timed it of log(time / neighbour's best), cost model for the
+  // instances no neighbour timed. False when no candidate supports the problem.
+  bool rank_by_neighbours(const TuningDb& db, const std::vector<std::pair<double, const TunedEntry*>>& near,
+                          const ConvProblem& p, DataType dt, Variant v, Selection& s) const {
+    struct Vote {
+      double sum = 0, weight = 0;
+      int voters = 0;
+    };
+    std::map<std::pair<int, int>, Vote> votes;  // (registry index, k_batch)
+    std::map<std::string, int> index_cache;
     for (const auto& [d, e] : near) {
-      if (try_entry(*e, p, s)) {
-        s.source = "tuning-db-nearest";
-        std::ostringstream os;
-        os << "tuning db " << db.path() << ": nearest tuned shape '" << e->shape
-           << "' (distance " << d << ")";
-        s.why = os.str();
-        return true;
+      double best = 0;
+      for (const TunedChoice& c : e->ranking)
+        if (c.ms > 0 && (best == 0 || c.ms < best)) best = c.ms;
+      if (best <= 0) continue;
+      const double w = std::exp(-d / TuningDb::kBandwidth);
+      for (const TunedChoice& c : e->ranking) {
+        if (c.ms <= 0) continue;
+        auto it = index_cache.find(c.kernel);
+        if (it == index_cache.end()) it = index_cache.emplace(c.kernel, index_of(c.kernel)).first;
+        if (it->second < 0) continue;
+        Vote& vt = votes[{it->second, c.k_batch}];
+        vt.sum += w * std::log(c.ms / best);
+        vt.weight += w;
+        ++vt.voters;
       }
     }
-    return false;
+    const std::vector<CostCandidate> cs = cost_candidates(p, dt, v);
+    double est_best = 0;
+    for (const CostCandidate& c : cs)
+      if (est_best == 0 || c.cost.us < est_best) est_best = c.cost.us;
+    std::vector<bool> timed(reg_.all().size(), false);
+    for (const auto& [key, vt] : votes) timed[size_t(key.first)] = true;
+
+    double best_score = 0;
+    int best_voters = 0;
+    auto consider = [&](int index, int kb, double score, int voters) {
+      if (s.kernel && score >= best_score) return;
+      s.kernel = reg_.all()[size_t(index)].get();
+      s.index = index;
+      s.k_batch = kb;
+      best_score = score;
+      best_voters = voters;
+    };
+    for (const auto& [key, vt] : votes) {
+      const KernelBase& k = *reg_.all()[size_t(key.first)];
+      const KernelKey& kk = k.key();
+      if (kk.variant != v || kk.datatype != dt || kk.ndim != p.ndim || vt.weight <= 0) continue;
+      RunOptions o;
+      o.k_batch = key.second;
+      if (!k.is_supported(p, o).empty()) continue;
+      consider(key.first, key.second, vt.sum / vt.weight, vt.voters);
+    }
+    for (const CostCandidate& c : cs)
+      if (!timed[size_t(c.index)])
+        consider(c.index, c.k_batch, std::log(c.cost.us / est_best) + TuningDb::kUntimedPenalty, 0);
+    if (!s.kernel) return false;
+    s.source = "tuning-db-nearest";
+    std::ostringstream os;
+    os << "tuning db " << db.path() << ": " << near.size() << " nearest tuned shape(s)";
+    for (const auto& [d, e] : near) os << " '" << e->shape << "' (distance " << d << ")";
+    if (best_voters > 0)
+      os << "; score " << best_score << " (weighted mean log time over the neighbour's best, "
+         << best_voters << " neighbour(s) timed it)";
+    else
+      os << "; untimed by the neighbours, cost model score " << best_score;
+    s.why = os.str();
+    return true;
   }
 
   const Registry& reg_;

@@ -65,20 +65,43 @@ struct TileLoader {
   CKGEN_DEVICE static auto get_fix(const View& v, int mn) {
     if constexpr (IsA) return v.a_fix(mn); else return v.b_fix(mn);
   }
-  // Always a valid address; ok = false for a structural zero.
-  CKGEN_DEVICE static const Raw* get_ptr(const View& v, const Fix& f, int k, bool& ok) {
-    if constexpr (IsA) return v.a_ptr(f, v.a_k(k), ok); else return v.b_ptr(f, v.b_k(k), ok);
+  using KPart = std::conditional_t<IsA, typename View::AK, typename View::BK>;
+  CKGEN_DEVICE static KPart get_k(const View& v, int k) {
+    if constexpr (IsA) return v.a_k(k); else return v.b_k(k);
   }
-  CKGEN_DEVICE CKGEN_FORCEINLINE const Raw* ptr_at(const View& v, int i, int k0, int tid,
-                                                   bool& ok) const {
+  // Always a valid address; ok = false for a structural zero.
+  CKGEN_DEVICE static const Raw* get_ptr(const View& v, const Fix& f, const KPart& k, bool& ok) {
+    if constexpr (IsA) return v.a_ptr(f, k, ok); else return v.b_ptr(f, k, ok);
+  }
+
+  // A K-major operand's reduction index depends only on the tile column. Where every vector
+  // of a thread sits in the same column (the thread count is a multiple of the vectors per
+  // row, or of 8 x that for the rows-first order), the reduction part of the address (the
+  // divisions into tap and channel) is computed once per thread and k step (`hoisted_k`),
+  // not once per vector.
+  static constexpr bool kHoistK =
+      kKMajor && (kRowsFirst ? (T % 8 == 0 && (T / 8) % kVPR == 0) : T % kVPR == 0);
+  CKGEN_DEVICE static KPart hoisted_k(const View& v, int k0, int tid) {
+    if constexpr (kHoistK) {
+      int row, col;
+      rc(tid, row, col);
+      return get_k(v, k0 + col * V);
+    } else {
+      return KPart{};
+    }
+  }
+
+  CKGEN_DEVICE CKGEN_FORCEINLINE const Raw* ptr_at(const View& v, int i, int k0,
+                                                   const KPart& hk, int tid, bool& ok) const {
     const int idx = tid + i * T;
     int row, col;
     rc(idx, row, col);
-    const int k = kKMajor ? k0 + col * V : k0 + row;
+    KPart kp;
+    if constexpr (kHoistK) kp = hk; else kp = get_k(v, kKMajor ? k0 + col * V : k0 + row);
     if constexpr (kCacheFix) {
-      return get_ptr(v, fix[i], k, ok);
+      return get_ptr(v, fix[i], kp, ok);
     } else {
-      return get_ptr(v, get_fix(v, kKMajor ? mn0_ + row : mn0_ + col * V), k, ok);
+      return get_ptr(v, get_fix(v, kKMajor ? mn0_ + row : mn0_ + col * V), kp, ok);
     }
   }
   CKGEN_DEVICE static Raw* smem_at(Raw* smem, int i, int tid) {
@@ -103,10 +126,11 @@ struct TileLoader {
   // flight together); structural zeros are applied when the registers are stored.
   CKGEN_DEVICE CKGEN_FORCEINLINE void load(const View& v, int k0, int tid) {
     static_assert(kRegStage, "ckgen: register staging over budget, use copy_direct");
+    const KPart hk = hoisted_k(v, k0, tid);
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
       if (!active(tid + i * T)) continue;
-      const Raw* src = ptr_at(v, i, k0, tid, reg_ok[i]);
+      const Raw* src = ptr_at(v, i, k0, hk, tid, reg_ok[i]);
       reg[i] = *reinterpret_cast<const VecT*>(src);
     }
   }
@@ -125,6 +149,7 @@ struct TileLoader {
 
   // Synchronous global -> shared copy, kChunk loads in flight at a time.
   CKGEN_DEVICE CKGEN_FORCEINLINE void copy_direct(const View& v, int k0, Raw* smem, int tid) const {
+    const KPart hk = hoisted_k(v, k0, tid);
 #pragma unroll
     for (int i0 = 0; i0 < kIters; i0 += kChunk) {
       VecT tmp[kChunk];
@@ -133,7 +158,7 @@ struct TileLoader {
       for (int j = 0; j < kChunk; ++j) {
         const int i = i0 + j;
         if (i < kIters && active(tid + i * T))
-          tmp[j] = *reinterpret_cast<const VecT*>(ptr_at(v, i, k0, tid, ok[j]));
+          tmp[j] = *reinterpret_cast<const VecT*>(ptr_at(v, i, k0, hk, tid, ok[j]));
       }
 #pragma unroll
       for (int j = 0; j < kChunk; ++j) {
@@ -157,11 +182,12 @@ struct TileLoader {
     constexpr bool kCp = false;
 #endif
     if constexpr (kCp) {
+      const KPart hk = hoisted_k(v, k0, tid);
 #pragma unroll
       for (int i = 0; i < kIters; ++i) {
         if (!active(tid + i * T)) continue;
         bool ok;
-        const Raw* src = ptr_at(v, i, k0, tid, ok);
+        const Raw* src = ptr_at(v, i, k0, hk, tid, ok);
         async_copy_zfill<int(sizeof(VecT)), kL1>(smem_at(smem, i, tid), src, ok);
       }
     } else {

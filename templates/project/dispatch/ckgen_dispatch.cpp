@@ -174,10 +174,7 @@ double ckgen_estimate_us(int index, const ckgen_problem* cp, int k_batch) {
   o.k_batch = k_batch;
   if (std::string r = k->is_supported(p, o); !r.empty()) return (fail(CKGEN_E_UNSUPPORTED, r), -1.0);
   auto& disp = ckgen::dispatcher();
-  int kb = 1;
-  if (k->key().variant == ckgen::Variant::BackwardWeight)
-    kb = k_batch > 0 ? k_batch : (k->key().k_batch > 0 ? k->key().k_batch : disp.auto_k_batch(k->key(), p));
-  return ckgen::estimate_cost(k->key(), p, kb, disp.arch()).us;
+  return ckgen::estimate_cost(k->key(), p, disp.effective_k_batch(k->key(), p, k_batch), disp.arch()).us;
 }
 
 int ckgen_load_tuning_db(const char* path) {

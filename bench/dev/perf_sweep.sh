@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Side-by-side sweep on the GPU machine: the default instances and the large-tile candidates
+# (bench/dev/candidates/<variant>.yaml), fp16 2D, every RetinaNet shape, GPU-verified.
+#   bash bench/dev/perf_sweep.sh      -> $OUT/sweep_<variant>.csv, $OUT/sweep.txt (best per shape)
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-/tmp/sweep-out}
+WORK=${WORK:-/tmp/sweep-work}
+VARIANTS=${VARIANTS:-"forward backward_data backward_weight"}
+SHAPES=${SHAPES:-$ROOT/templates/project/shapes/retinanet_r50fpn_n2.csv}
+mkdir -p "$OUT" "$WORK"
+export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
+args=()
+for v in $VARIANTS; do args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/$v.yaml"); done
+python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --datatype fp16 --ndim 2 -o "$WORK/gen" -q || exit 1
+python3 -m ckgen.cli emit-cmake -o "$WORK/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
+cmake -S "$WORK/gen" -B "$WORK/gen/build" -G Ninja -DCKGEN_BUILD_TESTS=OFF > "$OUT/build.log" 2>&1 || exit 1
+t0=$SECONDS; ninja -C "$WORK/gen/build" -j "$(nproc)" >> "$OUT/build.log" 2>&1 || { grep -m20 -A5 error "$OUT/build.log"; exit 1; }
+echo "build $((SECONDS - t0)) s"
+for v in $VARIANTS; do
+  t0=$SECONDS
+  timeout 150 "$WORK/gen/build/bin/ckgen_profiler_$v" --shapes "$SHAPES" --datatype fp16 --verify gpu \
+    --warmup 3 --repeat 7 --csv "$OUT/sweep_$v.csv" > "$OUT/sweep_$v.log" 2>&1
+  echo "profile $v rc=$? in $((SECONDS - t0)) s; FAIL lines: $(grep -c FAIL "$OUT/sweep_$v.log")"
+done
+python3 - "$OUT" <<'PY' | tee "$OUT/sweep.txt"
+import csv, sys, glob, collections
+rows = [r for f in sorted(glob.glob(sys.argv[1] + "/sweep_*.csv")) for r in csv.DictReader(open(f))]
+ok = [r for r in rows if r["verified"] == "pass" and float(r["ms"] or 0) > 0]
+wins = collections.Counter()
+for key in sorted({(r["variant"], r["shape"]) for r in ok}):
+    rs = sorted((r for r in ok if (r["variant"], r["shape"]) == key), key=lambda r: float(r["ms"]))
+    wins[(key[0], rs[0]["instance"])] += 1
+    print(f"{key[0]:16s} {key[1]:30s} {float(rs[0]['ms'])*1e3:8.1f} us {rs[0]['instance']}")
+for (v, i), n in wins.most_common():
+    print(f"wins {n:3d} {v} {i}")
+print("failed rows:", sum(1 for r in rows if r["verified"] not in ("pass", "none")))
+PY
