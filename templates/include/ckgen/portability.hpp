@@ -266,6 +266,8 @@ gpuError_t hipLaunchKernel(const void* f, dim3 grid, dim3 block, void** args, st
 #define gpuGetDevice hipGetDevice
 #define gpuSetDevice hipSetDevice
 #define gpuDeviceGetAttribute hipDeviceGetAttribute
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor(n, f, threads, smem) \
+  hipOccupancyMaxActiveBlocksPerMultiprocessor(n, reinterpret_cast<const void*>(f), threads, smem)
 
 // Thread indexing and barriers from clang builtins.
 namespace ckgen::detail {

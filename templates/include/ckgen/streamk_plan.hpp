@@ -46,7 +46,8 @@
 
 namespace ckgen {
 
-// What the kernel reads (part of ConvArgs). All counts fit int (is_supported checks).
+// What the kernel reads (part of ConvArgs). All counts and StreamK iteration indices fit int:
+// is_supported refuses tiles x iters > 2^31-1, and every index below is at most that.
 struct StreamKArgs {
   int tiles_per_group = 0;  // M tiles x N tiles of one group
   int iters = 0;            // k iterations per tile (ceil(Kred / BK))
@@ -58,14 +59,13 @@ struct StreamKArgs {
   float* partials = nullptr;
   int* flags = nullptr;
 
-  CKGEN_HOST_DEVICE int64_t begin(int b) const {
-    return int64_t(b) * q + (b < r ? b : r);
-  }
-  CKGEN_HOST_DEVICE int64_t end(int b) const { return begin(b) + q + (b < r ? 1 : 0); }
-  // The StreamK block that owns StreamK iteration i.
-  CKGEN_HOST_DEVICE int block_of(int64_t i) const {
-    const int64_t big = int64_t(r) * (q + 1);
-    return int(i < big ? i / (q + 1) : r + (i - big) / q);
+  // StreamK iterations [begin(b), end(b)) of block b (b * q + min(b, r) <= sk_iters).
+  CKGEN_HOST_DEVICE int begin(int b) const { return b * q + (b < r ? b : r); }
+  CKGEN_HOST_DEVICE int end(int b) const { return begin(b) + q + (b < r ? 1 : 0); }
+  // The StreamK block that owns StreamK iteration i (r * (q + 1) <= sk_iters).
+  CKGEN_HOST_DEVICE int block_of(int i) const {
+    const int big = r * (q + 1);
+    return i < big ? i / (q + 1) : r + (i - big) / q;
   }
 };
 
@@ -133,52 +133,6 @@ CKGEN_HOST_DEVICE inline int64_t streamk_workspace_bytes(const StreamKPlan& s, i
   return streamk_partials_bytes(s, bm, bn) + streamk_flags_bytes(s);
 }
 
-// The work of one block, in order: its data-parallel tiles (persistent: dp_rounds of them;
-// non-persistent: one, for blocks past the StreamK blocks), then its StreamK range walked from
-// the highest iteration down, one segment per tile.
-struct StreamKSegment {
-  int tile, it0, it1;  // k iterations [it0, it1) of tile
-  bool streamk;        // false: a whole data-parallel tile
-};
-
-struct StreamKCursor {
-  int b, dp_left, dp_next, dp_stride;
-  int64_t lo, cur;
-
-  CKGEN_HOST_DEVICE StreamKCursor(const StreamKArgs& s, int block, bool persistent) : b(block) {
-    if (persistent) {
-      dp_left = s.dp_rounds;
-      dp_next = s.sk_tiles + block;
-      dp_stride = s.blocks;
-    } else {
-      dp_left = block >= s.sk_blocks ? 1 : 0;
-      dp_next = s.sk_tiles + (block - s.sk_blocks);
-      dp_stride = 0;
-    }
-    lo = cur = 0;
-    if (block < s.sk_blocks) {
-      lo = s.begin(block);
-      cur = s.end(block);
-    }
-  }
-
-  CKGEN_HOST_DEVICE bool next(const StreamKArgs& s, StreamKSegment& g) {
-    if (dp_left > 0) {
-      g = {dp_next, 0, s.iters, false};
-      --dp_left;
-      dp_next += dp_stride;
-      return true;
-    }
-    if (cur <= lo) return false;
-    const int t = int((cur - 1) / s.iters);
-    const int64_t t0 = int64_t(t) * s.iters;
-    const int64_t seg = lo > t0 ? lo : t0;
-    g = {t, int(seg - t0), int(cur - t0), true};
-    cur = seg;
-    return true;
-  }
-};
-
 // The cross-block reduction of StreamK tile t after block b computed its segment, as calls on
 // `ops`: ops.publish(b) (store the accumulators into slot b, then set flag b) or ops.add(c)
 // (wait for flag c, then add slot c). True when block b writes the tile.
@@ -189,7 +143,7 @@ template <Reduction R, class Ops>
 CKGEN_HOST_DEVICE inline bool streamk_reduce(const StreamKArgs& s, int b, int t, Ops& ops) {
   static_assert(R == Reduction::StreamKLinear || R == Reduction::StreamKTree,
                 "ckgen: streamk_reduce is for the StreamK reductions");
-  const int64_t t0 = int64_t(t) * s.iters;
+  const int t0 = t * s.iters;
   const int first = s.block_of(t0), last = s.block_of(t0 + s.iters - 1);
   if constexpr (R == Reduction::StreamKLinear) {
     if (b != last) {
@@ -214,16 +168,39 @@ CKGEN_HOST_DEVICE inline bool streamk_reduce(const StreamKArgs& s, int b, int t,
 //   ops.segment(tile, it0, it1, streamk)   fresh accumulators = k iterations [it0, it1) of tile
 //   ops.publish / ops.add                   see streamk_reduce
 //   ops.finish(tile)                        write the tile from the accumulators
+// First the block's data-parallel tiles (persistent: dp_rounds of them, tile sk_tiles + b + k * B
+// in round k; non-persistent: one, tile sk_tiles + b - sk_blocks, for the blocks after the
+// StreamK blocks), then its StreamK range walked from the highest iteration down, one segment
+// per tile. One loop with one call site of each operation (the main loop and the epilogue are
+// inlined once) and one counter carried through it: with more loop-carried state ptxas spilled
+// it around the main loop (sm_90a, 64x64 tree + persistent: 32 bytes). hi + dp <= tiles x iters.
 #if defined(__CUDACC__)
 #pragma nv_exec_check_disable
 #endif
 template <Reduction R, bool Persistent, class Ops>
 CKGEN_HOST_DEVICE inline void streamk_schedule(const StreamKArgs& s, int b, Ops& ops) {
-  StreamKCursor c(s, b, Persistent);
-  StreamKSegment g;
-  while (c.next(s, g)) {
-    ops.segment(g.tile, g.it0, g.it1, g.streamk);
-    if (!g.streamk || streamk_reduce<R>(s, b, g.tile, ops)) ops.finish(g.tile);
+  const bool sk = b < s.sk_blocks;
+  const int dp = Persistent ? s.dp_rounds : (sk ? 0 : 1);
+  const int lo = sk ? s.begin(b) : 0, hi = sk ? s.end(b) : 0;
+  // One counter walks the block's work from the top: (hi, hi + dp] are its data-parallel tiles,
+  // [lo, hi) its StreamK iterations.
+  for (int cur = hi + dp; cur > lo;) {
+    int t, it0 = 0, it1 = s.iters;
+    if (cur > hi) {
+      const int k = hi + dp - cur;  // data-parallel round
+      t = Persistent ? s.sk_tiles + b + k * s.blocks : s.sk_tiles + (b - s.sk_blocks);
+      --cur;
+    } else {
+      t = (cur - 1) / s.iters;
+      const int t0 = t * s.iters;
+      const int seg = lo > t0 ? lo : t0;
+      it0 = seg - t0;
+      it1 = cur - t0;
+      cur = seg;
+    }
+    const bool streamk = t < s.sk_tiles;
+    ops.segment(t, it0, it1, streamk);
+    if (!streamk || streamk_reduce<R>(s, b, t, ops)) ops.finish(t);
   }
 }
 

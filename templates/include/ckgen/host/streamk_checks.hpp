@@ -87,7 +87,7 @@ struct Ops {
     for (size_t i = 0; exact && i < acc.size(); ++i) exact = acc[i] == int64_t(t) * w.iters + int64_t(i);
     if (!exact) fail("tile " + std::to_string(t) + " is not the sum of exactly its k iterations");
     if (t >= s.sk_tiles) return;  // data-parallel
-    const int n = s.block_of(int64_t(t + 1) * w.iters - 1) - s.block_of(int64_t(t) * w.iters) + 1;
+    const int n = s.block_of(int((t + 1) * w.iters - 1)) - s.block_of(int(t * w.iters)) + 1;
     if (w.reduction == Reduction::StreamKLinear ? adds != n - 1 : adds > ceil_log2(n))
       fail("tile " + std::to_string(t) + ": " + std::to_string(adds) + " partials added by the writer of " +
            std::to_string(n) + " contributors");
@@ -122,7 +122,7 @@ inline std::string check_streamk_schedule(int64_t tiles, int64_t iters, int64_t 
     if (b < p.sk_blocks) {
       const int64_t n = a.end(b) - a.begin(b);
       if (n != p.q && n != p.q + 1) return "uneven StreamK split" + where;
-      for (int64_t i = a.begin(b); i < a.end(b); ++i)
+      for (int i = a.begin(b); i < a.end(b); ++i)
         if (a.block_of(i) != b) return "block_of disagrees with begin/end" + where;
       owned += n;
     }
