@@ -483,56 +483,22 @@ inline void register_sweep_tests(Variant v) {
 }
 
 // --------------------------------------------------------------------------- host-only checks
-// StreamK plan arithmetic (streamk_plan.hpp): hand-computed grids and workspaces, then the
-// schedule simulation over a range of shapes (host/streamk_checks.hpp).
+// StreamK plan arithmetic (streamk_plan.hpp): hand-computed grids, workspaces and flag layout,
+// the schedule simulation over a range of shapes, injected faults that it must catch
+// (host/streamk_checks.hpp; tests/test_streamk_host.py runs the same checks with g++).
 inline void register_streamk_host_tests() {
   const std::string suite = "streamk_host";
-  add_test(suite, "grid_and_workspace_hand_computed", [] {
-    // 10 tiles, 8 k iterations, B = 4: 10 % 4 = 2 -> 2 + 4 StreamK tiles, 4 data-parallel.
-    StreamKPlan s = make_streamk_plan(10, 8, 4, false);
-    EXPECT_EQ(s.sk_tiles, 6);
-    EXPECT_EQ(s.dp_tiles, 4);
-    EXPECT_EQ(s.sk_blocks, 4);
-    EXPECT_EQ(s.q, 12);
-    EXPECT_EQ(s.r, 0);
-    EXPECT_EQ(s.grid, 8);  // 4 StreamK + 4 data-parallel blocks
-    EXPECT_EQ(streamk_workspace_bytes(s, 64, 64), 4 * (64 * 64 * 4 + 4));
-    s = make_streamk_plan(10, 8, 4, true);
-    EXPECT_EQ(s.dp_rounds, 1);
-    EXPECT_EQ(s.grid, 4);
-    EXPECT_EQ(streamk_workspace_bytes(s, 128, 128), 4 * (128 * 128 * 4 + 4));
-    // Fewer tiles than blocks: all StreamK; 15 iterations over 8 blocks: 7 x 2 + 1 x 1.
-    s = make_streamk_plan(3, 5, 8, false);
-    EXPECT_EQ(s.sk_tiles, 3);
-    EXPECT_EQ(s.sk_blocks, 8);
-    EXPECT_EQ(s.q, 1);
-    EXPECT_EQ(s.r, 7);
-    EXPECT_EQ(s.grid, 8);
-    // Fewer iterations than blocks: one block per iteration.
-    s = make_streamk_plan(2, 1, 8, true);
-    EXPECT_EQ(s.sk_blocks, 2);
-    EXPECT_EQ(s.grid, 2);
-    // Whole waves: no StreamK section, no workspace.
-    s = make_streamk_plan(8, 6, 4, false);
-    EXPECT_EQ(s.sk_tiles, 0);
-    EXPECT_EQ(s.sk_blocks, 0);
-    EXPECT_EQ(s.grid, 8);
-    EXPECT_EQ(streamk_workspace_bytes(s, 64, 64), 0);
-    s = make_streamk_plan(8, 6, 4, true);
-    EXPECT_EQ(s.dp_rounds, 2);
-    EXPECT_EQ(s.grid, 4);
-    // H200-like: 132 SMs x 2, 1000 tiles of 392 iterations.
-    s = make_streamk_plan(1000, 392, 264, false);
-    EXPECT_EQ(s.sk_tiles, 1000 % 264 + 264);
-    EXPECT_EQ(s.dp_tiles, 2 * 264);
-    EXPECT_EQ(s.sk_blocks, 264);
-    EXPECT_EQ(s.grid, 264 + 2 * 264);
+  add_test(suite, "grid_workspace_and_flags_hand_computed", [] {
+    EXPECT_EQ(check_streamk_hand_computed(), "");
   });
   add_test(suite, "schedule_linear", [] {
     EXPECT_EQ(check_streamk_schedules(Reduction::StreamKLinear), "");
   });
   add_test(suite, "schedule_tree", [] {
     EXPECT_EQ(check_streamk_schedules(Reduction::StreamKTree), "");
+  });
+  add_test(suite, "injected_faults_are_caught", [] {
+    EXPECT_EQ(check_streamk_faults_caught(), "");
   });
   add_test(suite, "instances_size_their_workspace_from_the_plan", [] {
     // Every StreamK instance: workspace_bytes == the formula at forced grids (no device query).
