@@ -639,18 +639,16 @@ inline void register_streamk_host_tests() {
     EXPECT_EQ(check_streamk_faults_caught(), "");
   });
   add_test(suite, "instances_size_their_workspace_from_the_plan", [] {
-    // Every StreamK instance: workspace_bytes == the formula at forced grids (no device query).
+    // Every StreamK instance: workspace_bytes == the formula on streamk_plan_of (the plan the
+    // GPU cases are chosen with) at forced grids (no device query).
     const ConvProblem p = make_problem(2, 2, 4, 64, 72, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1});
     for (const KernelBase* k : instances_of(Variant::BackwardWeight)) {
       if (!is_streamk(*k) || k->key().ndim != 2) continue;
       const KernelKey& key = k->key();
-      const int64_t tiles = p.G * ((p.K + key.tile_m - 1) / key.tile_m) *
-                            ((p.filter_spatial() * p.C + key.tile_n - 1) / key.tile_n);
-      const int64_t iters = (p.N * p.out_spatial() + key.tile_k - 1) / key.tile_k;
       for (int blocks : {1, 3, 7, 64}) {
         RunOptions o;
         o.streamk_blocks = blocks;
-        const StreamKPlan s = make_streamk_plan(tiles, iters, blocks, key.persistent);
+        const StreamKPlan s = streamk_plan_of(key, p, blocks);
         EXPECT_EQ(k->workspace_bytes(p, o),
                   std::size_t(streamk_workspace_bytes(s, key.tile_m, key.tile_n)))
             << k->name() << " blocks " << blocks;
