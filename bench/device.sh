@@ -3,8 +3,16 @@
 # the GoogleTests (incl. the random sweep), the profiler over the RetinaNet and coverage sets,
 # and cuDNN's reference timing on the same shapes. Logs and CSVs go to $OUT.
 #
-#   bash bench/device.sh                 # everything
+#   bash bench/device.sh                 # build test bench peer (H200, v2 run: 371 s)
 #   PHASES="build test" bash bench/device.sh
+#   bash bench/device.sh streamk         # phases as arguments, same as PHASES="streamk"
+#
+# Phase streamk (not in the default list: estimated 2-3 min more, not yet measured): StreamK vs split-K for
+# backward_weight on seed 002's eight shapes (bench/shapes/streamk_seed002.csv), fp16, tiles
+# 64x64x32 and 128x128x32 multistage: split-K (one- and two-stage) over k_batch 1,2,4,8,16,32
+# and the StreamK instances (linear / tree, persistent or not) at the automatic grid, verified
+# on the GPU. Builds its own small project ($WORK/gen_streamk, no tests); writes
+# $OUT/streamk.csv (profiler rows) and $OUT/streamk_table.md (bench/streamk_table.py).
 #
 # Needs: nvcc, cmake, ninja, python3 with click/jinja2/pyyaml/rich (and torch for the peer);
 # GoogleTest from Debian's libgtest-dev .deb carried in .gtest/ (no apt on that machine).
@@ -13,6 +21,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/ckgen-out}
 WORK=${WORK:-/tmp/ckgen-work}
 PHASES=${PHASES:-"build test bench peer"}
+if [ $# -gt 0 ]; then PHASES="$*"; fi
 ARCH=${ARCH:-sm_90a}
 TARGETS=${TARGETS:-90a}
 JOBS=${JOBS:-$(nproc)}
@@ -32,13 +41,14 @@ if [ ! -d "$GT/usr" ]; then
   mkdir -p "$GT" && for f in "$ROOT"/.gtest/*.deb; do dpkg -x "$f" "$GT"; done
 fi
 
-build() {  # build <set> <dir>
-  local set=$1 dir=$2
-  ckgen generate --arch "$ARCH" --set "$set" -o "$dir" -q || return 1
+build() {  # build <set> <dir> [more ckgen generate args]; logs named after <dir> (gen_<name>)
+  local set=$1 dir=$2 name=${2##*/gen_}
+  shift 2
+  ckgen generate --arch "$ARCH" --set "$set" "$@" -o "$dir" -q || return 1
   ckgen emit-cmake -o "$dir" --platform nvidia --gpu-targets "$TARGETS" > /dev/null || return 1
-  cmake -S "$dir" -B "$dir/build" -G Ninja -DGTest_ROOT="$GT/usr" \
-    -DCMAKE_PREFIX_PATH="$GT/usr" > "$OUT/cmake_$set.log" 2>&1 || { tail -30 "$OUT/cmake_$set.log"; return 1; }
-  ninja -C "$dir/build" -j "$JOBS" > "$OUT/build_$set.log" 2>&1 || { grep -m20 -B2 -A8 "error" "$OUT/build_$set.log"; return 1; }
+  cmake -S "$dir" -B "$dir/build" -G Ninja -DGTest_ROOT="$GT/usr" -DCKGEN_BUILD_TESTS="${BUILD_TESTS:-ON}" \
+    -DCMAKE_PREFIX_PATH="$GT/usr" > "$OUT/cmake_$name.log" 2>&1 || { tail -30 "$OUT/cmake_$name.log"; return 1; }
+  ninja -C "$dir/build" -j "$JOBS" > "$OUT/build_$name.log" 2>&1 || { grep -m20 -B2 -A8 "error" "$OUT/build_$name.log"; return 1; }
 }
 
 if has build; then
@@ -77,6 +87,28 @@ if has bench; then
       done
     done
   done
+fi
+
+if has streamk; then
+  log "streamk: build the 64x64x32 / 128x128x32 ms3 fp16 2D backward_weight instances"
+  t0=$SECONDS
+  SK_DIR=$WORK/gen_streamk
+  SK_TILES="t64x64x32_w2x2x1_wt16x8x16_ms3_v8x8x8 t128x128x32_w2x2x1_wt16x8x16_ms3_v8x8x8"
+  SK_GLOBS=()
+  for t in $SK_TILES; do SK_GLOBS+=(--kernels "grouped_conv_bwd_weight_fp16_2d_${t}*"); done
+  BUILD_TESTS=OFF build default "$SK_DIR" --variant backward_weight "${SK_GLOBS[@]}"
+  rc=$?
+  SK_BIN=$SK_DIR/build/bin/ckgen_profiler_backward_weight
+  log "streamk: build rc=$rc in $((SECONDS - t0)) s, $("$SK_BIN" --list 2>/dev/null | grep -c _bwd_weight_) instances"
+  t0=$SECONDS
+  timeout ${STREAMK_TIMEOUT:-400} "$SK_BIN" --shapes "$ROOT/bench/shapes/streamk_seed002.csv" \
+    --datatype fp16 --k-batch 1,2,4,8,16,32 --verify ${VERIFY:-gpu} --warmup 3 --repeat 10 \
+    --csv "$OUT/streamk.csv" > "$OUT/streamk.log" 2>&1
+  rc=$?
+  log "streamk: profile rc=$rc in $((SECONDS - t0)) s, $(grep -c _bwd_weight_ "$OUT/streamk.csv" 2>/dev/null) rows"
+  grep -m10 -iE "fail|error" "$OUT/streamk.log" | tee -a "$OUT/summary.txt"
+  [ -s "$OUT/streamk.csv" ] && python3 "$ROOT/bench/streamk_table.py" "$OUT/streamk.csv" \
+    --out "$OUT/streamk_table.md" | tee -a "$OUT/summary.txt"
 fi
 
 if has peer; then

@@ -12,7 +12,7 @@ from typing import Callable
 
 from .arch import ArchSpec
 from .instance import KernelInstance
-from .vocab import DATATYPE_BYTES, Epilogue, MathUnit, Pipeline, Platform, Reduction, Scheduler, Specialization, Variant
+from .vocab import DATATYPE_BYTES, Epilogue, MathUnit, Pipeline, Platform, Reduction, Scheduler, Specialization, Stage, Variant
 
 # What the C++ template library (templates/include/ckgen) implements today. A configuration
 # outside this set is valid for the hardware but has no code yet; it is rejected with that reason
@@ -20,7 +20,7 @@ from .vocab import DATATYPE_BYTES, Epilogue, MathUnit, Pipeline, Platform, Reduc
 IMPLEMENTED = {
     "pipeline": {Pipeline.BASIC, Pipeline.MULTISTAGE, Pipeline.WAVELET},
     "epilogue": {Epilogue.DEFAULT, Epilogue.CSHUFFLE},
-    "reduction": {Reduction.SPLITK},
+    "reduction": {Reduction.SPLITK, Reduction.STREAMK_LINEAR, Reduction.STREAMK_TREE},
     "math_unit": {MathUnit.MMA_SYNC, MathUnit.WGMMA, MathUnit.FMA, MathUnit.MFMA, MathUnit.WMMA},
     "scheduler": {Scheduler.INTRAWAVE},
     "groups_to_merge": {1, 2, 4, 8, 16, 32},
@@ -218,8 +218,14 @@ def _reduction(i: KernelInstance, a: ArchSpec) -> str | None:
         return f"k_batch {i.k_batch} not in 0..{MAX_K_BATCH} (0 = chosen per problem)"
     if i.persistent and i.reduction is Reduction.SPLITK:
         return "persistent is only for StreamK"
-    if i.reduction is not Reduction.SPLITK and i.k_batch not in (0, 1):
-        return "StreamK sizes its own split: k_batch must be 0"
+    if i.reduction is not Reduction.SPLITK:
+        # StreamK (templates/include/ckgen/streamk.hpp): one launch, fp32 partial tiles + flags
+        if i.k_batch != 0:
+            return "StreamK sizes its own split: k_batch must be auto (0)"
+        if i.stage is not Stage.ONE:
+            return "StreamK combines partial tiles itself: stage must be one"
+        if i.pipeline is Pipeline.WAVELET:
+            return "StreamK is not yet combined with the wavelet pipeline (basic / multistage only)"
     return None
 
 
@@ -307,7 +313,7 @@ RULES: tuple[Rule, ...] = (
     Rule("wavelet", "load/math waves only for wavelet, in the allowed ratios", _wavelet),
     Rule("wgmma", "wgmma warp tiles only with the wavelet pipeline and warpgroup wave layouts", _wgmma),
     Rule("scheduler", "scheduler available on the target (interwave: AMD wave64 only)", _scheduler),
-    Rule("reduction", "k_batch / StreamK / two-stage only for backward_weight", _reduction),
+    Rule("reduction", "k_batch / StreamK / persistent: StreamK only for backward_weight, k_batch auto, one stage, not wavelet", _reduction),
     Rule("merge", "groups_to_merge in the allowed set; forward / backward_data only", _merge),
     Rule("epilogue", "cshuffle combines with the pipeline", _epilogue),
     Rule("specialization", "specialization combines with the rest", _specialization),

@@ -111,6 +111,9 @@ struct ConfigTraits {
   static constexpr int kWarpTileM = RepM * IM;  // rows of C per warp (wgmma: per warpgroup)
   static constexpr int kWarpTileN = RepN * IN;  // cols of C per warp
 
+  // StreamK work distribution (backward_weight; streamk_plan.hpp / streamk.hpp).
+  static constexpr bool kStreamK = Cfg::kReduction != Reduction::SplitK;
+
   static constexpr int VA = Cfg::kVecA, VB = Cfg::kVecB, VC = Cfg::kVecC;
   static constexpr bool kAKMajor = a_is_k_major(kVariant);
   static constexpr bool kBKMajor = b_is_k_major(kVariant);
@@ -191,8 +194,13 @@ struct ConfigTraits {
                 "ckgen: groups_to_merge must be 1, 2, 4, 8, 16 or 32");
   static_assert(Cfg::kGroupsToMerge == 1 || kVariant != Variant::BackwardWeight,
                 "ckgen: groups_to_merge > 1 is for forward and backward_data");
-  static_assert(Cfg::kReduction == Reduction::SplitK, "ckgen: StreamK reductions are not implemented");
-  static_assert(!Cfg::kPersistent, "ckgen: persistent kernels are not implemented");
+  static_assert(!kStreamK || kVariant == Variant::BackwardWeight,
+                "ckgen: StreamK reductions are for backward_weight");
+  static_assert(!kStreamK || !kWavelet,
+                "ckgen: StreamK runs on the basic / multistage pipelines, not wavelet");
+  static_assert(!kStreamK || (Cfg::kKBatch == 0 && Cfg::kStage == Stage::One),
+                "ckgen: StreamK sizes its own split (kKBatch 0) and has no second stage");
+  static_assert(!Cfg::kPersistent || kStreamK, "ckgen: persistent is a StreamK mode");
   static_assert(Cfg::kScheduler == Scheduler::Intrawave || Cfg::kMathUnit == MathUnit::Mfma ||
                     Cfg::kMathUnit == MathUnit::Wmma,
                 "ckgen: the interwave scheduler is AMD only");

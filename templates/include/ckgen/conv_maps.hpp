@@ -24,6 +24,7 @@
 #include "ckgen/config.hpp"
 #include "ckgen/fast_div.hpp"
 #include "ckgen/problem.hpp"
+#include "ckgen/streamk_plan.hpp"
 
 namespace ckgen {
 
@@ -58,6 +59,8 @@ struct ConvArgs {
   // gm*C / gm*K (the merged channel runs, contiguous in NDHWGC / NDHWGK).
   int gm = 1;
   FastDiv fd_gmC, fd_gmK;
+  // StreamK (backward_weight, Reduction::StreamKLinear / StreamKTree): see streamk_plan.hpp.
+  StreamKArgs sk;
 };
 
 namespace detail {

@@ -6,8 +6,9 @@
 // -> loaders (tile_loader.hpp) -> pipeline (pipeline_basic.hpp) -> block GEMM + warp backend
 // (block_gemm.hpp, warp_mma.hpp) -> epilogue (epilogue.hpp).
 //
-// Grid: x = GEMM tiles (M tiles x N tiles, N fastest), y = group / kGroupsToMerge (x stride
-// class for backward_data), z = split-K index.
+// Grid (split-K): x = GEMM tiles (M tiles x N tiles, N fastest), y = group / kGroupsToMerge
+// (x stride class for backward_data), z = split-K index. Grid (StreamK, backward_weight):
+// x = StreamK blocks then data-parallel tiles (persistent: B blocks), see streamk_plan.hpp.
 //
 // Config fields honoured: kName, kArch, kVariant, kDataType, kNDim, Tile, Waves (K must be 1),
 // WarpTile (instruction shape; repeats = Tile / (Waves * WarpTile); Wgmma: 64 x N x 16 per
@@ -15,11 +16,12 @@
 // in mma_amd.hpp), kWarpSize, kPipeline (Basic, Multistage, Wavelet: math warps then kLoadWaves
 // load warps, see pipeline_wavelet.hpp), kStages (Basic 1, Multistage / Wavelet 2..8), kVecA/kVecB/kVecC (1/2/4/8; is_supported checks the channel alignment),
 // kSpecialization (all three), kKBatch (0 = auto; forward / backward_data: 1 = never split),
-// kReduction (SplitK), kStage (One: fp32 atomics into a zeroed workspace + convert; Two:
+// kReduction (SplitK; StreamKLinear / StreamKTree for backward_weight on the basic and
+// multistage pipelines: streamk.hpp), kPersistent (StreamK only), kStage (One: fp32 atomics into a zeroed workspace + convert; Two:
 // per-split fp32 slices + reduce/convert), kEpilogue (Default, CShuffle), kGroupsToMerge
 // (1..32, forward / backward_data: GM groups per block as one block-diagonal GEMM, see
 // FwdMergedView / BwdDataMergedView). Must be their neutral values (static_assert otherwise):
-// kScheduler Intrawave, kPersistent false.
+// kScheduler Intrawave.
 // Shared memory per block: kStages * (rowsA * (colsA + padA) + rowsB * (colsB + padB)) elements,
 // rows/cols by operand layout (K-major: BM x BK / BN x BK; M/N-major: BK x BM / BK x BN),
 // pad = 16 bytes (ConfigTraits::kSmemBytes).
@@ -46,6 +48,7 @@
 #include "ckgen/pipeline_wavelet.hpp"
 #include "ckgen/portability.hpp"
 #include "ckgen/problem.hpp"
+#include "ckgen/streamk.hpp"
 #include "ckgen/vocab.hpp"
 
 #if defined(CKGEN_NVIDIA)
@@ -59,24 +62,46 @@ namespace ckgen {
 // ------------------------------------------------------------------------------------------
 // Device kernels
 // ------------------------------------------------------------------------------------------
+// The main loop and epilogue of one block tile for the non-wavelet pipelines: the pieces the
+// split-K path below and the StreamK path (streamk.hpp) both run.
 template <class Cfg>
-CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
-    grouped_conv_kernel(const CKGEN_GRID_CONSTANT ConvArgs p) {
+struct BlockParts {
   using Tr = ConfigTraits<Cfg>;
   using View = typename ViewFor<Tr::kVariant, typename Tr::Raw, Cfg::kSpecialization,
                                 Cfg::kGroupsToMerge>::type;
   using Pipe = std::conditional_t<Cfg::kPipeline == Pipeline::Multistage,
                                   PipelineMultistage<Tr, View>, PipelineBasic<Tr, View>>;
   using Gemm = BlockGemm<Tr>;
-#if defined(CKGEN_AMD)
-  // Static LDS on AMD: the code object then reports it (group_segment_fixed_size) and the
-  // compiler's occupancy accounts for it (ckgen check-isa reads both).
-  __shared__ __attribute__((aligned(16))) unsigned char ckgen_smem[Tr::kSmemBytes];
-#else
-  extern __shared__ __attribute__((aligned(16))) unsigned char ckgen_smem[];
-#endif
+  using Acc = typename Gemm::Acc;
 
-  const int tid = threadIdx.x;
+  // acc = A[m0.., kb..ke) * B[kb..ke), n0..]
+  CKGEN_DEVICE CKGEN_FORCEINLINE static void mainloop(const View& v, Acc& acc, int m0, int n0,
+                                                      int kb, int ke, unsigned char* smem,
+                                                      int tid) {
+    Gemm::clear(acc);
+    Pipe::run(v, acc, m0, n0, kb, ke, smem, tid);
+  }
+  // Writes the tile in p.out_mode (split: the split-K slice index).
+  CKGEN_DEVICE CKGEN_FORCEINLINE static void epilogue(const View& v, const ConvArgs& p,
+                                                      const Acc& acc, int m0, int n0,
+                                                      unsigned char* smem, int tid,
+                                                      int split = 0) {
+    if constexpr (Cfg::kEpilogue == Epilogue::CShuffle)
+      EpilogueCShuffle<Tr, View>::run(v, p, acc, m0, n0, split, tid, smem);
+    else
+      EpilogueDefault<Tr, View>::run(v, p, acc, m0, n0, split, tid);
+  }
+};
+
+// One block of a split-K (or unsplit) launch: grid x = GEMM tiles, y = group (x stride class),
+// z = split.
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void splitk_block(const ConvArgs& p, unsigned char* ckgen_smem,
+                                                 int tid) {
+  using Tr = ConfigTraits<Cfg>;
+  using Parts = BlockParts<Cfg>;
+  using View = typename Parts::View;
+  using Gemm = typename Parts::Gemm;
   const int by = blockIdx.y;
   const int g = by / p.num_classes;
   const int cls = by - g * p.num_classes;
@@ -118,13 +143,26 @@ CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
     EpilogueDefault<Tr, View>::run(v, p, acc, m0, n0, split, tid);
   } else {
     typename Gemm::Acc acc;
-    Gemm::clear(acc);
-    Pipe::run(v, acc, m0, n0, kb, ke, ckgen_smem, tid);
-    if constexpr (Cfg::kEpilogue == Epilogue::CShuffle)
-      EpilogueCShuffle<Tr, View>::run(v, p, acc, m0, n0, split, tid, ckgen_smem);
-    else
-      EpilogueDefault<Tr, View>::run(v, p, acc, m0, n0, split, tid);
+    Parts::mainloop(v, acc, m0, n0, kb, ke, ckgen_smem, tid);
+    Parts::epilogue(v, p, acc, m0, n0, ckgen_smem, tid, split);
   }
+}
+
+template <class Cfg>
+CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
+    grouped_conv_kernel(const CKGEN_GRID_CONSTANT ConvArgs p) {
+  using Tr = ConfigTraits<Cfg>;
+#if defined(CKGEN_AMD)
+  // Static LDS on AMD: the code object then reports it (group_segment_fixed_size) and the
+  // compiler's occupancy accounts for it (ckgen check-isa reads both).
+  __shared__ __attribute__((aligned(16))) unsigned char ckgen_smem[Tr::kSmemBytes];
+#else
+  extern __shared__ __attribute__((aligned(16))) unsigned char ckgen_smem[];
+#endif
+  if constexpr (Tr::kStreamK)  // grid.x = StreamK blocks, then data-parallel tiles
+    StreamKBlock<BlockParts<Cfg>, Cfg::kReduction, Cfg::kPersistent>::run(p, ckgen_smem, threadIdx.x);
+  else
+    splitk_block<Cfg>(p, ckgen_smem, threadIdx.x);
 }
 
 // Split-K finish: dst = convert(sum over splits of ws[s * stride + i]).
@@ -211,6 +249,32 @@ class GroupedConvKernel final : public KernelBase {
 
   const KernelKey& key() const override { return key_; }
 
+  static constexpr bool kStreamK = Tr::kStreamK;
+#if defined(CKGEN_AMD)
+  static constexpr std::size_t kDynSmem = 0;  // static LDS (see grouped_conv_kernel)
+#else
+  static constexpr std::size_t kDynSmem = Tr::kSmemBytes;
+#endif
+
+  // Opts in to large dynamic shared memory, once per device (before launches and occupancy
+  // queries).
+  static gpuError_t prepare_launch() {
+    if constexpr (kDynSmem > 48 * 1024) {
+      static std::atomic<uint64_t> done{0};
+      int dev = 0;
+      if (gpuError_t e = gpuGetDevice(&dev); e != gpuSuccess) return e;
+      const uint64_t bit = uint64_t(1) << (dev & 63);
+      if (!(done.load(std::memory_order_relaxed) & bit)) {
+        gpuError_t e = gpuFuncSetAttribute(grouped_conv_kernel<Cfg>,
+                                           gpuFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(Tr::kSmemBytes));
+        if (e != gpuSuccess) return e;
+        done.fetch_or(bit, std::memory_order_relaxed);
+      }
+    }
+    return gpuSuccess;
+  }
+
   static constexpr int GM = Cfg::kGroupsToMerge;
 
   // GEMM sizes per block's group (merged groups: GM of them; backward_data: the largest
@@ -267,6 +331,17 @@ class GroupedConvKernel final : public KernelBase {
     if (std::string e = p.validate(); !e.empty()) return "invalid problem: " + e;
     if (p.ndim != Cfg::kNDim)
       return "ndim mismatch: instance is " + str(Cfg::kNDim) + "D, problem is " + str(p.ndim) + "D";
+    if constexpr (kStreamK) {
+      if (opts.k_batch != 0)
+        return "StreamK sizes its own split: RunOptions::k_batch must be 0 (got " +
+               str(opts.k_batch) + ")";
+      if (opts.streamk_blocks < 0)
+        return "RunOptions::streamk_blocks must be >= 0 (0 = #SMs x occupancy), got " +
+               str(opts.streamk_blocks);
+    } else {
+      if (opts.streamk_blocks != 0)
+        return "RunOptions::streamk_blocks is for StreamK instances (this one uses split-K)";
+    }
     {
       ConvProblem q = p;
       q.compute_output();
@@ -339,8 +414,13 @@ class GroupedConvKernel final : public KernelBase {
       classes = p.stride[0] * p.stride[1] * p.stride[2];
     if (p.G / GM * classes > 65535)
       return "G (x stride classes for backward_data) exceeds 65535 (grid.y limit)";
-    // Split-K.
-    {
+    if constexpr (kStreamK) {
+      const StreamKPlan s = streamk_plan(p, opts);
+      if (s.tiles * s.iters > kMax32)
+        return "StreamK: tiles x k iterations (" + str(s.tiles) + " x " + str(s.iters) +
+               ") exceeds 2^31-1";
+      if (s.grid > kMax32) return "StreamK: grid of " + str(s.grid) + " blocks exceeds 2^31-1";
+    } else {  // Split-K.
       const int kb = resolve_k_batch(p, opts);
       if (kb < 1 || kb > 64) return "k_batch " + str(kb) + " out of range 1..64";
     }
@@ -358,7 +438,34 @@ class GroupedConvKernel final : public KernelBase {
                                                : p.weight_elems();
   }
 
+  // Blocks of this instance resident on one SM x SMs: the default StreamK grid B.
+  static int resident_blocks() {
+    static const int blocks = [] {
+      int per_sm = 0;
+      if (prepare_launch() != gpuSuccess ||
+          gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grouped_conv_kernel<Cfg>,
+                                                       Tr::kThreads, kDynSmem) != gpuSuccess ||
+          per_sm < 1)
+        per_sm = 1;
+      return per_sm * detail::device_sm_count();
+    }();
+    return blocks;
+  }
+
+  // The StreamK plan of a call (streamk_plan.hpp): tiles over all groups, k iterations per
+  // tile, B = opts.streamk_blocks or resident_blocks().
+  static StreamKPlan streamk_plan(const ConvProblem& p, const RunOptions& opts) {
+    int64_t M, N, K;
+    gemm_dims(p, M, N, K);
+    const int64_t tiles = p.G * detail::ceil_div(M, Tr::BM) * detail::ceil_div(N, Tr::BN);
+    const int64_t iters = std::max<int64_t>(1, detail::ceil_div(K, Tr::BK));
+    const int64_t blocks = opts.streamk_blocks > 0 ? opts.streamk_blocks : resident_blocks();
+    return make_streamk_plan(tiles, iters, blocks, Cfg::kPersistent);
+  }
+
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    if constexpr (kStreamK)
+      return std::size_t(streamk_workspace_bytes(streamk_plan(p, opts), Tr::BM, Tr::BN));
     const int kb = resolve_k_batch(p, opts);
     if (kb <= 1) return 0;
     const std::size_t elems = std::size_t(dst_elems(p));
@@ -406,7 +513,7 @@ class GroupedConvKernel final : public KernelBase {
     a.num_classes = 1;
     if constexpr (kVariant == Variant::BackwardData)
       a.num_classes = int(p.stride[0] * p.stride[1] * p.stride[2]);
-    const int kb = resolve_k_batch(p, opts);
+    const int kb = kStreamK ? 1 : resolve_k_batch(p, opts);  // StreamK: launch_streamk
     a.k_batch = kb;
     a.k_chunk = int(detail::ceil_div(detail::ceil_div(std::max<int64_t>(K, 1), kb), Tr::BK) * Tr::BK);
     // The backward_data class K varies per block: the kernel splits each class's own K
@@ -422,45 +529,49 @@ class GroupedConvKernel final : public KernelBase {
     if (kb > 1) a.out_mode = Cfg::kStage == Stage::One ? OutMode::AtomicF32 : OutMode::PartialF32;
     if (kb > 1 && workspace == nullptr) return gpuErrorInvalidValueCompat();
 
-#if defined(CKGEN_AMD)
-    constexpr std::size_t kDynSmem = 0;  // static LDS (see grouped_conv_kernel)
-#else
-    constexpr std::size_t kDynSmem = Tr::kSmemBytes;
-#endif
-    if constexpr (kDynSmem > 48 * 1024) {  // opt in to large shared memory, once per device
-      static std::atomic<uint64_t> done{0};
-      int dev = 0;
-      if (gpuError_t e = gpuGetDevice(&dev); e != gpuSuccess) return e;
-      const uint64_t bit = uint64_t(1) << (dev & 63);
-      if (!(done.load(std::memory_order_relaxed) & bit)) {
-        gpuError_t e = gpuFuncSetAttribute(grouped_conv_kernel<Cfg>,
-                                           gpuFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(Tr::kSmemBytes));
+    if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
+    if constexpr (kStreamK) {
+      return launch_streamk(p, a, workspace, stream, opts);
+    } else {
+      if (a.out_mode == OutMode::AtomicF32) {
+        gpuError_t e = gpuMemsetAsync(workspace, 0, std::size_t(dst_elems(p)) * sizeof(float), stream);
         if (e != gpuSuccess) return e;
-        done.fetch_or(bit, std::memory_order_relaxed);
       }
-    }
-    if (a.out_mode == OutMode::AtomicF32) {
-      gpuError_t e = gpuMemsetAsync(workspace, 0, std::size_t(dst_elems(p)) * sizeof(float), stream);
+      const dim3 grid(unsigned(tiles), unsigned(p.G / GM * a.num_classes), unsigned(kb));
+      grouped_conv_kernel<Cfg><<<grid, Tr::kThreads, kDynSmem, stream>>>(a);
+      gpuError_t e = gpuGetLastError();
       if (e != gpuSuccess) return e;
+      if (kb > 1) {
+        const int64_t n = dst_elems(p);
+        const int splits = Cfg::kStage == Stage::One ? 1 : kb;
+        const int threads = 256;
+        const int64_t blocks = std::min<int64_t>(detail::ceil_div(n, threads), 8 * detail::device_sm_count());
+        splitk_finish_kernel<Cfg::kDataType><<<unsigned(blocks), threads, 0, stream>>>(
+            static_cast<const float*>(workspace), splits, a.ws_split_stride, static_cast<Raw*>(dst), n);
+        e = gpuGetLastError();
+      }
+      return e;
     }
-    const dim3 grid(unsigned(tiles), unsigned(p.G / GM * a.num_classes), unsigned(kb));
-    grouped_conv_kernel<Cfg><<<grid, Tr::kThreads, kDynSmem, stream>>>(a);
-    gpuError_t e = gpuGetLastError();
-    if (e != gpuSuccess) return e;
-    if (kb > 1) {
-      const int64_t n = dst_elems(p);
-      const int splits = Cfg::kStage == Stage::One ? 1 : kb;
-      const int threads = 256;
-      const int64_t blocks = std::min<int64_t>(detail::ceil_div(n, threads), 8 * detail::device_sm_count());
-      splitk_finish_kernel<Cfg::kDataType><<<unsigned(blocks), threads, 0, stream>>>(
-          static_cast<const float*>(workspace), splits, a.ws_split_stride, static_cast<Raw*>(dst), n);
-      e = gpuGetLastError();
-    }
-    return e;
   }
 
  private:
+  // StreamK launch: zero the flags (one memsetAsync), then one kernel; grid.x = plan.grid.
+  gpuError_t launch_streamk(const ConvProblem& p, ConvArgs& a, void* workspace,
+                            gpuStream_t stream, const RunOptions& opts) const {
+    const StreamKPlan s = streamk_plan(p, opts);
+    a.sk = make_streamk_args(s, s.tiles / p.G);
+    if (s.sk_blocks > 0) {
+      if (workspace == nullptr) return gpuErrorInvalidValueCompat();
+      unsigned char* ws = static_cast<unsigned char*>(workspace);
+      a.sk.partials = reinterpret_cast<float*>(ws);
+      a.sk.flags = reinterpret_cast<int*>(ws + streamk_partials_bytes(s, Tr::BM, Tr::BN));
+      gpuError_t e = gpuMemsetAsync(a.sk.flags, 0, std::size_t(streamk_flags_bytes(s)), stream);
+      if (e != gpuSuccess) return e;
+    }
+    grouped_conv_kernel<Cfg><<<dim3(unsigned(s.grid), 1, 1), Tr::kThreads, kDynSmem, stream>>>(a);
+    return gpuGetLastError();
+  }
+
   static gpuError_t gpuErrorInvalidValueCompat() {
 #if defined(CKGEN_NVIDIA)
     return cudaErrorInvalidValue;

@@ -26,10 +26,14 @@ struct ConvTensors {
   void* out = nullptr;
 };
 
-// Per-call options. k_batch: split count for backward_weight (0 = choose automatically);
-// ignored by the other variants.
+// Per-call options.
+//   k_batch:        split count for backward_weight (0 = choose automatically); ignored by
+//                   the other variants; StreamK instances refuse anything but 0.
+//   streamk_blocks: StreamK instances: the StreamK grid B (0 = #SMs x resident blocks per
+//                   SM, see streamk_plan.hpp); split-K instances refuse anything but 0.
 struct RunOptions {
   int k_batch = 0;
+  int streamk_blocks = 0;
 };
 
 // Static description of an instance (mirrors the generated Config; the key of the registry).

@@ -17,7 +17,8 @@
 //          gpuGetLastError, gpuGetErrorString, gpuEventCreate/Record/Synchronize/
 //          ElapsedTime/Destroy, gpuStreamSynchronize, gpuFuncSetAttribute /
 //          gpuFuncAttributeMaxDynamicSharedMemorySize, gpuGetDeviceProperties, gpuDeviceProp,
-//          gpuGetDeviceCount, gpuGetDevice, gpuDeviceGetAttribute (+ gpuDevAttrMultiProcessorCount).
+//          gpuGetDeviceCount, gpuGetDevice, gpuDeviceGetAttribute (+ gpuDevAttrMultiProcessorCount),
+//          gpuOccupancyMaxActiveBlocksPerMultiprocessor.
 // Types:   ckgen::half_t, ckgen::bf16_t, ckgen::to_float(x), ckgen::from_float<T>(f).
 #pragma once
 
@@ -106,6 +107,8 @@ using gpuDeviceProp = cudaDeviceProp;
 #define gpuGetDevice cudaGetDevice
 #define gpuSetDevice cudaSetDevice
 #define gpuDeviceGetAttribute cudaDeviceGetAttribute
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor(n, f, threads, smem) \
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, f, threads, smem)
 
 // ------------------------------------------------------------------------------------------
 // AMD with HIP headers
@@ -152,6 +155,8 @@ using gpuDeviceProp = hipDeviceProp_t;
 #define gpuGetDevice hipGetDevice
 #define gpuSetDevice hipSetDevice
 #define gpuDeviceGetAttribute hipDeviceGetAttribute
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor(n, f, threads, smem) \
+  hipOccupancyMaxActiveBlocksPerMultiprocessor(n, reinterpret_cast<const void*>(f), threads, smem)
 
 // ------------------------------------------------------------------------------------------
 // AMD without HIP headers (clang -x hip -nogpuinc): builtins + declarations only.
@@ -227,6 +232,8 @@ gpuError_t hipGetDeviceCount(int* n);
 gpuError_t hipGetDevice(int* d);
 gpuError_t hipSetDevice(int d);
 gpuError_t hipDeviceGetAttribute(int* v, int attr, int dev);
+gpuError_t hipOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* f, int threads,
+                                                        std::size_t smem);
 // Needed by clang to parse <<<...>>> launches.
 gpuError_t __hipPushCallConfiguration(dim3 grid, dim3 block, std::size_t shmem = 0,
                                       gpuStream_t stream = nullptr);
@@ -259,6 +266,8 @@ gpuError_t hipLaunchKernel(const void* f, dim3 grid, dim3 block, void** args, st
 #define gpuGetDevice hipGetDevice
 #define gpuSetDevice hipSetDevice
 #define gpuDeviceGetAttribute hipDeviceGetAttribute
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor(n, f, threads, smem) \
+  hipOccupancyMaxActiveBlocksPerMultiprocessor(n, reinterpret_cast<const void*>(f), threads, smem)
 
 // Thread indexing and barriers from clang builtins.
 namespace ckgen::detail {
@@ -324,6 +333,7 @@ __attribute__((device)) inline void __syncthreads() {
   __builtin_amdgcn_s_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
+__attribute__((device)) inline void __threadfence() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
 #endif  // __HIP__
 #endif  // platform
 

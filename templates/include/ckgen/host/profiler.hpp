@@ -19,7 +19,10 @@
 //                                       loop: plain back-to-back launches
 //   --kernels GLOB[,GLOB]               instance-name filter (fnmatch: * ? [..])
 //   --shape GLOB[,GLOB]                 shape-name filter for --shapes
-//   --k-batch N[,N..]                   backward_weight split-K (0 = instance's choice)
+//   --k-batch N[,N..]                   backward_weight split-K (0 = instance's choice); StreamK
+//                                       instances run once (they size their own split)
+//   --streamk-blocks N                  StreamK instances: the StreamK grid B (0 = #SMs x
+//                                       occupancy; RunOptions::streamk_blocks)
 //   --csv FILE                          write results (one row per shape x instance x k_batch)
 //   --list                              list matching instances and exit (no GPU needed)
 //   --verbose                           also print why instances refuse a problem
@@ -51,7 +54,7 @@ inline const char* profiler_usage() {
          "  [--datatype fp16|bf16|fp32|all[,..]] [--verify none|cpu|gpu|auto] "
          "[--init random|int|positive] [--seed N]\n"
          "  [--warmup N] [--repeat N] [--iters N (0=auto)] [--timing graph|loop] [--kernels GLOB[,GLOB]] [--shape GLOB] "
-         "[--k-batch N[,N]] [--csv FILE] [--list] [--verbose] [--strict]\n"
+         "[--k-batch N[,N]] [--streamk-blocks N] [--csv FILE] [--list] [--verbose] [--strict]\n"
          "exit: 0 ok, 1 verification/run failure, 2 bad arguments, 3 no GPU, 4 unsupported "
          "problem (--strict)\n";
 }
@@ -76,6 +79,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
   const char* vname = to_string(variant);
   std::set<std::string> value_opts = {"shapes", "datatype", "verify", "init", "seed", "warmup",
                                       "repeat", "iters", "kernels", "shape", "k-batch", "csv",
+                                      "streamk-blocks",
                                       "timing"};
   for (const auto& k : problem_option_names()) value_opts.insert(k);
   const std::set<std::string> flag_opts = {"list", "verbose", "strict", "help"};
@@ -91,6 +95,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
   int warmup = 5, repeat = 10, iters = 0;
   std::string kernels_glob, shape_glob, csv_path;
   std::vector<int> k_batches = {0};
+  int streamk_blocks = 0;
   bool list = false, verbose = false, strict = false, use_graph = true;
   try {
     Args a(argc, argv, value_opts, flag_opts);
@@ -154,6 +159,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
       throw UsageError("--timing: '" + timing + "' is not graph or loop");
     use_graph = timing == "graph";
     csv_path = a.get("csv");
+    streamk_blocks = int(a.get_int("streamk-blocks", 0, 0, 1 << 30));
     if (a.has("k-batch")) {
       k_batches.clear();
       for (const std::string& s : split(a.get("k-batch"), ',')) {
@@ -245,14 +251,23 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
         ++case_counter;
         // Supporting (instance, k_batch) pairs.
         std::vector<std::pair<const KernelBase*, int>> runs;
+        auto options = [&](const KernelBase* k, int kb) {
+          RunOptions o;
+          if (k->key().reduction != Reduction::SplitK)
+            o.streamk_blocks = streamk_blocks;
+          else
+            o.k_batch = kb;
+          return o;
+        };
         for (const KernelBase* k : instances) {
           if (k->key().datatype != dt) continue;
+          const bool streamk = k->key().reduction != Reduction::SplitK;
           for (int kb : k_batches) {
-            RunOptions o;
-            o.k_batch = kb;
+            if (streamk && kb != k_batches.front()) break;  // StreamK: one run
+            const RunOptions o = options(k, kb);
             const std::string reason = k->is_supported(p, o);
             if (reason.empty())
-              runs.push_back({k, kb});
+              runs.push_back({k, o.k_batch});
             else if (verbose)
               std::cout << "  skip " << k->name()
                         << (k_batches.size() > 1 ? " k_batch=" + std::to_string(kb) : "") << ": "
@@ -285,8 +300,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
           continue;
         }
         for (const auto& [k, kb] : runs) {
-          RunOptions o;
-          o.k_batch = kb;
+          const RunOptions o = options(k, kb);
           ProfilerRow row;
           row.shape = np.name;
           row.instance = k->name();
@@ -315,6 +329,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
           }
           line << k->name();
           if (variant == Variant::BackwardWeight) line << " k_batch=" << kb;
+          if (o.streamk_blocks != 0) line << " streamk_blocks=" << o.streamk_blocks;
           line << "  " << vo.summary(variant, p);
           if (vo.ran && !t.ok) line << "; timing ERROR " << t.error;
           if (t.ok && !t.note.empty()) line << "; note: " << t.note;

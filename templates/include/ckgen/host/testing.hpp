@@ -2,18 +2,28 @@
 //
 //   <variant>_coverage    every problem of shapes/coverage.csv      x datatype x instance
 //   <variant>_tests       every problem of shapes/tests.csv         x datatype x instance
-//                         (backward_weight also x k_batch 1, 3, 64 where supported)
-//                         test name: <problem>__<datatype>__<instance>[__kb<k_batch>]
+//                         (backward_weight split-K: x k_batch 0, 1, 3, 64 where supported;
+//                         StreamK: x streamk_blocks 0 (auto), 1, 3, 7)
+//                         test name: <problem>__<datatype>__<instance>[__kb<k_batch>|__sk<blocks>]
 //                         reference: CPU fp64 up to 2 GFLOP, else the GPU fp32 kernel
+//   backward_weight_streamk  every problem of shapes/streamk.csv x StreamK instance x grid
+//                         (streamk_case_grids: automatic, all data-parallel, odd splits, all
+//                         StreamK, StreamK next to data-parallel waves); name
+//                         <problem>__<instance>__sk<blocks>
 //   <variant>_support     <problem>__<datatype> FAILS when no instance supports a problem;
 //                         no_instances__<datatype> FAILS when a datatype has no instance
 //   <variant>_negative    is_supported must refuse (with a reason): ndim mismatch; vector > 1
-//                         instance vs C = K = 3
+//                         instance vs C = K = 3; StreamK: k_batch != 0, streamk_blocks < 0;
+//                         split-K backward_weight: streamk_blocks != 0
 //   <variant>_reference   GPU fp32 reference vs CPU fp64 reference on tests.csv
 //   <variant>_sweep       chunk_NN: seeded random valid problems (CKGEN_SWEEP_COUNT in all,
 //                         default 2000), each by a random supporting instance (and k_batch)
 //                         against the GPU reference. Seed: CKGEN_SWEEP_SEED, default the clock;
 //                         printed, with every failing problem as profiler options.
+//   streamk_host          (backward_weight) StreamK plan / schedule / workspace arithmetic
+//                         (host/streamk_checks.hpp) and gpu_cases_cover_the_schedule (the
+//                         backward_weight_streamk cases reach every section of the schedule for
+//                         each reduction x persistence), run without a GPU too
 //   harness_host          host-only checks of the harness itself (run without a GPU too):
 //                         hand-computed CPU reference, adjoint identities, host emulation of
 //                         the GPU reference, fp16/bf16 conversions, shapes files parse.
@@ -30,9 +40,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +53,7 @@
 #include "ckgen/host/reference.hpp"
 #include "ckgen/host/runner.hpp"
 #include "ckgen/host/shapes.hpp"
+#include "ckgen/host/streamk_checks.hpp"
 #include "ckgen/host/tolerance.hpp"
 #include "ckgen/kernel_base.hpp"
 
@@ -149,22 +162,37 @@ inline RefKind auto_reference(const ConvProblem& p) {
   return p.flops() <= kCpuReferenceMaxFlops ? RefKind::Cpu : RefKind::Gpu;
 }
 
+// Profiler options that select the same run options.
+inline std::string run_options_args(Variant v, const RunOptions& o) {
+  std::string s;
+  if (v == Variant::BackwardWeight) s += " --k-batch " + std::to_string(o.k_batch);
+  if (o.streamk_blocks != 0) s += " --streamk-blocks " + std::to_string(o.streamk_blocks);
+  return s;
+}
+
+inline bool is_streamk(const KernelBase& k) { return k.key().reduction != Reduction::SplitK; }
+
+// The StreamK grids every StreamK instance runs each test problem with: automatic, one block
+// (everything data-parallel), and small odd grids (several blocks per tile: linear chains and
+// tree levels, uneven q / q + 1 splits).
+inline const std::vector<int>& streamk_test_blocks() {
+  static const std::vector<int> v = {0, 1, 3, 7};
+  return v;
+}
+
 inline std::string repro(Variant v, DataType dt, const ConvProblem& p, const std::string& inst,
-                         int k_batch, uint64_t seed) {
+                         const RunOptions& o, uint64_t seed) {
   std::ostringstream os;
   os << "reproduce: ckgen_profiler_" << to_string(v) << " " << problem_args(p) << " --datatype "
-     << to_string(dt) << " --kernels " << inst;
-  if (v == Variant::BackwardWeight) os << " --k-batch " << k_batch;
+     << to_string(dt) << " --kernels " << inst << run_options_args(v, o);
   os << "   (test inputs: CKGEN_TEST_SEED=" << test_seed() << ", case seed " << seed << ")";
   return os.str();
 }
 
 // Runs instance k on problem p against the reference and reports through gtest.
 inline void run_case(Variant v, DataType dt, const ConvProblem& p, const KernelBase& k,
-                     int k_batch, RefKind ref, uint64_t seed) {
+                     const RunOptions& o, RefKind ref, uint64_t seed) {
   CKGEN_REQUIRE_GPU();
-  RunOptions o;
-  o.k_batch = k_batch;
   const std::string why = k.is_supported(p, o);
   ASSERT_TRUE(why.empty()) << k.name() << " no longer supports the problem: " << why;
   try {
@@ -174,20 +202,23 @@ inline void run_case(Variant v, DataType dt, const ConvProblem& p, const KernelB
     const VerifyOutcome r = wb.verify(k, o);
     if (!r.ran) note_gpu_failure();
     EXPECT_TRUE(r.ran && r.ok) << k.name() << " on " << problem_summary(p) << " ("
-                               << to_string(dt) << ", k_batch " << k_batch << ", "
+                               << to_string(dt) << ", k_batch " << o.k_batch
+                               << ", streamk_blocks " << o.streamk_blocks << ", "
                                << to_string(ref) << " reference): " << r.summary(v, p) << "\n"
-                               << repro(v, dt, p, k.name(), k_batch, seed);
+                               << repro(v, dt, p, k.name(), o, seed);
   } catch (const std::exception& e) {
     note_gpu_failure();
-    FAIL() << "GPU error: " << e.what() << "\n" << repro(v, dt, p, k.name(), k_batch, seed);
+    FAIL() << "GPU error: " << e.what() << "\n" << repro(v, dt, p, k.name(), o, seed);
   }
 }
 
-// Registers <suite>: problem x datatype x supporting instance (x k_batch); plus the support
+// Registers <suite>: problem x datatype x supporting instance (x k_batch for split-K, x
+// streamk_blocks for StreamK instances); plus the support
 // failures into <variant>_support.
 inline void register_problem_tests(Variant v, const std::string& suite,
                                    const std::vector<NamedProblem>& problems,
-                                   const std::vector<int>& k_batches) {
+                                   const std::vector<int>& k_batches,
+                                   const std::vector<int>& streamk_blocks = {0}) {
   const std::string vname = to_string(v);
   const auto insts = instances_of(v);
   uint64_t counter = 0;
@@ -198,21 +229,22 @@ inline void register_problem_tests(Variant v, const std::string& suite,
       for (const KernelBase* k : insts) {
         if (k->key().datatype != dt) continue;
         any_instance = true;
-        for (int kb : k_batches) {
+        const bool sk = is_streamk(*k);
+        for (int n : sk ? streamk_blocks : k_batches) {
           RunOptions o;
-          o.k_batch = kb;
+          (sk ? o.streamk_blocks : o.k_batch) = n;
           const std::string why = k->is_supported(np.problem, o);
           if (!why.empty()) {
-            if (kb == 0) reasons += "\n  " + k->name() + ": " + why;
+            if (n == 0) reasons += "\n  " + k->name() + ": " + why;
             continue;
           }
-          if (kb == 0) any_supported = true;
+          if (n == 0) any_supported = true;
           std::string name = sanitize(np.name) + "__" + to_string(dt) + "__" + k->name();
-          if (v == Variant::BackwardWeight) name += "__kb" + std::to_string(kb);
+          if (v == Variant::BackwardWeight) name += (sk ? "__sk" : "__kb") + std::to_string(n);
           const ConvProblem p = np.problem;
           const uint64_t seed = hash2(test_seed(), ++counter);
-          add_test(suite, name, [v, dt, p, k, kb, seed] {
-            run_case(v, dt, p, *k, kb, auto_reference(p), seed);
+          add_test(suite, name, [v, dt, p, k, o, seed] {
+            run_case(v, dt, p, *k, o, auto_reference(p), seed);
           });
         }
       }
@@ -250,6 +282,29 @@ inline void register_negative_tests(Variant v) {
       });
     }
     const KernelKey& key = k->key();
+    if (v == Variant::BackwardWeight) {
+      // Refused before any device query: these run without a GPU.
+      const ConvProblem p = small_problem(nd, 8, 8);
+      auto refuses = [suite, k, p](const std::string& what, RunOptions o, const char* expect) {
+        add_test(suite, what + "_refused__" + k->name(), [k, p, o, expect] {
+          const std::string why = k->is_supported(p, o);
+          EXPECT_FALSE(why.empty()) << k->name() << " accepts k_batch " << o.k_batch
+                                    << ", streamk_blocks " << o.streamk_blocks;
+          EXPECT_NE(why.find(expect), std::string::npos) << "reason: " << why;
+        });
+      };
+      RunOptions o;
+      if (key.reduction != Reduction::SplitK) {
+        o.k_batch = 3;
+        refuses("streamk_k_batch3", o, "StreamK sizes its own split");
+        o = RunOptions{};
+        o.streamk_blocks = -1;
+        refuses("streamk_blocks_negative", o, "streamk_blocks must be >= 0");
+      } else {
+        o.streamk_blocks = 5;
+        refuses("splitk_streamk_blocks5", o, "streamk_blocks is for StreamK instances");
+      }
+    }
     const int vec = std::max({key.vec_a, key.vec_b, key.vec_c});
     if (vec > 1 && nd >= 1 && nd <= 3) {
       const ConvProblem p = small_problem(nd, 3, 3);
@@ -290,6 +345,136 @@ inline void register_reference_tests(Variant v, const std::vector<NamedProblem>&
       }
     });
   }
+}
+
+// --------------------------------------------------------------------------- StreamK cases
+// backward_weight_streamk: every problem of shapes/streamk.csv x every StreamK instance of its
+// ndim (the instance's datatype) x the grids of streamk_case_grids, against the reference
+// (fresh random inputs, poisoned output: run_case). The problems are chosen for the schedule:
+// several groups, stride 2 with asymmetric pads, one output tile, a large GemmK (784 / 1568 k
+// iterations), many tiles (whole data-parallel waves next to a StreamK section), 1D and 3D.
+// streamk_host.gpu_cases_cover_the_schedule checks (without a GPU) that the registered cases
+// reach every section of the schedule for each reduction x persistence.
+
+// The plan a StreamK instance makes for p at a forced grid (kernel.hpp's streamk_plan from the
+// key; streamk_host.instances_size_their_workspace_from_the_plan ties the two together).
+inline StreamKPlan streamk_plan_of(const KernelKey& key, const ConvProblem& p, int blocks) {
+  const int64_t M = p.K, N = p.filter_spatial() * p.C, K = p.N * p.out_spatial();
+  const int64_t tiles = p.G * ((M + key.tile_m - 1) / key.tile_m) * ((N + key.tile_n - 1) / key.tile_n);
+  const int64_t iters = std::max<int64_t>(1, (K + key.tile_k - 1) / key.tile_k);
+  return make_streamk_plan(tiles, iters, blocks, key.persistent);
+}
+
+// Grids of a StreamK case with `tiles` output tiles: automatic (0); one block and B = tiles
+// (every tile data-parallel); 3 and 7 (odd q / q + 1 splits); tiles + 1 (every tile StreamK);
+// the largest B <= tiles / 3 that leaves a remainder (a StreamK section next to two or more
+// whole data-parallel waves: persistent blocks stride over dp_rounds >= 2).
+inline std::vector<int> streamk_case_grids(int64_t tiles) {
+  std::vector<int> g = {0, 1, 3, 7};
+  auto add = [&g](int64_t b) {
+    if (b >= 1 && b <= (int64_t(1) << 20) && std::find(g.begin(), g.end(), int(b)) == g.end())
+      g.push_back(int(b));
+  };
+  add(tiles);
+  add(tiles + 1);
+  for (int64_t b = tiles / 3; b >= 2; --b)
+    if (tiles % b != 0) {
+      add(b);
+      break;
+    }
+  return g;
+}
+
+// A registered GPU case at a forced grid (the coverage check reads these).
+struct StreamKCase {
+  std::string test;  // suite.name
+  Reduction reduction;
+  bool persistent;
+  ConvProblem problem;
+  StreamKPlan plan;
+};
+
+inline std::vector<StreamKCase>& streamk_cases() {
+  static std::vector<StreamKCase> v;
+  return v;
+}
+
+inline void register_streamk_tests(const std::vector<NamedProblem>& problems) {
+  const Variant v = Variant::BackwardWeight;
+  const std::string suite = std::string(to_string(v)) + "_streamk";
+  uint64_t counter = 2000000;
+  for (const NamedProblem& np : problems) {
+    for (const KernelBase* k : instances_of(v)) {
+      const KernelKey& key = k->key();
+      if (!is_streamk(*k) || key.ndim != np.problem.ndim) continue;
+      const StreamKPlan auto_plan = streamk_plan_of(key, np.problem, 1);
+      for (int blocks : streamk_case_grids(auto_plan.tiles)) {
+        RunOptions o;
+        o.streamk_blocks = blocks;
+        const std::string why = k->is_supported(np.problem, o);
+        const std::string name = sanitize(np.name) + "__" + k->name() + "__sk" + std::to_string(blocks);
+        if (!why.empty()) {  // the problems are chosen for every StreamK instance
+          add_test(suite, name, [why] {
+            CKGEN_REQUIRE_GPU();  // without one, shared memory limits are guesses
+            FAIL() << "refused: " << why;
+          });
+          continue;
+        }
+        const ConvProblem p = np.problem;
+        const DataType dt = key.datatype;
+        const uint64_t seed = hash2(test_seed(), ++counter);
+        add_test(suite, name, [v, dt, p, k, o, seed] {
+          run_case(v, dt, p, *k, o, auto_reference(p), seed);
+        });
+        if (blocks > 0)
+          streamk_cases().push_back({suite + "." + name, key.reduction, key.persistent, p,
+                                     streamk_plan_of(key, p, blocks)});
+      }
+    }
+  }
+}
+
+// What the GPU cases must reach, per reduction x persistence present in the binary.
+inline void register_streamk_coverage_test() {
+  add_test("streamk_host", "gpu_cases_cover_the_schedule", [] {
+    struct Need {
+      const char* what;
+      bool (*met)(const StreamKCase&);
+    };
+    static const Need needs[] = {
+        {"several groups with a StreamK section",
+         [](const StreamKCase& c) { return c.problem.G > 1 && c.plan.sk_tiles > 0; }},
+        {"stride > 1 with a StreamK section",
+         [](const StreamKCase& c) {
+           return c.plan.sk_tiles > 0 && std::max({c.problem.stride[0], c.problem.stride[1], c.problem.stride[2]}) > 1;
+         }},
+        {"pure data-parallel (several tiles, no StreamK section)",
+         [](const StreamKCase& c) { return c.plan.tiles > 1 && c.plan.sk_tiles == 0; }},
+        {"one output tile shared by >= 3 StreamK blocks",
+         [](const StreamKCase& c) { return c.plan.tiles == 1 && c.plan.sk_blocks >= 3; }},
+        {"large GemmK (>= 512 k iterations per tile) split over StreamK blocks",
+         [](const StreamKCase& c) { return c.plan.iters >= 512 && c.plan.sk_blocks >= 2; }},
+        {"a StreamK section next to >= 2 whole data-parallel waves",
+         [](const StreamKCase& c) { return c.plan.sk_tiles > 0 && c.plan.dp_tiles >= 2 * c.plan.blocks; }},
+        {"a tile with >= 4 contributors (tree depth >= 2)",
+         [](const StreamKCase& c) {
+           for (int64_t t = 0; t < c.plan.sk_tiles; ++t)
+             if (streamk_sim::contributors(c.plan, t) >= 4) return true;
+           return false;
+         }},
+    };
+    std::set<std::pair<Reduction, bool>> modes;
+    for (const KernelBase* k : instances_of(Variant::BackwardWeight))
+      if (is_streamk(*k)) modes.insert({k->key().reduction, k->key().persistent});
+    for (const auto& [r, persistent] : modes)
+      for (const Need& n : needs) {
+        bool met = false;
+        for (const StreamKCase& c : streamk_cases())
+          met = met || (c.reduction == r && c.persistent == persistent && n.met(c));
+        EXPECT_TRUE(met) << to_string(r) << (persistent ? " persistent" : "")
+                         << ": no backward_weight_streamk case reaches: " << n.what;
+      }
+  });
 }
 
 // --------------------------------------------------------------------------- random sweep
@@ -372,24 +557,23 @@ inline void run_sweep_chunk(Variant v, int chunk, int count) {
         ndims.push_back(k->key().ndim);
     std::sort(ndims.begin(), ndims.end());
     ConvProblem p;
-    std::vector<std::pair<const KernelBase*, int>> cands;
+    std::vector<std::pair<const KernelBase*, RunOptions>> cands;
     for (int attempt = 0; attempt < 200 && cands.empty(); ++attempt) {
       p = random_problem(rng, rng.pick(ndims));
       const int kb = v == Variant::BackwardWeight ? rng.pick<int>({0, 0, 1, 2, 3, 5, 8, 64}) : 0;
       for (const KernelBase* k : insts) {
         if (k->key().datatype != dt) continue;
         RunOptions o;
-        o.k_batch = kb;
-        if (k->is_supported(p, o).empty()) cands.push_back({k, kb});
+        // StreamK instances take the same draw as their grid (0 = automatic)
+        (is_streamk(*k) ? o.streamk_blocks : o.k_batch) = kb;
+        if (k->is_supported(p, o).empty()) cands.push_back({k, o});
       }
       if (cands.empty()) ++refusals;
     }
     ASSERT_FALSE(cands.empty()) << "200 random " << to_string(dt)
                                 << " problems in a row found no supporting instance";
-    const auto [k, kb] = rng.pick(cands);
+    const auto [k, o] = rng.pick(cands);
     const uint64_t seed = rng.next();
-    RunOptions o;
-    o.k_batch = kb;
     std::string err;
     VerifyOutcome r;
     try {
@@ -406,11 +590,12 @@ inline void run_sweep_chunk(Variant v, int chunk, int count) {
       ++failures;
       ADD_FAILURE() << "[sweep] " << vname << " chunk " << chunk << " #" << i
                     << " (CKGEN_SWEEP_SEED=" << base << "): " << k->name() << " "
-                    << to_string(dt) << " k_batch " << kb << " on " << problem_summary(p) << ": "
+                    << to_string(dt) << " k_batch " << o.k_batch << " streamk_blocks "
+                    << o.streamk_blocks << " on " << problem_summary(p) << ": "
                     << (err.empty() ? r.summary(v, p) : "GPU error: " + err) << "\n"
                     << "reproduce: ckgen_profiler_" << vname << " " << problem_args(p)
                     << " --datatype " << to_string(dt) << " --kernels " << k->name()
-                    << (v == Variant::BackwardWeight ? " --k-batch " + std::to_string(kb) : "")
+                    << run_options_args(v, o)
                     << "\n   or: CKGEN_SWEEP_SEED=" << base
                     << " --gtest_filter=" << vname << "_sweep.chunk_" << chunk;
       if (!err.empty() || failures >= 10) {
@@ -436,6 +621,42 @@ inline void register_sweep_tests(Variant v) {
 }
 
 // --------------------------------------------------------------------------- host-only checks
+// StreamK plan arithmetic (streamk_plan.hpp): hand-computed grids, workspaces and flag layout,
+// the schedule simulation over a range of shapes, injected faults that it must catch
+// (host/streamk_checks.hpp; tests/test_streamk_host.py runs the same checks with g++).
+inline void register_streamk_host_tests() {
+  const std::string suite = "streamk_host";
+  add_test(suite, "grid_workspace_and_flags_hand_computed", [] {
+    EXPECT_EQ(check_streamk_hand_computed(), "");
+  });
+  add_test(suite, "schedule_linear", [] {
+    EXPECT_EQ(check_streamk_schedules(Reduction::StreamKLinear), "");
+  });
+  add_test(suite, "schedule_tree", [] {
+    EXPECT_EQ(check_streamk_schedules(Reduction::StreamKTree), "");
+  });
+  add_test(suite, "injected_faults_are_caught", [] {
+    EXPECT_EQ(check_streamk_faults_caught(), "");
+  });
+  add_test(suite, "instances_size_their_workspace_from_the_plan", [] {
+    // Every StreamK instance: workspace_bytes == the formula on streamk_plan_of (the plan the
+    // GPU cases are chosen with) at forced grids (no device query).
+    const ConvProblem p = make_problem(2, 2, 4, 64, 72, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1});
+    for (const KernelBase* k : instances_of(Variant::BackwardWeight)) {
+      if (!is_streamk(*k) || k->key().ndim != 2) continue;
+      const KernelKey& key = k->key();
+      for (int blocks : {1, 3, 7, 64}) {
+        RunOptions o;
+        o.streamk_blocks = blocks;
+        const StreamKPlan s = streamk_plan_of(key, p, blocks);
+        EXPECT_EQ(k->workspace_bytes(p, o),
+                  std::size_t(streamk_workspace_bytes(s, key.tile_m, key.tile_n)))
+            << k->name() << " blocks " << blocks;
+      }
+    }
+  });
+}
+
 inline void register_host_tests() {
   const std::string suite = "harness_host";
   add_test(suite, "cpu_reference_hand_computed", [] {
@@ -549,7 +770,7 @@ inline void register_host_tests() {
     }
   });
   add_test(suite, "shapes_files_parse", [] {
-    for (const char* f : {"coverage.csv", "tests.csv", "retinanet_r50fpn_n2.csv"}) {
+    for (const char* f : {"coverage.csv", "tests.csv", "retinanet_r50fpn_n2.csv", "streamk.csv"}) {
       try {
         const auto v = load_shapes_csv(shapes_dir() + "/" + f);
         EXPECT_FALSE(v.empty()) << f;
@@ -577,9 +798,10 @@ inline void register_tests(Variant v) {
       return false;
     }
   };
-  std::vector<NamedProblem> coverage, tests;
+  std::vector<NamedProblem> coverage, tests, streamk;
   load("coverage.csv", coverage);
   load("tests.csv", tests);
+  if (v == Variant::BackwardWeight) load("streamk.csv", streamk);
 
   const auto insts = instances_of(v);
   for (DataType dt : kAllDataTypes) {
@@ -596,10 +818,16 @@ inline void register_tests(Variant v) {
   register_problem_tests(v, vname + "_coverage", coverage, {0});
   register_problem_tests(v, vname + "_tests", tests,
                          v == Variant::BackwardWeight ? std::vector<int>{0, 1, 3, 64}
-                                                      : std::vector<int>{0});
+                                                      : std::vector<int>{0},
+                         streamk_test_blocks());
   register_negative_tests(v);
   register_reference_tests(v, tests);
   register_sweep_tests(v);
+  if (v == Variant::BackwardWeight) {
+    register_streamk_tests(streamk);
+    register_streamk_host_tests();
+    register_streamk_coverage_test();
+  }
   register_host_tests();
 }
 
