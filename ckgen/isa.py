@@ -12,7 +12,9 @@ For every translation unit of a project written by ``ckgen generate --arch <gfx.
    spill counts, wavefront size) and ``llvm-objdump -d`` (matrix instructions per kernel);
 3. check each instance: it compiled; it holds matrix instructions (v_mfma / v_wmma) when its
    math unit is mfma / wmma (0 is a failure), every one of them of its warp tile's shape (a
-   16x16x32 instance on gfx950 must hold v_mfma_f32_16x16x32_*, not a 16x16x16 fallback); no
+   16x16x32 instance on gfx950 must hold v_mfma_f32_16x16x32_*, not a 16x16x16 fallback);
+   direct (depthwise, no matrix unit) instances instead must hold no matrix instruction and,
+   in every one of their kernels, global loads (global_load_*: not an empty kernel); no
    scratch (spills); LDS within the target.
 
 The per-instance results go into the project's manifest.json ("resources", keyed by instance
@@ -37,8 +39,8 @@ from .arch import ArchSpec, get_arch
 from .errors import CkgenError
 from .naming import parse_name
 from .render import MANIFEST, plan_units
-from .rules import measured_failures, register_estimate
-from .vocab import MathUnit, Platform
+from .rules import math_unit, measured_failures, register_estimate
+from .vocab import MathUnit, Pipeline, Platform
 
 RESOURCES_VERSION = 1
 
@@ -63,6 +65,7 @@ class InstanceResources:
     matrix_insts: int = 0
     matrix_expected: int = 0  # per k step of the main loop (RepM x RepN x RepK)
     matrix_mnemonics: dict[str, int] = field(default_factory=dict)  # matrix instructions by mnemonic
+    global_loads: int = 0  # global_load_* instructions (direct: the fewest of its kernels)
     estimate: int = 0  # rules.register_estimate, for calibration
     failures: list[str] = field(default_factory=list)
 
@@ -191,6 +194,7 @@ class UnitResult:
     notes: dict[str, dict[str, str]]
     remarks: dict[str, dict[str, str]]
     mnemonics: dict[str, dict[str, int]]
+    loads: dict[str, int] = field(default_factory=dict)  # kernel symbol -> global_load_* count
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
@@ -220,22 +224,29 @@ def compile_unit(project: Path, arch: ArchSpec, source: str, names: tuple[str, .
         parse_notes(notes.stdout),
         parse_remarks(p.stderr),
         matrix_mnemonics(dis.stdout, c.get("matrix_instruction", "v_mfma")),
+        count_matrix_insts(dis.stdout, "global_load"),
     )
 
 
-def _kernel_symbol(symbols: list[str], name: str) -> str | None:
-    """The mangled main kernel of instance ``name`` (grouped_conv_kernel<...::name>)."""
+# The main kernel template of an instance: implicit GEMM (kernel.hpp) or direct (depthwise.hpp,
+# one kernel per filter path).
+MAIN_KERNELS = ("grouped_conv_kernel", "depthwise_conv_kernel")
+
+
+def _kernel_symbols(symbols: list[str], name: str) -> list[str]:
+    """The mangled main kernels of instance ``name`` (grouped_conv_kernel<...::name> or
+    depthwise_conv_kernel<...::name, ...>), sorted."""
     needle = f"{len(name)}{name}E"
-    for s in sorted(symbols):
-        if "grouped_conv_kernel" in s and needle in s:
-            return s
-    return None
+    return [s for s in sorted(symbols) if any(k in s for k in MAIN_KERNELS) and needle in s]
+
+
+def _kernel_symbol(symbols: list[str], name: str) -> str | None:
+    found = _kernel_symbols(symbols, name)
+    return found[0] if found else None
 
 
 def _on_matrix_unit(inst_json: dict[str, Any], arch: ArchSpec) -> bool:
-    from .vocab import DataType
-
-    return arch.math_unit_for(DataType(inst_json["datatype"]), inst_json["warp_tile"]) in (MathUnit.MFMA, MathUnit.WMMA)
+    return math_unit(parse_name(inst_json["name"]), arch) in (MathUnit.MFMA, MathUnit.WMMA)
 
 
 def expected_matrix_shape(inst_json: dict[str, Any], arch: ArchSpec) -> str | None:
@@ -317,8 +328,13 @@ def check_project(project: Path, jobs: int = 0, kernels: Callable[[str], bool] |
             r.occupancy = _int(rm, "Occupancy [waves/SIMD]")
             r.matrix_mnemonics = ur.mnemonics.get(sym, {})
             r.matrix_insts = sum(r.matrix_mnemonics.values())
+            direct = ij.get("pipeline") == Pipeline.DIRECT.value
+            syms = _kernel_symbols(list(ur.notes), n) if direct else [sym]
+            r.global_loads = min(ur.loads.get(k, 0) for k in syms)
             r.failures.extend(measured_failures(r.to_json(), arch))
             shape = expected_matrix_shape(ij, arch)
+            if direct and r.global_loads == 0:
+                r.failures.append("no global_load instruction in a direct kernel (empty kernel?)")
             if r.matrix_expected and r.matrix_insts == 0:
                 r.failures.append(f"no {arch.compiler.get('matrix_instruction')} instruction (expected {r.matrix_expected} per k step)")
             elif shape is None and r.matrix_insts:

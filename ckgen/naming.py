@@ -4,8 +4,8 @@
         [_inter][_lm<load>x<math>][_cshuffle]_v<a>x<b>x<c>[_<specialization>][_gm<n>]
         [_kb<n>][_sklin|_sktree][_persist][_2st]
 
-The pipeline token is ``basic`` or the pipeline's short name followed by its stage count
-(``ms3``, ``wavelet2``). Names use only [a-z0-9_], so they are safe as C++ identifiers and
+The pipeline token is the short name of a single-stage pipeline (``basic``, ``direct``) or the
+pipeline's short name followed by its stage count (``ms3``, ``wavelet2``). Names use only [a-z0-9_], so they are safe as C++ identifiers and
 file names, and they work as glob filters (``grouped_conv_bwd_data_fp16_*wavelet*``).
 """
 
@@ -19,6 +19,7 @@ from .instance import KernelInstance, default_k_batch
 from .vocab import (
     DataType,
     Epilogue,
+    SINGLE_STAGE_PIPELINES,
     Pipeline,
     Reduction,
     Scheduler,
@@ -44,7 +45,7 @@ def instance_name(i: KernelInstance) -> str:
         "t" + _t(i.tile),
         "w" + _t(i.waves),
         "wt" + _t(i.warp_tile),
-        "basic" if i.pipeline is Pipeline.BASIC else f"{i.pipeline.short}{i.stages}",
+        i.pipeline.short if i.pipeline in SINGLE_STAGE_PIPELINES else f"{i.pipeline.short}{i.stages}",
     ]
     if i.scheduler is not Scheduler.INTRAWAVE:
         parts.append(i.scheduler.short)
@@ -105,8 +106,9 @@ def parse_name(name: str) -> KernelInstance:
     waves = tri(need("w" + _TRIPLE, "waves"))
     warp_tile = tri(need("wt" + _TRIPLE, "warp tile"))
     ptok = need(r"[a-z]+\d*", "pipeline").group(0)
-    if ptok == "basic":
-        pipeline, stages = Pipeline.BASIC, 1
+    single = {p.short: p for p in SINGLE_STAGE_PIPELINES}
+    if ptok in single:
+        pipeline, stages = single[ptok], 1
     else:
         m = re.fullmatch(r"([a-z]+)(\d+)", ptok)
         if not m:

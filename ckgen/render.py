@@ -16,6 +16,7 @@ from .arch import ArchSpec, get_arch
 from .instance import KernelInstance
 from .naming import NAME_RE, parse_name
 from .resources import share_dir, templates_dir
+from .rules import math_unit
 from .vocab import Platform, Variant
 
 MANIFEST = "manifest.json"
@@ -66,7 +67,7 @@ def render_instance_header(inst: KernelInstance, arch: ArchSpec) -> str:
         inst=inst,
         arch=arch.name,
         layouts=inst.layouts,
-        math_unit=arch.math_unit_for(inst.datatype, inst.warp_tile),
+        math_unit=math_unit(inst, arch),
         warp_size=arch.warp_size,
     )
 

@@ -12,7 +12,19 @@ from typing import Callable
 
 from .arch import ArchSpec
 from .instance import KernelInstance
-from .vocab import DATATYPE_BYTES, Epilogue, MathUnit, Pipeline, Platform, Reduction, Scheduler, Specialization, Stage, Variant
+from .vocab import (
+    DATATYPE_BYTES,
+    SINGLE_STAGE_PIPELINES,
+    Epilogue,
+    MathUnit,
+    Pipeline,
+    Platform,
+    Reduction,
+    Scheduler,
+    Specialization,
+    Stage,
+    Variant,
+)
 
 # What the C++ template library (templates/include/ckgen) implements today. A configuration
 # outside this set is valid for the hardware but has no code yet; it is rejected with that reason
@@ -49,12 +61,39 @@ REGISTER_OVERHEAD_BY_FAMILY = {"rdna3": 40, "rdna4": 40}
 
 Check = Callable[[KernelInstance, ArchSpec], "str | None"]
 
+# Which instances a rule judges: implicit-GEMM pipelines, the direct pipeline, or both.
+GEMM, DIRECT, ALL = "gemm", "direct", "all"
+
+# The direct (depthwise) kernel, templates/include/ckgen/depthwise.hpp. Its fields:
+#   tile [P, Gt, 1]   a block covers Gt groups and P pixels (forward: output pixels,
+#                     backward_data: input pixels, backward_weight: pixels per reduction step)
+#   waves [w, 1, 1]   w warps per block; Gt / vector threads across the groups, the rest across
+#                     pixels, each thread P / (threads / (Gt / vector)) pixels
+#   vector [v, v, v]  v consecutive groups per thread, one access of v elements per tensor
+#   warp_tile         [1, 1, 1]: no matrix instruction
+# Everything else takes its default (no LDS pipeline, no merged groups, no epilogue choice, no
+# specialization); backward_weight splits its reduction over N*Do*Ho*Wo with k_batch (0 = per
+# problem) and stage one (fp32 atomics) or two (per-split partials + reduce).
+DIRECT_WARP_TILE = (1, 1, 1)
+DIRECT_MAX_PIXELS_PER_THREAD = 8
+# The filter taps the direct kernel holds in registers (a compile-time 3x3 path; other filters
+# take the generic path that reads the taps' weights per pixel step).
+DIRECT_REGISTER_TAPS = 9
+
 
 @dataclass(frozen=True)
 class Rule:
     id: str
     doc: str
     check: Check
+    applies: str = ALL  # GEMM, DIRECT or ALL
+
+
+def math_unit(i: KernelInstance, a: ArchSpec) -> MathUnit:
+    """The math unit an instance runs on: the direct pipeline uses plain FMA."""
+    if i.pipeline is Pipeline.DIRECT:
+        return MathUnit.FMA
+    return a.math_unit_for(i.datatype, i.warp_tile)
 
 
 def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
@@ -64,6 +103,8 @@ def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
     (A is K-major except in backward_weight, B only in forward), each row padded by 16 bytes or
     one vector, whichever is larger. wgmma instances (arch given) store unpadded core-matrix
     tiles; wavelet adds two 8-byte mbarriers per stage."""
+    if i.pipeline is Pipeline.DIRECT:
+        return direct_lds_bytes(i, a.warp_size if a is not None else 64)
     e = DATATYPE_BYTES[i.datatype]
     tm, tn, tk = i.tile
     pad_a = max(LDS_ROW_PAD_BYTES // e, i.vec_a)
@@ -84,6 +125,8 @@ def register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     """32-bit registers per math thread: fp32 accumulators, the matrix operands of one k step,
     the global staging of one stage of A and B (data plus LOAD_ADDRESS_REGS per load, so small
     vectors cost more), and a fixed overhead per target family."""
+    if i.pipeline is Pipeline.DIRECT:
+        return direct_register_estimate(i, a)
     tm, tn, tk = i.tile
     wm, wn, wk = i.waves
     e = DATATYPE_BYTES[i.datatype]
@@ -98,6 +141,99 @@ def register_estimate(i: KernelInstance, a: ArchSpec) -> int:
             loads = -(-mn * tk // (vec * threads))
             staging += loads * (-(-vec * e // 4) + LOAD_ADDRESS_REGS)
     return acc + frag + staging + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
+
+
+def direct_layout(i: KernelInstance, a: ArchSpec) -> tuple[int, int, int]:
+    """(threads across groups, threads across pixels, pixels per thread) of a direct instance;
+    mirrors DepthwiseTraits (templates/include/ckgen/depthwise.hpp)."""
+    threads = i.waves[0] * i.waves[1] * i.waves[2] * a.warp_size
+    tg = max(1, i.tile[1] // max(1, i.vec_c))
+    rows = max(1, threads // tg)
+    return tg, rows, max(1, i.tile[0] // rows)
+
+
+def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
+    """backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Gt]
+    floats (= threads x vector); forward / backward_data use no shared memory."""
+    if i.variant is not Variant.BACKWARD_WEIGHT:
+        return 0
+    return i.waves[0] * i.waves[1] * i.waves[2] * warp_size * i.vec_c * 4
+
+
+def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
+    """32-bit registers per thread of a direct instance: fp32 accumulators (forward /
+    backward_data: pixels x vector; backward_weight: taps x vector), the register-held filter
+    (forward / backward_data: taps x vector fp32), loaded vectors in flight (forward /
+    backward_data: one per pixel; backward_weight: the pixels' dy in fp32 and all their taps'
+    inputs, which ptxas hoists), and the fixed overhead. Against ptxas -v (sm_90a, fp16 v8):
+    backward_weight 4 pixels/thread -> 278 estimated, 255 used + spills (rejected); 2 -> 190,
+    180 used; forward 4 pixels -> 150, 125-146 used (bf16 182)."""
+    e = DATATYPE_BYTES[i.datatype]
+    _, _, pp = direct_layout(i, a)
+    v = i.vec_c
+    loaded = pp * -(-v * e // 4)
+    if i.variant is Variant.BACKWARD_WEIGHT:
+        regs = DIRECT_REGISTER_TAPS * v + pp * v + DIRECT_REGISTER_TAPS * loaded
+    else:
+        regs = pp * v + DIRECT_REGISTER_TAPS * v + loaded
+    return regs + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
+
+
+def _direct_fields(i: KernelInstance, a: ArchSpec) -> str | None:
+    if i.warp_tile != DIRECT_WARP_TILE:
+        return "direct has no matrix instruction: warp_tile must be [1, 1, 1]"
+    if i.waves[1] != 1 or i.waves[2] != 1:
+        return "direct: waves must be [w, 1, 1] (w warps per block, no GEMM wave layout)"
+    if i.tile[2] != 1:
+        return "direct: tile K must be 1 (the filter taps are not tiled)"
+    if i.scheduler is not Scheduler.INTRAWAVE:
+        return "direct: scheduler must be intrawave (no matrix pipeline to interleave)"
+    if i.epilogue is not Epilogue.DEFAULT:
+        return "direct: epilogue must be default (each thread stores its own vectors)"
+    if i.specialization is not Specialization.DEFAULT:
+        return "direct: specialization must be default (the kernel takes any filter, stride, pad)"
+    if i.groups_to_merge != 1:
+        return "direct: groups_to_merge must be 1 (tile N already spans several groups)"
+    if i.variant is not Variant.BACKWARD_WEIGHT:
+        if i.k_batch != 1:
+            return "direct forward / backward_data has no reduction to split: k_batch must be 1"
+        if i.stage is not Stage.ONE:
+            return "direct forward / backward_data has no split: stage must be one"
+    elif i.reduction is not Reduction.SPLITK:
+        return "direct backward_weight splits its reduction with k_batch (reduction splitk)"
+    return None
+
+
+def _direct_layout(i: KernelInstance, a: ArchSpec) -> str | None:
+    e = DATATYPE_BYTES[i.datatype]
+    v = i.vec_c
+    if v not in VECTOR_SIZES or (i.vec_a, i.vec_b) != (v, v):
+        return f"direct: vector must be [v, v, v] with v in {VECTOR_SIZES} (one group vector for every tensor)"
+    if v * e > 16:
+        return f"vector size {v} x {e} bytes exceeds a 16-byte access"
+    threads = i.waves[0] * a.warp_size
+    pixels, groups = i.tile[0], i.tile[1]
+    if groups % v:
+        return f"direct: tile N={groups} groups is not a multiple of the vector {v}"
+    tg = groups // v
+    if threads % tg:
+        return f"direct: {threads} threads do not split into rows of {tg} group vectors"
+    rows = threads // tg
+    if pixels % rows:
+        return f"direct: tile M={pixels} pixels is not a multiple of the {rows} pixel rows of threads"
+    if pixels // rows > DIRECT_MAX_PIXELS_PER_THREAD:
+        return f"direct: {pixels // rows} pixels per thread > {DIRECT_MAX_PIXELS_PER_THREAD}"
+    return None
+
+
+def _direct_resources(i: KernelInstance, a: ArchSpec) -> str | None:
+    lds = direct_lds_bytes(i, a.warp_size)
+    if lds > a.lds_bytes:
+        return f"LDS {lds} bytes > {a.lds_bytes} on {a.name}"
+    est = direct_register_estimate(i, a)
+    if est > a.registers_per_thread:
+        return f"register estimate {est} > {a.registers_per_thread} per thread"
+    return None
 
 
 def _datatype(i: KernelInstance, a: ArchSpec) -> str | None:
@@ -156,9 +292,9 @@ def _vectors(i: KernelInstance, a: ArchSpec) -> str | None:
 def _pipeline(i: KernelInstance, a: ArchSpec) -> str | None:
     if i.pipeline not in a.pipelines:
         return f"pipeline {i.pipeline.value} not available on {a.name}"
-    if i.pipeline is Pipeline.BASIC and i.stages != 1:
-        return "basic pipeline has exactly one stage"
-    if i.pipeline is not Pipeline.BASIC and not 2 <= i.stages <= MAX_STAGES:
+    if i.pipeline in SINGLE_STAGE_PIPELINES and i.stages != 1:
+        return f"{i.pipeline.value} pipeline has exactly one stage"
+    if i.pipeline not in SINGLE_STAGE_PIPELINES and not 2 <= i.stages <= MAX_STAGES:
         return f"{i.pipeline.value} needs 2..{MAX_STAGES} stages"
     return None
 
@@ -289,7 +425,7 @@ def _implemented(i: KernelInstance, a: ArchSpec) -> str | None:
         "pipeline": i.pipeline,
         "epilogue": i.epilogue,
         "reduction": i.reduction,
-        "math_unit": a.math_unit_for(i.datatype, i.warp_tile),
+        "math_unit": math_unit(i, a),
         "scheduler": i.scheduler,
         "groups_to_merge": i.groups_to_merge,
         "wave_k": i.waves[2],
@@ -303,30 +439,36 @@ def _implemented(i: KernelInstance, a: ArchSpec) -> str | None:
 
 RULES: tuple[Rule, ...] = (
     Rule("ndim", "ndim is 1, 2 or 3", _ndim),
-    Rule("datatype", "the target has a matrix path for the datatype", _datatype),
-    Rule("warp_tile", "warp tile is a legal matrix instruction for target and datatype", _warp_tile),
-    Rule("waves", "wave layout is legal on the target", _waves),
+    Rule("datatype", "the target has a matrix path for the datatype", _datatype, GEMM),
+    Rule("warp_tile", "warp tile is a legal matrix instruction for target and datatype", _warp_tile, GEMM),
+    Rule("waves", "wave layout is legal on the target", _waves, GEMM),
+    Rule("direct_fields", "direct: the GEMM-only fields take their one documented value", _direct_fields, DIRECT),
     Rule("block_size", "threads per block within the target's limit", _block_size),
-    Rule("divisible", "tile is a multiple of waves x warp tile in M, N, K", _divisible),
-    Rule("vectors", "vector sizes are 1/2/4/8, at most 16 bytes, dividing the tile", _vectors),
+    Rule("divisible", "tile is a multiple of waves x warp tile in M, N, K", _divisible, GEMM),
+    Rule("vectors", "vector sizes are 1/2/4/8, at most 16 bytes, dividing the tile", _vectors, GEMM),
+    Rule("direct_layout", "direct: one group vector of at most 16 bytes; threads tile the block's groups and pixels", _direct_layout, DIRECT),
     Rule("pipeline", "pipeline available on the target, stage count fits the pipeline", _pipeline),
     Rule("wavelet", "load/math waves only for wavelet, in the allowed ratios", _wavelet),
-    Rule("wgmma", "wgmma warp tiles only with the wavelet pipeline and warpgroup wave layouts", _wgmma),
+    Rule("wgmma", "wgmma warp tiles only with the wavelet pipeline and warpgroup wave layouts", _wgmma, GEMM),
     Rule("scheduler", "scheduler available on the target (interwave: AMD wave64 only)", _scheduler),
     Rule("reduction", "k_batch / StreamK / persistent: StreamK only for backward_weight, k_batch auto, one stage, not wavelet", _reduction),
-    Rule("merge", "groups_to_merge in the allowed set; forward / backward_data only", _merge),
-    Rule("epilogue", "cshuffle combines with the pipeline", _epilogue),
-    Rule("specialization", "specialization combines with the rest", _specialization),
-    Rule("lds", "shared memory of the pipeline fits the target", _lds),
-    Rule("registers", "register estimate fits the target", _registers),
-    Rule("implemented", "the template library implements the configuration", _implemented),
+    Rule("merge", "groups_to_merge in the allowed set; forward / backward_data only", _merge, GEMM),
+    Rule("epilogue", "cshuffle combines with the pipeline", _epilogue, GEMM),
+    Rule("specialization", "specialization combines with the rest", _specialization, GEMM),
+    Rule("lds", "shared memory of the pipeline fits the target", _lds, GEMM),
+    Rule("registers", "register estimate fits the target", _registers, GEMM),
+    Rule("direct_resources", "direct: shared memory and register estimate fit the target", _direct_resources, DIRECT),
+    Rule("implemented", "the template library implements the configuration", _implemented, GEMM),
     Rule("measured", "no spills and LDS within the target, as measured by check-isa (generate --resources)", _measured),
 )
 
 
 def check(i: KernelInstance, a: ArchSpec) -> tuple[str, str] | None:
     """(rule id, reason) of the first rule that rejects ``i`` on ``a``, else None."""
+    kind = DIRECT if i.pipeline is Pipeline.DIRECT else GEMM
     for r in RULES:
+        if r.applies not in (ALL, kind):
+            continue
         reason = r.check(i, a)
         if reason is not None:
             return r.id, reason

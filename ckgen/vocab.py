@@ -58,9 +58,18 @@ DATATYPE_BYTES = {DataType.FP16: 2, DataType.BF16: 2, DataType.FP32: 4}
 
 
 class Pipeline(Word):
+    """The main loop. basic / multistage / wavelet are implicit-GEMM pipelines (LDS tiles, matrix
+    instructions); direct is no GEMM at all: depthwise convolution (C = K = 1 per group) with each
+    thread looping over the filter taps in registers (templates/include/ckgen/depthwise.hpp)."""
+
     BASIC = ("basic", "basic", "Basic")
     MULTISTAGE = ("multistage", "ms", "Multistage")
     WAVELET = ("wavelet", "wavelet", "Wavelet")
+    DIRECT = ("direct", "direct", "Direct")
+
+
+# Pipelines that run exactly one stage: their name token carries no stage count.
+SINGLE_STAGE_PIPELINES = (Pipeline.BASIC, Pipeline.DIRECT)
 
 
 class Scheduler(Word):

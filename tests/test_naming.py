@@ -16,7 +16,7 @@ from ckgen.config import FIELDS
 from ckgen.expand import Filters, default_config_paths, expand, load_configs
 from ckgen.instance import INSTANCE_FIELDS, KernelInstance
 from ckgen.naming import NAME_RE, instance_name, parse_name
-from ckgen.vocab import DataType, Epilogue, Pipeline, Reduction, Scheduler, Specialization, Stage, Variant
+from ckgen.vocab import SINGLE_STAGE_PIPELINES, DataType, Epilogue, Pipeline, Reduction, Scheduler, Specialization, Stage, Variant
 
 from conftest import ALL_ARCHS, cli
 
@@ -73,9 +73,9 @@ def instances(draw: st.DrawFn) -> KernelInstance:
     from the vocabulary or the allowed set of rules.py / config.py."""
     variant = draw(st.sampled_from(list(Variant)))
     pipeline = draw(st.sampled_from(list(Pipeline)))
-    # The name carries stages only for non-basic pipelines and load/math waves only for
-    # wavelet: the rules ('pipeline', 'wavelet') reject everything else.
-    stages = 1 if pipeline is Pipeline.BASIC else draw(st.integers(2, rules.MAX_STAGES))
+    # The name carries stages only for multi-stage pipelines (not basic / direct) and load/math
+    # waves only for wavelet: the rules ('pipeline', 'wavelet') reject everything else.
+    stages = 1 if pipeline in SINGLE_STAGE_PIPELINES else draw(st.integers(2, rules.MAX_STAGES))
     waves = draw(triples(WAVES))
     if pipeline is Pipeline.WAVELET:
         load, math = draw(st.sampled_from(rules.WAVELET_RATIOS))
@@ -160,6 +160,7 @@ def test_every_shipped_instance_and_rejection_round_trips(arch: str, config_set:
         "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_basic_v8x8x8_gm1",  # not canonical
         "grouped_conv_fwd_fp16_2d_t064x64x32_w2x2x1_wt16x8x16_basic_v8x8x8",  # not canonical
         "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_ms_v8x8x8",
+        "grouped_conv_fwd_fp16_2d_t64x64x1_w4x1x1_wt1x1x1_direct1_v8x8x8",  # direct has no stage count
         "GROUPED_CONV_FWD_FP16_2D_T64X64X32_W2X2X1_WT16X8X16_BASIC_V8X8X8",
     ],
 )

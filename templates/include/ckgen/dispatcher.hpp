@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "ckgen/direct_plan.hpp"
 #include "ckgen/generated/arch_params.hpp"
 #include "ckgen/kernel_base.hpp"
 
@@ -473,9 +474,56 @@ struct ArchNumbers {
 
 inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
 
+// Direct (depthwise) instances (depthwise.hpp): a bandwidth estimate. Bytes: the read and written
+// tensors once, the source re-read by the filter rows that miss L1 (taps / filter width, half of
+// them from L2), group tiles that overhang G counted as traffic; threads: one group vector x
+// pixels per thread, too few resident warps to hide the memory latency slow it down (latency
+// bound below ~16 warps per SM). backward_weight adds its workspace traffic and the reduce launch.
+inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
+                                         const ArchNumbers& a) {
+  CostEstimate c;
+  auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+  const int eb = elem_bytes(k.datatype);
+  const int64_t pixels = direct_pixels(k.variant, p);
+  const int64_t gtiles = cdiv(p.G, k.tile_n);
+  const double overhang = double(gtiles * k.tile_n) / double(p.G);
+  const double taps = double(p.filter_spatial());
+  const double rows_reread = std::max(1.0, taps / double(std::max<int64_t>(1, p.filter[2])));
+  const double src = double(k.variant == Variant::BackwardData ? p.output_elems() : p.input_elems());
+  const double dst = double(k.variant == Variant::BackwardData ? p.input_elems() : p.output_elems());
+  double bytes = (src * (1.0 + 0.5 * (rows_reread - 1.0)) + dst + double(p.weight_elems())) * eb;
+  double extra_us = 3.0;  // launch
+  const int threads = std::max(1, k.wave_m) * a.warp_size;
+  c.blocks_per_cu = std::max(1, 2048 / threads);
+  int64_t active_threads;
+  if (k.variant == Variant::BackwardWeight) {
+    const DirectSlices sl = direct_slices(pixels, k.tile_m, std::max(1, k_batch));
+    c.k_batch = sl.count;
+    c.tiles = int64_t(sl.count) * gtiles;
+    active_threads = c.tiles * threads;
+    if (sl.count > 1) {
+      const double ws = double(p.weight_elems()) * 4.0;
+      bytes += (k.stage == Stage::One ? 2.0 : 1.0) * sl.count * ws;  // atomics / partial writes
+      bytes += (k.stage == Stage::One ? 1.0 : sl.count) * ws;        // the reduce reads
+      extra_us += k.stage == Stage::One ? 4.0 : 2.0;
+    }
+  } else {
+    c.tiles = cdiv(pixels, k.tile_m) * gtiles;
+    active_threads = c.tiles * threads;
+    c.k_batch = 1;
+  }
+  c.waves = cdiv(c.tiles, int64_t(a.compute_units) * c.blocks_per_cu);
+  c.tile_efficiency = 1.0 / overhang;
+  const double warps_per_cu = double(active_threads) / a.warp_size / a.compute_units;
+  const double latency = std::max(1.0, 16.0 / std::max(1.0, std::min(64.0, warps_per_cu)));
+  c.us = bytes * overhang / (a.bandwidth_gbs * 1e9) * 1e6 * std::sqrt(latency) + extra_us;
+  return c;
+}
+
 // Estimated time of one instance on one problem with a given split count.
 inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
                                   const ArchNumbers& a = {}) {
+  if (k.pipeline == Pipeline::Direct) return estimate_direct_cost(k, p, k_batch, a);
   CostEstimate c;
   auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
   const GemmDims g = gemm_dims(k.variant, p);
@@ -727,6 +775,10 @@ class Dispatcher {
 
   // The split count resolve_k_batch would pick (kernel.hpp), from the arch numbers.
   int auto_k_batch(const KernelKey& key, const ConvProblem& p) const {
+    if (key.pipeline == Pipeline::Direct)  // depthwise.hpp resolve_slices
+      return key.variant == Variant::BackwardWeight
+                 ? direct_auto_slices(direct_pixels(key.variant, p), key.tile_m)
+                 : 1;
     const GemmDims g = gemm_dims(key.variant, p);
     auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
     const int64_t classes = g.batch / std::max<int64_t>(1, p.G);

@@ -1,6 +1,7 @@
-// GroupedConvKernel<Config>: the device kernel of one generated instance and its host face
-// (KernelBase: is_supported / workspace_bytes / run). make_kernel<Config>() is what the
-// generated translation unit registers.
+// GroupedConvKernel<Config>: the device kernel of one generated implicit-GEMM instance and its
+// host face (KernelBase: is_supported / workspace_bytes / run). make_kernel<Config>() is what
+// the generated translation unit registers (Pipeline::Direct instances: DepthwiseKernel,
+// depthwise.hpp).
 //
 // Composition (CK Tile style): ConfigTraits (config.hpp) -> view / index maps (conv_maps.hpp)
 // -> loaders (tile_loader.hpp) -> pipeline (pipeline_basic.hpp) -> block GEMM + warp backend
@@ -41,6 +42,7 @@
 
 #include "ckgen/config.hpp"
 #include "ckgen/conv_maps.hpp"
+#include "ckgen/depthwise.hpp"
 #include "ckgen/epilogue.hpp"
 #include "ckgen/kernel_base.hpp"
 #include "ckgen/pipeline_basic.hpp"
@@ -48,14 +50,9 @@
 #include "ckgen/pipeline_wavelet.hpp"
 #include "ckgen/portability.hpp"
 #include "ckgen/problem.hpp"
+#include "ckgen/splitk_finish.hpp"
 #include "ckgen/streamk.hpp"
 #include "ckgen/vocab.hpp"
-
-#if defined(CKGEN_NVIDIA)
-#define CKGEN_GRID_CONSTANT __grid_constant__
-#else
-#define CKGEN_GRID_CONSTANT
-#endif
 
 namespace ckgen {
 
@@ -163,19 +160,6 @@ CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
     StreamKBlock<BlockParts<Cfg>, Cfg::kReduction, Cfg::kPersistent>::run(p, ckgen_smem, threadIdx.x);
   else
     splitk_block<Cfg>(p, ckgen_smem, threadIdx.x);
-}
-
-// Split-K finish: dst = convert(sum over splits of ws[s * stride + i]).
-template <DataType D>
-CKGEN_GLOBAL void splitk_finish_kernel(const float* __restrict__ ws, int splits, int64_t stride,
-                                       typename DataTypeTraits<D>::raw* __restrict__ dst,
-                                       int64_t n) {
-  const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    float s = 0.f;
-    for (int k = 0; k < splits; ++k) s += ws[k * stride + i];
-    dst[i] = float_to_raw<D>(s);
-  }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -584,9 +568,14 @@ class GroupedConvKernel final : public KernelBase {
   KernelKey key_;
 };
 
+// The host face of an instance: the implicit-GEMM kernel, or the direct depthwise kernel for
+// Pipeline::Direct (depthwise.hpp).
 template <class Cfg>
 std::unique_ptr<KernelBase> make_kernel() {
-  return std::make_unique<GroupedConvKernel<Cfg>>();
+  if constexpr (Cfg::kPipeline == Pipeline::Direct)
+    return std::make_unique<DepthwiseKernel<Cfg>>();
+  else
+    return std::make_unique<GroupedConvKernel<Cfg>>();
 }
 
 }  // namespace ckgen

@@ -407,6 +407,21 @@ template <> CKGEN_HOST_DEVICE inline bf16_t from_float<bf16_t>(float f) {
 CKGEN_HOST_DEVICE inline float to_float(float x) { return x; }
 template <> CKGEN_HOST_DEVICE inline float from_float<float>(float f) { return f; }
 
+// __launch_bounds__ with a minimum of resident blocks per SM (NVIDIA); AMD takes the threads
+// only (its __launch_bounds__ maps to amdgpu_flat_work_group_size).
+#if defined(CKGEN_NVIDIA)
+#define CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(threads, blocks) __launch_bounds__(threads, blocks)
+#else
+#define CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(threads, blocks) __launch_bounds__(threads)
+#endif
+
+// Kernel parameters passed by value and read in place (no local copy) where the target has it.
+#if defined(CKGEN_NVIDIA)
+#define CKGEN_GRID_CONSTANT __grid_constant__
+#else
+#define CKGEN_GRID_CONSTANT
+#endif
+
 // fp32 atomic add to global memory (split-K one-stage reduction).
 #if CKGEN_GPU_COMPILER
 CKGEN_DEVICE inline void atomic_add_f32(float* p, float v) {

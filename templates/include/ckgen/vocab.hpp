@@ -23,12 +23,13 @@ inline constexpr const char* to_string(DataType v) {
   return "?";
 }
 
-enum class Pipeline { Basic, Multistage, Wavelet };
+enum class Pipeline { Basic, Multistage, Wavelet, Direct };
 inline constexpr const char* to_string(Pipeline v) {
   switch (v) {
     case Pipeline::Basic: return "basic";
     case Pipeline::Multistage: return "multistage";
     case Pipeline::Wavelet: return "wavelet";
+    case Pipeline::Direct: return "direct";
   }
   return "?";
 }

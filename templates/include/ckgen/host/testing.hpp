@@ -496,8 +496,12 @@ class SweepRng {
 // A random valid problem of ndim dimensions (small: fine for the GPU reference).
 inline ConvProblem random_problem(SweepRng& rng, int ndim) {
   for (;;) {
-    const bool depthwise = rng.chance(10);
-    const int64_t G = depthwise ? rng.uniform(2, 64) : rng.pick<int64_t>({1, 1, 1, 2, 3, 4, 8, 32});
+    // depthwise (C = K = 1): half of them G a multiple of 8 so the 16-byte direct instances
+    // (depthwise.hpp) draw them too
+    const bool depthwise = rng.chance(20);
+    const int64_t G = !depthwise        ? rng.pick<int64_t>({1, 1, 1, 2, 3, 4, 8, 32})
+                      : rng.chance(50) ? 8 * rng.uniform(1, 16)
+                                        : rng.uniform(2, 64);
     auto channels = [&]() -> int64_t {
       if (depthwise) return 1;
       if (rng.chance(50)) return 8 * rng.uniform(1, 8);

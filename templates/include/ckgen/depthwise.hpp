@@ -1,0 +1,695 @@
+// DepthwiseKernel<Config>: the direct (not implicit-GEMM) kernel of Pipeline::Direct instances,
+// for depthwise problems (C = K = 1 per group; NDHWGC / GKZYXC / NDHWGK, so the G channels of a
+// pixel are contiguous). Any filter size, stride, dilation and (asymmetric) padding, 1D/2D/3D.
+//
+// Config fields (ckgen/rules.py checks them; DirectTraits static_asserts them):
+//   Tile<P, Gt, 1>  a block covers Gt groups and P pixels; Waves<w, 1, 1>: w warps;
+//   kVecA = kVecB = kVecC = V: each thread owns V consecutive groups (16-byte accesses at
+//   V = 8 for fp16 / bf16, V = 4 for fp32). Threads: TG = Gt / V across the groups (fastest),
+//   Rows = threads / TG across the pixels, PP = P / Rows pixels per thread.
+//
+// forward / backward_data: a thread owns V groups at PP consecutive pixels (of the output, of
+//   the input gradient), loops over the taps with fp32 accumulators, each tap's V weights shared
+//   by its PP pixels; a 1x3x3 filter takes a compile-time path with the whole filter of the
+//   group vector in registers (loaded once as V * 9 contiguous elements), any other filter the
+//   generic path (the tap's V weights read per tap, L1-resident).
+//   backward_data gathers: dx[i] = sum over taps of dy[(i + pl - f * d) / s] * w[f] where the
+//   division is exact and in range (no zero insertion).
+// backward_weight: block (slice, group tile) reduces dy * x over its slice of the N*Do*Ho*Wo
+//   output pixels for its Gt groups and all taps (1x3x3: all 9 x V accumulators in registers;
+//   otherwise one tap at a time), combines its threads through shared memory ([Rows][Gt]
+//   floats), then: one slice -> converted straight into dw; Stage::One -> fp32 atomics into a
+//   zeroed workspace of G * taps floats + convert; Stage::Two -> its slice of a [slices][G * taps]
+//   fp32 workspace + reduce/convert (splitk_finish.hpp). Slices: RunOptions::k_batch, else the
+//   instance's kKBatch, else direct_auto_slices (direct_plan.hpp).
+#pragma once
+
+#include "ckgen/portability.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "ckgen/config.hpp"
+#include "ckgen/conv_maps.hpp"
+#include "ckgen/direct_plan.hpp"
+#include "ckgen/fast_div.hpp"
+#include "ckgen/kernel_base.hpp"
+#include "ckgen/problem.hpp"
+#include "ckgen/splitk_finish.hpp"
+#include "ckgen/vocab.hpp"
+
+namespace ckgen {
+
+template <class Cfg>
+struct DirectTraits {
+  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  static constexpr Variant kVariant = Cfg::kVariant;
+  static constexpr DataType kDataType = Cfg::kDataType;
+  static constexpr int V = Cfg::kVecC;
+  static constexpr int P = Cfg::Tile::kM;
+  static constexpr int Gt = Cfg::Tile::kN;
+  static constexpr int kThreads = Cfg::Waves::kM * Cfg::kWarpSize;
+  static constexpr int TG = Gt / V;
+  static constexpr int Rows = kThreads / TG;
+  static constexpr int PP = P / Rows;
+
+  static_assert(Cfg::kPipeline == Pipeline::Direct, "ckgen: DirectTraits is for Pipeline::Direct");
+  static_assert(Cfg::kVecA == V && Cfg::kVecB == V && is_pow2_upto8(V) && V * sizeof(Raw) <= 16,
+                "ckgen: direct needs one vector size 1/2/4/8 of at most 16 bytes");
+  static_assert(Cfg::Tile::kK == 1 && Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1,
+                "ckgen: direct needs Tile<P, Gt, 1> and Waves<w, 1, 1>");
+  static_assert(Cfg::WarpTile::kM == 1 && Cfg::WarpTile::kN == 1 && Cfg::WarpTile::kK == 1,
+                "ckgen: direct has no matrix instruction (WarpTile<1, 1, 1>)");
+  static_assert(Gt % V == 0 && kThreads % TG == 0 && P % Rows == 0 && PP >= 1,
+                "ckgen: direct threads must tile the block's groups and pixels");
+  static_assert(kThreads <= 1024, "ckgen: too many threads per block");
+  static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kEpilogue == Epilogue::Default &&
+                    Cfg::kSpecialization == Specialization::Default &&
+                    Cfg::kScheduler == Scheduler::Intrawave && Cfg::kReduction == Reduction::SplitK &&
+                    !Cfg::kPersistent && Cfg::kLoadWaves == 0 && Cfg::kMathWaves == 0,
+                "ckgen: direct takes the default value of every GEMM-only field");
+  static_assert(kVariant == Variant::BackwardWeight || (Cfg::kKBatch == 1 && Cfg::kStage == Stage::One),
+                "ckgen: direct forward / backward_data do not split (kKBatch 1, Stage::One)");
+};
+
+// How forward / backward_data find a tap's source pixel (DepthwiseKernel::run picks one):
+//   Linear  c + k * step (forward: c = o * s - pl, step = dil; backward_data with unit strides:
+//           c = i + pl, step = -dil): one uniform offset per tap from a per-pixel base;
+//   Window  Linear with a compile-time filter, W stride and dilation 1 and a thread's PP pixels
+//           in one row (Wo % PP == 0): per filter row the PP + X - 1 source columns are loaded
+//           and converted once and shared by the PP pixels (instead of PP * X loads);
+//   Gather  backward_data with a stride > 1: o = (i + pl - k * dil) / s where exact and in range.
+enum class DirectPath { Linear, Window, Gather };
+
+struct DirectArgs {
+  const void* x = nullptr;  // input (forward, backward_weight)
+  const void* w = nullptr;  // weight (forward, backward_data)
+  const void* y = nullptr;  // output / its gradient (backward_data, backward_weight)
+  void* dst = nullptr;      // the written tensor
+  float* ws = nullptr;      // backward_weight workspace
+  int G;
+  int in_[3], out_[3], fil[3], s[3], dil[3], pl[3];
+  int taps;                     // Z * Y * X
+  int in_spatial, out_spatial;  // Di*Hi*Wi, Do*Ho*Wo
+  int pixels;                   // the iterated pixels (direct_pixels)
+  FastDiv fd_pix[3];            // the iterated tensor's D, H, W sizes
+  FastDiv fd_s[3];              // strides (backward_data)
+  int slice_pixels;             // backward_weight: pixels per slice (a multiple of P)
+  int64_t ws_stride;            // backward_weight two-stage: floats per slice (G * taps)
+  OutMode mode;
+};
+
+namespace direct {
+
+// V elements as loaded: 16-bit pairs as 32-bit words (the conversions then select halves of a
+// register instead of permuting bytes), else the raw elements.
+template <DataType D, int V>
+struct Packet {
+  using Raw = typename DataTypeTraits<D>::raw;
+  static constexpr bool kPairs = sizeof(Raw) == 2 && V % 2 == 0;
+  using Word = std::conditional_t<kPairs, uint32_t, Raw>;
+  static constexpr int N = kPairs ? V / 2 : V;
+  using type = Vec<Word, N>;
+};
+template <DataType D, int V>
+using packet_t = typename Packet<D, V>::type;
+
+// V floats from a packet (NVIDIA fp16: one HADD2.F32 per element; bf16: a shift / mask).
+template <DataType D, int V>
+CKGEN_DEVICE CKGEN_FORCEINLINE void to_floats(const packet_t<D, V>& r, float (&f)[V]) {
+  if constexpr (!Packet<D, V>::kPairs) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) f[k] = raw_to_float<D>(r.v[k]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < V / 2; ++k) {
+      const uint32_t u = r.v[k];
+      if constexpr (D == DataType::BF16) {
+        const uint32_t lo = u << 16, hi = u & 0xffff0000u;
+        memcpy(&f[2 * k], &lo, 4);
+        memcpy(&f[2 * k + 1], &hi, 4);
+      } else {
+#if defined(CKGEN_NVIDIA)
+        __half2 h;
+        memcpy(&h, &u, 4);
+        const float2 t = __half22float2(h);
+        f[2 * k] = t.x;
+        f[2 * k + 1] = t.y;
+#else
+        f[2 * k] = raw_to_float<D>(uint16_t(u));
+        f[2 * k + 1] = raw_to_float<D>(uint16_t(u >> 16));
+#endif
+      }
+    }
+  }
+}
+
+template <DataType D, int V>
+CKGEN_DEVICE CKGEN_FORCEINLINE void load(const typename DataTypeTraits<D>::raw* __restrict__ p,
+                                         float (&f)[V]) {
+  const packet_t<D, V> r = *reinterpret_cast<const packet_t<D, V>*>(p);
+  to_floats<D, V>(r, f);
+}
+
+// V floats -> V raw elements (NVIDIA 16-bit: one F2FP pack per pair, round to nearest even).
+template <DataType D, int V>
+CKGEN_DEVICE CKGEN_FORCEINLINE void store(typename DataTypeTraits<D>::raw* __restrict__ p,
+                                          const float (&f)[V]) {
+  using Raw = typename DataTypeTraits<D>::raw;
+#if defined(CKGEN_NVIDIA)
+  if constexpr (Packet<D, V>::kPairs) {
+    packet_t<D, V> r;
+#pragma unroll
+    for (int k = 0; k < V / 2; ++k) {
+      if constexpr (D == DataType::FP16) {
+        const __half2 h = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
+        memcpy(&r.v[k], &h, 4);
+      } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
+        memcpy(&r.v[k], &h, 4);
+      }
+    }
+    *reinterpret_cast<packet_t<D, V>*>(p) = r;
+    return;
+  }
+#endif
+  Vec<Raw, V> r;
+#pragma unroll
+  for (int k = 0; k < V; ++k) r.v[k] = float_to_raw<D>(f[k]);
+  *reinterpret_cast<Vec<Raw, V>*>(p) = r;
+}
+
+// Pixel m of the iterated tensor -> (n, d, h, w).
+CKGEN_DEVICE CKGEN_FORCEINLINE void split_pixel(const DirectArgs& a, int m, int& n, int& d, int& h,
+                                                int& w) {
+  int q;
+  a.fd_pix[2].divmod(m, q, w);
+  a.fd_pix[1].divmod(q, q, h);
+  a.fd_pix[0].divmod(q, n, d);
+}
+
+// backward_data: the output coordinate o with o * s == i + pl - f * dil, if it exists in range.
+CKGEN_DEVICE CKGEN_FORCEINLINE bool gather_coord(int t, const FastDiv& fs, int s, int size, int& o) {
+  const bool nonneg = t >= 0;
+  const int tc = nonneg ? t : 0;
+  o = fs.div(tc);
+  return nonneg && o * s == tc && o < size;
+}
+
+// The V weights of the group vector g0 at tap t (weights of one group are its taps, contiguous).
+template <DataType D, int V>
+CKGEN_DEVICE CKGEN_FORCEINLINE void load_tap_weights(const typename DataTypeTraits<D>::raw* __restrict__ wp,
+                                                     int taps, int t, float (&f)[V]) {
+#pragma unroll
+  for (int k = 0; k < V; ++k) f[k] = raw_to_float<D>(wp[int64_t(k) * taps + t]);
+}
+
+// The packet at p when ok, else zeros (a predicated load: no branch around the math).
+template <DataType D, int V>
+CKGEN_DEVICE CKGEN_FORCEINLINE packet_t<D, V> load_if(bool ok,
+                                                      const typename DataTypeTraits<D>::raw* __restrict__ p) {
+  packet_t<D, V> r{};
+  if (ok) r = *reinterpret_cast<const packet_t<D, V>*>(p);
+  return r;
+}
+
+// forward / backward_data. KZ, KY, KX > 0: the filter size at compile time (filter in
+// registers); Path: see DirectPath.
+template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
+CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
+  using Tr = DirectTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr DataType D = Tr::kDataType;
+  constexpr int V = Tr::V, PP = Tr::PP;
+  constexpr bool kFwd = Tr::kVariant == Variant::Forward;
+  constexpr bool kCT = KZ > 0;
+  constexpr int kTaps = kCT ? KZ * KY * KX : 1;
+  constexpr bool kGather = Path == DirectPath::Gather;
+  constexpr bool kWindow = Path == DirectPath::Window;
+  static_assert(!(kFwd && kGather), "ckgen: forward never gathers");
+  static_assert(!kWindow || kCT, "ckgen: the window path needs a compile-time filter");
+
+  const int tid = threadIdx.x;
+  const int gv = tid % Tr::TG, row = tid / Tr::TG;
+  const int g0 = int(blockIdx.y) * Tr::Gt + gv * V;
+  const int m0 = int(blockIdx.x) * Tr::P + row * PP;
+  if (g0 >= a.G || m0 >= a.pixels) return;
+
+  const int taps = kCT ? kTaps : a.taps;
+  const int fz = kCT ? KZ : a.fil[0], fy = kCT ? KY : a.fil[1], fx = kCT ? KX : a.fil[2];
+  const Raw* __restrict__ wp = static_cast<const Raw*>(a.w) + int64_t(g0) * taps;
+  // Compile-time filter: the group vector's V x taps weights are contiguous; V-element loads.
+  float wr[kTaps][V];
+  if constexpr (kCT) {
+#pragma unroll
+    for (int e = 0; e < V * kTaps; e += V) {
+      float f[V];
+      load<D, V>(wp + e, f);
+#pragma unroll
+      for (int k = 0; k < V; ++k) wr[(e + k) % kTaps][(e + k) / kTaps] = f[k];
+    }
+  }
+
+  // The read tensor: sizes, per-pixel coordinates of tap 0 and (linear) base pointers.
+  const Raw* __restrict__ src = static_cast<const Raw*>(kFwd ? a.x : a.y);
+  const int sz = kFwd ? a.in_[0] : a.out_[0], sy = kFwd ? a.in_[1] : a.out_[1],
+            sx = kFwd ? a.in_[2] : a.out_[2];
+  const int src_spatial = kFwd ? a.in_spatial : a.out_spatial;
+  const int stz = kFwd ? a.dil[0] : -a.dil[0], sty = kFwd ? a.dil[1] : -a.dil[1],
+            stx = kFwd ? a.dil[2] : -a.dil[2];
+  int64_t nbase[PP];
+  const Raw* base[PP];
+  int cz[PP], cy[PP], cx[PP];
+  bool live[PP];
+#pragma unroll
+  for (int j = 0; j < PP; ++j) {
+    const int m = m0 + j;
+    live[j] = m < a.pixels;
+    int n, d, h, w;
+    split_pixel(a, live[j] ? m : m0, n, d, h, w);
+    nbase[j] = int64_t(n) * src_spatial;
+    if constexpr (kFwd) {
+      cz[j] = d * a.s[0] - a.pl[0];
+      cy[j] = h * a.s[1] - a.pl[1];
+      cx[j] = w * a.s[2] - a.pl[2];
+    } else {
+      cz[j] = d + a.pl[0];
+      cy[j] = h + a.pl[1];
+      cx[j] = w + a.pl[2];
+    }
+    base[j] = src + ((nbase[j] + (int64_t(cz[j]) * sy + cy[j]) * sx + cx[j]) * a.G + g0);
+  }
+
+  float acc[PP][V];
+#pragma unroll
+  for (int j = 0; j < PP; ++j)
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[j][k] = 0.f;
+
+  if constexpr (kWindow) {
+    // All PP pixels in one row: pixel j reads column cx[0] + j + kx (forward) or
+    // cx[0] + j - kx (backward_data); column q of the window is cx[0] + q0 + q.
+    constexpr int kCols = PP + KX - 1;
+    constexpr int q0 = kFwd ? 0 : -(KX - 1);
+#pragma unroll
+    for (int kz = 0; kz < KZ; ++kz) {
+#pragma unroll
+      for (int ky = 0; ky < KY; ++ky) {
+        const int dz = kz * stz, dy = ky * sty;
+        const bool row_ok = live[0] && unsigned(cz[0] + dz) < unsigned(sz) &&
+                            unsigned(cy[0] + dy) < unsigned(sy);
+        const Raw* rowp = base[0] + (int64_t(dz) * sy + dy) * sx * a.G;
+        packet_t<D, V> r[kCols];
+#pragma unroll
+        for (int q = 0; q < kCols; ++q) {
+          const bool ok = row_ok && unsigned(cx[0] + q0 + q) < unsigned(sx);
+          r[q] = load_if<D, V>(ok, rowp + int64_t(q0 + q) * a.G);
+        }
+#pragma unroll
+        for (int q = 0; q < kCols; ++q) {
+          float f[V];
+          to_floats<D, V>(r[q], f);
+#pragma unroll
+          for (int kx = 0; kx < KX; ++kx) {
+            const int j = kFwd ? q - kx : q + q0 + kx;  // the pixel that reads column q at tap kx
+            if (j < 0 || j >= PP) continue;
+#pragma unroll
+            for (int k = 0; k < V; ++k)
+              acc[j][k] = fmaf(f[k], wr[(kz * KY + ky) * KX + kx][k], acc[j][k]);
+          }
+        }
+      }
+    }
+  } else {
+  int t = 0;
+#pragma unroll
+  for (int kz = 0; kz < fz; ++kz) {
+#pragma unroll
+    for (int ky = 0; ky < fy; ++ky) {
+#pragma unroll
+      for (int kx = 0; kx < fx; ++kx, ++t) {
+        float wv[V];
+        if constexpr (kCT) {
+#pragma unroll
+          for (int k = 0; k < V; ++k) wv[k] = wr[(kz * KY + ky) * KX + kx][k];
+        } else {
+          load_tap_weights<D, V>(wp, taps, t, wv);
+        }
+        packet_t<D, V> r[PP];
+        if constexpr (!kGather) {
+          const int dz = kz * stz, dy = ky * sty, dx = kx * stx;
+          const int64_t delta = ((int64_t(dz) * sy + dy) * sx + dx) * a.G;
+#pragma unroll
+          for (int j = 0; j < PP; ++j) {
+            const bool ok = live[j] && unsigned(cz[j] + dz) < unsigned(sz) &&
+                            unsigned(cy[j] + dy) < unsigned(sy) && unsigned(cx[j] + dx) < unsigned(sx);
+            r[j] = load_if<D, V>(ok, base[j] + delta);
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < PP; ++j) {
+            int oz, oy, ox;
+            const bool ok = live[j] &&
+                            gather_coord(cz[j] - kz * a.dil[0], a.fd_s[0], a.s[0], sz, oz) &&
+                            gather_coord(cy[j] - ky * a.dil[1], a.fd_s[1], a.s[1], sy, oy) &&
+                            gather_coord(cx[j] - kx * a.dil[2], a.fd_s[2], a.s[2], sx, ox);
+            const int64_t off = (nbase[j] + (int64_t(oz) * sy + oy) * sx + ox) * a.G + g0;
+            r[j] = load_if<D, V>(ok, src + off);
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < PP; ++j) {
+          float f[V];
+          to_floats<D, V>(r[j], f);
+#pragma unroll
+          for (int k = 0; k < V; ++k) acc[j][k] = fmaf(f[k], wv[k], acc[j][k]);
+        }
+      }
+    }
+  }
+  }  // taps
+  Raw* __restrict__ dst = static_cast<Raw*>(a.dst);
+#pragma unroll
+  for (int j = 0; j < PP; ++j)
+    if (live[j]) store<D, V>(dst + int64_t(m0 + j) * a.G + g0, acc[j]);
+}
+
+// backward_weight: one block = one slice of output pixels x one group tile.
+template <class Cfg, int KZ, int KY, int KX>
+CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
+  using Tr = DirectTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr DataType D = Tr::kDataType;
+  constexpr int V = Tr::V, PP = Tr::PP;
+  constexpr bool kCT = KZ > 0;
+  constexpr int kTaps = kCT ? KZ * KY * KX : 1;  // accumulators held at once
+  __shared__ float red[Tr::Rows * Tr::Gt];
+
+  const int tid = threadIdx.x;
+  const int gv = tid % Tr::TG, row = tid / Tr::TG;
+  const int g0 = int(blockIdx.y) * Tr::Gt + gv * V;
+  const bool gok = g0 < a.G;
+  const int slice = int(blockIdx.x);
+  const int mb = slice * a.slice_pixels;
+  const int me = a.pixels - mb < a.slice_pixels ? a.pixels : mb + a.slice_pixels;
+  const int taps = a.taps;
+  const Raw* __restrict__ x = static_cast<const Raw*>(a.x);
+  const Raw* __restrict__ dy = static_cast<const Raw*>(a.y);
+
+  // Accumulates taps [t0, t0 + kTaps) (kCT: all of them) over this thread's pixels.
+  auto accumulate = [&](int t0, float (&acc)[kTaps][V]) {
+#pragma unroll
+    for (int t = 0; t < kTaps; ++t)
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[t][k] = 0.f;
+    if (!gok) return;
+    int rz = 0, ry = 0, rx = 0;  // the runtime tap t0 (generic filter)
+    if constexpr (!kCT) {
+      const int yx = a.fil[1] * a.fil[2];
+      rz = t0 / yx;
+      ry = (t0 - rz * yx) / a.fil[2];
+      rx = t0 - rz * yx - ry * a.fil[2];
+    }
+    for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
+      float gy[PP][V];
+      int64_t nbase[PP];
+      int cz[PP], cy[PP], cx[PP];
+      bool live[PP];
+#pragma unroll
+      for (int j = 0; j < PP; ++j) {
+        const int m = m0 + j;
+        live[j] = m < me;
+        int n, d, h, w;
+        split_pixel(a, live[j] ? m : m0, n, d, h, w);
+        nbase[j] = int64_t(n) * a.in_spatial;
+        cz[j] = d * a.s[0] - a.pl[0];
+        cy[j] = h * a.s[1] - a.pl[1];
+        cx[j] = w * a.s[2] - a.pl[2];
+        to_floats<D, V>(load_if<D, V>(live[j], dy + int64_t(m) * a.G + g0), gy[j]);
+      }
+#pragma unroll
+      for (int t = 0; t < kTaps; ++t) {
+        const int kz = kCT ? t / (KY * KX) : rz;
+        const int ky = kCT ? (t / KX) % KY : ry;
+        const int kx = kCT ? t % KX : rx;
+#pragma unroll
+        for (int j = 0; j < PP; ++j) {
+          const int iz = cz[j] + kz * a.dil[0], iy = cy[j] + ky * a.dil[1],
+                    ix = cx[j] + kx * a.dil[2];
+          const bool ok = live[j] && unsigned(iz) < unsigned(a.in_[0]) &&
+                          unsigned(iy) < unsigned(a.in_[1]) && unsigned(ix) < unsigned(a.in_[2]);
+          const int64_t off =
+              (nbase[j] + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + ix) * a.G + g0;
+          float f[V];
+          to_floats<D, V>(load_if<D, V>(ok, x + off), f);
+#pragma unroll
+          for (int k = 0; k < V; ++k) acc[t][k] = fmaf(gy[j][k], f[k], acc[t][k]);
+        }
+      }
+    }
+  };
+
+  // Sums acc over the block's pixel rows and writes taps [t0, t0 + kTaps) of the Gt groups.
+  auto combine = [&](int t0, const float (&acc)[kTaps][V]) {
+#pragma unroll
+    for (int t = 0; t < kTaps; ++t) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) red[row * Tr::Gt + gv * V + k] = acc[t][k];
+      __syncthreads();
+      for (int c = tid; c < Tr::Gt; c += Tr::kThreads) {
+        const int g = int(blockIdx.y) * Tr::Gt + c;
+        if (g < a.G) {
+          float s = 0.f;
+          for (int r = 0; r < Tr::Rows; ++r) s += red[r * Tr::Gt + c];
+          const int64_t off = int64_t(g) * taps + t0 + t;
+          if (a.mode == OutMode::Direct)
+            static_cast<Raw*>(a.dst)[off] = float_to_raw<D>(s);
+          else if (a.mode == OutMode::AtomicF32)
+            atomic_add_f32(a.ws + off, s);
+          else
+            a.ws[slice * a.ws_stride + off] = s;
+        }
+      }
+      __syncthreads();
+    }
+  };
+
+  float acc[kTaps][V];
+  if constexpr (kCT) {
+    accumulate(0, acc);
+    combine(0, acc);
+  } else {
+    for (int t0 = 0; t0 < taps; ++t0) {
+      accumulate(t0, acc);
+      combine(t0, acc);
+    }
+  }
+}
+
+}  // namespace direct
+
+// KZ, KY, KX > 0: compile-time filter size (else 0, 0, 0); Path: forward / backward_data only.
+// One block per SM is enough: registers up to the per-thread maximum (without the minimum
+// ptxas caps 256-thread blocks at 64 registers and spills the register-held filter).
+template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
+CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, 1)
+    depthwise_conv_kernel(const CKGEN_GRID_CONSTANT DirectArgs a) {
+  if constexpr (Cfg::kVariant == Variant::BackwardWeight)
+    direct::bwd_weight<Cfg, KZ, KY, KX>(a);
+  else
+    direct::fwd_bwd_data<Cfg, KZ, KY, KX, Path>(a);
+}
+
+template <class Cfg>
+class DepthwiseKernel final : public KernelBase {
+ public:
+  using Tr = DirectTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  static constexpr Variant kVariant = Cfg::kVariant;
+  static constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
+
+  DepthwiseKernel() {
+    key_.name = Cfg::kName;
+    key_.variant = Cfg::kVariant;
+    key_.datatype = Cfg::kDataType;
+    key_.ndim = Cfg::kNDim;
+    key_.tile_m = Tr::P;
+    key_.tile_n = Tr::Gt;
+    key_.tile_k = 1;
+    key_.wave_m = Cfg::Waves::kM;
+    key_.wave_n = 1;
+    key_.wave_k = 1;
+    key_.warp_m = key_.warp_n = key_.warp_k = 1;
+    key_.pipeline = Cfg::kPipeline;
+    key_.stages = Cfg::kStages;
+    key_.scheduler = Cfg::kScheduler;
+    key_.load_waves = 0;
+    key_.math_waves = 0;
+    key_.epilogue = Cfg::kEpilogue;
+    key_.vec_a = key_.vec_b = key_.vec_c = Tr::V;
+    key_.specialization = Cfg::kSpecialization;
+    key_.groups_to_merge = 1;
+    key_.k_batch = Cfg::kKBatch;
+    key_.reduction = Cfg::kReduction;
+    key_.persistent = false;
+    key_.stage = Cfg::kStage;
+    key_.arch = Cfg::kArch;
+  }
+
+  const KernelKey& key() const override { return key_; }
+
+  // backward_weight slices: RunOptions::k_batch, else kKBatch, else direct_auto_slices.
+  int resolve_slices(const ConvProblem& p, const RunOptions& opts) const {
+    if constexpr (kVariant != Variant::BackwardWeight) {
+      return 1;
+    } else {
+      if (opts.k_batch > 0) return opts.k_batch;
+      if (Cfg::kKBatch > 0) return Cfg::kKBatch;
+      return direct_auto_slices(direct_pixels(kVariant, p), Tr::P);
+    }
+  }
+
+  std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    auto str = [](int64_t v) { return std::to_string(v); };
+    if (std::string e = p.validate(); !e.empty()) return "invalid problem: " + e;
+    if (p.ndim != Cfg::kNDim)
+      return "ndim mismatch: instance is " + str(Cfg::kNDim) + "D, problem is " + str(p.ndim) + "D";
+    {
+      ConvProblem q = p;
+      q.compute_output();
+      for (int i = 0; i < 3; ++i)
+        if (q.out[i] != p.out[i]) return "problem.out does not match compute_output()";
+    }
+    if (p.C != 1 || p.K != 1)
+      return "direct kernel is depthwise only: needs C = K = 1 per group (problem has C=" +
+             str(p.C) + ", K=" + str(p.K) + ")";
+    if (p.G % Tr::V != 0)
+      return "direct vector width " + str(Tr::V) + " needs G (" + str(p.G) +
+             ") to be a multiple of " + str(Tr::V);
+    // 32-bit index math: pixel indices and coordinates (tensor offsets are 64-bit).
+    if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32 || p.G > kMax32)
+      return "N * spatial size or G exceeds 2^31-1 (32-bit index math)";
+    const int64_t lim = int64_t(1) << 30;
+    for (int i = 0; i < 3; ++i)
+      if (p.in[i] + p.pad_l[i] + p.pad_r[i] > lim || (p.filter[i] - 1) * p.dilation[i] > lim ||
+          p.stride[i] > lim)
+        return "a spatial size exceeds 2^30";
+    if ((p.G + Tr::Gt - 1) / Tr::Gt > 65535) return "G / tile N exceeds 65535 (grid.y limit)";
+    const int64_t pixels = direct_pixels(kVariant, p);
+    if constexpr (kVariant == Variant::BackwardWeight) {
+      if (opts.k_batch < 0 || opts.k_batch > kDirectMaxSlices)
+        return "k_batch " + str(opts.k_batch) + " out of range 0..1024 (0 = chosen per problem)";
+      if (int64_t(p.G) * p.filter_spatial() * kDirectMaxSlices > kMax32)
+        return "G * Z * Y * X too large for the workspace index";
+    } else {
+      if ((pixels + Tr::P - 1) / Tr::P > kMax32) return "too many pixel blocks for grid.x";
+    }
+    return {};
+  }
+
+  std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    if constexpr (kVariant != Variant::BackwardWeight) {
+      return 0;
+    } else {
+      const DirectSlices s = direct_slices(direct_pixels(kVariant, p), Tr::P, resolve_slices(p, opts));
+      if (s.count <= 1) return 0;
+      const std::size_t elems = std::size_t(p.weight_elems());
+      return (Cfg::kStage == Stage::One ? 1 : std::size_t(s.count)) * elems * sizeof(float);
+    }
+  }
+
+  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
+                 const RunOptions& opts = {}) const override {
+    DirectArgs a;
+    a.x = t.in;
+    a.w = t.wei;
+    a.y = t.out;
+    a.dst = kVariant == Variant::Forward ? t.out : kVariant == Variant::BackwardData ? t.in : t.wei;
+    a.ws = static_cast<float*>(workspace);
+    a.G = int(p.G);
+    for (int i = 0; i < 3; ++i) {
+      a.in_[i] = int(p.in[i]);
+      a.out_[i] = int(p.out[i]);
+      a.fil[i] = int(p.filter[i]);
+      a.s[i] = int(p.stride[i]);
+      a.dil[i] = int(p.dilation[i]);
+      a.pl[i] = int(p.pad_l[i]);
+      a.fd_pix[i].init(kVariant == Variant::BackwardData ? p.in[i] : p.out[i]);
+      a.fd_s[i].init(p.stride[i]);
+    }
+    a.taps = int(p.filter_spatial());
+    a.in_spatial = int(p.in_spatial());
+    a.out_spatial = int(p.out_spatial());
+    const int64_t pixels = direct_pixels(kVariant, p);
+    a.pixels = int(pixels);
+    a.mode = OutMode::Direct;
+    a.ws_stride = p.weight_elems();
+    const unsigned gtiles = unsigned((p.G + Tr::Gt - 1) / Tr::Gt);
+    const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
+    gpuError_t e;
+    if constexpr (kVariant != Variant::BackwardWeight) {
+      a.slice_pixels = 0;
+      const dim3 grid(unsigned((pixels + Tr::P - 1) / Tr::P), gtiles, 1);
+      const bool gather = kVariant == Variant::BackwardData &&
+                          (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
+      const bool window = k3x3 && !gather && p.stride[2] == 1 && p.dilation[2] == 1 &&
+                          (kVariant == Variant::Forward ? p.out[2] : p.in[2]) % Tr::PP == 0;
+      constexpr DirectPath kG = kVariant == Variant::BackwardData ? DirectPath::Gather
+                                                                  : DirectPath::Linear;
+      if (window)
+        depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window><<<grid, Tr::kThreads, 0, stream>>>(a);
+      else if (k3x3 && !gather)
+        depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+      else if (k3x3)
+        depthwise_conv_kernel<Cfg, 1, 3, 3, kG><<<grid, Tr::kThreads, 0, stream>>>(a);
+      else if (!gather)
+        depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+      else
+        depthwise_conv_kernel<Cfg, 0, 0, 0, kG><<<grid, Tr::kThreads, 0, stream>>>(a);
+      return gpuGetLastError();
+    } else {
+      const DirectSlices s = direct_slices(pixels, Tr::P, resolve_slices(p, opts));
+      a.slice_pixels = int(s.chunk);
+      if (s.count > 1) {
+        if (workspace == nullptr) return invalid_value();
+        a.mode = Cfg::kStage == Stage::One ? OutMode::AtomicF32 : OutMode::PartialF32;
+      }
+      if (a.mode == OutMode::AtomicF32) {
+        e = gpuMemsetAsync(workspace, 0, std::size_t(p.weight_elems()) * sizeof(float), stream);
+        if (e != gpuSuccess) return e;
+      }
+      const dim3 grid(unsigned(s.count), gtiles, 1);
+      if (k3x3)
+        depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+      else
+        depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+      e = gpuGetLastError();
+      if (e != gpuSuccess || a.mode == OutMode::Direct) return e;
+      const int64_t n = p.weight_elems();
+      const int splits = Cfg::kStage == Stage::One ? 1 : s.count;
+      const int threads = 256;
+      const int64_t blocks = std::min<int64_t>((n + threads - 1) / threads, 4096);
+      splitk_finish_kernel<Cfg::kDataType><<<unsigned(blocks), threads, 0, stream>>>(
+          a.ws, splits, a.ws_stride, static_cast<Raw*>(a.dst), n);
+      return gpuGetLastError();
+    }
+  }
+
+ private:
+  static gpuError_t invalid_value() {
+#if defined(CKGEN_NVIDIA)
+    return cudaErrorInvalidValue;
+#elif defined(CKGEN_AMD_NOGPUINC)
+    return 1;
+#else
+    return hipErrorInvalidValue;
+#endif
+  }
+  KernelKey key_;
+};
+
+}  // namespace ckgen

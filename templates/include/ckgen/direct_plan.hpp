@@ -1,0 +1,44 @@
+// Host-side plan of the direct (depthwise) kernel that the kernel (depthwise.hpp) and the
+// dispatcher's cost model (dispatcher.hpp) share: which pixels it iterates and how
+// backward_weight splits its reduction over them.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ckgen/problem.hpp"
+#include "ckgen/vocab.hpp"
+
+namespace ckgen {
+
+// Most reduction slices of a direct backward_weight call (RunOptions::k_batch up to this).
+inline constexpr int kDirectMaxSlices = 1024;
+
+// The pixels a direct kernel iterates: forward and backward_weight the output pixels
+// (N * Do * Ho * Wo), backward_data the input pixels it writes (N * Di * Hi * Wi).
+inline int64_t direct_pixels(Variant v, const ConvProblem& p) {
+  return v == Variant::BackwardData ? p.N * p.in_spatial() : p.N * p.out_spatial();
+}
+
+// backward_weight: the slice count (k_batch) when none is given: about two block steps of
+// tile_pixels pixels per slice, so every thread has a few pixels to accumulate and the grid
+// still fills the device on small problems.
+inline int direct_auto_slices(int64_t pixels, int tile_pixels) {
+  const int64_t per = 2 * int64_t(tile_pixels);
+  return int(std::clamp<int64_t>((pixels + per - 1) / per, 1, kDirectMaxSlices));
+}
+
+// Pixels per slice (a multiple of tile_pixels) and the slices that hold pixels for k_batch kb.
+struct DirectSlices {
+  int64_t chunk = 0;
+  int count = 0;
+};
+inline DirectSlices direct_slices(int64_t pixels, int tile_pixels, int kb) {
+  DirectSlices s;
+  const int64_t per = (pixels + kb - 1) / kb;
+  s.chunk = std::max<int64_t>(tile_pixels, (per + tile_pixels - 1) / tile_pixels * tile_pixels);
+  s.count = int((pixels + s.chunk - 1) / s.chunk);
+  return s;
+}
+
+}  // namespace ckgen

@@ -1,0 +1,120 @@
+"""The direct (depthwise) pipeline: names, the rules that judge it, its instances in the shipped
+sets, and the C++ side it needs (make_kernel dispatch, check-isa's non-matrix check)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ckgen import rules
+from ckgen.arch import load_arch_specs
+from ckgen.expand import Filters, default_config_paths, expand, load_configs
+from ckgen.instance import KernelInstance
+from ckgen.naming import instance_name, parse_name
+from ckgen.resources import templates_dir
+from ckgen.vocab import DataType, Epilogue, MathUnit, Pipeline, Reduction, Scheduler, Specialization, Stage, Variant
+
+from conftest import ALL_ARCHS
+
+ARCHS = load_arch_specs()
+
+
+def direct(variant: Variant = Variant.FORWARD, datatype: DataType = DataType.FP16, vec: int = 8, **kw) -> KernelInstance:
+    base = dict(variant=variant, datatype=datatype, ndim=2, tile=(64, 64, 1), waves=(4, 1, 1), warp_tile=(1, 1, 1),
+                pipeline=Pipeline.DIRECT, vec_a=vec, vec_b=vec, vec_c=vec,
+                k_batch=0 if variant is Variant.BACKWARD_WEIGHT else 1)
+    base.update(kw)
+    return KernelInstance(**base)  # type: ignore[arg-type]
+
+
+def test_name_has_a_stageless_direct_token_and_round_trips() -> None:
+    i = direct()
+    assert instance_name(i) == "grouped_conv_fwd_fp16_2d_t64x64x1_w4x1x1_wt1x1x1_direct_v8x8x8"
+    assert parse_name(i.name) == i
+    bw = direct(Variant.BACKWARD_WEIGHT, tile=(32, 64, 1), stage=Stage.TWO)
+    assert bw.name.endswith("_direct_v8x8x8_2st") and parse_name(bw.name) == bw
+    with pytest.raises(ValueError):
+        parse_name(i.name.replace("_direct_", "_direct2_"))
+
+
+@pytest.mark.parametrize("arch", ALL_ARCHS)
+@pytest.mark.parametrize("variant", list(Variant))
+@pytest.mark.parametrize("datatype,vec", [(DataType.FP16, 8), (DataType.BF16, 8), (DataType.FP32, 4), (DataType.FP32, 1)])
+def test_direct_instances_are_valid_on_every_target(arch: str, variant: Variant, datatype: DataType, vec: int) -> None:
+    tile = (32, 64, 1) if variant is Variant.BACKWARD_WEIGHT else (64, 64, 1)
+    i = direct(variant, datatype, vec, tile=(tile[0], 8 * vec, 1))
+    assert rules.check(i, ARCHS[arch]) is None
+    assert rules.math_unit(i, ARCHS[arch]) is MathUnit.FMA
+
+
+@pytest.mark.parametrize(
+    "change,rule,words",
+    [
+        (dict(warp_tile=(16, 8, 16)), "direct_fields", "warp_tile must be [1, 1, 1]"),
+        (dict(waves=(2, 2, 1)), "direct_fields", "waves must be [w, 1, 1]"),
+        (dict(tile=(64, 64, 32)), "direct_fields", "tile K must be 1"),
+        (dict(epilogue=Epilogue.CSHUFFLE), "direct_fields", "epilogue must be default"),
+        (dict(specialization=Specialization.FILTER1X1_PAD0), "direct_fields", "specialization must be default"),
+        (dict(groups_to_merge=8), "direct_fields", "groups_to_merge must be 1"),
+        (dict(scheduler=Scheduler.INTERWAVE), "direct_fields", "scheduler must be intrawave"),
+        (dict(k_batch=0), "direct_fields", "k_batch must be 1"),
+        (dict(stage=Stage.TWO), "direct_fields", "stage must be one"),
+        (dict(vec_a=4), "direct_layout", "vector must be [v, v, v]"),
+        (dict(tile=(64, 60, 1)), "direct_layout", "not a multiple of the vector"),
+        (dict(tile=(8, 64, 1)), "direct_layout", "not a multiple of the 16 pixel rows"),
+        (dict(tile=(256, 64, 1)), "direct_layout", "16 pixels per thread > 8"),
+        (dict(stages=2), "pipeline", "direct pipeline has exactly one stage"),
+    ],
+)
+def test_fields_that_do_not_apply_are_rejected_with_a_reason(change: dict, rule: str, words: str) -> None:
+    bad = rules.check(replace(direct(), **change), ARCHS["sm_90a"])
+    assert bad is not None and bad[0] == rule and words in bad[1], bad
+
+
+def test_direct_backward_weight_rules() -> None:
+    a = ARCHS["sm_90a"]
+    ok = direct(Variant.BACKWARD_WEIGHT, tile=(32, 64, 1))
+    assert rules.check(ok, a) is None and rules.check(replace(ok, stage=Stage.TWO, k_batch=64), a) is None
+    bad = rules.check(replace(ok, reduction=Reduction.STREAMK_LINEAR), a)
+    assert bad is not None and "splits its reduction with k_batch" in bad[1]
+    # 4 pixels per thread x 9 x 8 accumulators: over the register file (ptxas spills it)
+    bad = rules.check(replace(ok, tile=(64, 64, 1)), a)
+    assert bad is not None and bad[0] == "direct_resources" and "register estimate" in bad[1]
+    assert rules.lds_bytes(ok, a) == 128 * 8 * 4 and rules.lds_bytes(direct(), a) == 0
+
+
+def test_gemm_rules_do_not_judge_direct_and_direct_rules_do_not_judge_gemm() -> None:
+    gemm = [r.id for r in rules.RULES if r.applies == rules.GEMM]
+    only_direct = [r.id for r in rules.RULES if r.applies == rules.DIRECT]
+    assert {"warp_tile", "divisible", "vectors", "lds", "registers", "implemented"} <= set(gemm)
+    assert set(only_direct) == {"direct_fields", "direct_layout", "direct_resources"}
+    g = KernelInstance(variant=Variant.FORWARD, datatype=DataType.FP16, ndim=2, tile=(64, 64, 32),
+                       waves=(2, 2, 1), warp_tile=(16, 8, 16))
+    assert rules.check(g, ARCHS["sm_90a"]) is None  # a GEMM instance is not asked for warp_tile [1, 1, 1]
+
+
+@pytest.mark.parametrize("config_set", ["default", "tests"])
+@pytest.mark.parametrize("arch", ["sm_90a", "gfx942", "gfx1100"])
+def test_shipped_sets_hold_direct_instances_for_every_variant_and_datatype(config_set: str, arch: str) -> None:
+    exp = expand(load_configs(default_config_paths(list(Variant), config_set)), ARCHS[arch], Filters())
+    got = {(i.variant, i.datatype) for i in exp.instances if i.pipeline is Pipeline.DIRECT}
+    assert got == {(v, d) for v in Variant for d in DataType}
+    # the 16-byte vector instances are there for the 16-bit types
+    assert any(i.pipeline is Pipeline.DIRECT and i.vec_c == 8 and i.datatype is DataType.BF16 for i in exp.instances)
+
+
+def test_cpp_side_dispatches_direct_and_check_isa_knows_its_kernel() -> None:
+    from ckgen import isa
+
+    inc = templates_dir() / "include" / "ckgen"
+    kernel = (inc / "kernel.hpp").read_text()
+    assert "Pipeline::Direct" in kernel and "DepthwiseKernel<Cfg>" in kernel
+    assert "depthwise_conv_kernel" in (inc / "depthwise.hpp").read_text()
+    assert "depthwise_conv_kernel" in isa.MAIN_KERNELS
+    assert "Pipeline::Direct" in (inc / "dispatcher.hpp").read_text()
+    syms = ["_ZN5ckgen21depthwise_conv_kernelINS_9generated3abcELi0ELi0ELi0ELNS_10DirectPathE0EEEvNS_10DirectArgsE",
+            "_ZN5ckgen21depthwise_conv_kernelINS_9generated3abcELi1ELi3ELi3ELNS_10DirectPathE1EEEvNS_10DirectArgsE",
+            "_ZN5ckgen19grouped_conv_kernelINS_9generated3xyzEEEvNS_8ConvArgsE"]
+    assert isa._kernel_symbols(syms, "abc") == sorted(syms[:2])
+    assert isa._kernel_symbol(syms, "xyz") == syms[2]
