@@ -558,6 +558,10 @@ class DepthwiseKernel final : public KernelBase {
     if (std::string e = p.validate(); !e.empty()) return "invalid problem: " + e;
     if (p.ndim != Cfg::kNDim)
       return "ndim mismatch: instance is " + str(Cfg::kNDim) + "D, problem is " + str(p.ndim) + "D";
+    // Options before the problem's shape, as in the GEMM kernels: a wrong option is refused
+    // with its own reason whatever problem it comes with.
+    if (opts.streamk_blocks != 0)
+      return "RunOptions::streamk_blocks is for StreamK instances (this one uses direct slices)";
     {
       ConvProblem q = p;
       q.compute_output();
