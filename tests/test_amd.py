@@ -178,12 +178,14 @@ ISA_KERNELS_GFX950 = (
 )
 
 
+AMD_TARGETS = [("gfx942", "v_mfma"), ("gfx950", "v_mfma"), ("gfx1100", "v_wmma"), ("gfx1201", "v_wmma")]
+
+
 def _needs(arch: str) -> str | None:
     return toolchain_problem(get_arch(arch))
 
 
-@pytest.mark.parametrize("arch, unit", [("gfx942", "v_mfma"), ("gfx950", "v_mfma"), ("gfx1100", "v_wmma"),
-                                        ("gfx1201", "v_wmma")])
+@pytest.mark.parametrize("arch, unit", AMD_TARGETS)
 def test_check_isa_subset(tmp_path: Path, arch: str, unit: str) -> None:
     why = _needs(arch)
     if why:
@@ -193,24 +195,7 @@ def test_check_isa_subset(tmp_path: Path, arch: str, unit: str) -> None:
     sel = [a for k in globs for a in ("--kernels", k)]
     cli("generate", "--arch", arch, *sel, "-o", str(gen), "-q")
     p = cli_proc("check-isa", "-o", str(gen), "--resources-out", str(tmp_path / "res.json"), timeout=1200)
-    man = json.loads((gen / "manifest.json").read_text())
-    res = man["resources"]["instances"]
-    assert set(res) == {i["name"] for i in man["instances"]}
-    for name, r in res.items():
-        assert r["compiled"], (name, r)
-        assert r["wave_size"] == get_arch(arch).warp_size
-        assert r["vgpr"] > 0 and r["sgpr"] > 0 and r["lds_bytes"] > 0 and r["occupancy"] >= 1, (name, r)
-        dt = name.split("_")[3] if name.startswith("grouped_conv_fwd") else name.split("_")[4]
-        if dt == "fp32" and unit == "v_wmma":
-            assert r["matrix_insts"] == 0 and r["matrix_expected"] == 0  # RDNA fp32 runs on FMA
-        else:
-            assert r["matrix_insts"] >= r["matrix_expected"] > 0, (name, r)
-            # every matrix instruction has the warp tile's shape: v_mfma_f32_16x16x32_bf16 for wt16x16x32
-            shape = parse_name(name).warp_tile
-            want = f"{unit}_f32_{shape[0]}x{shape[1]}x{shape[2]}"
-            assert r["matrix_mnemonics"] and all(m.startswith(want) for m in r["matrix_mnemonics"]), (name, r)
-            assert sum(r["matrix_mnemonics"].values()) == r["matrix_insts"]
-        assert r["scratch_bytes"] == 0 and r["ok"], (name, r)
+    res = _check_resources(gen, arch, unit)
     assert p.returncode == 0
     assert len(res) >= 5
     if arch == "gfx950":  # the CDNA4-only instructions are there, fp16 and bf16
@@ -222,6 +207,48 @@ def test_check_isa_subset(tmp_path: Path, arch: str, unit: str) -> None:
     doc = json.loads((tmp_path / "res.json").read_text())
     write_manifest_resources(gen, doc)
     assert (gen / "manifest.json").read_bytes() == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch, unit", AMD_TARGETS)
+def test_check_isa_every_default_instance(tmp_path: Path, arch: str, unit: str) -> None:
+    """Every instance of the shipped default set compiles device-only for the target, holds its
+    matrix instructions with the warp tile's shape, and neither spills nor exceeds LDS."""
+    why = _needs(arch)
+    if why:
+        pytest.skip(f"{arch} device-only compile unavailable: {why}")
+    gen = tmp_path / "gen"
+    cli("generate", "--arch", arch, "-o", str(gen), "-q")
+    p = cli_proc("check-isa", "-o", str(gen), "-j", "0", timeout=3600, ok=False)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
+    res = _check_resources(gen, arch, unit)
+    assert len(res) >= 200, len(res)
+
+
+def _check_resources(gen: Path, arch: str, unit: str) -> dict:
+    """The manifest's measured resources: one entry per instance, each compiled, with matrix
+    instructions of its warp tile's shape (none for fp32 on RDNA: FMA), no scratch."""
+    man = json.loads((gen / "manifest.json").read_text())
+    res = man["resources"]["instances"]
+    assert set(res) == {i["name"] for i in man["instances"]}
+    for name, r in res.items():
+        assert r["compiled"], (name, r)
+        assert r["wave_size"] == get_arch(arch).warp_size
+        assert r["vgpr"] > 0 and r["sgpr"] > 0 and r["occupancy"] >= 1, (name, r)
+        assert r["lds_bytes"] > 0 or "_direct" in name, (name, r)  # the direct kernels use no LDS
+        dt = name.split("_")[3] if name.startswith("grouped_conv_fwd") else name.split("_")[4]
+        if (dt == "fp32" and unit == "v_wmma") or "_direct" in name:
+            # FMA: fp32 on RDNA (no fp32 WMMA) and the direct depthwise kernels (no GEMM)
+            assert r["matrix_insts"] == 0 and r["matrix_expected"] == 0, (name, r)
+        else:
+            assert r["matrix_insts"] >= r["matrix_expected"] > 0, (name, r)
+            # every matrix instruction has the warp tile's shape: v_mfma_f32_16x16x32_bf16 for wt16x16x32
+            shape = parse_name(name).warp_tile
+            want = f"{unit}_f32_{shape[0]}x{shape[1]}x{shape[2]}"
+            assert r["matrix_mnemonics"] and all(m.startswith(want) for m in r["matrix_mnemonics"]), (name, r)
+            assert sum(r["matrix_mnemonics"].values()) == r["matrix_insts"]
+        assert r["scratch_bytes"] == 0 and r["ok"], (name, r)
+    return res
 
 
 def test_check_isa_refuses_nvidia_projects(tmp_path: Path) -> None:
