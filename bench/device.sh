@@ -27,6 +27,7 @@ TARGETS=${TARGETS:-90a}
 JOBS=${JOBS:-$(nproc)}
 DTYPES=${DTYPES:-"fp16 bf16"}
 SHAPE_SETS=${SHAPE_SETS:-"retinanet_r50fpn_n2 coverage"}
+BUILD_SETS=${BUILD_SETS:-"tests default"}  # the bench phase needs default, the test phase tests
 mkdir -p "$OUT" "$WORK"
 export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
 ckgen() { python3 -m ckgen.cli "$@"; }
@@ -52,12 +53,13 @@ build() {  # build <set> <dir> [more ckgen generate args]; logs named after <dir
 }
 
 if has build; then
-  log "build tests + default projects"
+  log "build projects: $BUILD_SETS"
   t0=$SECONDS
-  build tests "$WORK/gen_tests" & p1=$!
-  build default "$WORK/gen_default" & p2=$!
-  wait $p1; r1=$?; wait $p2; r2=$?
-  log "build done in $((SECONDS - t0)) s (tests rc=$r1, default rc=$r2)"
+  pids=()
+  for set in $BUILD_SETS; do build "$set" "$WORK/gen_$set" & pids+=($!); done
+  rcs=""
+  for p in "${pids[@]}"; do wait "$p"; rcs="$rcs $?"; done
+  log "build done in $((SECONDS - t0)) s (rc:$rcs)"
 fi
 
 if has test; then
