@@ -31,7 +31,9 @@ WORK=${WORK:-/tmp/dw-work}
 GLOB=${GLOB:-'*direct*'}
 JOBS=${JOBS:-$(nproc)}
 DTYPES=${DTYPES:-"fp16 bf16"}
-VARIANTS="forward backward_data backward_weight"
+VARIANTS=${VARIANTS:-"forward backward_data backward_weight"}
+KB=${KB:-0,32,64,128,256,512}  # backward_weight slice counts profiled
+EXTRA_SHAPES=${EXTRA_SHAPES:-}  # more shape rows (a CSV with the same header), e.g. bench/shapes/depthwise_sweep.csv
 mkdir -p "$OUT" "$WORK"
 export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
 ckgen() { python3 -m ckgen.cli "$@"; }
@@ -49,6 +51,7 @@ fi
 SHAPES=$WORK/dw_shapes.csv
 head -1 "$ROOT/templates/project/shapes/coverage.csv" > "$SHAPES"
 for s in retinanet_r50fpn_n2 coverage; do grep -h '^dw_' "$ROOT/templates/project/shapes/$s.csv"; done >> "$SHAPES"
+[ -n "$EXTRA_SHAPES" ] && tail -n +2 "$EXTRA_SHAPES" >> "$SHAPES"
 log "dw shapes: $(tail -n +2 "$SHAPES" | cut -d, -f1 | tr '\n' ' ')"
 
 # 1. build
@@ -88,7 +91,7 @@ done
 for v in $VARIANTS; do
   bin=$GEN/build/bin/ckgen_profiler_$v
   [ -x "$bin" ] || { log "missing $bin"; continue; }
-  kb=(); [ "$v" = backward_weight ] && kb=(--k-batch 0,32,64,128,256,512)
+  kb=(); [ "$v" = backward_weight ] && kb=(--k-batch "$KB")
   for dt in $DTYPES; do
     t0=$SECONDS
     timeout ${BENCH_TIMEOUT:-30} "$bin" --shapes "$SHAPES" --datatype "$dt" --verify gpu --warmup 5 \

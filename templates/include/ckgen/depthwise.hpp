@@ -549,7 +549,8 @@ class DepthwiseKernel final : public KernelBase {
     } else {
       if (opts.k_batch > 0) return opts.k_batch;
       if (Cfg::kKBatch > 0) return Cfg::kKBatch;
-      return direct_auto_slices(direct_pixels(kVariant, p), Tr::P);
+      return direct_auto_slices(direct_pixels(kVariant, p), Tr::P, (p.G + Tr::Gt - 1) / Tr::Gt,
+                                Tr::kThreads, detail::device_sm_count());
     }
   }
 

@@ -20,12 +20,20 @@ inline int64_t direct_pixels(Variant v, const ConvProblem& p) {
   return v == Variant::BackwardData ? p.N * p.in_spatial() : p.N * p.out_spatial();
 }
 
-// backward_weight: the slice count (k_batch) when none is given: about two block steps of
-// tile_pixels pixels per slice, so every thread has a few pixels to accumulate and the grid
-// still fills the device on small problems.
-inline int direct_auto_slices(int64_t pixels, int tile_pixels) {
-  const int64_t per = 2 * int64_t(tile_pixels);
-  return int(std::clamp<int64_t>((pixels + per - 1) / per, 1, kDirectMaxSlices));
+// backward_weight: the slice count (k_batch) when none is given. Slices x group tiles blocks
+// of `threads` threads are sized to about kDirectThreadsPerCU threads per compute unit: more
+// slices shorten each block's loop but add partials to combine, and on an H200 the optimum
+// sat at ~256 threads per SM for every tile and shape swept (bench/NOTES.md, "Direct
+// backward_weight slices": 128 slices for 256-thread tiles with one group tile, 64 for
+// 128-thread tiles with four). At least tile_pixels / 2 pixels per slice.
+inline constexpr int kDirectThreadsPerCU = 256;
+inline int direct_auto_slices(int64_t pixels, int tile_pixels, int64_t group_tiles, int threads,
+                              int compute_units) {
+  const int64_t blocks = int64_t(std::max(1, compute_units)) * kDirectThreadsPerCU / std::max(1, threads);
+  const int64_t want = (blocks + group_tiles - 1) / std::max<int64_t>(1, group_tiles);
+  const int64_t min_pixels = std::max(1, tile_pixels / 2);
+  const int64_t cap = (pixels + min_pixels - 1) / min_pixels;
+  return int(std::clamp<int64_t>(std::min(want, cap), 1, kDirectMaxSlices));
 }
 
 // Pixels per slice (a multiple of tile_pixels) and the slices that hold pixels for k_batch kb.

@@ -777,7 +777,9 @@ class Dispatcher {
   int auto_k_batch(const KernelKey& key, const ConvProblem& p) const {
     if (key.pipeline == Pipeline::Direct)  // depthwise.hpp resolve_slices
       return key.variant == Variant::BackwardWeight
-                 ? direct_auto_slices(direct_pixels(key.variant, p), key.tile_m)
+                 ? direct_auto_slices(direct_pixels(key.variant, p), key.tile_m,
+                                      (p.G + key.tile_n - 1) / std::max(1, key.tile_n),
+                                      std::max(1, key.wave_m) * arch_.warp_size, arch_.compute_units)
                  : 1;
     const GemmDims g = gemm_dims(key.variant, p);
     auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };

@@ -166,16 +166,6 @@ CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
 // Host side
 // ------------------------------------------------------------------------------------------
 namespace detail {
-inline int device_sm_count() {
-  static const int count = [] {
-    int dev = 0, v = 0;
-    if (gpuGetDevice(&dev) != gpuSuccess) return 132;
-    if (gpuDeviceGetAttribute(&v, gpuDevAttrMultiProcessorCount, dev) != gpuSuccess || v < 1)
-      return 132;
-    return v;
-  }();
-  return count;
-}
 inline int device_smem_optin() {
   static const int bytes = [] {
     int dev = 0, v = 0;

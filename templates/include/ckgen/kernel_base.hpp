@@ -16,6 +16,21 @@
 
 namespace ckgen {
 
+namespace detail {
+// Compute units of the current device (132 when no device answers), read once. The GEMM and
+// direct kernels size their automatic splits with it.
+inline int device_sm_count() {
+  static const int count = [] {
+    int dev = 0, v = 0;
+    if (gpuGetDevice(&dev) != gpuSuccess) return 132;
+    if (gpuDeviceGetAttribute(&v, gpuDevAttrMultiProcessorCount, dev) != gpuSuccess || v < 1)
+      return 132;
+    return v;
+  }();
+  return count;
+}
+}  // namespace detail
+
 // Device pointers of one convolution call. Which one is written depends on the variant:
 //   forward:         reads in (x), wei (w);   writes out (y)
 //   backward_data:   reads out (dy), wei (w); writes in (dx)
