@@ -352,12 +352,14 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
         } else {
 #pragma unroll
           for (int j = 0; j < PP; ++j) {
-            int oz, oy, ox;
-            const bool ok = live[j] &&
-                            gather_coord(cz[j] - kz * a.dil[0], a.fd_s[0], a.s[0], sz, oz) &&
-                            gather_coord(cy[j] - ky * a.dil[1], a.fd_s[1], a.s[1], sy, oy) &&
-                            gather_coord(cx[j] - kx * a.dil[2], a.fd_s[2], a.s[2], sx, ox);
-            const int64_t off = (nbase[j] + (int64_t(oz) * sy + oy) * sx + ox) * a.G + g0;
+            // All three coordinates are computed (no short-circuit): an offset is never formed
+            // from an unset coordinate, and a refused tap reads at offset 0 of its pixel.
+            int oz = 0, oy = 0, ox = 0;
+            const bool okz = gather_coord(cz[j] - kz * a.dil[0], a.fd_s[0], a.s[0], sz, oz);
+            const bool oky = gather_coord(cy[j] - ky * a.dil[1], a.fd_s[1], a.s[1], sy, oy);
+            const bool okx = gather_coord(cx[j] - kx * a.dil[2], a.fd_s[2], a.s[2], sx, ox);
+            const bool ok = live[j] && okz && oky && okx;
+            const int64_t off = ok ? (nbase[j] + (int64_t(oz) * sy + oy) * sx + ox) * a.G + g0 : 0;
             r[j] = load_if<D, V>(ok, src + off);
           }
         }
