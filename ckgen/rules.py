@@ -227,13 +227,8 @@ def _direct_layout(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _direct_resources(i: KernelInstance, a: ArchSpec) -> str | None:
-    lds = direct_lds_bytes(i, a.warp_size)
-    if lds > a.lds_bytes:
-        return f"LDS {lds} bytes > {a.lds_bytes} on {a.name}"
-    est = direct_register_estimate(i, a)
-    if est > a.registers_per_thread:
-        return f"register estimate {est} > {a.registers_per_thread} per thread"
-    return None
+    # lds_bytes and register_estimate take the direct formulas for direct instances.
+    return _lds(i, a) or _registers(i, a)
 
 
 def _datatype(i: KernelInstance, a: ArchSpec) -> str | None:

@@ -515,10 +515,7 @@ class DepthwiseKernel final : public KernelBase {
   static constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
 
   DepthwiseKernel() {
-    key_.name = Cfg::kName;
-    key_.variant = Cfg::kVariant;
-    key_.datatype = Cfg::kDataType;
-    key_.ndim = Cfg::kNDim;
+    key_ = config_key<Cfg>();  // Cfg's GEMM-only fields are static_asserted to their defaults
     key_.tile_m = Tr::P;
     key_.tile_n = Tr::Gt;
     key_.tile_k = 1;
@@ -526,20 +523,7 @@ class DepthwiseKernel final : public KernelBase {
     key_.wave_n = 1;
     key_.wave_k = 1;
     key_.warp_m = key_.warp_n = key_.warp_k = 1;
-    key_.pipeline = Cfg::kPipeline;
-    key_.stages = Cfg::kStages;
-    key_.scheduler = Cfg::kScheduler;
-    key_.load_waves = 0;
-    key_.math_waves = 0;
-    key_.epilogue = Cfg::kEpilogue;
     key_.vec_a = key_.vec_b = key_.vec_c = Tr::V;
-    key_.specialization = Cfg::kSpecialization;
-    key_.groups_to_merge = 1;
-    key_.k_batch = Cfg::kKBatch;
-    key_.reduction = Cfg::kReduction;
-    key_.persistent = false;
-    key_.stage = Cfg::kStage;
-    key_.arch = Cfg::kArch;
   }
 
   const KernelKey& key() const override { return key_; }
@@ -557,7 +541,7 @@ class DepthwiseKernel final : public KernelBase {
   }
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
-    auto str = [](int64_t v) { return std::to_string(v); };
+    using detail::str;
     if (std::string e = p.validate(); !e.empty()) return "invalid problem: " + e;
     if (p.ndim != Cfg::kNDim)
       return "ndim mismatch: instance is " + str(Cfg::kNDim) + "D, problem is " + str(p.ndim) + "D";

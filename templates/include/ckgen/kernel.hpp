@@ -178,7 +178,6 @@ inline int device_smem_optin() {
   return bytes;
 }
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-inline std::string str(int64_t v) { return std::to_string(v); }
 }  // namespace detail
 
 template <class Cfg>
@@ -190,10 +189,7 @@ class GroupedConvKernel final : public KernelBase {
   static constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
 
   GroupedConvKernel() {
-    key_.name = Cfg::kName;
-    key_.variant = Cfg::kVariant;
-    key_.datatype = Cfg::kDataType;
-    key_.ndim = Cfg::kNDim;
+    key_ = config_key<Cfg>();
     key_.tile_m = Tr::BM;
     key_.tile_n = Tr::BN;
     key_.tile_k = Tr::BK;
@@ -203,22 +199,9 @@ class GroupedConvKernel final : public KernelBase {
     key_.warp_m = Tr::IM;
     key_.warp_n = Tr::IN;
     key_.warp_k = Tr::IK;
-    key_.pipeline = Cfg::kPipeline;
-    key_.stages = Cfg::kStages;
-    key_.scheduler = Cfg::kScheduler;
-    key_.load_waves = Cfg::kLoadWaves;
-    key_.math_waves = Cfg::kMathWaves;
-    key_.epilogue = Cfg::kEpilogue;
     key_.vec_a = Tr::VA;
     key_.vec_b = Tr::VB;
     key_.vec_c = Tr::VC;
-    key_.specialization = Cfg::kSpecialization;
-    key_.groups_to_merge = Cfg::kGroupsToMerge;
-    key_.k_batch = Cfg::kKBatch;
-    key_.reduction = Cfg::kReduction;
-    key_.persistent = Cfg::kPersistent;
-    key_.stage = Cfg::kStage;
-    key_.arch = Cfg::kArch;
   }
 
   const KernelKey& key() const override { return key_; }

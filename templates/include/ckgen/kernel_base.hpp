@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ inline int device_sm_count() {
   }();
   return count;
 }
+inline std::string str(int64_t v) { return std::to_string(v); }
 }  // namespace detail
 
 // Device pointers of one convolution call. Which one is written depends on the variant:
@@ -74,6 +76,31 @@ struct KernelKey {
   Stage stage;
   const char* arch;
 };
+
+// The KernelKey fields a generated Config names directly, the same for every launcher; each
+// launcher adds the tile, wave, warp-tile and vector fields from its own traits.
+template <class Cfg>
+KernelKey config_key() {
+  KernelKey k{};
+  k.name = Cfg::kName;
+  k.variant = Cfg::kVariant;
+  k.datatype = Cfg::kDataType;
+  k.ndim = Cfg::kNDim;
+  k.pipeline = Cfg::kPipeline;
+  k.stages = Cfg::kStages;
+  k.scheduler = Cfg::kScheduler;
+  k.load_waves = Cfg::kLoadWaves;
+  k.math_waves = Cfg::kMathWaves;
+  k.epilogue = Cfg::kEpilogue;
+  k.specialization = Cfg::kSpecialization;
+  k.groups_to_merge = Cfg::kGroupsToMerge;
+  k.k_batch = Cfg::kKBatch;
+  k.reduction = Cfg::kReduction;
+  k.persistent = Cfg::kPersistent;
+  k.stage = Cfg::kStage;
+  k.arch = Cfg::kArch;
+  return k;
+}
 
 class KernelBase {
  public:
