@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
 
   // --- forward: measured residuals override the cost model's preference -----------------------
   {
-    const ConvProblem tuned = conv(2, 256, 256, 64), target = conv(2, 256, 256, 56);
+    const ConvProblem tuned = conv(2, 256, 256, 52), target = conv(2, 256, 256, 56);
     const Selection c = d.by_cost(target, DataType::FP16, Variant::Forward);
     check(bool(c), "cost model picks something");
     const std::string pref = c.kernel->name(), other = pref == "fwd_a" ? "fwd_b" : "fwd_a";
@@ -183,6 +183,42 @@ int main(int argc, char** argv) {
     // the exact shape keeps its own ranking
     s = d.select(tuned, DataType::FP16, Variant::Forward);
     check(s.source == "tuning-db-exact" && s.kernel->name() == other, "exact match first", s.why);
+  }
+
+  // --- an instance the database timed but that never won is not a candidate ---------------------
+  {
+    // The cost model scales the two instances differently from the tuned shape to the target;
+    // `dom` is the one it favours more at the target. On the tuned shape `dom` ran just slower than
+    // `best`, by less than that scaling: its residual-corrected score wins at the target, but it
+    // never won a tuned shape.
+    const ConvProblem tuned = conv(2, 256, 256, 64), target = conv(2, 256, 256, 20);
+    auto est_ms = [&](const std::string& n, const ConvProblem& p) {
+      return estimate_cost(reg.all()[size_t(d.index_of(n))]->key(), p, 1, d.arch()).us * 1e-3;
+    };
+    const double g = (est_ms("fwd_a", target) / est_ms("fwd_a", tuned)) /
+                     (est_ms("fwd_b", target) / est_ms("fwd_b", tuned));
+    check(std::fabs(std::log(g)) > 0.02, "the cost model scales the two instances differently", std::to_string(g));
+    const std::string dom = g < 1 ? "fwd_a" : "fwd_b", best = g < 1 ? "fwd_b" : "fwd_a";
+    const double gd = g < 1 ? g : 1 / g;  // < 1
+    const double m_best = est_ms(best, tuned), m_dom = m_best * (1 + 0.5 * (1 / gd - 1));
+    const double score_dom = std::log(est_ms(dom, target)) + std::log(m_dom / est_ms(dom, tuned));
+    const double score_best = std::log(est_ms(best, target)) + std::log(m_best / est_ms(best, tuned));
+    check(m_dom > m_best && score_dom < score_best, "dom: slower on the tuned shape, better scored at the target",
+          std::to_string(score_dom) + " vs " + std::to_string(score_best));
+    write_db(db, {entry_json("forward", "tuned", tuned, {{best, 0, m_best}, {dom, 0, m_dom}})});
+    d.load_tuning_db(db);
+    Selection s = d.select(target, DataType::FP16, Variant::Forward);
+    check(s.source == "tuning-db-nearest" && s.kernel->name() == best &&
+              s.why.find("no instance that won") == std::string::npos,
+          "an instance that never won a tuned shape is left out", s.why);
+    // once it wins a tuned shape (far from the target: no residual point there) it is back
+    const ConvProblem other_shape = conv(64, 8, 8, 7, 1);
+    write_db(db, {entry_json("forward", "tuned", tuned, {{best, 0, m_best}, {dom, 0, m_dom}}),
+                  entry_json("forward", "other", other_shape, {{best, 0, 1.0}, {dom, 0, 0.5}})});
+    d.load_tuning_db(db);
+    s = d.select(target, DataType::FP16, Variant::Forward);
+    check(s.kernel->name() == dom && s.why.find("1 tuned shape(s)") != std::string::npos,
+          "a winner elsewhere is a candidate again", s.why);
   }
 
   // --- backward_weight: the split count is matched by blocks per CU, not copied ----------------

@@ -15,11 +15,15 @@
 //        (split_features: the split count is matched by the parallelism and the work per split
 //        it gives on each shape, not copied), weights exp(-distance / kBandwidth). An instance
 //        no tuned shape timed takes the nearest points of any instance plus kUntimedPenalty.
+//        Instances the database timed that were never the best on any of its shapes (of the
+//        variant / datatype / ndim) are left out while another candidate remains.
 //        The lowest score wins.
 //   2. Cost model when the database has nothing near: per instance (and per k_batch for
 //      backward_weight) an estimated time from
 //        tile efficiency  = useful / padded M*N*K (what the tile wastes at the edges),
-//        waves            = ceil(tiles / (compute units * resident blocks per CU)),
+//        waves            = ceil(tiles / (compute units * resident blocks per CU)); the busiest
+//                           CU's tiles run in rounds of the resident blocks, a partial last round
+//                           as slow as a full one while its warps cannot hide the latency,
 //        occupancy        = resident blocks per CU from threads, shared memory, registers,
 //        a roofline       = max(compute at peak * utilisation, bytes / bandwidth) + launch,
 //        split-K          = fp32 workspace traffic in the main kernel, the memset / finish
@@ -40,6 +44,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -387,6 +392,10 @@ class TuningDb {
   static constexpr double kBlocksWeight = 3.0;    // |dlog| blocks per compute unit
   static constexpr double kSplitWeight = 0.5;     // |dlog| reduction length per split
   static constexpr double kUntimedPenalty = 0.1;  // log-time handicap of an instance nobody timed
+  // Instances the database timed but that were never within this fraction of the best on any
+  // of its shapes (of the variant / datatype / ndim) are dominated: not candidates while a winner
+  // supports the problem.
+  static constexpr double kWinnerSlack = 0.0;
 
   // Loads `path`; throws std::runtime_error with the reason.
   void load(const std::string& path) {
@@ -541,7 +550,8 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   c.tile_efficiency = useful / padded;
 
   // Occupancy: threads, shared memory (as config.hpp lays it out, rows padded by 16 bytes),
-  // registers (fp32 accumulators per thread plus a fixed overhead).
+  // registers (fp32 accumulators per math thread plus a fixed overhead; a kernel's register
+  // count holds for every warp, the wavelet's load warps included).
   const int eb = elem_bytes(k.datatype);
   const int warps = std::max(1, k.wave_m * k.wave_n * k.wave_k);  // math warps
   // wavelet: load waves come on top of the math waves (LaunchBlockSize = load + math threads).
@@ -549,7 +559,7 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const int stages = k.pipeline != Pipeline::Basic ? std::max(1, k.stages) : 1;
   const int pad = std::max(16 / eb, 1);
   const double smem = double(stages) * double((k.tile_m + k.tile_n) * (k.tile_k + pad)) * eb;
-  const int acc_regs = (k.tile_m * k.tile_n) / threads;
+  const int acc_regs = (k.tile_m * k.tile_n) / (warps * a.warp_size);
   const int regs = std::min(255, acc_regs + 48);
   const int by_threads = std::max(1, 2048 / threads);
   const int by_smem = smem > 0 ? std::max(1, int(double(a.lds_bytes) / smem)) : 32;
@@ -558,16 +568,17 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const int64_t slots = int64_t(a.compute_units) * c.blocks_per_cu;
   c.waves = cdiv(c.tiles, slots);
 
-  // Compute: a CU works through ceil(tiles / CUs) tiles; r = min(blocks_per_cu, that) of them
-  // are resident at once and share it. Utilisation grows with the warps resident (latency
-  // hiding) and with the warp tile's operand reuse; narrow global accesses (vector bytes < 16)
-  // and the single-buffer pipeline stall the math. The constants were fitted to the H200
-  // kernel-check PERF lines (bench/dev/kernel_check_2026-11-22_H200.log): basic ~1.6x slower
-  // than multistage, ~20 % of peak at best for mma.sync tiles.
+  // Compute: the busiest CU works through ceil(tiles / CUs) tiles in rounds of blocks_per_cu
+  // resident blocks, the last round holding the remainder; the r blocks of a round share the CU.
+  // Utilisation grows with the warps resident (latency hiding: below 8 resident warps a round
+  // takes as long whatever its block count) and with the warp tile's operand reuse;
+  // narrow global accesses (vector bytes < 16) and the single-buffer pipeline stall the math.
+  // The constants were fitted to the H200 kernel-check PERF lines
+  // (bench/dev/kernel_check_2026-11-22_H200.log): basic ~1.6x slower than multistage, ~20 % of
+  // peak at best for mma.sync tiles.
   const double tile_flops = 2.0 * k.tile_m * k.tile_n * double(kt * k.tile_k);
   const double peak_cu = a.peak_tflops(k.datatype) * 1e12 / a.compute_units;
   const int64_t per_cu = cdiv(c.tiles, a.compute_units);
-  const int resident = int(std::min<int64_t>(c.blocks_per_cu, per_cu));
   const double wm = double(k.tile_m) / std::max(1, k.wave_m), wn = double(k.tile_n) / std::max(1, k.wave_n);
   const double reuse = 2.0 * wm * wn / (wm + wn);  // harmonic mean of a warp's C tile sides
   const double vec_bytes = double(std::min(k.vec_a, k.vec_b) * eb);
@@ -577,9 +588,12 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   // block cannot keep the math going through those waits (the H200 v2 profile: the 2-math-warp
   // 64x64 wavelet runs 1.3-1.6x slower than the 4-warp multistage 64x64 on the same shapes).
   const double handoff = k.pipeline == Pipeline::Wavelet ? std::min(1.0, warps / 4.0) : 1.0;
-  const double util =
-      std::min(1.0, resident * warps / 8.0) * (reuse / (reuse + 32.0)) * 0.4 * feed * handoff;
-  const double compute_us = double(per_cu) * tile_flops / (peak_cu * util) * 1e6;
+  const double tile_util = (reuse / (reuse + 32.0)) * 0.4 * feed * handoff;
+  auto round_us = [&](int64_t r) {
+    return double(r) * tile_flops / (peak_cu * std::min(1.0, double(r) * warps / 8.0) * tile_util) * 1e6;
+  };
+  const int64_t full_rounds = per_cu / c.blocks_per_cu, last_round = per_cu % c.blocks_per_cu;
+  const double compute_us = double(full_rounds) * round_us(c.blocks_per_cu) + (last_round ? round_us(last_round) : 0.0);
 
   // Memory: the unique bytes once, plus operand re-reads per tile (L2 catches half).
   const double unique = double(p.input_elems() + p.weight_elems() + p.output_elems()) * eb;
@@ -810,8 +824,10 @@ class Dispatcher {
 
   bool from_db(const TuningDb& db, const ConvProblem& p, DataType dt, Variant v, Selection& s) const {
     std::vector<std::pair<double, const TunedEntry*>> near;
+    Winners w;
     for (const TunedEntry& e : db.entries()) {
       if (e.variant != v || e.datatype != dt || e.problem.ndim != p.ndim) continue;
+      w.add(e);
       if (same_problem(e.problem, p)) {
         if (try_entry(e, p, s)) {
           s.source = "tuning-db-exact";
@@ -826,8 +842,25 @@ class Dispatcher {
     std::stable_sort(near.begin(), near.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     if (near.empty()) return false;
-    return rank_by_neighbours(db, near, p, dt, v, s);
+    return rank_by_neighbours(db, near, w, p, dt, v, s, true) || rank_by_neighbours(db, near, w, p, dt, v, s, false);
   }
+
+  // The instances the database timed, and those that won (within kWinnerSlack of the best) on
+  // at least one of its shapes.
+  struct Winners {
+    std::set<std::string> timed, won;
+    void add(const TunedEntry& e) {
+      double best = 0;
+      for (const TunedChoice& c : e.ranking)
+        if (c.ms > 0 && (best == 0 || c.ms < best)) best = c.ms;
+      for (const TunedChoice& c : e.ranking) {
+        if (!(c.ms > 0)) continue;
+        timed.insert(c.kernel);
+        if (c.ms <= best * (1.0 + TuningDb::kWinnerSlack)) won.insert(c.kernel);
+      }
+    }
+    bool dominated(const std::string& name) const { return timed.count(name) && !won.count(name); }
+  };
 
   SplitFeatures features_of(const KernelKey& k, const ConvProblem& p, int kb) const {
     return split_features(k.variant, k.tile_m, k.tile_n, k.groups_to_merge, p, effective_k_batch(k, p, kb),
@@ -837,8 +870,10 @@ class Dispatcher {
   // Neighbour ranking (see the header comment): the cost model's estimate of each supported
   // (instance, k_batch), corrected by the residuals measured for that instance on the tuned
   // shapes nearby. False when no candidate supports the problem.
+  // only_winners: dominated instances (Winners) are not candidates.
   bool rank_by_neighbours(const TuningDb& db, const std::vector<std::pair<double, const TunedEntry*>>& near,
-                          const ConvProblem& p, DataType dt, Variant v, Selection& s) const {
+                          const Winners& w, const ConvProblem& p, DataType dt, Variant v, Selection& s,
+                          bool only_winners) const {
     const auto& all = reg_.all();
     std::map<int, std::vector<ResidualPoint>> points;  // registry index -> measured points
     std::vector<ResidualPoint> any;                      // every point (for untimed instances)
@@ -885,6 +920,7 @@ class Dispatcher {
     bool best_timed = false;
     for (const CostCandidate& c : cs) {
       if (!(c.cost.us > 0) || c.cost.us >= 1e29) continue;
+      if (only_winners && w.dominated(all[size_t(c.index)]->name())) continue;
       const KernelKey& k = all[size_t(c.index)]->key();
       const SplitFeatures f = features_of(k, p, c.k_batch);
       auto pit = points.find(c.index);
@@ -919,6 +955,7 @@ class Dispatcher {
       os << " (untimed by the neighbours: calibrated by " << best_used << " point(s) of other instances + penalty "
          << TuningDb::kUntimedPenalty << ")";
     os << ", k_batch " << s.k_batch;
+    if (!only_winners) os << "; no instance that won a tuned shape supports the problem";
     s.why = os.str();
     return true;
   }
