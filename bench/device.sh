@@ -28,6 +28,7 @@ JOBS=${JOBS:-$(nproc)}
 DTYPES=${DTYPES:-"fp16 bf16"}
 SHAPE_SETS=${SHAPE_SETS:-"retinanet_r50fpn_n2 coverage"}
 BUILD_SETS=${BUILD_SETS:-"tests default"}  # the bench phase needs default, the test phase tests
+# GEN_ARGS (optional): extra `ckgen generate` arguments for the build phase's projects
 mkdir -p "$OUT" "$WORK"
 export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
 ckgen() { python3 -m ckgen.cli "$@"; }
@@ -56,7 +57,8 @@ if has build; then
   log "build projects: $BUILD_SETS"
   t0=$SECONDS
   pids=()
-  for set in $BUILD_SETS; do build "$set" "$WORK/gen_$set" & pids+=($!); done
+  # shellcheck disable=SC2086  # GEN_ARGS: extra `ckgen generate` arguments, e.g. "--variant backward_weight"
+  for set in $BUILD_SETS; do build "$set" "$WORK/gen_$set" ${GEN_ARGS:-} & pids+=($!); done
   rcs=""
   for p in "${pids[@]}"; do wait "$p"; rcs="$rcs $?"; done
   log "build done in $((SECONDS - t0)) s (rc:$rcs)"

@@ -410,13 +410,14 @@ class GroupedConvKernel final : public KernelBase {
   }
 
   // The StreamK plan of a call (streamk_plan.hpp): tiles over all groups, k iterations per
-  // tile, B = opts.streamk_blocks or resident_blocks().
+  // tile, B = opts.streamk_blocks or streamk_default_blocks over resident_blocks().
   static StreamKPlan streamk_plan(const ConvProblem& p, const RunOptions& opts) {
     int64_t M, N, K;
     gemm_dims(p, M, N, K);
     const int64_t tiles = p.G * detail::ceil_div(M, Tr::BM) * detail::ceil_div(N, Tr::BN);
     const int64_t iters = std::max<int64_t>(1, detail::ceil_div(K, Tr::BK));
-    const int64_t blocks = opts.streamk_blocks > 0 ? opts.streamk_blocks : resident_blocks();
+    const int64_t blocks =
+        opts.streamk_blocks > 0 ? opts.streamk_blocks : streamk_default_blocks(tiles, iters, resident_blocks());
     return make_streamk_plan(tiles, iters, blocks, Cfg::kPersistent);
   }
 

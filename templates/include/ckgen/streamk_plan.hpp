@@ -4,7 +4,8 @@
 //
 // Work space: T output tiles (all groups, tile t = g * tiles_per_group + tm * tiles_n + tn),
 // each of I = ceil(Kred / BK) k iterations. With B StreamK blocks (RunOptions::streamk_blocks,
-// default: #SMs x resident blocks per SM of the instance):
+// default streamk_default_blocks: S = #SMs x resident blocks per SM of the instance when the
+// tiles fill it, fewer when they do not, see there):
 //
 //   T % B == 0          every tile data-parallel (one block computes it whole)
 //   T <  B              every tile StreamK
@@ -76,6 +77,22 @@ struct StreamKPlan {
   int64_t dp_rounds = 0;  // persistent only
   int64_t grid = 0;       // blocks launched
 };
+
+// The default B for T tiles of I iterations on S resident block slots. T >= S: B = S. T < S
+// (every tile StreamK): the T x I iterations are spread over the slots, but a block gets at
+// least kStreamKMinIters of them and every tile at least one block, B = min(S, max(T,
+// T * I / kStreamKMinIters)). A partial tile costs about what 8 k iterations of operand loads
+// do (a BM x BN fp32 tile written and read back against (BM + BN) x BK operands per
+// iteration); on an H200 StreamK lost wherever its blocks got fewer than 7 iterations and won
+// from 24 on (bench/NOTES.md, StreamK). With I < kStreamKMinIters, B = T: every tile is then
+// data-parallel (T % B == 0), with no workspace.
+inline constexpr int64_t kStreamKMinIters = 16;
+CKGEN_HOST_DEVICE inline int64_t streamk_default_blocks(int64_t tiles, int64_t iters, int64_t slots) {
+  if (tiles >= slots) return slots;
+  const int64_t by_iters = tiles * iters / kStreamKMinIters;
+  const int64_t b = by_iters > tiles ? by_iters : tiles;
+  return b < slots ? b : slots;
+}
 
 // tiles >= 1, iters >= 1, blocks >= 1.
 CKGEN_HOST_DEVICE inline StreamKPlan make_streamk_plan(int64_t tiles, int64_t iters,

@@ -276,6 +276,21 @@ inline std::string check_streamk_hand_computed() {
   expect(s.sk_tiles == 1000 % 264 + 264 && s.dp_tiles == 2 * 264, "1000x392 B264: 472 StreamK tiles");
   expect(s.sk_blocks == 264 && s.grid == 264 + 2 * 264, "1000x392 B264: grid 792");
   expect(make_streamk_plan(1000, 392, 264, true).grid == 264, "1000x392 B264 persistent: grid 264");
+  // Default B (kStreamKMinIters 16) on 264 slots: the tiles fill the slots -> all of them.
+  expect(streamk_default_blocks(1000, 392, 264) == 264 && streamk_default_blocks(264, 1, 264) == 264,
+         "default B: T >= slots keeps the slots");
+  // 1 tile x 784 iterations: 784 / 16 = 49 blocks of 16.
+  expect(streamk_default_blocks(1, 784, 264) == 49, "default B: 1x784 -> 49 blocks");
+  // 9 x 196 = 1764 iterations: 110 blocks (16 or 17 iterations each).
+  expect(streamk_default_blocks(9, 196, 264) == 110, "default B: 9x196 -> 110 blocks");
+  // 144 x 4: fewer than 16 iterations per tile -> one block per tile.
+  expect(streamk_default_blocks(144, 4, 264) == 144, "default B: 144x4 -> 144 blocks (one per tile)");
+  // 36 x 196 = 7056 iterations: 441 > 264 -> the slots.
+  expect(streamk_default_blocks(36, 196, 264) == 264, "default B: 36x196 -> 264 blocks");
+  // ... and B = T makes every tile data-parallel: no partials, no flags, no workspace.
+  s = make_streamk_plan(144, 4, streamk_default_blocks(144, 4, 264), true);
+  expect(s.sk_tiles == 0 && s.sk_blocks == 0 && s.grid == 144 && streamk_workspace_bytes(s, 128, 128) == 0,
+         "144x4 default B: whole tiles, grid 144, no workspace");
   return err;
 }
 
