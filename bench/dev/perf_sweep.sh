@@ -2,16 +2,18 @@
 # Side-by-side sweep on the GPU machine: the default instances and the large-tile candidates
 # (bench/dev/candidates/<variant>.yaml), fp16 2D, every RetinaNet shape, GPU-verified.
 #   bash bench/dev/perf_sweep.sh      -> $OUT/sweep_<variant>.csv, $OUT/sweep.txt (best per shape)
+#   CAND_PREFIX=stem_ VARIANTS=backward_data bash bench/dev/perf_sweep.sh   # candidates/stem_backward_data.yaml
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/sweep-out}
 WORK=${WORK:-/tmp/sweep-work}
 VARIANTS=${VARIANTS:-"forward backward_data backward_weight"}
 SHAPES=${SHAPES:-$ROOT/templates/project/shapes/retinanet_r50fpn_n2.csv}
+CAND_PREFIX=${CAND_PREFIX:-}  # candidates/<CAND_PREFIX><variant>.yaml
 mkdir -p "$OUT" "$WORK"
 export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
 args=()
-for v in $VARIANTS; do args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/$v.yaml"); done
+for v in $VARIANTS; do args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/$CAND_PREFIX$v.yaml"); done
 python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --datatype fp16 --ndim 2 -o "$WORK/gen" -q || exit 1
 python3 -m ckgen.cli emit-cmake -o "$WORK/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
 cmake -S "$WORK/gen" -B "$WORK/gen/build" -G Ninja -DCKGEN_BUILD_TESTS=OFF > "$OUT/build.log" 2>&1 || exit 1
