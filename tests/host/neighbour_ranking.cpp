@@ -145,6 +145,10 @@ int main(int argc, char** argv) {
   reg.add(std::make_unique<FakeKernel>(key("bww", Variant::BackwardWeight, 128, 64, 64, Stage::Two)));
   Dispatcher d(reg);
   d.set_k_batch_candidates({1, 2, 4, 8, 16, 32});
+  // The cost model's estimate (ms) of a forward instance on a problem, unsplit.
+  auto est_ms = [&](const std::string& n, const ConvProblem& p) {
+    return estimate_cost(reg.all()[size_t(d.index_of(n))]->key(), p, 1, d.arch()).us * 1e-3;
+  };
 
   // --- forward: measured residuals override the cost model's preference -----------------------
   {
@@ -152,9 +156,6 @@ int main(int argc, char** argv) {
     const Selection c = d.by_cost(target, DataType::FP16, Variant::Forward);
     check(bool(c), "cost model picks something");
     const std::string pref = c.kernel->name(), other = pref == "fwd_a" ? "fwd_b" : "fwd_a";
-    auto est_ms = [&](const std::string& n, const ConvProblem& p) {
-      return estimate_cost(reg.all()[size_t(d.index_of(n))]->key(), p, 1, d.arch()).us * 1e-3;
-    };
     // on the tuned shape the cost model's favourite ran 3x its estimate, the other 1x
     write_db(db, {entry_json("forward", "tuned", tuned, {{other, 0, est_ms(other, tuned)}, {pref, 0, 3 * est_ms(pref, tuned)}})});
     d.load_tuning_db(db);
@@ -192,9 +193,6 @@ int main(int argc, char** argv) {
     // `best`, by less than that scaling: its residual-corrected score wins at the target, but it
     // never won a tuned shape.
     const ConvProblem tuned = conv(2, 256, 256, 64), target = conv(2, 256, 256, 20);
-    auto est_ms = [&](const std::string& n, const ConvProblem& p) {
-      return estimate_cost(reg.all()[size_t(d.index_of(n))]->key(), p, 1, d.arch()).us * 1e-3;
-    };
     const double g = (est_ms("fwd_a", target) / est_ms("fwd_a", tuned)) /
                      (est_ms("fwd_b", target) / est_ms("fwd_b", tuned));
     check(std::fabs(std::log(g)) > 0.02, "the cost model scales the two instances differently", std::to_string(g));

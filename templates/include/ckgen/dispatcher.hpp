@@ -47,6 +47,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ckgen/direct_plan.hpp"
@@ -445,14 +446,38 @@ class TuningDb {
     }
     entries_ = std::move(out);
     path_ = path;
+    // The winner set, once per load: per (variant, datatype, ndim), the instances timed on some
+    // shape and those within kWinnerSlack of a shape's best.
+    std::map<std::tuple<Variant, DataType, int>, std::pair<std::set<std::string>, std::set<std::string>>> sets;
+    for (const TunedEntry& e : entries_) {
+      auto& [timed, won] = sets[{e.variant, e.datatype, e.problem.ndim}];
+      double best = 0;
+      for (const TunedChoice& c : e.ranking)
+        if (c.ms > 0 && (best == 0 || c.ms < best)) best = c.ms;
+      for (const TunedChoice& c : e.ranking) {
+        if (!(c.ms > 0)) continue;
+        timed.insert(c.kernel);
+        if (c.ms <= best * (1.0 + kWinnerSlack)) won.insert(c.kernel);
+      }
+    }
+    dominated_.clear();
+    for (const auto& [key, tw] : sets)
+      for (const std::string& n : tw.first)
+        if (!tw.second.count(n)) dominated_[key].insert(n);
   }
   const std::vector<TunedEntry>& entries() const { return entries_; }
   const std::string& path() const { return path_; }
   bool empty() const { return entries_.empty(); }
+  // Timed on some shape of (variant, datatype, ndim) and never within kWinnerSlack of its best.
+  bool dominated(Variant v, DataType dt, int ndim, const std::string& name) const {
+    auto it = dominated_.find({v, dt, ndim});
+    return it != dominated_.end() && it->second.count(name) > 0;
+  }
 
  private:
   std::vector<TunedEntry> entries_;
   std::string path_;
+  std::map<std::tuple<Variant, DataType, int>, std::set<std::string>> dominated_;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -824,10 +849,8 @@ class Dispatcher {
 
   bool from_db(const TuningDb& db, const ConvProblem& p, DataType dt, Variant v, Selection& s) const {
     std::vector<std::pair<double, const TunedEntry*>> near;
-    Winners w;
     for (const TunedEntry& e : db.entries()) {
       if (e.variant != v || e.datatype != dt || e.problem.ndim != p.ndim) continue;
-      w.add(e);
       if (same_problem(e.problem, p)) {
         if (try_entry(e, p, s)) {
           s.source = "tuning-db-exact";
@@ -842,25 +865,8 @@ class Dispatcher {
     std::stable_sort(near.begin(), near.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     if (near.empty()) return false;
-    return rank_by_neighbours(db, near, w, p, dt, v, s, true) || rank_by_neighbours(db, near, w, p, dt, v, s, false);
+    return rank_by_neighbours(db, near, p, dt, v, s);
   }
-
-  // The instances the database timed, and those that won (within kWinnerSlack of the best) on
-  // at least one of its shapes.
-  struct Winners {
-    std::set<std::string> timed, won;
-    void add(const TunedEntry& e) {
-      double best = 0;
-      for (const TunedChoice& c : e.ranking)
-        if (c.ms > 0 && (best == 0 || c.ms < best)) best = c.ms;
-      for (const TunedChoice& c : e.ranking) {
-        if (!(c.ms > 0)) continue;
-        timed.insert(c.kernel);
-        if (c.ms <= best * (1.0 + TuningDb::kWinnerSlack)) won.insert(c.kernel);
-      }
-    }
-    bool dominated(const std::string& name) const { return timed.count(name) && !won.count(name); }
-  };
 
   SplitFeatures features_of(const KernelKey& k, const ConvProblem& p, int kb) const {
     return split_features(k.variant, k.tile_m, k.tile_n, k.groups_to_merge, p, effective_k_batch(k, p, kb),
@@ -870,10 +876,9 @@ class Dispatcher {
   // Neighbour ranking (see the header comment): the cost model's estimate of each supported
   // (instance, k_batch), corrected by the residuals measured for that instance on the tuned
   // shapes nearby. False when no candidate supports the problem.
-  // only_winners: dominated instances (Winners) are not candidates.
+  // Instances the database marks dominated (TuningDb::dominated) lose to any other candidate.
   bool rank_by_neighbours(const TuningDb& db, const std::vector<std::pair<double, const TunedEntry*>>& near,
-                          const Winners& w, const ConvProblem& p, DataType dt, Variant v, Selection& s,
-                          bool only_winners) const {
+                          const ConvProblem& p, DataType dt, Variant v, Selection& s) const {
     const auto& all = reg_.all();
     std::map<int, std::vector<ResidualPoint>> points;  // registry index -> measured points
     std::vector<ResidualPoint> any;                      // every point (for untimed instances)
@@ -917,10 +922,11 @@ class Dispatcher {
     }
     double best_score = 0, best_est = 0, best_r = 0;
     int best_used = 0;
-    bool best_timed = false;
+    bool best_timed = false, best_dominated = false;
     for (const CostCandidate& c : cs) {
       if (!(c.cost.us > 0) || c.cost.us >= 1e29) continue;
-      if (only_winners && w.dominated(all[size_t(c.index)]->name())) continue;
+      const bool dominated = db.dominated(v, dt, p.ndim, all[size_t(c.index)]->name());
+      if (s.kernel && dominated && !best_dominated) continue;
       const KernelKey& k = all[size_t(c.index)]->key();
       const SplitFeatures f = features_of(k, p, c.k_batch);
       auto pit = points.find(c.index);
@@ -930,7 +936,7 @@ class Dispatcher {
                                    TuningDb::kShapeWeight, TuningDb::kBlocksWeight, TuningDb::kSplitWeight, &used);
       if (!timed) r += TuningDb::kUntimedPenalty;
       const double score = std::log(c.cost.us) + r;
-      if (s.kernel && score >= best_score) continue;
+      if (s.kernel && dominated == best_dominated && score >= best_score) continue;
       s.kernel = all[size_t(c.index)].get();
       s.index = c.index;
       s.k_batch = c.k_batch;
@@ -940,6 +946,7 @@ class Dispatcher {
       best_r = r;
       best_used = used;
       best_timed = timed;
+      best_dominated = dominated;
     }
     if (!s.kernel) return false;
     s.source = "tuning-db-nearest";
@@ -955,7 +962,7 @@ class Dispatcher {
       os << " (untimed by the neighbours: calibrated by " << best_used << " point(s) of other instances + penalty "
          << TuningDb::kUntimedPenalty << ")";
     os << ", k_batch " << s.k_batch;
-    if (!only_winners) os << "; no instance that won a tuned shape supports the problem";
+    if (best_dominated) os << "; no instance that won a tuned shape supports the problem";
     s.why = os.str();
     return true;
   }
