@@ -47,6 +47,7 @@
 #include "ckgen/kernel_base.hpp"
 #include "ckgen/pipeline_basic.hpp"
 #include "ckgen/pipeline_multistage.hpp"
+#include "ckgen/pipeline_tma.hpp"
 #include "ckgen/pipeline_wavelet.hpp"
 #include "ckgen/portability.hpp"
 #include "ckgen/problem.hpp"
@@ -177,7 +178,6 @@ inline int device_smem_optin() {
   }();
   return bytes;
 }
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace detail
 
 template <class Cfg>
@@ -546,10 +546,18 @@ class GroupedConvKernel final : public KernelBase {
 // Pipeline::Direct (depthwise.hpp).
 template <class Cfg>
 std::unique_ptr<KernelBase> make_kernel() {
-  if constexpr (Cfg::kPipeline == Pipeline::Direct)
+  if constexpr (Cfg::kPipeline == Pipeline::Direct) {
     return std::make_unique<DepthwiseKernel<Cfg>>();
-  else
+  } else if constexpr (Cfg::kPipeline == Pipeline::WaveletTma) {
+#if defined(CKGEN_NVIDIA)
+    return std::make_unique<TmaConvKernel<Cfg>>();
+#else
+    static_assert(Cfg::kPipeline != Pipeline::WaveletTma, "ckgen: wavelet_tma is NVIDIA sm_90a only");
+    return nullptr;
+#endif
+  } else {
     return std::make_unique<GroupedConvKernel<Cfg>>();
+  }
 }
 
 }  // namespace ckgen

@@ -31,6 +31,7 @@ inline int device_sm_count() {
   return count;
 }
 inline std::string str(int64_t v) { return std::to_string(v); }
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace detail
 
 // Device pointers of one convolution call. Which one is written depends on the variant:

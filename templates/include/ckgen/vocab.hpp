@@ -23,12 +23,13 @@ inline constexpr const char* to_string(DataType v) {
   return "?";
 }
 
-enum class Pipeline { Basic, Multistage, Wavelet, Direct };
+enum class Pipeline { Basic, Multistage, Wavelet, WaveletTma, Direct };
 inline constexpr const char* to_string(Pipeline v) {
   switch (v) {
     case Pipeline::Basic: return "basic";
     case Pipeline::Multistage: return "multistage";
     case Pipeline::Wavelet: return "wavelet";
+    case Pipeline::WaveletTma: return "wavelet_tma";
     case Pipeline::Direct: return "direct";
   }
   return "?";

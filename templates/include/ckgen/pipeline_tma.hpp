@@ -1,0 +1,425 @@
+// Pipeline::WaveletTma: the forward implicit GEMM on sm_90a, a wavelet pipeline whose load
+// warpgroup feeds the wgmma math warpgroups through the tensor-memory-access (TMA) engine.
+//
+// Roles (block = math warpgroups first, then one load warpgroup):
+//   load:  one thread walks the reduction (filter tap outer, 64-channel chunk inner) and, per
+//          k tile, issues two bulk tensor copies into a kStages-deep ring, completing on the
+//          stage's `full` mbarrier (expect-tx = the tile's bytes):
+//            A: im2col mode over x (NHWGC seen as {G*C, W, H, N}): BM output pixels of the
+//               block, their input pixel for this tap; padding and the rows past the last
+//               image are zero-filled by the engine (bounding box = the padded input, traversal
+//               stride = the convolution stride, tap offset = filter position * dilation);
+//            B: tiled mode over w (GKYXC seen as {C, Y*X, G*K}): the tap's 64-channel slice of
+//               BN filters; channels past C are zero-filled, so a partial last chunk adds 0.
+//          Both land 128-byte swizzled (one 64-element fp16/bf16 row per 128 bytes).
+//   math:  each warpgroup owns RepM m64 slices of the block's rows; per k tile it waits `full`,
+//          issues 4 x RepM wgmma m64nBNk16 with 128B-swizzle K-major descriptors, commits, waits
+//          until only this tile's group is in flight and releases the previous stage (`empty`).
+//          Epilogue: fp32 accumulators converted and stored straight from registers.
+// No split-K, no merged groups; every problem the host face accepts runs in one launch.
+#pragma once
+
+#include "ckgen/portability.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "ckgen/config.hpp"
+#include "ckgen/kernel_base.hpp"
+#include "ckgen/mma_wgmma.hpp"
+#include "ckgen/pipeline_wavelet.hpp"
+
+#if defined(CKGEN_NVIDIA)
+#include <cuda.h>
+#endif
+
+namespace ckgen {
+
+#if defined(CKGEN_NVIDIA)
+
+// What the device needs; the two tensor maps are encoded on the host per call.
+struct TmaConvArgs {
+  CUtensorMap a;  // im2col map of x
+  CUtensorMap b;  // tiled map of w
+  void* y;
+  int M, K, C, GK;     // GEMM rows, output channels per group, input channels per group, G*K
+  int P, Q;            // output height, width
+  int s_h, s_w, pl_h, pl_w, d_h, d_w, X;
+  int c_chunks;        // 64-channel chunks per tap
+  int k_tiles;         // taps * c_chunks
+  int tiles_n;         // blocks along GEMM N
+};
+
+template <class Cfg>
+struct TmaTraits {
+  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  static constexpr int BM = Cfg::Tile::kM, BN = Cfg::Tile::kN, BK = Cfg::Tile::kK;
+  static constexpr int kMathGroups = Cfg::Waves::kM / 4;
+  static constexpr int RepM = BM / (64 * kMathGroups);
+  static constexpr int S = Cfg::kStages;
+  static constexpr int kMathThreads = kMathGroups * 128;
+  static constexpr int kThreads = kMathThreads + 128;
+  static constexpr int kRowBytes = 128;  // one swizzle row = BK elements
+  static constexpr int kABytes = BM * kRowBytes, kBBytes = BN * kRowBytes;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  // Ring + 2 mbarriers per stage + slack to align the ring to the 1024-byte swizzle atom.
+  static constexpr int kSmemBytes = S * kStageBytes + 2 * S * 8 + 1024;
+  static constexpr bool kBF16 = Cfg::kDataType == DataType::BF16;
+
+  static_assert(Cfg::kVariant == Variant::Forward, "ckgen: wavelet_tma is forward only");
+  static_assert(Cfg::kDataType == DataType::FP16 || Cfg::kDataType == DataType::BF16,
+                "ckgen: wavelet_tma needs fp16 or bf16");
+  static_assert(Cfg::kMathUnit == MathUnit::Wgmma, "ckgen: wavelet_tma needs wgmma");
+  static_assert(BK * int(sizeof(Raw)) == kRowBytes, "ckgen: wavelet_tma needs Tile K = 64");
+  static_assert(Cfg::Waves::kM % 4 == 0 && Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1 &&
+                    (kMathGroups == 1 || kMathGroups == 2),
+                "ckgen: wavelet_tma needs Waves (4|8, 1, 1)");
+  static_assert(Cfg::WarpTile::kM == 64 && Cfg::WarpTile::kN == BN && Cfg::WarpTile::kK == 16,
+                "ckgen: wavelet_tma needs WarpTile (64, Tile N, 16)");
+  static_assert(BN == 64 || BN == 128 || BN == 256, "ckgen: wavelet_tma needs Tile N 64, 128 or 256");
+  static_assert(BM % (64 * kMathGroups) == 0 && (RepM == 1 || RepM == 2),
+                "ckgen: wavelet_tma needs Tile M = 64 or 128 per math warpgroup");
+  static_assert(BM <= 256, "ckgen: an im2col box holds at most 256 pixels");
+  static_assert(Cfg::kLoadWaves == 4 && Cfg::kMathWaves == Cfg::Waves::kM,
+                "ckgen: wavelet_tma has one load warpgroup (load waves 4)");
+  static_assert(S >= 2 && S <= 8, "ckgen: wavelet_tma needs 2..8 stages");
+  static_assert(Cfg::kEpilogue == Epilogue::Default && Cfg::kGroupsToMerge == 1 &&
+                    Cfg::kKBatch == 1 && Cfg::kReduction == Reduction::SplitK &&
+                    Cfg::kSpecialization == Specialization::Default && !Cfg::kPersistent,
+                "ckgen: wavelet_tma: default epilogue, no merged groups, k_batch 1");
+  static_assert(Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
+                "ckgen: wavelet_tma moves 16-byte rows (vector 8, 8, 8)");
+  static_assert(Cfg::kNDim == 1 || Cfg::kNDim == 2, "ckgen: wavelet_tma is 1D / 2D");
+};
+
+namespace tma {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+#define CKGEN_HAS_TMA 1
+CKGEN_DEVICE inline void expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(mbar::addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+CKGEN_DEVICE inline void load_im2col_4d(void* dst, const CUtensorMap* map, uint64_t* bar, int c,
+                                        int w, int h, int n, uint16_t off_w, uint16_t off_h) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(mbar::addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(mbar::addr(bar)),
+      "h"(off_w), "h"(off_h)
+      : "memory");
+}
+CKGEN_DEVICE inline void load_tile_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0,
+                                      int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(mbar::addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(mbar::addr(bar))
+      : "memory");
+}
+CKGEN_DEVICE inline void prefetch_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+#endif
+// wgmma descriptor of a K-major operand tile in the 128-byte swizzle layout: rows of 128 bytes,
+// 8-row groups 1024 bytes apart (SBO), LBO unused (1), layout type 1 = 128B swizzle. The k16
+// step inside a row advances the start address by 32 bytes.
+CKGEN_HOST_DEVICE constexpr uint64_t sw128_desc(uint32_t smem_addr) {
+  return uint64_t((smem_addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
+         (uint64_t(1) << 62);
+}
+}  // namespace tma
+
+template <class Cfg>
+CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
+    tma_conv_kernel(const CKGEN_GRID_CONSTANT TmaConvArgs p) {
+  using Tr = TmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  extern __shared__ __attribute__((aligned(1024))) unsigned char tma_smem_raw[];
+#if defined(CKGEN_HAS_TMA) && defined(CKGEN_HAS_WGMMA)
+  const uint32_t raw_addr = mbar::addr(tma_smem_raw);
+  unsigned char* smem = tma_smem_raw + ((1024u - (raw_addr & 1023u)) & 1023u);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + Tr::S * Tr::kStageBytes);
+  uint64_t* empty = full + Tr::S;
+  const int tid = threadIdx.x;
+  const int tm = int(blockIdx.x) / p.tiles_n;
+  const int tn = int(blockIdx.x) - tm * p.tiles_n;
+  const int m0 = tm * Tr::BM, n0 = tn * Tr::BN, g = blockIdx.y;
+
+  if (tid == 0) {
+    for (int s = 0; s < Tr::S; ++s) {
+      mbar::init(full + s, 1);
+      mbar::init(empty + s, Tr::kMathThreads / 32);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (tid >= Tr::kMathThreads) {  // the load warpgroup: one thread issues every copy
+    if (tid == Tr::kMathThreads) {
+      tma::prefetch_map(&p.a);
+      tma::prefetch_map(&p.b);
+      const int pq = p.P * p.Q;
+      const int img = m0 / pq, rem = m0 - img * pq;
+      const int oh = rem / p.Q, ow = rem - oh * p.Q;
+      const int w0 = ow * p.s_w - p.pl_w, h0 = oh * p.s_h - p.pl_h;
+      const int cbase = g * p.C, nrow = g * p.K + n0;
+      int tap = 0, cc = 0, fy = 0, fx = 0;
+      for (int t = 0; t < p.k_tiles; ++t) {
+        const int s = t % Tr::S;
+        if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
+        unsigned char* sa = smem + s * Tr::kStageBytes;
+        tma::expect_tx(full + s, Tr::kStageBytes);
+        tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
+                            uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
+        tma::load_tile_3d(sa + Tr::kABytes, &p.b, full + s, cc * Tr::BK, tap, nrow);
+        if (++cc == p.c_chunks) {
+          cc = 0;
+          ++tap;
+          if (++fx == p.X) {
+            fx = 0;
+            ++fy;
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  // Math warpgroups.
+  using Op = wgmma_detail::Op<Tr::BN, Tr::kBF16, 0, 0>;
+  const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+  float acc[Tr::RepM][Tr::BN / 2];
+#pragma unroll
+  for (int i = 0; i < Tr::RepM; ++i)
+#pragma unroll
+    for (int e = 0; e < Tr::BN / 2; ++e) acc[i][e] = 0.f;
+  auto fence_acc = [&] {
+#pragma unroll
+    for (int i = 0; i < Tr::RepM; ++i)
+#pragma unroll
+      for (int e = 0; e < Tr::BN / 2; ++e) asm volatile("" : "+f"(acc[i][e])::"memory");
+  };
+  const uint32_t ring = mbar::addr(smem);
+  for (int t = 0; t < p.k_tiles; ++t) {
+    const int s = t % Tr::S;
+    mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
+    fence_acc();
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    const uint32_t a0 = ring + s * Tr::kStageBytes + wg * Tr::RepM * 64 * Tr::kRowBytes;
+    const uint32_t b0 = ring + s * Tr::kStageBytes + Tr::kABytes;
+#pragma unroll
+    for (int kk = 0; kk < Tr::BK / 16; ++kk) {
+      const uint64_t db = tma::sw128_desc(b0 + kk * 32);
+#pragma unroll
+      for (int i = 0; i < Tr::RepM; ++i)
+        Op::run(acc[i], tma::sw128_desc(a0 + i * 64 * Tr::kRowBytes + kk * 32), db);
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    fence_acc();
+    if (t > 0 && lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  fence_acc();
+
+  // Epilogue: accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column
+  // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block).
+  Raw* y = static_cast<Raw*>(p.y);
+  const bool pairs = (p.K % 2) == 0;
+#pragma unroll
+  for (int i = 0; i < Tr::RepM; ++i) {
+    const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+    for (int j = 0; j < Tr::BN / 8; ++j) {
+      const int col = n0 + j * 8 + (lane & 3) * 2;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = r0 + h * 8;
+        if (row >= p.M || col >= p.K) continue;
+        Raw* dst = y + int64_t(row) * p.GK + int64_t(g) * p.K + col;
+        const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
+        const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
+        if (pairs && col + 1 < p.K) {
+          *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
+        } else {
+          dst[0] = v0;
+          if (col + 1 < p.K) dst[1] = v1;
+        }
+      }
+    }
+  }
+#else
+  (void)p;
+  (void)tma_smem_raw;
+#endif
+}
+
+namespace detail {
+using EncodeIm2colFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                    const cuuint64_t*, const cuuint64_t*, const int*, const int*,
+                                    cuuint32_t, cuuint32_t, const cuuint32_t*,
+                                    CUtensorMapInterleave, CUtensorMapSwizzle,
+                                    CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+// A driver entry point through the runtime (no link against the driver library).
+template <class Fn>
+Fn driver_entry(const char* name) {
+  void* f = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return reinterpret_cast<Fn>(f);
+}
+}  // namespace detail
+
+template <class Cfg>
+class TmaConvKernel final : public KernelBase {
+ public:
+  using Tr = TmaTraits<Cfg>;
+  static constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
+
+  TmaConvKernel() {
+    key_ = config_key<Cfg>();
+    key_.tile_m = Tr::BM;
+    key_.tile_n = Tr::BN;
+    key_.tile_k = Tr::BK;
+    key_.wave_m = Cfg::Waves::kM;
+    key_.wave_n = 1;
+    key_.wave_k = 1;
+    key_.warp_m = 64;
+    key_.warp_n = Tr::BN;
+    key_.warp_k = 16;
+    key_.vec_a = key_.vec_b = key_.vec_c = 8;
+  }
+
+  const KernelKey& key() const override { return key_; }
+
+  std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    using detail::str;
+    if (std::string e = p.validate(); !e.empty()) return "invalid problem: " + e;
+    if (p.ndim != Cfg::kNDim)
+      return "ndim mismatch: instance is " + str(Cfg::kNDim) + "D, problem is " + str(p.ndim) + "D";
+    if (opts.streamk_blocks != 0)
+      return "RunOptions::streamk_blocks is for StreamK instances (this one never splits)";
+    {
+      ConvProblem q = p;
+      q.compute_output();
+      for (int i = 0; i < 3; ++i)
+        if (q.out[i] != p.out[i]) return "problem.out does not match compute_output()";
+    }
+    // The engine's limits: 16-byte global strides, corner offsets in [-128, 127] (4D maps),
+    // traversal strides <= 8, 16-bit tap offsets.
+    if (p.C % 8 != 0)
+      return "wavelet_tma needs C (" + str(p.C) + ") to be a multiple of 8 (16-byte rows)";
+    if (p.G > 1 && p.C % Tr::BK != 0)
+      return "wavelet_tma: grouped problems need C (" + str(p.C) +
+             ") to be a multiple of 64 (a channel chunk must stay inside its group)";
+    for (int i = 1; i < 3; ++i) {
+      const int64_t lo = -p.pad_l[i], hi = p.pad_r[i] - (p.filter[i] - 1) * p.dilation[i];
+      if (lo < -128 || lo > 127 || hi < -128 || hi > 127)
+        return "wavelet_tma: padding / filter extent outside the im2col corner range [-128, 127]";
+      if (p.stride[i] > 8) return "wavelet_tma needs strides <= 8";
+      if ((p.filter[i] - 1) * p.dilation[i] > 65535) return "wavelet_tma: filter extent > 65535";
+    }
+    if (p.N * p.out_spatial() > kMax32 || p.N * p.in_spatial() * p.G * p.C > (int64_t(1) << 40))
+      return "problem too large for 32-bit GEMM rows";
+    if (p.G > 65535) return "G exceeds 65535 (grid.y limit)";
+    const int64_t tiles = detail::ceil_div(p.N * p.out_spatial(), Tr::BM) *
+                          detail::ceil_div(p.K, Tr::BN);
+    if (tiles > kMax32) return "too many tiles for grid.x";
+    return {};
+  }
+
+  std::size_t workspace_bytes(const ConvProblem&, const RunOptions& = {}) const override {
+    return 0;
+  }
+
+  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void*, gpuStream_t stream,
+                 const RunOptions& = {}) const override {
+    static const auto enc_im2col =
+        detail::driver_entry<detail::EncodeIm2colFn>("cuTensorMapEncodeIm2col");
+    static const auto enc_tiled =
+        detail::driver_entry<detail::EncodeTiledFn>("cuTensorMapEncodeTiled");
+    if (!enc_im2col || !enc_tiled) return cudaErrorNotSupported;
+    for (const void* ptr : {t.in, t.wei, t.out})
+      if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return cudaErrorMisalignedAddress;
+    if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
+
+    const CUtensorMapDataType dt =
+        Tr::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    const cuuint64_t es = 2;
+    TmaConvArgs a{};
+    {  // x: {G*C, W, H, N}
+      const cuuint64_t gc = cuuint64_t(p.G * p.C);
+      const cuuint64_t dims[4] = {gc, cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
+      const cuuint64_t strides[3] = {gc * es, gc * es * dims[1], gc * es * dims[1] * dims[2]};
+      const int lo[2] = {int(-p.pad_l[2]), int(-p.pad_l[1])};
+      const int hi[2] = {int(p.pad_r[2] - (p.filter[2] - 1) * p.dilation[2]),
+                         int(p.pad_r[1] - (p.filter[1] - 1) * p.dilation[1])};
+      const cuuint32_t estr[4] = {1, cuuint32_t(p.stride[2]), cuuint32_t(p.stride[1]), 1};
+      if (enc_im2col(&a.a, dt, 4, t.in, dims, strides, lo, hi, cuuint32_t(Tr::BK),
+                     cuuint32_t(Tr::BM), estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return cudaErrorInvalidValue;
+    }
+    {  // w: {C, Y*X, G*K}
+      const cuuint64_t taps = cuuint64_t(p.filter[1] * p.filter[2]);
+      const cuuint64_t dims[3] = {cuuint64_t(p.C), taps, cuuint64_t(p.G * p.K)};
+      const cuuint64_t strides[2] = {cuuint64_t(p.C) * es, cuuint64_t(p.C) * es * taps};
+      const cuuint32_t box[3] = {cuuint32_t(Tr::BK), 1, cuuint32_t(Tr::BN)};
+      const cuuint32_t estr[3] = {1, 1, 1};
+      if (enc_tiled(&a.b, dt, 3, t.wei, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                    CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return cudaErrorInvalidValue;
+    }
+    a.y = t.out;
+    a.M = int(p.N * p.out_spatial());
+    a.K = int(p.K);
+    a.C = int(p.C);
+    a.GK = int(p.G * p.K);
+    a.P = int(p.out[1]);
+    a.Q = int(p.out[2]);
+    a.s_h = int(p.stride[1]);
+    a.s_w = int(p.stride[2]);
+    a.pl_h = int(p.pad_l[1]);
+    a.pl_w = int(p.pad_l[2]);
+    a.d_h = int(p.dilation[1]);
+    a.d_w = int(p.dilation[2]);
+    a.X = int(p.filter[2]);
+    a.c_chunks = int(detail::ceil_div(p.C, Tr::BK));
+    a.k_tiles = int(p.filter[1] * p.filter[2]) * a.c_chunks;
+    a.tiles_n = int(detail::ceil_div(p.K, Tr::BN));
+    const dim3 grid(unsigned(detail::ceil_div(a.M, Tr::BM) * a.tiles_n), unsigned(p.G), 1);
+    tma_conv_kernel<Cfg><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+    return gpuGetLastError();
+  }
+
+ private:
+  static gpuError_t prepare_launch() {
+    static std::atomic<uint64_t> done{0};
+    int dev = 0;
+    if (gpuError_t e = gpuGetDevice(&dev); e != gpuSuccess) return e;
+    const uint64_t bit = uint64_t(1) << (dev & 63);
+    if (!(done.load(std::memory_order_relaxed) & bit)) {
+      gpuError_t e = gpuFuncSetAttribute(tma_conv_kernel<Cfg>,
+                                         gpuFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(Tr::kSmemBytes));
+      if (e != gpuSuccess) return e;
+      done.fetch_or(bit, std::memory_order_relaxed);
+    }
+    return gpuSuccess;
+  }
+  KernelKey key_;
+};
+
+#endif  // CKGEN_NVIDIA
+
+}  // namespace ckgen
