@@ -230,7 +230,7 @@ def compile_unit(project: Path, arch: ArchSpec, source: str, names: tuple[str, .
 
 # The main kernel template of an instance: implicit GEMM (kernel.hpp) or direct (depthwise.hpp,
 # one kernel per filter path).
-MAIN_KERNELS = ("grouped_conv_kernel", "depthwise_conv_kernel")
+MAIN_KERNELS = ("grouped_conv_kernel", "depthwise_conv_kernel", "tma_conv_kernel")
 
 
 def _kernel_symbols(symbols: list[str], name: str) -> list[str]:

@@ -49,7 +49,7 @@ def instance_name(i: KernelInstance) -> str:
     ]
     if i.scheduler is not Scheduler.INTRAWAVE:
         parts.append(i.scheduler.short)
-    if i.pipeline is Pipeline.WAVELET:
+    if i.pipeline in (Pipeline.WAVELET, Pipeline.WAVELET_TMA):
         parts.append(f"lm{i.load_waves}x{i.math_waves}")
     if i.epilogue is not Epilogue.DEFAULT:
         parts.append(i.epilogue.short)

@@ -30,7 +30,7 @@ from .vocab import (
 # outside this set is valid for the hardware but has no code yet; it is rejected with that reason
 # rather than generated into something that does not compile.
 IMPLEMENTED = {
-    "pipeline": {Pipeline.BASIC, Pipeline.MULTISTAGE, Pipeline.WAVELET},
+    "pipeline": {Pipeline.BASIC, Pipeline.MULTISTAGE, Pipeline.WAVELET, Pipeline.WAVELET_TMA},
     "epilogue": {Epilogue.DEFAULT, Epilogue.CSHUFFLE},
     "reduction": {Reduction.SPLITK, Reduction.STREAMK_LINEAR, Reduction.STREAMK_TREE},
     "math_unit": {MathUnit.MMA_SYNC, MathUnit.WGMMA, MathUnit.FMA, MathUnit.MFMA, MathUnit.WMMA},
@@ -44,6 +44,18 @@ MAX_STAGES = 8
 MAX_K_BATCH = 64
 GROUPS_TO_MERGE = (1, 2, 4, 8, 16, 32)
 WAVELET_RATIOS = ((4, 4), (4, 2), (2, 2), (2, 1), (1, 1))
+# The warp-specialized pipelines (load waves + math waves).
+WAVELET_PIPELINES = (Pipeline.WAVELET, Pipeline.WAVELET_TMA)
+# wavelet_tma (templates/include/ckgen/pipeline_tma.hpp, TmaTraits): one load warp, one or
+# two wgmma math warpgroups of one or two m64 slices each, one 128-byte swizzle row per tile
+# row (tile K x element bytes), an im2col box of at most 256 pixels, 1024 bytes of alignment
+# slack in shared memory.
+TMA_LOAD_WAVES = 1
+TMA_MATH_WAVES = (4, 8)
+TMA_TILE_N = (64, 128, 256)
+TMA_ROW_BYTES = 128
+TMA_MAX_TILE_M = 256
+TMA_SMEM_SLACK = 1024
 # Shared-memory rows are padded by 16 bytes against bank conflicts.
 LDS_ROW_PAD_BYTES = 16
 # Register estimate constants, calibrated against the compilers' reports (nvcc -Xptxas -v for
@@ -109,6 +121,8 @@ def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
     tm, tn, tk = i.tile
     pad_a = max(LDS_ROW_PAD_BYTES // e, i.vec_a)
     pad_b = max(LDS_ROW_PAD_BYTES // e, i.vec_b)
+    if i.pipeline is Pipeline.WAVELET_TMA:
+        return i.stages * (tm + tn) * TMA_ROW_BYTES + 16 * i.stages + TMA_SMEM_SLACK
     if a is not None and a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA:
         pad_a = pad_b = 0
     a_k_major = i.variant is not Variant.BACKWARD_WEIGHT
@@ -136,7 +150,7 @@ def register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     if a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA:
         frag = 0  # operands straight from shared memory (descriptors)
     staging = 0
-    if i.pipeline is not Pipeline.WAVELET:
+    if i.pipeline not in WAVELET_PIPELINES:
         for mn, vec in ((tm, i.vec_a), (tn, i.vec_b)):
             loads = -(-mn * tk // (vec * threads))
             staging += loads * (-(-vec * e // 4) + LOAD_ADDRESS_REGS)
@@ -295,10 +309,12 @@ def _pipeline(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _wavelet(i: KernelInstance, a: ArchSpec) -> str | None:
-    if i.pipeline is not Pipeline.WAVELET:
+    if i.pipeline not in WAVELET_PIPELINES:
         if i.load_waves or i.math_waves:
-            return "load/math waves are only for the wavelet pipeline"
+            return "load/math waves are only for the wavelet pipelines"
         return None
+    if i.pipeline is Pipeline.WAVELET_TMA:
+        return _wavelet_tma(i, a)
     if a.platform is not Platform.NVIDIA:
         # the portable lockstep form (no mbarriers) compiles for AMD but has not run on one
         return "wavelet is verified on NVIDIA only (AMD lockstep form not yet run on a GPU)"
@@ -309,11 +325,40 @@ def _wavelet(i: KernelInstance, a: ArchSpec) -> str | None:
     return None
 
 
+def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
+    """What TmaTraits (pipeline_tma.hpp) accepts, as one list of reasons."""
+    math_waves = i.waves[0] * i.waves[1] * i.waves[2]
+    tm, tn, tk = i.tile
+    groups = i.waves[0] // 4
+    checks = (
+        (i.variant is Variant.FORWARD, "wavelet_tma is forward only"),
+        (a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA,
+         "wavelet_tma needs a wgmma warp tile (64 x tile N x 16)"),
+        (i.ndim in (1, 2), "wavelet_tma is 1D / 2D (4D im2col tensor maps)"),
+        (i.load_waves == TMA_LOAD_WAVES, f"wavelet_tma has one load warp: load waves {TMA_LOAD_WAVES}"),
+        (i.math_waves == math_waves and math_waves in TMA_MATH_WAVES and i.waves[1:] == (1, 1),
+         f"wavelet_tma math waves = waves M in {TMA_MATH_WAVES}, waves (M, 1, 1)"),
+        (tk * DATATYPE_BYTES[i.datatype] == TMA_ROW_BYTES, f"wavelet_tma needs tile K x element bytes = {TMA_ROW_BYTES}"),
+        (tn in TMA_TILE_N and i.warp_tile == (64, tn, 16), f"wavelet_tma needs tile N in {TMA_TILE_N} and warp tile (64, tile N, 16)"),
+        (groups > 0 and tm % (64 * groups) == 0 and tm // (64 * groups) in (1, 2) and tm <= TMA_MAX_TILE_M,
+         f"wavelet_tma needs tile M = 64 or 128 per math warpgroup, at most {TMA_MAX_TILE_M}"),
+        ((i.vec_a, i.vec_b, i.vec_c) == (8, 8, 8), "wavelet_tma moves 16-byte rows: vector [8, 8, 8]"),
+        (i.k_batch == 1 and i.reduction is Reduction.SPLITK, "wavelet_tma never splits K: k_batch 1"),
+        (i.groups_to_merge == 1, "wavelet_tma does not merge groups"),
+        (i.epilogue is Epilogue.DEFAULT, "wavelet_tma uses the default epilogue"),
+        (i.specialization is Specialization.DEFAULT, "wavelet_tma has no 1x1 specializations (the im2col map covers them)"),
+    )
+    for ok, reason in checks:
+        if not ok:
+            return reason
+    return None
+
+
 def _wgmma(i: KernelInstance, a: ArchSpec) -> str | None:
     if a.math_unit_for(i.datatype, i.warp_tile) is not MathUnit.WGMMA:
         return None
-    if i.pipeline is not Pipeline.WAVELET:
-        return "wgmma warp tiles (64 x N x 16) need the wavelet pipeline"
+    if i.pipeline not in WAVELET_PIPELINES:
+        return "wgmma warp tiles (64 x N x 16) need a wavelet pipeline"
     if i.waves[0] % 4 or i.waves[2] != 1:
         return "wgmma needs wave layout M a multiple of 4 (warpgroups of 4 warps along M) and K 1"
     return None
@@ -443,7 +488,7 @@ RULES: tuple[Rule, ...] = (
     Rule("vectors", "vector sizes are 1/2/4/8, at most 16 bytes, dividing the tile", _vectors, GEMM),
     Rule("direct_layout", "direct: one group vector of at most 16 bytes; threads tile the block's groups and pixels", _direct_layout, DIRECT),
     Rule("pipeline", "pipeline available on the target, stage count fits the pipeline", _pipeline),
-    Rule("wavelet", "load/math waves only for wavelet, in the allowed ratios", _wavelet),
+    Rule("wavelet", "load/math waves only for the wavelet pipelines, in the allowed ratios; wavelet_tma: what its template implements", _wavelet),
     Rule("wgmma", "wgmma warp tiles only with the wavelet pipeline and warpgroup wave layouts", _wgmma, GEMM),
     Rule("scheduler", "scheduler available on the target (interwave: AMD wave64 only)", _scheduler),
     Rule("reduction", "k_batch / StreamK / persistent: StreamK only for backward_weight, k_batch auto, one stage, not wavelet", _reduction),

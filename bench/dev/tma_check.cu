@@ -39,7 +39,7 @@ struct TmaCfg {
   static constexpr Pipeline kPipeline = Pipeline::WaveletTma;
   static constexpr int kStages = ST;
   static constexpr Scheduler kScheduler = Scheduler::Intrawave;
-  static constexpr int kLoadWaves = 4, kMathWaves = WM;
+  static constexpr int kLoadWaves = 1, kMathWaves = WM;
   static constexpr Epilogue kEpilogue = Epilogue::Default;
   static constexpr int kVecA = 8, kVecB = 8, kVecC = 8;
   static constexpr Specialization kSpecialization = Specialization::Default;

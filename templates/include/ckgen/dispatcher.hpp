@@ -580,10 +580,14 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const int eb = elem_bytes(k.datatype);
   const int warps = std::max(1, k.wave_m * k.wave_n * k.wave_k);  // math warps
   // wavelet: load waves come on top of the math waves (LaunchBlockSize = load + math threads).
-  const int threads = (warps + (k.pipeline == Pipeline::Wavelet ? k.load_waves : 0)) * a.warp_size;
+  // wavelet_tma (pipeline_tma.hpp): unpadded 128-byte rows plus 1 KB of alignment slack.
+  const bool tma = k.pipeline == Pipeline::WaveletTma;
+  const bool specialized = k.pipeline == Pipeline::Wavelet || tma;
+  const int threads = (warps + (specialized ? k.load_waves : 0)) * a.warp_size;
   const int stages = k.pipeline != Pipeline::Basic ? std::max(1, k.stages) : 1;
   const int pad = std::max(16 / eb, 1);
-  const double smem = double(stages) * double((k.tile_m + k.tile_n) * (k.tile_k + pad)) * eb;
+  const double smem = tma ? double(stages) * double(k.tile_m + k.tile_n) * double(k.tile_k * eb) + 1024.0
+                          : double(stages) * double((k.tile_m + k.tile_n) * (k.tile_k + pad)) * eb;
   const int acc_regs = (k.tile_m * k.tile_n) / (warps * a.warp_size);
   const int regs = std::min(255, acc_regs + 48);
   const int by_threads = std::max(1, 2048 / threads);
@@ -604,7 +608,9 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const double tile_flops = 2.0 * k.tile_m * k.tile_n * double(kt * k.tile_k);
   const double peak_cu = a.peak_tflops(k.datatype) * 1e12 / a.compute_units;
   const int64_t per_cu = cdiv(c.tiles, a.compute_units);
-  const double wm = double(k.tile_m) / std::max(1, k.wave_m), wn = double(k.tile_n) / std::max(1, k.wave_n);
+  // wavelet_tma: a warpgroup (4 warps along M) owns a 64-row wgmma slice of the whole tile N.
+  const double wm = double(k.tile_m) / std::max(1, tma ? k.wave_m / 4 : k.wave_m);
+  const double wn = double(k.tile_n) / std::max(1, k.wave_n);
   const double reuse = 2.0 * wm * wn / (wm + wn);  // harmonic mean of a warp's C tile sides
   const double vec_bytes = double(std::min(k.vec_a, k.vec_b) * eb);
   const double feed = (0.5 + 0.5 * std::min(16.0, vec_bytes) / 16.0) *
@@ -613,7 +619,10 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   // block cannot keep the math going through those waits (the H200 v2 profile: the 2-math-warp
   // 64x64 wavelet runs 1.3-1.6x slower than the 4-warp multistage 64x64 on the same shapes).
   const double handoff = k.pipeline == Pipeline::Wavelet ? std::min(1.0, warps / 4.0) : 1.0;
-  const double tile_util = (reuse / (reuse + 32.0)) * 0.4 * feed * handoff;
+  // wavelet_tma: the copy engine feeds asynchronous wgmma; at the same operand reuse it ran ~2x
+  // the mma.sync pipelines' rate (bench/dev/tma_check, H100: 615 TFLOPS on head_cls 100x100).
+  const double async_math = tma ? 2.0 : 1.0;
+  const double tile_util = (reuse / (reuse + 32.0)) * 0.4 * feed * handoff * async_math;
   auto round_us = [&](int64_t r) {
     return double(r) * tile_flops / (peak_cu * std::min(1.0, double(r) * warps / 8.0) * tile_util) * 1e6;
   };

@@ -1,7 +1,7 @@
 // Pipeline::WaveletTma: the forward implicit GEMM on sm_90a, a wavelet pipeline whose load
 // warpgroup feeds the wgmma math warpgroups through the tensor-memory-access (TMA) engine.
 //
-// Roles (block = math warpgroups first, then one load warpgroup):
+// Roles (block = math warpgroups first, then one load warp):
 //   load:  one thread walks the reduction (filter tap outer, 64-channel chunk inner) and, per
 //          k tile, issues two bulk tensor copies into a kStages-deep ring, completing on the
 //          stage's `full` mbarrier (expect-tx = the tile's bytes):
@@ -59,7 +59,7 @@ struct TmaTraits {
   static constexpr int RepM = BM / (64 * kMathGroups);
   static constexpr int S = Cfg::kStages;
   static constexpr int kMathThreads = kMathGroups * 128;
-  static constexpr int kThreads = kMathThreads + 128;
+  static constexpr int kThreads = kMathThreads + 32;  // + one load warp
   static constexpr int kRowBytes = 128;  // one swizzle row = BK elements
   static constexpr int kABytes = BM * kRowBytes, kBBytes = BN * kRowBytes;
   static constexpr int kStageBytes = kABytes + kBBytes;
@@ -81,8 +81,8 @@ struct TmaTraits {
   static_assert(BM % (64 * kMathGroups) == 0 && (RepM == 1 || RepM == 2),
                 "ckgen: wavelet_tma needs Tile M = 64 or 128 per math warpgroup");
   static_assert(BM <= 256, "ckgen: an im2col box holds at most 256 pixels");
-  static_assert(Cfg::kLoadWaves == 4 && Cfg::kMathWaves == Cfg::Waves::kM,
-                "ckgen: wavelet_tma has one load warpgroup (load waves 4)");
+  static_assert(Cfg::kLoadWaves == 1 && Cfg::kMathWaves == Cfg::Waves::kM,
+                "ckgen: wavelet_tma has one load warp (load waves 1)");
   static_assert(S >= 2 && S <= 8, "ckgen: wavelet_tma needs 2..8 stages");
   static_assert(Cfg::kEpilogue == Epilogue::Default && Cfg::kGroupsToMerge == 1 &&
                     Cfg::kKBatch == 1 && Cfg::kReduction == Reduction::SplitK &&
@@ -156,7 +156,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   }
   __syncthreads();
 
-  if (tid >= Tr::kMathThreads) {  // the load warpgroup: one thread issues every copy
+  if (tid >= Tr::kMathThreads) {  // the load warp: one thread issues every copy
     if (tid == Tr::kMathThreads) {
       tma::prefetch_map(&p.a);
       tma::prefetch_map(&p.b);
