@@ -16,7 +16,12 @@
 //          issues 4 x RepM wgmma m64nBNk16 with 128B-swizzle K-major descriptors, commits, waits
 //          until only this tile's group is in flight and releases the previous stage (`empty`).
 //          Epilogue: fp32 accumulators converted and stored straight from registers.
-// No split-K, no merged groups; every problem the host face accepts runs in one launch.
+// No split-K, no merged groups; every forward problem the host face accepts runs in one launch.
+//
+// backward_data (stride 1) is the forward convolution of dy with the filter flipped in space
+// and transposed (K <-> C), padded by (filter extent - 1) - pad: the host face first writes
+// that filter into the workspace (tma_flip_transpose, one shared-memory-tiled pass over w),
+// then runs the same kernel.
 #pragma once
 
 #include "ckgen/portability.hpp"
@@ -67,7 +72,8 @@ struct TmaTraits {
   static constexpr int kSmemBytes = S * kStageBytes + 2 * S * 8 + 1024;
   static constexpr bool kBF16 = Cfg::kDataType == DataType::BF16;
 
-  static_assert(Cfg::kVariant == Variant::Forward, "ckgen: wavelet_tma is forward only");
+  static_assert(Cfg::kVariant == Variant::Forward || Cfg::kVariant == Variant::BackwardData,
+                "ckgen: wavelet_tma is forward / backward_data");
   static_assert(Cfg::kDataType == DataType::FP16 || Cfg::kDataType == DataType::BF16,
                 "ckgen: wavelet_tma needs fp16 or bf16");
   static_assert(Cfg::kMathUnit == MathUnit::Wgmma, "ckgen: wavelet_tma needs wgmma");
@@ -256,6 +262,28 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 #endif
 }
 
+// w[g][k][tap][c] -> wt[g][c][taps - 1 - tap][k] (flipped in every spatial dim = reversed tap
+// order), through 32 x 32 shared-memory tiles. grid (ceil(C / 32), ceil(K / 32), G * taps),
+// block (32, 8).
+template <class Raw>
+CKGEN_GLOBAL void tma_flip_transpose(const Raw* __restrict__ w, Raw* __restrict__ wt, int K, int C,
+                                     int taps) {
+  __shared__ Raw tile[32][33];
+  const int gt = blockIdx.z, g = gt / taps, tap = gt - g * taps;
+  const int c0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
+  const Raw* src = w + (int64_t(g) * K * taps + tap) * C;
+  Raw* dst = wt + (int64_t(g) * C * taps + (taps - 1 - tap)) * K;
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const int k = k0 + i, c = c0 + int(threadIdx.x);
+    if (k < K && c < C) tile[i][threadIdx.x] = src[int64_t(k) * taps * C + c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const int c = c0 + i, k = k0 + int(threadIdx.x);
+    if (c < C && k < K) dst[int64_t(c) * taps * K + k] = tile[threadIdx.x][i];
+  }
+}
+
 namespace detail {
 using EncodeIm2colFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                     const cuuint64_t*, const cuuint64_t*, const int*, const int*,
@@ -300,6 +328,26 @@ class TmaConvKernel final : public KernelBase {
 
   const KernelKey& key() const override { return key_; }
 
+  // The forward problem a backward_data problem is run as: dy convolved with the flipped,
+  // transposed filter (stride 1, pads = filter extent - 1 - pads).
+  static ConvProblem as_forward(const ConvProblem& p) {
+    if constexpr (Cfg::kVariant == Variant::Forward) {
+      return p;
+    } else {
+      ConvProblem q = p;
+      q.C = p.K;
+      q.K = p.C;
+      for (int i = 0; i < 3; ++i) {
+        const int64_t ext = (p.filter[i] - 1) * p.dilation[i];
+        q.in[i] = p.out[i];
+        q.pad_l[i] = ext - p.pad_l[i];
+        q.pad_r[i] = ext - p.pad_r[i];
+      }
+      q.compute_output();
+      return q;
+    }
+  }
+
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
     if (std::string e = p.validate(); !e.empty()) return "invalid problem: " + e;
@@ -313,12 +361,53 @@ class TmaConvKernel final : public KernelBase {
       for (int i = 0; i < 3; ++i)
         if (q.out[i] != p.out[i]) return "problem.out does not match compute_output()";
     }
-    // The engine's limits: 16-byte global strides, corner offsets in [-128, 127] (4D maps),
-    // traversal strides <= 8, 16-bit tap offsets.
+    if constexpr (Cfg::kVariant == Variant::BackwardData) {
+      for (int i = 0; i < 3; ++i) {
+        if (p.stride[i] != 1) return "wavelet_tma backward_data needs stride 1";
+        const int64_t ext = (p.filter[i] - 1) * p.dilation[i];
+        if (p.pad_l[i] > ext || p.pad_r[i] > ext)
+          return "wavelet_tma backward_data needs pads <= (filter - 1) * dilation";
+      }
+      if (p.G * p.filter_spatial() > 65535) return "G * filter taps exceeds 65535 (transpose grid)";
+    }
+    return forward_supported(as_forward(p));
+  }
+
+  std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& = {}) const override {
+    if constexpr (Cfg::kVariant == Variant::BackwardData)
+      return std::size_t(p.weight_elems()) * sizeof(typename Tr::Raw);
+    else
+      return 0;
+  }
+
+  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
+                 const RunOptions& = {}) const override {
+    if constexpr (Cfg::kVariant == Variant::Forward) {
+      return run_forward(p, t.in, t.wei, t.out, stream);
+    } else {
+      using Raw = typename Tr::Raw;
+      if (workspace == nullptr) return cudaErrorInvalidValue;
+      const int taps = int(p.filter_spatial());
+      const dim3 grid(unsigned(detail::ceil_div(p.C, 32)), unsigned(detail::ceil_div(p.K, 32)),
+                      unsigned(p.G * taps));
+      tma_flip_transpose<Raw><<<grid, dim3(32, 8), 0, stream>>>(
+          static_cast<const Raw*>(t.wei), static_cast<Raw*>(workspace), int(p.K), int(p.C), taps);
+      if (gpuError_t e = gpuGetLastError(); e != gpuSuccess) return e;
+      return run_forward(as_forward(p), t.out, workspace, t.in, stream);
+    }
+  }
+
+ private:
+  // The engine's limits: 16-byte global strides, corner offsets in [-128, 127] (4D maps),
+  // traversal strides <= 8, 16-bit tap offsets.
+  static std::string forward_supported(const ConvProblem& p) {
+    using detail::str;
+    const char* in_c = Cfg::kVariant == Variant::Forward ? "C" : "K";
     if (p.C % 8 != 0)
-      return "wavelet_tma needs C (" + str(p.C) + ") to be a multiple of 8 (16-byte rows)";
+      return std::string("wavelet_tma needs ") + in_c + " (" + str(p.C) +
+             ") to be a multiple of 8 (16-byte rows)";
     if (p.G > 1 && p.C % Tr::BK != 0)
-      return "wavelet_tma: grouped problems need C (" + str(p.C) +
+      return std::string("wavelet_tma: grouped problems need ") + in_c + " (" + str(p.C) +
              ") to be a multiple of 64 (a channel chunk must stay inside its group)";
     for (int i = 1; i < 3; ++i) {
       const int64_t lo = -p.pad_l[i], hi = p.pad_r[i] - (p.filter[i] - 1) * p.dilation[i];
@@ -336,18 +425,15 @@ class TmaConvKernel final : public KernelBase {
     return {};
   }
 
-  std::size_t workspace_bytes(const ConvProblem&, const RunOptions& = {}) const override {
-    return 0;
-  }
-
-  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void*, gpuStream_t stream,
-                 const RunOptions& = {}) const override {
+  // y = conv(x, w) for a forward problem p (x: NHWGC, w: GKYXC, y: NHWGK).
+  static gpuError_t run_forward(const ConvProblem& p, const void* x, const void* w, void* y,
+                                gpuStream_t stream) {
     static const auto enc_im2col =
         detail::driver_entry<detail::EncodeIm2colFn>("cuTensorMapEncodeIm2col");
     static const auto enc_tiled =
         detail::driver_entry<detail::EncodeTiledFn>("cuTensorMapEncodeTiled");
     if (!enc_im2col || !enc_tiled) return cudaErrorNotSupported;
-    for (const void* ptr : {t.in, t.wei, t.out})
+    for (const void* ptr : {x, w, static_cast<const void*>(y)})
       if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
 
@@ -363,7 +449,7 @@ class TmaConvKernel final : public KernelBase {
       const int hi[2] = {int(p.pad_r[2] - (p.filter[2] - 1) * p.dilation[2]),
                          int(p.pad_r[1] - (p.filter[1] - 1) * p.dilation[1])};
       const cuuint32_t estr[4] = {1, cuuint32_t(p.stride[2]), cuuint32_t(p.stride[1]), 1};
-      if (enc_im2col(&a.a, dt, 4, t.in, dims, strides, lo, hi, cuuint32_t(Tr::BK),
+      if (enc_im2col(&a.a, dt, 4, const_cast<void*>(x), dims, strides, lo, hi, cuuint32_t(Tr::BK),
                      cuuint32_t(Tr::BM), estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
@@ -375,12 +461,13 @@ class TmaConvKernel final : public KernelBase {
       const cuuint64_t strides[2] = {cuuint64_t(p.C) * es, cuuint64_t(p.C) * es * taps};
       const cuuint32_t box[3] = {cuuint32_t(Tr::BK), 1, cuuint32_t(Tr::BN)};
       const cuuint32_t estr[3] = {1, 1, 1};
-      if (enc_tiled(&a.b, dt, 3, t.wei, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                    CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      if (enc_tiled(&a.b, dt, 3, const_cast<void*>(w), dims, strides, box, estr,
+                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
         return cudaErrorInvalidValue;
     }
-    a.y = t.out;
+    a.y = y;
     a.M = int(p.N * p.out_spatial());
     a.K = int(p.K);
     a.C = int(p.C);
@@ -402,7 +489,6 @@ class TmaConvKernel final : public KernelBase {
     return gpuGetLastError();
   }
 
- private:
   static gpuError_t prepare_launch() {
     static std::atomic<uint64_t> done{0};
     int dev = 0;
