@@ -24,11 +24,11 @@ using namespace ckgen;
     }                                                                                         \
   } while (0)
 
-template <DataType D, int ND, int BM, int BN, int WM, int ST>
+template <DataType D, int ND, int BM, int BN, int WM, int ST, Variant V = Variant::Forward>
 struct TmaCfg {
   static constexpr const char* kName = "tma_check";
   static constexpr const char* kArch = "sm_90a";
-  static constexpr Variant kVariant = Variant::Forward;
+  static constexpr Variant kVariant = V;
   static constexpr DataType kDataType = D;
   static constexpr int kNDim = ND;
   using Tile = TileShape<BM, BN, 64>;
@@ -96,6 +96,41 @@ __global__ void ref_forward(const uint16_t* x, const uint16_t* w, float* y, int 
   }
 }
 
+// dx[n, ih, iw, g, c] = sum_{fy, fx, k} dy[n, oh, ow, g, k] * w[g, k, fy, fx, c] over the (oh, ow)
+// with oh * sh - ph + fy * dh = ih (and likewise for w).
+template <DataType D>
+__global__ void ref_backward_data(const uint16_t* dy, const uint16_t* w, float* dx, int N, int G,
+                                  int C, int K, int H, int W, int P, int Q, int R, int S, int sh,
+                                  int sw, int ph, int pw, int dh, int dw) {
+  const int64_t total = int64_t(N) * H * W * G * C;
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < total; o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t t = o;
+    const int c = t % C; t /= C;
+    const int g = t % G; t /= G;
+    const int iw = t % W; t /= W;
+    const int ih = t % H; t /= H;
+    const int n = int(t);
+    float acc = 0.f;
+    for (int fy = 0; fy < R; ++fy) {
+      const int ohs = ih + ph - fy * dh;
+      if (ohs < 0 || ohs % sh) continue;
+      const int oh = ohs / sh;
+      if (oh >= P) continue;
+      for (int fx = 0; fx < S; ++fx) {
+        const int ows = iw + pw - fx * dw;
+        if (ows < 0 || ows % sw) continue;
+        const int ow = ows / sw;
+        if (ow >= Q) continue;
+        const uint16_t* yp = dy + ((int64_t(n) * P + oh) * Q + ow) * G * K + int64_t(g) * K;
+        for (int k = 0; k < K; ++k)
+          acc += raw_to_float<D>(yp[k]) *
+                 raw_to_float<D>(w[((int64_t(g) * K + k) * R * S + fy * S + fx) * C + c]);
+      }
+    }
+    dx[o] = acc;
+  }
+}
+
 struct Shape {
   const char* name;
   int nd, G, N, C, K, H, W, R, S, sh, sw, plh, plw, prh, prw, dh, dw;
@@ -118,32 +153,44 @@ static ConvProblem to_problem(const Shape& s) {
 int g_pass = 0, g_fail = 0;
 
 // Runs kernel `k` on shape `s`: checks it against the reference; times it when `time` is set.
-template <DataType D>
+template <DataType D, Variant V>
 static void run_case(const KernelBase& k, const char* label, const Shape& s, bool time) {
   const ConvProblem p = to_problem(s);
   if (std::string why = k.is_supported(p); !why.empty()) {
     std::printf("SKIP  %-14s %-28s refused: %s\n", label, s.name, why.c_str());
     return;
   }
-  const int64_t nx = p.input_elems(), nw = p.weight_elems(), ny = p.output_elems();
+  constexpr bool kFwd = V == Variant::Forward;
+  // src: the activation read (x or dy); dst: the one written (y or dx)
+  const int64_t nsrc = kFwd ? p.input_elems() : p.output_elems(), nw = p.weight_elems();
+  const int64_t ny = kFwd ? p.output_elems() : p.input_elems();
   uint16_t *x, *w, *y;
   float* ref;
-  CHECK_GPU(cudaMalloc(&x, nx * 2));
+  void* ws = nullptr;
+  CHECK_GPU(cudaMalloc(&x, nsrc * 2));
   CHECK_GPU(cudaMalloc(&w, nw * 2));
   CHECK_GPU(cudaMalloc(&y, ny * 2));
   CHECK_GPU(cudaMalloc(&ref, ny * 4));
+  if (const size_t b = k.workspace_bytes(p)) CHECK_GPU(cudaMalloc(&ws, b));
   const uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-  fill_random<D><<<1024, 256>>>(x, nx, seed);
+  fill_random<D><<<1024, 256>>>(x, nsrc, seed);
   fill_random<D><<<1024, 256>>>(w, nw, seed + 1);
   fill_u16<<<1024, 256>>>(y, ny, 0xFFFF);  // NaN in fp16 and bf16
-  ref_forward<D><<<4096, 256>>>(x, w, ref, int(p.N), int(p.G), int(p.C), int(p.K), int(p.in[1]),
-                                int(p.in[2]), int(p.out[1]), int(p.out[2]), int(p.filter[1]),
-                                int(p.filter[2]), int(p.stride[1]), int(p.stride[2]),
-                                int(p.pad_l[1]), int(p.pad_l[2]), int(p.dilation[1]),
-                                int(p.dilation[2]));
+  if constexpr (kFwd)
+    ref_forward<D><<<4096, 256>>>(x, w, ref, int(p.N), int(p.G), int(p.C), int(p.K), int(p.in[1]),
+                                  int(p.in[2]), int(p.out[1]), int(p.out[2]), int(p.filter[1]),
+                                  int(p.filter[2]), int(p.stride[1]), int(p.stride[2]),
+                                  int(p.pad_l[1]), int(p.pad_l[2]), int(p.dilation[1]),
+                                  int(p.dilation[2]));
+  else
+    ref_backward_data<D><<<4096, 256>>>(x, w, ref, int(p.N), int(p.G), int(p.C), int(p.K),
+                                        int(p.in[1]), int(p.in[2]), int(p.out[1]), int(p.out[2]),
+                                        int(p.filter[1]), int(p.filter[2]), int(p.stride[1]),
+                                        int(p.stride[2]), int(p.pad_l[1]), int(p.pad_l[2]),
+                                        int(p.dilation[1]), int(p.dilation[2]));
   CHECK_GPU(cudaGetLastError());
-  ConvTensors t{x, w, y};
-  CHECK_GPU(k.run(p, t, nullptr, 0));
+  const ConvTensors t = kFwd ? ConvTensors{x, w, y} : ConvTensors{y, w, x};
+  CHECK_GPU(k.run(p, t, ws, 0));
   CHECK_GPU(cudaDeviceSynchronize());
   std::vector<uint16_t> hy(ny);
   std::vector<float> hr(ny);
@@ -179,11 +226,11 @@ static void run_case(const KernelBase& k, const char* label, const Shape& s, boo
     cudaEvent_t e0, e1;
     CHECK_GPU(cudaEventCreate(&e0));
     CHECK_GPU(cudaEventCreate(&e1));
-    for (int i = 0; i < 5; ++i) CHECK_GPU(k.run(p, t, nullptr, 0));
+    for (int i = 0; i < 5; ++i) CHECK_GPU(k.run(p, t, ws, 0));
     std::vector<float> ms;
     for (int rep = 0; rep < 7; ++rep) {
       CHECK_GPU(cudaEventRecord(e0));
-      for (int i = 0; i < 20; ++i) k.run(p, t, nullptr, 0);
+      for (int i = 0; i < 20; ++i) k.run(p, t, ws, 0);
       CHECK_GPU(cudaEventRecord(e1));
       CHECK_GPU(cudaEventSynchronize(e1));
       float v;
@@ -201,6 +248,7 @@ static void run_case(const KernelBase& k, const char* label, const Shape& s, boo
   CHECK_GPU(cudaFree(w));
   CHECK_GPU(cudaFree(y));
   CHECK_GPU(cudaFree(ref));
+  if (ws) CHECK_GPU(cudaFree(ws));
 }
 
 // name, nd, G, N, C, K, H, W, R, S, sh, sw, plh, plw, prh, prw, dh, dw
@@ -235,33 +283,44 @@ static const Shape kPerf2d[] = {
     {"r50_l4_3x3s2_512_512", 2, 1, 2, 512, 512, 50, 50, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
     {"grouped_3x3_g4_c64_100", 2, 4, 2, 64, 64, 100, 100, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {"head_box_3x3_256_36_100", 2, 1, 2, 256, 36, 100, 100, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"r50_l2_1x1_512_128", 2, 1, 2, 512, 128, 100, 100, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+    {"r50_l3_1x1_256_1024", 2, 1, 2, 256, 1024, 50, 50, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+    {"r50_l1_1x1_64_256", 2, 1, 2, 64, 256, 200, 200, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
 };
 
 template <class Cfg>
 static void suite(const char* label, bool correct, bool perf) {
   const auto k = make_kernel<Cfg>();
   constexpr DataType D = Cfg::kDataType;
+  constexpr Variant V = Cfg::kVariant;
   if (Cfg::kNDim == 2) {
     if (correct)
-      for (const Shape& s : kCorrect2d) run_case<D>(*k, label, s, false);
+      for (const Shape& s : kCorrect2d) run_case<D, V>(*k, label, s, false);
     if (perf)
-      for (const Shape& s : kPerf2d) run_case<D>(*k, label, s, true);
+      for (const Shape& s : kPerf2d) run_case<D, V>(*k, label, s, true);
   } else {
-    for (const Shape& s : kCorrect1d) run_case<D>(*k, label, s, false);
+    for (const Shape& s : kCorrect1d) run_case<D, V>(*k, label, s, false);
   }
 }
 
 int main() {
   constexpr DataType H = DataType::FP16, B = DataType::BF16;
-  suite<TmaCfg<H, 2, 128, 256, 8, 4>>("t128x256 w8 s4", true, true);
-  suite<TmaCfg<H, 2, 128, 128, 8, 6>>("t128x128 w8 s6", true, true);
-  suite<TmaCfg<H, 2, 128, 128, 4, 6>>("t128x128 w4 s6", false, true);
-  suite<TmaCfg<H, 2, 64, 128, 4, 4>>("t64x128 w4 s4", true, true);
-  suite<TmaCfg<H, 2, 128, 64, 8, 8>>("t128x64 w8 s8", false, true);
-  suite<TmaCfg<H, 2, 256, 128, 8, 4>>("t256x128 w8 s4", true, true);
-  suite<TmaCfg<B, 2, 128, 256, 8, 4>>("bf16 t128x256", true, false);
-  suite<TmaCfg<H, 1, 128, 128, 8, 6>>("1d t128x128", true, false);
-  suite<TmaCfg<B, 1, 64, 128, 4, 4>>("bf16 1d t64", true, false);
+  constexpr Variant BD = Variant::BackwardData;
+  // The default set's rings (configs/forward/default.yaml, configs/backward_data/default.yaml).
+  suite<TmaCfg<H, 2, 256, 128, 8, 4>>("t256x128 s4", true, true);
+  suite<TmaCfg<H, 2, 128, 128, 8, 6>>("t128x128 s6", false, true);
+  suite<TmaCfg<H, 2, 128, 128, 8, 3>>("t128x128 s3", true, true);
+  suite<TmaCfg<H, 2, 128, 64, 8, 8>>("t128x64 s8", false, true);
+  suite<TmaCfg<H, 2, 128, 64, 8, 4>>("t128x64 s4", true, true);
+  suite<TmaCfg<H, 2, 64, 128, 4, 4>>("t64x128 s4", true, true);
+  suite<TmaCfg<H, 2, 64, 64, 4, 4>>("t64x64 s4", true, true);
+  suite<TmaCfg<B, 2, 128, 128, 8, 3>>("bf16 t128x128", true, false);
+  suite<TmaCfg<H, 1, 128, 128, 8, 3>>("1d t128x128", true, false);
+  suite<TmaCfg<B, 1, 64, 64, 4, 4>>("bf16 1d t64x64", true, false);
+  suite<TmaCfg<H, 2, 128, 128, 8, 3, BD>>("bd t128x128 s3", true, true);
+  suite<TmaCfg<H, 2, 128, 64, 8, 4, BD>>("bd t128x64 s4", true, true);
+  suite<TmaCfg<B, 2, 64, 64, 4, 4, BD>>("bd bf16 t64x64", true, false);
+  suite<TmaCfg<H, 1, 64, 128, 4, 4, BD>>("bd 1d t64x128", true, false);
   std::printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
   return g_fail == 0 ? 0 : 1;
 }

@@ -16,6 +16,8 @@
 //          issues 4 x RepM wgmma m64nBNk16 with 128B-swizzle K-major descriptors, commits, waits
 //          until only this tile's group is in flight and releases the previous stage (`empty`).
 //          Epilogue: fp32 accumulators converted and stored straight from registers.
+//   Persistent grid (#SMs x resident blocks): each block walks tiles b, b + grid, ...; the ring
+//   runs on across tiles, so the next tile's copies overlap the last tile's epilogue.
 // No split-K, no merged groups; every forward problem the host face accepts runs in one launch.
 //
 // backward_data (stride 1) is the forward convolution of dy with the filter flipped in space
@@ -53,7 +55,8 @@ struct TmaConvArgs {
   int s_h, s_w, pl_h, pl_w, d_h, d_w, X;
   int c_chunks;        // 64-channel chunks per tap
   int k_tiles;         // taps * c_chunks
-  int tiles_n;         // blocks along GEMM N
+  int tiles_m, tiles_n;  // tiles along GEMM M and N (per group)
+  int G;
 };
 
 template <class Cfg>
@@ -149,9 +152,18 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + Tr::S * Tr::kStageBytes);
   uint64_t* empty = full + Tr::S;
   const int tid = threadIdx.x;
-  const int tm = int(blockIdx.x) / p.tiles_n;
-  const int tn = int(blockIdx.x) - tm * p.tiles_n;
-  const int m0 = tm * Tr::BM, n0 = tn * Tr::BN, g = blockIdx.y;
+  // Persistent: block b takes tiles b, b + gridDim.x, ...; tile = (g, tm, tn), tn fastest. The
+  // ring's k-tile counter t runs on across tiles, so the load warp fetches the next tile while
+  // the math warpgroups store the last one.
+  const int tiles_mn = p.tiles_m * p.tiles_n;
+  const int num_tiles = tiles_mn * p.G;
+  auto decode = [&](int tile, int& g, int& m0, int& n0) {
+    g = tile / tiles_mn;
+    const int r = tile - g * tiles_mn;
+    const int tm = r / p.tiles_n;
+    m0 = tm * Tr::BM;
+    n0 = (r - tm * p.tiles_n) * Tr::BN;
+  };
 
   if (tid == 0) {
     for (int s = 0; s < Tr::S; ++s) {
@@ -167,25 +179,30 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       tma::prefetch_map(&p.a);
       tma::prefetch_map(&p.b);
       const int pq = p.P * p.Q;
-      const int img = m0 / pq, rem = m0 - img * pq;
-      const int oh = rem / p.Q, ow = rem - oh * p.Q;
-      const int w0 = ow * p.s_w - p.pl_w, h0 = oh * p.s_h - p.pl_h;
-      const int cbase = g * p.C, nrow = g * p.K + n0;
-      int tap = 0, cc = 0, fy = 0, fx = 0;
-      for (int t = 0; t < p.k_tiles; ++t) {
-        const int s = t % Tr::S;
-        if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
-        unsigned char* sa = smem + s * Tr::kStageBytes;
-        tma::expect_tx(full + s, Tr::kStageBytes);
-        tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
-                            uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
-        tma::load_tile_3d(sa + Tr::kABytes, &p.b, full + s, cc * Tr::BK, tap, nrow);
-        if (++cc == p.c_chunks) {
-          cc = 0;
-          ++tap;
-          if (++fx == p.X) {
-            fx = 0;
-            ++fy;
+      int t = 0;
+      for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+        int g, m0, n0;
+        decode(tile, g, m0, n0);
+        const int img = m0 / pq, rem = m0 - img * pq;
+        const int oh = rem / p.Q, ow = rem - oh * p.Q;
+        const int w0 = ow * p.s_w - p.pl_w, h0 = oh * p.s_h - p.pl_h;
+        const int cbase = g * p.C, nrow = g * p.K + n0;
+        int tap = 0, cc = 0, fy = 0, fx = 0;
+        for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
+          const int s = t % Tr::S;
+          if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
+          unsigned char* sa = smem + s * Tr::kStageBytes;
+          tma::expect_tx(full + s, Tr::kStageBytes);
+          tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
+                              uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
+          tma::load_tile_3d(sa + Tr::kABytes, &p.b, full + s, cc * Tr::BK, tap, nrow);
+          if (++cc == p.c_chunks) {
+            cc = 0;
+            ++tap;
+            if (++fx == p.X) {
+              fx = 0;
+              ++fy;
+            }
           }
         }
       }
@@ -197,10 +214,6 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   using Op = wgmma_detail::Op<Tr::BN, Tr::kBF16, 0, 0>;
   const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
   float acc[Tr::RepM][Tr::BN / 2];
-#pragma unroll
-  for (int i = 0; i < Tr::RepM; ++i)
-#pragma unroll
-    for (int e = 0; e < Tr::BN / 2; ++e) acc[i][e] = 0.f;
   auto fence_acc = [&] {
 #pragma unroll
     for (int i = 0; i < Tr::RepM; ++i)
@@ -208,50 +221,60 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       for (int e = 0; e < Tr::BN / 2; ++e) asm volatile("" : "+f"(acc[i][e])::"memory");
   };
   const uint32_t ring = mbar::addr(smem);
-  for (int t = 0; t < p.k_tiles; ++t) {
-    const int s = t % Tr::S;
-    mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
-    fence_acc();
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    const uint32_t a0 = ring + s * Tr::kStageBytes + wg * Tr::RepM * 64 * Tr::kRowBytes;
-    const uint32_t b0 = ring + s * Tr::kStageBytes + Tr::kABytes;
-#pragma unroll
-    for (int kk = 0; kk < Tr::BK / 16; ++kk) {
-      const uint64_t db = tma::sw128_desc(b0 + kk * 32);
-#pragma unroll
-      for (int i = 0; i < Tr::RepM; ++i)
-        Op::run(acc[i], tma::sw128_desc(a0 + i * 64 * Tr::kRowBytes + kk * 32), db);
-    }
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-    fence_acc();
-    if (t > 0 && lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);
-  }
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-  fence_acc();
-
-  // Epilogue: accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column
-  // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block).
   Raw* y = static_cast<Raw*>(p.y);
   const bool pairs = (p.K % 2) == 0;
+  int t = 0;
+  for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+    int g, m0, n0;
+    decode(tile, g, m0, n0);
 #pragma unroll
-  for (int i = 0; i < Tr::RepM; ++i) {
-    const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+    for (int i = 0; i < Tr::RepM; ++i)
 #pragma unroll
-    for (int j = 0; j < Tr::BN / 8; ++j) {
-      const int col = n0 + j * 8 + (lane & 3) * 2;
+      for (int e = 0; e < Tr::BN / 2; ++e) acc[i][e] = 0.f;
+    for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
+      const int s = t % Tr::S;
+      mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
+      fence_acc();
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      const uint32_t a0 = ring + s * Tr::kStageBytes + wg * Tr::RepM * 64 * Tr::kRowBytes;
+      const uint32_t b0 = ring + s * Tr::kStageBytes + Tr::kABytes;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = r0 + h * 8;
-        if (row >= p.M || col >= p.K) continue;
-        Raw* dst = y + int64_t(row) * p.GK + int64_t(g) * p.K + col;
-        const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
-        const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
-        if (pairs && col + 1 < p.K) {
-          *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
-        } else {
-          dst[0] = v0;
-          if (col + 1 < p.K) dst[1] = v1;
+      for (int kk = 0; kk < Tr::BK / 16; ++kk) {
+        const uint64_t db = tma::sw128_desc(b0 + kk * 32);
+#pragma unroll
+        for (int i = 0; i < Tr::RepM; ++i)
+          Op::run(acc[i], tma::sw128_desc(a0 + i * 64 * Tr::kRowBytes + kk * 32), db);
+      }
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      fence_acc();
+      if (kt > 0 && lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    fence_acc();
+    if (lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);  // the tile's last stage
+
+    // Epilogue: accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column
+    // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block).
+#pragma unroll
+    for (int i = 0; i < Tr::RepM; ++i) {
+      const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+      for (int j = 0; j < Tr::BN / 8; ++j) {
+        const int col = n0 + j * 8 + (lane & 3) * 2;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = r0 + h * 8;
+          if (row >= p.M || col >= p.K) continue;
+          Raw* dst = y + int64_t(row) * p.GK + int64_t(g) * p.K + col;
+          const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
+          const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
+          if (pairs && col + 1 < p.K) {
+            *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
+          } else {
+            dst[0] = v0;
+            if (col + 1 < p.K) dst[1] = v1;
+          }
         }
       }
     }
@@ -418,10 +441,9 @@ class TmaConvKernel final : public KernelBase {
     }
     if (p.N * p.out_spatial() > kMax32 || p.N * p.in_spatial() * p.G * p.C > (int64_t(1) << 40))
       return "problem too large for 32-bit GEMM rows";
-    if (p.G > 65535) return "G exceeds 65535 (grid.y limit)";
     const int64_t tiles = detail::ceil_div(p.N * p.out_spatial(), Tr::BM) *
-                          detail::ceil_div(p.K, Tr::BN);
-    if (tiles > kMax32) return "too many tiles for grid.x";
+                          detail::ceil_div(p.K, Tr::BN) * p.G;
+    if (tiles > kMax32) return "too many tiles for a 32-bit tile index";
     return {};
   }
 
@@ -484,9 +506,26 @@ class TmaConvKernel final : public KernelBase {
     a.c_chunks = int(detail::ceil_div(p.C, Tr::BK));
     a.k_tiles = int(p.filter[1] * p.filter[2]) * a.c_chunks;
     a.tiles_n = int(detail::ceil_div(p.K, Tr::BN));
-    const dim3 grid(unsigned(detail::ceil_div(a.M, Tr::BM) * a.tiles_n), unsigned(p.G), 1);
+    a.tiles_m = int(detail::ceil_div(a.M, Tr::BM));
+    a.G = int(p.G);
+    // Persistent grid: every resident block slot once, at most one block per tile.
+    const int64_t tiles = int64_t(a.tiles_m) * a.tiles_n * p.G;
+    const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();
+    const dim3 grid(unsigned(std::min(tiles, slots)), 1, 1);
     tma_conv_kernel<Cfg><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
     return gpuGetLastError();
+  }
+
+  // Blocks of this kernel one SM holds (occupancy query once; 1 if it fails).
+  static int resident_blocks() {
+    static const int n = [] {
+      int b = 0;
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, tma_conv_kernel<Cfg>, Tr::kThreads,
+                                                        Tr::kSmemBytes) != cudaSuccess || b < 1)
+        return 1;
+      return b;
+    }();
+    return n;
   }
 
   static gpuError_t prepare_launch() {
