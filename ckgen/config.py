@@ -136,7 +136,7 @@ FIELDS: dict[str, FieldSpec] = {
     "waves": FieldSpec(_triple(1, 16), "waves (warps) per block along [M, N, K] (direct: [w, 1, 1])", (2, 2, 1), True),
     "warp_tile": FieldSpec(_warp_tile, "matrix instruction [M, N, K], or 'auto' for every legal one (direct: [1, 1, 1])", "auto", True),
     "pipeline": FieldSpec(_word(Pipeline), "main loop: " + ", ".join(Pipeline.allowed()), Pipeline.BASIC),
-    "stages": FieldSpec(_int(1, 16), "buffers in flight (basic: 1, multistage/wavelet: 2..8)", 1),
+    "stages": FieldSpec(_int(1, 16), "buffers in flight (basic, direct: 1; multistage, wavelet, wavelet_tma: 2..8)", 1),
     "scheduler": FieldSpec(_word(Scheduler), "instruction scheduling (AMD): " + ", ".join(Scheduler.allowed()), Scheduler.INTRAWAVE),
     "wavelet": FieldSpec(_pair(0, 16), "[load_waves, math_waves] of the wavelet pipeline", (0, 0), True),
     "epilogue": FieldSpec(_word(Epilogue), "how C is stored: " + ", ".join(Epilogue.allowed()), Epilogue.DEFAULT),

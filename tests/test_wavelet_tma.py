@@ -1,0 +1,95 @@
+"""The wavelet_tma pipeline (sm_90a): its name, the one rule that says what TmaTraits implements,
+its shipped instances, and the C++ pieces the generator relies on."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ckgen import rules
+from ckgen.arch import load_arch_specs
+from ckgen.expand import Filters, default_config_paths, expand, load_configs
+from ckgen.instance import KernelInstance
+from ckgen.naming import instance_name, parse_name
+from ckgen.resources import templates_dir
+from ckgen.vocab import DataType, Epilogue, Pipeline, Reduction, Specialization, Variant
+
+ARCHS = load_arch_specs()
+
+
+def tma(variant: Variant = Variant.FORWARD, datatype: DataType = DataType.FP16, **kw) -> KernelInstance:
+    base = dict(variant=variant, datatype=datatype, ndim=2, tile=(128, 128, 64), waves=(8, 1, 1),
+                warp_tile=(64, 128, 16), pipeline=Pipeline.WAVELET_TMA, stages=3, load_waves=1, math_waves=8)
+    base.update(kw)
+    return KernelInstance(**base)  # type: ignore[arg-type]
+
+
+def test_name_round_trips() -> None:
+    i = tma()
+    assert instance_name(i) == "grouped_conv_fwd_fp16_2d_t128x128x64_w8x1x1_wt64x128x16_wltma3_lm1x8_v8x8x8"
+    assert parse_name(i.name) == i
+
+
+@pytest.mark.parametrize("variant", [Variant.FORWARD, Variant.BACKWARD_DATA])
+@pytest.mark.parametrize("datatype", [DataType.FP16, DataType.BF16])
+@pytest.mark.parametrize("ndim", [1, 2])
+@pytest.mark.parametrize("tile,waves,warp_tile", [
+    ((128, 128, 64), (8, 1, 1), (64, 128, 16)),
+    ((256, 128, 64), (8, 1, 1), (64, 128, 16)),
+    ((64, 64, 64), (4, 1, 1), (64, 64, 16)),
+])
+def test_valid_on_sm90a(variant: Variant, datatype: DataType, ndim: int, tile, waves, warp_tile) -> None:
+    i = tma(variant, datatype, ndim=ndim, tile=tile, waves=waves, warp_tile=warp_tile, math_waves=waves[0])
+    assert rules.check(i, ARCHS["sm_90a"]) is None
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"])
+def test_rejected_off_hopper(arch: str) -> None:
+    assert rules.check(tma(), ARCHS[arch]) is not None
+
+
+@pytest.mark.parametrize("change,words", [
+    (dict(variant=Variant.BACKWARD_WEIGHT, k_batch=0), "forward / backward_data"),
+    (dict(ndim=3), "1D / 2D"),
+    (dict(load_waves=4), "load waves 1"),
+    (dict(math_waves=4), "math waves"),
+    (dict(tile=(256, 256, 64), waves=(4, 2, 1)), "waves (M, 1, 1)"),
+    (dict(tile=(128, 128, 32)), "tile K"),
+    (dict(warp_tile=(64, 64, 16)), "tile N"),
+    (dict(tile=(384, 128, 64)), "tile M"),
+    (dict(vec_a=4, vec_b=4, vec_c=4), "vector [8, 8, 8]"),
+    (dict(k_batch=2), "k_batch 1"),
+    (dict(reduction=Reduction.STREAMK_LINEAR), "k_batch 1"),
+    (dict(groups_to_merge=2), "merge groups"),
+    (dict(epilogue=Epilogue.CSHUFFLE), "default epilogue"),
+    (dict(specialization=Specialization.FILTER1X1_STRIDE1_PAD0), "1x1"),
+])
+def test_rule_names_what_tma_does_not_implement(change: dict, words: str) -> None:
+    bad = rules.check(replace(tma(), **change), ARCHS["sm_90a"])
+    assert bad is not None, change
+    assert words in bad[1], bad
+
+
+def test_fp32_is_rejected() -> None:
+    bad = rules.check(tma(datatype=DataType.FP32, vec_a=4, vec_b=4, vec_c=4), ARCHS["sm_90a"])
+    assert bad is not None
+
+
+def test_shipped_default_set_has_tma_for_forward_and_backward_data_only() -> None:
+    exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
+    found = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
+    by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
+    assert by_variant[Variant.FORWARD] == 28 and by_variant[Variant.BACKWARD_DATA] == 28
+    assert by_variant[Variant.BACKWARD_WEIGHT] == 0
+
+
+def test_no_tma_instances_off_hopper() -> None:
+    exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_80"], Filters())
+    assert not any(i.pipeline is Pipeline.WAVELET_TMA for i in exp.instances)
+
+
+def test_template_library_has_the_tma_pipeline() -> None:
+    hdr = templates_dir() / "include" / "ckgen" / "pipeline_tma.hpp"
+    text = hdr.read_text()
+    assert "TmaConvKernel" in text and "cp.async.bulk.tensor" in text
