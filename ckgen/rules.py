@@ -56,6 +56,8 @@ TMA_TILE_N = (64, 128, 256)
 TMA_ROW_BYTES = 128
 TMA_MAX_TILE_M = 256
 TMA_SMEM_SLACK = 1024
+# cshuffle epilogue: a slab of 16 rows x 40 elements per math warp.
+TMA_SLAB_ELEMS_PER_WARP = 16 * 40
 # Shared-memory rows are padded by 16 bytes against bank conflicts.
 LDS_ROW_PAD_BYTES = 16
 # Register estimate constants, calibrated against the compilers' reports (nvcc -Xptxas -v for
@@ -122,7 +124,8 @@ def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
     pad_a = max(LDS_ROW_PAD_BYTES // e, i.vec_a)
     pad_b = max(LDS_ROW_PAD_BYTES // e, i.vec_b)
     if i.pipeline is Pipeline.WAVELET_TMA:
-        return i.stages * (tm + tn) * TMA_ROW_BYTES + 16 * i.stages + TMA_SMEM_SLACK
+        slabs = i.math_waves * TMA_SLAB_ELEMS_PER_WARP * e if i.epilogue is Epilogue.CSHUFFLE else 0
+        return i.stages * (tm + tn) * TMA_ROW_BYTES + 16 * i.stages + slabs + TMA_SMEM_SLACK
     if a is not None and a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA:
         pad_a = pad_b = 0
     a_k_major = i.variant is not Variant.BACKWARD_WEIGHT
@@ -345,7 +348,6 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
         ((i.vec_a, i.vec_b, i.vec_c) == (8, 8, 8), "wavelet_tma moves 16-byte rows: vector [8, 8, 8]"),
         (i.k_batch == 1 and i.reduction is Reduction.SPLITK, "wavelet_tma never splits K: k_batch 1"),
         (i.groups_to_merge == 1, "wavelet_tma does not merge groups"),
-        (i.epilogue is Epilogue.DEFAULT, "wavelet_tma uses the default epilogue"),
         (i.specialization is Specialization.DEFAULT, "wavelet_tma has no 1x1 specializations (the im2col map covers them)"),
     )
     for ok, reason in checks:

@@ -62,13 +62,29 @@ def test_rejected_off_hopper(arch: str) -> None:
     (dict(k_batch=2), "k_batch 1"),
     (dict(reduction=Reduction.STREAMK_LINEAR), "k_batch 1"),
     (dict(groups_to_merge=2), "merge groups"),
-    (dict(epilogue=Epilogue.CSHUFFLE), "default epilogue"),
     (dict(specialization=Specialization.FILTER1X1_STRIDE1_PAD0), "1x1"),
 ])
 def test_rule_names_what_tma_does_not_implement(change: dict, words: str) -> None:
     bad = rules.check(replace(tma(), **change), ARCHS["sm_90a"])
     assert bad is not None, change
     assert words in bad[1], bad
+
+
+@pytest.mark.parametrize("variant", [Variant.FORWARD, Variant.BACKWARD_DATA])
+def test_cshuffle_is_valid_and_its_slabs_are_counted(variant: Variant) -> None:
+    plain = tma(variant)
+    staged = replace(plain, epilogue=Epilogue.CSHUFFLE)
+    assert rules.check(staged, ARCHS["sm_90a"]) is None
+    assert "_cshuffle_" in staged.name and parse_name(staged.name) == staged
+    # one slab of 16 rows x 40 fp16 elements per math warp (TmaTraits::kSlabBytes)
+    assert rules.lds_bytes(staged, ARCHS["sm_90a"]) - rules.lds_bytes(plain, ARCHS["sm_90a"]) == 8 * 16 * 40 * 2
+
+
+def test_cshuffle_counts_against_the_shared_memory_limit() -> None:
+    big = tma(tile=(256, 128, 64), stages=4, epilogue=Epilogue.CSHUFFLE)
+    assert rules.check(big, ARCHS["sm_90a"]) is None  # 192 KB ring + 10 KB slabs fit
+    bad = rules.check(replace(big, stages=5), ARCHS["sm_90a"])
+    assert bad is not None and bad[0] == "lds"
 
 
 def test_fp32_is_rejected() -> None:
@@ -80,7 +96,9 @@ def test_shipped_default_set_has_tma_for_forward_and_backward_data_only() -> Non
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
     found = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
-    assert by_variant[Variant.FORWARD] == 28 and by_variant[Variant.BACKWARD_DATA] == 28
+    assert by_variant[Variant.FORWARD] == 36 and by_variant[Variant.BACKWARD_DATA] == 36
+    staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]
+    assert len(staged) == 56, "every ring ships with the cshuffle epilogue; 128x64 with both"
     assert by_variant[Variant.BACKWARD_WEIGHT] == 0
 
 

@@ -24,7 +24,8 @@ using namespace ckgen;
     }                                                                                         \
   } while (0)
 
-template <DataType D, int ND, int BM, int BN, int WM, int ST, Variant V = Variant::Forward>
+template <DataType D, int ND, int BM, int BN, int WM, int ST, Variant V = Variant::Forward,
+          Epilogue E = Epilogue::Default>
 struct TmaCfg {
   static constexpr const char* kName = "tma_check";
   static constexpr const char* kArch = "sm_90a";
@@ -40,7 +41,7 @@ struct TmaCfg {
   static constexpr int kStages = ST;
   static constexpr Scheduler kScheduler = Scheduler::Intrawave;
   static constexpr int kLoadWaves = 1, kMathWaves = WM;
-  static constexpr Epilogue kEpilogue = Epilogue::Default;
+  static constexpr Epilogue kEpilogue = E;
   static constexpr int kVecA = 8, kVecB = 8, kVecC = 8;
   static constexpr Specialization kSpecialization = Specialization::Default;
   static constexpr int kGroupsToMerge = 1;
@@ -321,6 +322,18 @@ int main() {
   suite<TmaCfg<H, 2, 128, 64, 8, 4, BD>>("bd t128x64 s4", true, true);
   suite<TmaCfg<B, 2, 64, 64, 4, 4, BD>>("bd bf16 t64x64", true, false);
   suite<TmaCfg<H, 1, 64, 128, 4, 4, BD>>("bd 1d t64x128", true, false);
+  // The cshuffle epilogue (16-byte stores from a per-warp shared-memory slab) on the same rings.
+  constexpr Epilogue CS = Epilogue::CShuffle;
+  constexpr Variant F = Variant::Forward;
+  suite<TmaCfg<H, 2, 256, 128, 8, 4, F, CS>>("cs t256x128 s4", true, true);
+  suite<TmaCfg<H, 2, 128, 128, 8, 3, F, CS>>("cs t128x128 s3", true, true);
+  suite<TmaCfg<H, 2, 128, 64, 8, 4, F, CS>>("cs t128x64 s4", true, true);
+  suite<TmaCfg<H, 2, 128, 64, 8, 8, F, CS>>("cs t128x64 s8", false, true);
+  suite<TmaCfg<H, 2, 64, 128, 4, 4, F, CS>>("cs t64x128 s4", true, true);
+  suite<TmaCfg<H, 2, 64, 64, 4, 4, F, CS>>("cs t64x64 s4", true, true);
+  suite<TmaCfg<B, 1, 64, 64, 4, 4, F, CS>>("cs bf16 1d t64x64", true, false);
+  suite<TmaCfg<H, 2, 128, 128, 8, 3, BD, CS>>("cs bd t128x128 s3", true, true);
+  suite<TmaCfg<B, 2, 64, 64, 4, 4, BD, CS>>("cs bd bf16 t64x64", true, true);
   std::printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
   return g_fail == 0 ? 0 : 1;
 }

@@ -580,13 +580,14 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const int eb = elem_bytes(k.datatype);
   const int warps = std::max(1, k.wave_m * k.wave_n * k.wave_k);  // math warps
   // wavelet: load waves come on top of the math waves (LaunchBlockSize = load + math threads).
-  // wavelet_tma (pipeline_tma.hpp): unpadded 128-byte rows plus 1 KB of alignment slack.
+  // wavelet_tma (pipeline_tma.hpp): detail::tma_smem_bytes (unpadded 128-byte rows).
   const bool tma = k.pipeline == Pipeline::WaveletTma;
   const bool specialized = k.pipeline == Pipeline::Wavelet || tma;
   const int threads = (warps + (specialized ? k.load_waves : 0)) * a.warp_size;
   const int stages = k.pipeline != Pipeline::Basic ? std::max(1, k.stages) : 1;
   const int pad = std::max(16 / eb, 1);
-  const double smem = tma ? double(stages) * double(k.tile_m + k.tile_n) * double(k.tile_k * eb) + 1024.0
+  const double smem = tma ? double(detail::tma_smem_bytes(k.tile_m, k.tile_n, stages, warps, eb,
+                                                         k.epilogue == Epilogue::CShuffle))
                           : double(stages) * double((k.tile_m + k.tile_n) * (k.tile_k + pad)) * eb;
   const int acc_regs = (k.tile_m * k.tile_n) / (warps * a.warp_size);
   const int regs = std::min(255, acc_regs + 48);

@@ -32,6 +32,14 @@ inline int device_sm_count() {
 }
 inline std::string str(int64_t v) { return std::to_string(v); }
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Shared memory of a wavelet_tma block (pipeline_tma.hpp, TmaTraits; the dispatcher's occupancy
+// estimate): a ring of 128-byte rows (tile M + tile N per stage), two mbarriers per stage, with
+// the cshuffle epilogue a slab of 16 rows x 40 elements per math warp, 1 KB of alignment slack.
+constexpr int tma_smem_bytes(int tile_m, int tile_n, int stages, int math_warps, int elem_bytes,
+                             bool staged) {
+  return stages * (tile_m + tile_n) * 128 + 2 * stages * 8 +
+         (staged ? math_warps * 16 * 40 * elem_bytes : 0) + 1024;
+}
 }  // namespace detail
 
 // Device pointers of one convolution call. Which one is written depends on the variant:

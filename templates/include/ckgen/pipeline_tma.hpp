@@ -15,7 +15,11 @@
 //   math:  each warpgroup owns RepM m64 slices of the block's rows; per k tile it waits `full`,
 //          issues 4 x RepM wgmma m64nBNk16 with 128B-swizzle K-major descriptors, commits, waits
 //          until only this tile's group is in flight and releases the previous stage (`empty`).
-//          Epilogue: fp32 accumulators converted and stored straight from registers.
+//          Epilogue (default): fp32 accumulators converted and stored straight from registers
+//          (4-byte stores: a warp's store covers 8 rows x 16 bytes). Epilogue::CShuffle: each
+//          warp stages its 16 rows x 32 columns through a private shared-memory slab (80-byte
+//          rows, conflict-free writes) and stores 16-byte vectors, a warp's store covering
+//          8 rows x 64 bytes (whole sectors): a quarter of the store requests.
 //   Persistent grid (#SMs x resident blocks): each block walks tiles b, b + grid, ...; the ring
 //   runs on across tiles, so the next tile's copies overlap the last tile's epilogue.
 // No split-K, no merged groups; every forward problem the host face accepts runs in one launch.
@@ -71,8 +75,16 @@ struct TmaTraits {
   static constexpr int kRowBytes = 128;  // one swizzle row = BK elements
   static constexpr int kABytes = BM * kRowBytes, kBBytes = BN * kRowBytes;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  // Ring + 2 mbarriers per stage + slack to align the ring to the 1024-byte swizzle atom.
-  static constexpr int kSmemBytes = S * kStageBytes + 2 * S * 8 + 1024;
+  static constexpr bool kStaged = Cfg::kEpilogue == Epilogue::CShuffle;
+  // CShuffle slab per math warp: 16 rows x kSlabCols columns, rows kSlabStride elements apart.
+  static constexpr int kSlabCols = 32, kSlabStride = 40;
+  static constexpr int kSlabBytes = 16 * kSlabStride * int(sizeof(Raw));
+  // Ring, 2 mbarriers per stage, slabs, slack to align the ring to the 1024-byte swizzle atom.
+  static constexpr int kSmemBytes = detail::tma_smem_bytes(BM, BN, S, kMathThreads / 32,
+                                                           int(sizeof(Raw)), kStaged);
+  static_assert(kSmemBytes == S * kStageBytes + 2 * S * 8 +
+                                  (kStaged ? (kMathThreads / 32) * kSlabBytes : 0) + 1024,
+                "ckgen: TmaTraits' layout and detail::tma_smem_bytes disagree");
   static constexpr bool kBF16 = Cfg::kDataType == DataType::BF16;
 
   static_assert(Cfg::kVariant == Variant::Forward || Cfg::kVariant == Variant::BackwardData,
@@ -93,10 +105,11 @@ struct TmaTraits {
   static_assert(Cfg::kLoadWaves == 1 && Cfg::kMathWaves == Cfg::Waves::kM,
                 "ckgen: wavelet_tma has one load warp (load waves 1)");
   static_assert(S >= 2 && S <= 8, "ckgen: wavelet_tma needs 2..8 stages");
-  static_assert(Cfg::kEpilogue == Epilogue::Default && Cfg::kGroupsToMerge == 1 &&
-                    Cfg::kKBatch == 1 && Cfg::kReduction == Reduction::SplitK &&
+  static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kKBatch == 1 &&
+                    Cfg::kReduction == Reduction::SplitK &&
                     Cfg::kSpecialization == Specialization::Default && !Cfg::kPersistent,
-                "ckgen: wavelet_tma: default epilogue, no merged groups, k_batch 1");
+                "ckgen: wavelet_tma: no merged groups, no specialization, k_batch 1");
+  static_assert(BN % kSlabCols == 0, "ckgen: wavelet_tma cshuffle stages 32-column slabs");
   static_assert(Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
                 "ckgen: wavelet_tma moves 16-byte rows (vector 8, 8, 8)");
   static_assert(Cfg::kNDim == 1 || Cfg::kNDim == 2, "ckgen: wavelet_tma is 1D / 2D");
@@ -151,6 +164,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   unsigned char* smem = tma_smem_raw + ((1024u - (raw_addr & 1023u)) & 1023u);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + Tr::S * Tr::kStageBytes);
   uint64_t* empty = full + Tr::S;
+  unsigned char* slabs = reinterpret_cast<unsigned char*>(empty + Tr::S);
   const int tid = threadIdx.x;
   // Persistent: block b takes tiles b, b + gridDim.x, ...; tile = (g, tm, tn), tn fastest. The
   // ring's k-tile counter t runs on across tiles, so the load warp fetches the next tile while
@@ -222,7 +236,6 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   };
   const uint32_t ring = mbar::addr(smem);
   Raw* y = static_cast<Raw*>(p.y);
-  const bool pairs = (p.K % 2) == 0;
   int t = 0;
   for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
     int g, m0, n0;
@@ -256,24 +269,64 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 
     // Epilogue: accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column
     // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block).
+    if constexpr (Tr::kStaged) {
+      Raw* slab = reinterpret_cast<Raw*>(slabs + (tid / 32) * Tr::kSlabBytes);
+      const bool vec = (p.K % 8) == 0;  // 16-byte aligned rows of y
 #pragma unroll
-    for (int i = 0; i < Tr::RepM; ++i) {
-      const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+      for (int i = 0; i < Tr::RepM; ++i) {
+        const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16;
 #pragma unroll
-      for (int j = 0; j < Tr::BN / 8; ++j) {
-        const int col = n0 + j * 8 + (lane & 3) * 2;
+        for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = r0 + h * 8;
-          if (row >= p.M || col >= p.K) continue;
-          Raw* dst = y + int64_t(row) * p.GK + int64_t(g) * p.K + col;
-          const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
-          const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
-          if (pairs && col + 1 < p.K) {
-            *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
-          } else {
-            dst[0] = v0;
-            if (col + 1 < p.K) dst[1] = v1;
+          for (int jj = 0; jj < Tr::kSlabCols / 8; ++jj) {
+            const int j = c0 / 8 + jj;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
+              const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
+              *reinterpret_cast<uint32_t*>(slab + ((lane >> 2) + h * 8) * Tr::kSlabStride + jj * 8 +
+                                           (lane & 3) * 2) = uint32_t(v0) | (uint32_t(v1) << 16);
+            }
+          }
+          __syncwarp();
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {  // 16 rows x 4 vectors of 8, two per lane
+            const int v = lane + 32 * q, rr = v >> 2, col = n0 + c0 + (v & 3) * 8;
+            const int row = r0 + rr;
+            if (row < p.M && col < p.K) {
+              const Raw* src = slab + rr * Tr::kSlabStride + (v & 3) * 8;
+              Raw* dst = y + int64_t(row) * p.GK + int64_t(g) * p.K + col;
+              if (vec && col + 8 <= p.K) {
+                *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+              } else {
+                for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = src[e];
+              }
+            }
+          }
+          __syncwarp();
+        }
+      }
+    } else {
+      const bool pairs = (p.K % 2) == 0;
+#pragma unroll
+      for (int i = 0; i < Tr::RepM; ++i) {
+        const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+        for (int j = 0; j < Tr::BN / 8; ++j) {
+          const int col = n0 + j * 8 + (lane & 3) * 2;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = r0 + h * 8;
+            if (row >= p.M || col >= p.K) continue;
+            Raw* dst = y + int64_t(row) * p.GK + int64_t(g) * p.K + col;
+            const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
+            const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
+            if (pairs && col + 1 < p.K) {
+              *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
+            } else {
+              dst[0] = v0;
+              if (col + 1 < p.K) dst[1] = v1;
+            }
           }
         }
       }
