@@ -334,7 +334,7 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
     tm, tn, tk = i.tile
     groups = i.waves[0] // 4
     checks = (
-        (i.variant is not Variant.BACKWARD_WEIGHT, "wavelet_tma is forward / backward_data (stride 1: flipped, transposed filter)"),
+        (i.variant is not Variant.BACKWARD_WEIGHT, "wavelet_tma is forward / backward_data (flipped, transposed sub-filters per stride phase)"),
         (a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA,
          "wavelet_tma needs a wgmma warp tile (64 x tile N x 16)"),
         (i.ndim in (1, 2), "wavelet_tma is 1D / 2D (4D im2col tensor maps)"),

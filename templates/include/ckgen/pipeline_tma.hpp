@@ -24,10 +24,9 @@
 //   runs on across tiles, so the next tile's copies overlap the last tile's epilogue.
 // No split-K, no merged groups; every forward problem the host face accepts runs in one launch.
 //
-// backward_data (stride 1) is the forward convolution of dy with the filter flipped in space
-// and transposed (K <-> C), padded by (filter extent - 1) - pad: the host face first writes
-// that filter into the workspace (tma_flip_transpose, one shared-memory-tiled pass over w),
-// then runs the same kernel.
+// backward_data runs as forward launches over dy (tma_phases.hpp): one per stride phase, each
+// with its flipped, transposed sub-filter (written into the workspace first by
+// tma_flip_transpose) and an output map that places its rows on every stride-th dx pixel.
 #pragma once
 
 #include "ckgen/portability.hpp"
@@ -40,6 +39,7 @@
 #include "ckgen/kernel_base.hpp"
 #include "ckgen/mma_wgmma.hpp"
 #include "ckgen/pipeline_wavelet.hpp"
+#include "ckgen/tma_phases.hpp"
 
 #if defined(CKGEN_NVIDIA)
 #include <cuda.h>
@@ -61,6 +61,10 @@ struct TmaConvArgs {
   int k_tiles;         // taps * c_chunks
   int tiles_m, tiles_n;  // tiles along GEMM M and N (per group)
   int G;
+  // Output map: GEMM row (n, oh, ow) -> y pixel n*out_sn + oh*out_sh + ow*out_sw + out_base
+  // (dense: the row itself; backward_data phases write every stride-th dx pixel).
+  int64_t out_sn, out_sh, out_sw, out_base;
+  int out_dense;
 };
 
 template <class Cfg>
@@ -269,12 +273,21 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 
     // Epilogue: accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column
     // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block).
+    auto pixel = [&](int row) -> int64_t {
+      if (p.out_dense) return row;
+      const int pq = p.P * p.Q, n = row / pq, rem = row - n * pq, oh = rem / p.Q;
+      return int64_t(n) * p.out_sn + int64_t(oh) * p.out_sh + int64_t(rem - oh * p.Q) * p.out_sw +
+             p.out_base;
+    };
     if constexpr (Tr::kStaged) {
       Raw* slab = reinterpret_cast<Raw*>(slabs + (tid / 32) * Tr::kSlabBytes);
       const bool vec = (p.K % 8) == 0;  // 16-byte aligned rows of y
 #pragma unroll
       for (int i = 0; i < Tr::RepM; ++i) {
         const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16;
+        int64_t pix[2];  // this lane's two slab rows, lane/4 and lane/4 + 8
+#pragma unroll
+        for (int q = 0; q < 2; ++q) pix[q] = pixel(r0 + (lane >> 2) + 8 * q);
 #pragma unroll
         for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
 #pragma unroll
@@ -295,7 +308,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             const int row = r0 + rr;
             if (row < p.M && col < p.K) {
               const Raw* src = slab + rr * Tr::kSlabStride + (v & 3) * 8;
-              Raw* dst = y + int64_t(row) * p.GK + int64_t(g) * p.K + col;
+              Raw* dst = y + pix[q] * p.GK + int64_t(g) * p.K + col;
               if (vec && col + 8 <= p.K) {
                 *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
               } else {
@@ -312,13 +325,15 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       for (int i = 0; i < Tr::RepM; ++i) {
         const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
 #pragma unroll
-        for (int j = 0; j < Tr::BN / 8; ++j) {
-          const int col = n0 + j * 8 + (lane & 3) * 2;
+        for (int h = 0; h < 2; ++h) {
+          const int row = r0 + h * 8;
+          if (row >= p.M) continue;
+          const int64_t pix = pixel(row);
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = r0 + h * 8;
-            if (row >= p.M || col >= p.K) continue;
-            Raw* dst = y + int64_t(row) * p.GK + int64_t(g) * p.K + col;
+          for (int j = 0; j < Tr::BN / 8; ++j) {
+            const int col = n0 + j * 8 + (lane & 3) * 2;
+            if (col >= p.K) continue;
+            Raw* dst = y + pix * p.GK + int64_t(g) * p.K + col;
             const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
             const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
             if (pairs && col + 1 < p.K) {
@@ -338,17 +353,20 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 #endif
 }
 
-// w[g][k][tap][c] -> wt[g][c][taps - 1 - tap][k] (flipped in every spatial dim = reversed tap
-// order), through 32 x 32 shared-memory tiles. grid (ceil(C / 32), ceil(K / 32), G * taps),
-// block (32, 8).
+// w[g][k][y][x][c] -> the workspace's flipped, transposed (sub-)filters (tma_phases::flip_dst),
+// through 32 x 32 shared-memory tiles. grid (ceil(C / 32), ceil(K / 32), G * Y * X), block (32, 8).
 template <class Raw>
-CKGEN_GLOBAL void tma_flip_transpose(const Raw* __restrict__ w, Raw* __restrict__ wt, int K, int C,
-                                     int taps) {
+CKGEN_GLOBAL void tma_flip_transpose(const Raw* __restrict__ w, Raw* __restrict__ wt, int G, int K,
+                                     int C, int Y, int X, int s_h, int s_w) {
   __shared__ Raw tile[32][33];
+  const int taps = Y * X;
   const int gt = blockIdx.z, g = gt / taps, tap = gt - g * taps;
+  const int fy = tap / X;
+  const tma_phases::FlipDst d = tma_phases::flip_dst(G, K, C, Y, X, s_h, s_w, g, fy, tap - fy * X);
   const int c0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
   const Raw* src = w + (int64_t(g) * K * taps + tap) * C;
-  Raw* dst = wt + (int64_t(g) * C * taps + (taps - 1 - tap)) * K;
+  Raw* dst = wt + d.base;
+  const int64_t dst_c = d.taps_hw * K;
   for (int i = threadIdx.y; i < 32; i += blockDim.y) {
     const int k = k0 + i, c = c0 + int(threadIdx.x);
     if (k < K && c < C) tile[i][threadIdx.x] = src[int64_t(k) * taps * C + c];
@@ -356,7 +374,7 @@ CKGEN_GLOBAL void tma_flip_transpose(const Raw* __restrict__ w, Raw* __restrict_
   __syncthreads();
   for (int i = threadIdx.y; i < 32; i += blockDim.y) {
     const int c = c0 + i, k = k0 + int(threadIdx.x);
-    if (c < C && k < K) dst[int64_t(c) * taps * K + k] = tile[threadIdx.x][i];
+    if (c < C && k < K) dst[int64_t(c) * dst_c + k] = tile[threadIdx.x][i];
   }
 }
 
@@ -404,24 +422,13 @@ class TmaConvKernel final : public KernelBase {
 
   const KernelKey& key() const override { return key_; }
 
-  // The forward problem a backward_data problem is run as: dy convolved with the flipped,
-  // transposed filter (stride 1, pads = filter extent - 1 - pads).
-  static ConvProblem as_forward(const ConvProblem& p) {
-    if constexpr (Cfg::kVariant == Variant::Forward) {
-      return p;
-    } else {
-      ConvProblem q = p;
-      q.C = p.K;
-      q.K = p.C;
-      for (int i = 0; i < 3; ++i) {
-        const int64_t ext = (p.filter[i] - 1) * p.dilation[i];
-        q.in[i] = p.out[i];
-        q.pad_l[i] = ext - p.pad_l[i];
-        q.pad_r[i] = ext - p.pad_r[i];
-      }
-      q.compute_output();
-      return q;
-    }
+  using Phase = tma_phases::Phase;
+  using Plan = tma_phases::Plan;
+  static Plan plan(const ConvProblem& p) {
+    if constexpr (Cfg::kVariant == Variant::Forward)
+      return tma_phases::forward_plan(p);
+    else
+      return tma_phases::backward_data_plan(p);
   }
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
@@ -437,16 +444,13 @@ class TmaConvKernel final : public KernelBase {
       for (int i = 0; i < 3; ++i)
         if (q.out[i] != p.out[i]) return "problem.out does not match compute_output()";
     }
-    if constexpr (Cfg::kVariant == Variant::BackwardData) {
-      for (int i = 0; i < 3; ++i) {
-        if (p.stride[i] != 1) return "wavelet_tma backward_data needs stride 1";
-        const int64_t ext = (p.filter[i] - 1) * p.dilation[i];
-        if (p.pad_l[i] > ext || p.pad_r[i] > ext)
-          return "wavelet_tma backward_data needs pads <= (filter - 1) * dilation";
-      }
+    if constexpr (Cfg::kVariant == Variant::BackwardData)
       if (p.G * p.filter_spatial() > 65535) return "G * filter taps exceeds 65535 (transpose grid)";
-    }
-    return forward_supported(as_forward(p));
+    const Plan pl = plan(p);
+    if (!pl.error.empty()) return pl.error;
+    for (int i = 0; i < pl.count; ++i)
+      if (std::string e = forward_supported(pl.phase[i].q); !e.empty()) return e;
+    return {};
   }
 
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& = {}) const override {
@@ -459,17 +463,31 @@ class TmaConvKernel final : public KernelBase {
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                  const RunOptions& = {}) const override {
     if constexpr (Cfg::kVariant == Variant::Forward) {
-      return run_forward(p, t.in, t.wei, t.out, stream);
+      Phase ph;
+      ph.q = p;
+      return run_forward(ph, t.in, t.wei, t.out, stream);
     } else {
       using Raw = typename Tr::Raw;
       if (workspace == nullptr) return cudaErrorInvalidValue;
+      const Plan pl = plan(p);
+      if (!pl.error.empty()) return cudaErrorInvalidValue;
       const int taps = int(p.filter_spatial());
       const dim3 grid(unsigned(detail::ceil_div(p.C, 32)), unsigned(detail::ceil_div(p.K, 32)),
                       unsigned(p.G * taps));
       tma_flip_transpose<Raw><<<grid, dim3(32, 8), 0, stream>>>(
-          static_cast<const Raw*>(t.wei), static_cast<Raw*>(workspace), int(p.K), int(p.C), taps);
+          static_cast<const Raw*>(t.wei), static_cast<Raw*>(workspace), int(p.G), int(p.K),
+          int(p.C), int(p.filter[1]), int(p.filter[2]), int(p.stride[1]), int(p.stride[2]));
       if (gpuError_t e = gpuGetLastError(); e != gpuSuccess) return e;
-      return run_forward(as_forward(p), t.out, workspace, t.in, stream);
+      if (pl.zero_first)
+        if (gpuError_t e = gpuMemsetAsync(t.in, 0, std::size_t(p.input_elems()) * sizeof(Raw), stream);
+            e != gpuSuccess)
+          return e;
+      for (int i = 0; i < pl.count; ++i)
+        if (gpuError_t e = run_forward(pl.phase[i], t.out, static_cast<Raw*>(workspace) + pl.phase[i].w_offset,
+                                       t.in, stream);
+            e != gpuSuccess)
+          return e;
+      return gpuSuccess;
     }
   }
 
@@ -500,9 +518,11 @@ class TmaConvKernel final : public KernelBase {
     return {};
   }
 
-  // y = conv(x, w) for a forward problem p (x: NHWGC, w: GKYXC, y: NHWGK).
-  static gpuError_t run_forward(const ConvProblem& p, const void* x, const void* w, void* y,
+  // y = conv(x, w) for the forward problem ph.q (x: NHWGC, w: GKYXC, y: NHWGK), rows placed by
+  // the phase's output map.
+  static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, void* y,
                                 gpuStream_t stream) {
+    const ConvProblem& p = ph.q;
     static const auto enc_im2col =
         detail::driver_entry<detail::EncodeIm2colFn>("cuTensorMapEncodeIm2col");
     static const auto enc_tiled =
@@ -561,6 +581,11 @@ class TmaConvKernel final : public KernelBase {
     a.tiles_n = int(detail::ceil_div(p.K, Tr::BN));
     a.tiles_m = int(detail::ceil_div(a.M, Tr::BM));
     a.G = int(p.G);
+    a.out_dense = ph.dense ? 1 : 0;
+    a.out_sn = ph.out_sn;
+    a.out_sh = ph.out_sh;
+    a.out_sw = ph.out_sw;
+    a.out_base = ph.out_base;
     // Persistent grid: every resident block slot once, at most one block per tile.
     const int64_t tiles = int64_t(a.tiles_m) * a.tiles_n * p.G;
     const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();

@@ -1,0 +1,202 @@
+// wavelet_tma's backward_data plan (ckgen/tma_phases.hpp) checked on the host, without a GPU:
+// for random problems (strides 1-4, pads, filters 1-7, dilation on stride-1 dims, groups) the
+// filter is scattered into a NaN-poisoned workspace through flip_dst (every slot written once),
+// each phase runs as the forward convolution the TMA kernel computes (stride 1, pads possibly
+// negative, zero outside the input) and writes through its output map into a NaN-poisoned dx
+// (every pixel written once, or cleared when the plan says so); dx must match a direct
+// backward_data in double precision. Built and run by tests/test_tma_phases.py; prints
+// "phases: ok <n> problems" or FAIL lines (exit 1).
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "ckgen/tma_phases.hpp"
+
+namespace {
+
+using ckgen::ConvProblem;
+namespace tp = ckgen::tma_phases;
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+int g_fail = 0;
+
+#define CHECK(cond, ...)                  \
+  do {                                    \
+    if (!(cond)) {                        \
+      std::printf("FAIL " __VA_ARGS__);   \
+      std::printf("\n");                  \
+      ++g_fail;                           \
+      return false;                       \
+    }                                     \
+  } while (0)
+
+// x: N,H,W,G,C  w: G,K,Y,X,C  y: N,P,Q,G,K (channels last, as the library lays them out)
+bool check(const ConvProblem& p, std::mt19937& rng, const char* label) {
+  const int64_t N = p.N, G = p.G, C = p.C, K = p.K;
+  const int64_t H = p.in[1], W = p.in[2], P = p.out[1], Q = p.out[2];
+  const int64_t Y = p.filter[1], X = p.filter[2];
+  std::normal_distribution<double> nd;
+  std::vector<double> dy(std::size_t(N * P * Q * G * K)), w(std::size_t(G * K * Y * X * C));
+  for (double& v : dy) v = nd(rng);
+  for (double& v : w) v = nd(rng);
+
+  // Direct backward_data: dx[n, hi, wi, g, c] += dy[n, ho, wo, g, k] * w[g, k, y, x, c].
+  std::vector<double> ref(std::size_t(N * H * W * G * C), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ho = 0; ho < P; ++ho)
+      for (int64_t wo = 0; wo < Q; ++wo)
+        for (int64_t y = 0; y < Y; ++y)
+          for (int64_t x = 0; x < X; ++x) {
+            const int64_t hi = ho * p.stride[1] - p.pad_l[1] + y * p.dilation[1];
+            const int64_t wi = wo * p.stride[2] - p.pad_l[2] + x * p.dilation[2];
+            if (hi < 0 || hi >= H || wi < 0 || wi >= W) continue;
+            for (int64_t g = 0; g < G; ++g)
+              for (int64_t k = 0; k < K; ++k)
+                for (int64_t c = 0; c < C; ++c)
+                  ref[std::size_t((((n * H + hi) * W + wi) * G + g) * C + c)] +=
+                      dy[std::size_t((((n * P + ho) * Q + wo) * G + g) * K + k)] *
+                      w[std::size_t((((g * K + k) * Y + y) * X + x) * C + c)];
+          }
+
+  const tp::Plan pl = tp::backward_data_plan(p);
+  CHECK(pl.error.empty(), "%s: plan refused: %s", label, pl.error.c_str());
+  CHECK(pl.count >= 1 && pl.count <= p.stride[1] * p.stride[2], "%s: %d phases", label, pl.count);
+
+  // The workspace, as tma_flip_transpose writes it.
+  std::vector<double> ws(w.size(), kNaN);
+  std::vector<int> hits(w.size(), 0);
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t y = 0; y < Y; ++y)
+      for (int64_t x = 0; x < X; ++x) {
+        const tp::FlipDst d = tp::flip_dst(int(G), int(K), int(C), int(Y), int(X), int(p.stride[1]),
+                                           int(p.stride[2]), int(g), int(y), int(x));
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t c = 0; c < C; ++c) {
+            const int64_t at = d.base + c * d.taps_hw * K + k;
+            CHECK(at >= 0 && at < int64_t(ws.size()), "%s: workspace index %lld out of range", label,
+                  (long long)at);
+            ws[std::size_t(at)] = w[std::size_t((((g * K + k) * Y + y) * X + x) * C + c)];
+            ++hits[std::size_t(at)];
+          }
+      }
+  for (int h : hits) CHECK(h == 1, "%s: a workspace slot written %d times", label, h);
+
+  std::vector<double> dx(ref.size(), pl.zero_first ? 0.0 : kNaN);
+  std::vector<int> written(ref.size(), 0);
+  for (int i = 0; i < pl.count; ++i) {
+    const tp::Phase& ph = pl.phase[i];
+    const ConvProblem& q = ph.q;
+    CHECK(q.C == K && q.K == C && q.in[1] == P && q.in[2] == Q && q.stride[1] == 1 && q.stride[2] == 1,
+          "%s: phase %d is not a stride-1 convolution of dy", label, i);
+    CHECK(q.out[1] == q.in[1] + q.pad_l[1] + q.pad_r[1] - (q.filter[1] - 1) * q.dilation[1] &&
+              q.out[2] == q.in[2] + q.pad_l[2] + q.pad_r[2] - (q.filter[2] - 1) * q.dilation[2],
+          "%s: phase %d output size does not follow from its pads", label, i);
+    const double* wsub = ws.data() + ph.w_offset;  // G, C (its K), J_h, J_w, K (its C)
+    const int64_t Jh = q.filter[1], Jw = q.filter[2];
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t oh = 0; oh < q.out[1]; ++oh)
+        for (int64_t ow = 0; ow < q.out[2]; ++ow) {
+          const int64_t row = (n * q.out[1] + oh) * q.out[2] + ow;
+          const int64_t pix =
+              ph.dense ? row : n * ph.out_sn + oh * ph.out_sh + ow * ph.out_sw + ph.out_base;
+          CHECK(pix >= 0 && pix < N * H * W, "%s: phase %d writes pixel %lld", label, i, (long long)pix);
+          for (int64_t g = 0; g < G; ++g)
+            for (int64_t c = 0; c < C; ++c) {
+              double acc = 0;
+              for (int64_t ty = 0; ty < Jh; ++ty)
+                for (int64_t tx = 0; tx < Jw; ++tx) {
+                  const int64_t ih = oh - q.pad_l[1] + ty * q.dilation[1];
+                  const int64_t iw = ow - q.pad_l[2] + tx * q.dilation[2];
+                  if (ih < 0 || ih >= P || iw < 0 || iw >= Q) continue;
+                  for (int64_t k = 0; k < K; ++k)
+                    acc += dy[std::size_t((((n * P + ih) * Q + iw) * G + g) * K + k)] *
+                           wsub[(((g * C + c) * Jh + ty) * Jw + tx) * K + k];
+                }
+              dx[std::size_t((pix * G + g) * C + c)] = acc;
+              ++written[std::size_t((pix * G + g) * C + c)];
+            }
+        }
+  }
+  for (std::size_t e = 0; e < dx.size(); ++e) {
+    CHECK(written[e] <= 1, "%s: dx element %zu written %d times", label, e, written[e]);
+    CHECK(!std::isnan(dx[e]), "%s: dx element %zu never written (zero_first %d)", label, e,
+          int(pl.zero_first));
+    CHECK(std::fabs(dx[e] - ref[e]) <= 1e-9 * (1.0 + std::fabs(ref[e])),
+          "%s: dx element %zu = %g, direct backward_data %g", label, e, dx[e], ref[e]);
+  }
+  return true;
+}
+
+ConvProblem make(int64_t G, int64_t N, int64_t C, int64_t K, int64_t H, int64_t W, int64_t Y,
+                 int64_t X, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t plh, int64_t plw,
+                 int64_t prh, int64_t prw) {
+  ConvProblem p;
+  p.ndim = 2;
+  p.G = G, p.N = N, p.C = C, p.K = K;
+  p.in[1] = H, p.in[2] = W, p.filter[1] = Y, p.filter[2] = X;
+  p.stride[1] = sh, p.stride[2] = sw, p.dilation[1] = dh, p.dilation[2] = dw;
+  p.pad_l[1] = plh, p.pad_l[2] = plw, p.pad_r[1] = prh, p.pad_r[2] = prw;
+  p.compute_output();
+  return p;
+}
+
+}  // namespace
+
+int main() {
+  std::mt19937 rng(20261123);
+  int n = 0;
+  // Named cases: the RetinaNet stride-2 layers in miniature, and the corners.
+  struct Named {
+    const char* label;
+    ConvProblem p;
+  } named[] = {
+      {"3x3s2 pad1", make(1, 2, 3, 4, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1)},
+      {"1x1s2 pad0 (three empty phases)", make(1, 2, 3, 4, 8, 8, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0)},
+      {"7x7s2 pad3", make(1, 1, 2, 3, 12, 12, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3)},
+      {"3x3s2 odd sizes", make(2, 1, 2, 3, 7, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1)},
+      {"3x3 stride 1", make(1, 2, 3, 4, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1)},
+      {"3x3 stride 1 dilation 2", make(1, 1, 2, 2, 9, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2)},
+      {"5x3 stride 3x2", make(1, 1, 2, 3, 11, 8, 5, 3, 3, 2, 1, 1, 2, 1, 2, 1)},
+      {"2x2s2 pad0", make(1, 2, 2, 2, 8, 8, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0)},
+      {"4x4s2 asymmetric pads", make(1, 1, 2, 2, 9, 10, 4, 4, 2, 2, 1, 1, 1, 1, 2, 2)},
+      {"1D 3 s2", make(1, 2, 3, 2, 1, 16, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1)},
+  };
+  for (const Named& c : named) n += check(c.p, rng, c.label) ? 1 : 0;
+  // Random problems.
+  std::uniform_int_distribution<int> u(0, 1 << 30);
+  auto pick = [&](int lo, int hi) { return int64_t(lo + u(rng) % (hi - lo + 1)); };
+  int tried = 0;
+  while (tried < 300) {
+    const int64_t Y = pick(1, 7), X = pick(1, 7), sh = pick(1, 4), sw = pick(1, 4);
+    const int64_t dh = sh == 1 ? pick(1, 2) : 1, dw = sw == 1 ? pick(1, 2) : 1;
+    const int64_t eh = (Y - 1) * dh, ew = (X - 1) * dw;
+    const int64_t plh = pick(0, int(eh)), prh = pick(0, int(eh)), plw = pick(0, int(ew)), prw = pick(0, int(ew));
+    const int64_t H = pick(int(std::max<int64_t>(1, eh + 1 - plh - prh)), 13);
+    const int64_t W = pick(int(std::max<int64_t>(1, ew + 1 - plw - prw)), 13);
+    const ConvProblem p = make(pick(1, 2), pick(1, 2), pick(1, 3), pick(1, 3), H, W, Y, X, sh, sw,
+                               dh, dw, plh, plw, prh, prw);
+    if (!p.validate().empty()) continue;
+    ++tried;
+    char label[160];
+    std::snprintf(label, sizeof label, "random H%lld W%lld f%lldx%lld s%lldx%lld d%lldx%lld pl%lldx%lld pr%lldx%lld",
+                  (long long)H, (long long)W, (long long)Y, (long long)X, (long long)sh, (long long)sw,
+                  (long long)dh, (long long)dw, (long long)plh, (long long)plw, (long long)prh,
+                  (long long)prw);
+    n += check(p, rng, label) ? 1 : 0;
+  }
+  // Refusals: stride with dilation, stride-1 pads past the filter extent.
+  if (tp::backward_data_plan(make(1, 1, 1, 1, 9, 9, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1)).error.empty()) {
+    std::printf("FAIL stride 2 with dilation 2 accepted\n");
+    ++g_fail;
+  }
+  if (tp::backward_data_plan(make(1, 1, 1, 1, 9, 9, 3, 3, 1, 1, 1, 1, 3, 3, 0, 0)).error.empty()) {
+    std::printf("FAIL stride 1 with pad 3 > filter extent 2 accepted\n");
+    ++g_fail;
+  }
+  if (g_fail) return 1;
+  std::printf("phases: ok %d problems\n", n);
+  return 0;
+}
