@@ -57,6 +57,31 @@ def stat_tree(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
+HOST_CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+needs_host_cxx = pytest.mark.skipif(HOST_CXX is None, reason="needs a host C++ compiler (g++, c++ or clang++)")
+
+
+def build_and_run_host_check(source: Path, include: Path, out: Path) -> subprocess.CompletedProcess:
+    """Compiles a tests/cpp host check (-Wall -Wextra -Werror) against ``include`` and runs it."""
+    exe = out / source.stem
+    cc = subprocess.run([HOST_CXX, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{include}",
+                         str(source), "-o", str(exe)], capture_output=True, text=True, timeout=300)
+    assert cc.returncode == 0, cc.stdout + cc.stderr
+    return subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+
+
+def mutated_include(dest: Path, header: str, old: str, new: str) -> Path:
+    """A copy of templates/include under ``dest`` with one line of ``ckgen/<header>`` replaced
+    (the target must occur exactly once): for checks that must fail on broken code."""
+    inc = dest / "include"
+    shutil.copytree(REPO / "templates" / "include", inc)
+    hdr = inc / "ckgen" / header
+    text = hdr.read_text()
+    assert text.count(old) == 1, f"mutation target not found once in {header}: {old}"
+    hdr.write_text(text.replace(old, new))
+    return inc
+
+
 def have(*tools: str) -> bool:
     return all(shutil.which(t) for t in tools)
 

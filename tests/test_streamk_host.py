@@ -11,28 +11,22 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cli, have
+from conftest import REPO, build_and_run_host_check, cli, have, mutated_include, needs_host_cxx
 
 INCLUDE = REPO / "templates" / "include"
 HOST_CHECK = REPO / "tests" / "cpp" / "streamk_host_check.cpp"
 IS_SUPPORTED = REPO / "tests" / "cpp" / "streamk_is_supported.cu"
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-needs_cxx = pytest.mark.skipif(CXX is None, reason="needs a host C++ compiler (g++, c++ or clang++)")
+needs_cxx = needs_host_cxx
 CHECKS = ("hand_computed", "schedules_linear", "schedules_tree", "faults_caught")
 
 
 def _build_and_run(include: Path, out: Path) -> subprocess.CompletedProcess:
-    exe = out / "streamk_host_check"
-    cc = subprocess.run([CXX, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{include}",
-                         str(HOST_CHECK), "-o", str(exe)], capture_output=True, text=True, timeout=300)
-    assert cc.returncode == 0, cc.stdout + cc.stderr
-    return subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    return build_and_run_host_check(HOST_CHECK, include, out)
 
 
 @needs_cxx
@@ -69,13 +63,7 @@ MUTATIONS = {
 @needs_cxx
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_streamk_host_checks_catch_a_broken_schedule(tmp_path: Path, name: str) -> None:
-    old, new = MUTATIONS[name]
-    inc = tmp_path / "include"
-    shutil.copytree(INCLUDE, inc)
-    plan = inc / "ckgen" / "streamk_plan.hpp"
-    text = plan.read_text()
-    assert text.count(old) == 1, f"mutation target not found once in streamk_plan.hpp: {old}"
-    plan.write_text(text.replace(old, new))
+    inc = mutated_include(tmp_path, "streamk_plan.hpp", *MUTATIONS[name])
     p = _build_and_run(inc, tmp_path)
     assert p.returncode == 1 and "FAIL" in p.stdout, f"{name}: the checks still pass\n{p.stdout}"
 

@@ -7,30 +7,19 @@ at a time and the checks rebuilt against the copy."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, build_and_run_host_check, mutated_include, needs_host_cxx
 
 INCLUDE = REPO / "templates" / "include"
 CHECK = REPO / "tests" / "cpp" / "tma_phase_check.cpp"
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="needs a host C++ compiler (g++, c++ or clang++)")
-
-
-def _build_and_run(include: Path, out: Path) -> subprocess.CompletedProcess:
-    exe = out / "tma_phase_check"
-    cc = subprocess.run([CXX, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{include}",
-                         str(CHECK), "-o", str(exe)], capture_output=True, text=True, timeout=300)
-    assert cc.returncode == 0, cc.stdout + cc.stderr
-    return subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+pytestmark = needs_host_cxx
 
 
 def test_phase_plan_matches_direct_backward_data(tmp_path: Path) -> None:
-    p = _build_and_run(INCLUDE, tmp_path)
+    p = build_and_run_host_check(CHECK, INCLUDE, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.strip() == "phases: ok 310 problems", p.stdout
 
@@ -59,12 +48,6 @@ MUTATIONS = {
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_phase_checks_catch_a_broken_plan(tmp_path: Path, name: str) -> None:
-    old, new = MUTATIONS[name]
-    inc = tmp_path / "include"
-    shutil.copytree(INCLUDE, inc)
-    hdr = inc / "ckgen" / "tma_phases.hpp"
-    text = hdr.read_text()
-    assert text.count(old) == 1, f"mutation target not found once in tma_phases.hpp: {old}"
-    hdr.write_text(text.replace(old, new))
-    p = _build_and_run(inc, tmp_path)
+    inc = mutated_include(tmp_path, "tma_phases.hpp", *MUTATIONS[name])
+    p = build_and_run_host_check(CHECK, inc, tmp_path)
     assert p.returncode == 1 and "FAIL" in p.stdout, f"{name}: the checks still pass\n{p.stdout}"
