@@ -21,7 +21,7 @@ from .arch import get_arch, load_arch_specs
 from .config import glob_problem, schema_text
 from .errors import CkgenError
 from .expand import Expansion, Filters, default_config_paths, expand, load_configs
-from .output import apply, check_writable, plan
+from .output import Plan, apply, check_writable, plan
 from .render import MANIFEST, render_cmake, render_project
 from .vocab import DataType, Pipeline, Platform, Variant
 
@@ -265,6 +265,14 @@ def _render_with_progress(exp: Expansion, shard_size: int, jobs: int, quiet: boo
                               progress=lambda k: prog.advance(task, k))
 
 
+def _write_cmake(out: Path, plat: Platform, targets: str, launcher: str, arch_name: str) -> Plan:
+    """Write OUTPUT/CMakeLists.txt alone: the generated sources the manifest lists stay."""
+    pl = plan(out, {"CMakeLists.txt": render_cmake(plat, targets, launcher, arch_name).encode()})
+    pl.remove = []
+    apply(pl)
+    return pl
+
+
 @main.command("emit-cmake")
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Directory written by `ckgen generate`.")
@@ -289,10 +297,7 @@ def emit_cmake(out: Path, platform: str | None, gpu_targets: str | None, launche
     _check_gpu_targets(plat, targets)
     if launcher and (launcher.startswith("-") or not all(c.isalnum() or c in "_-./+" for c in launcher)):
         raise CkgenError(f"--launcher: {launcher!r} is not a program name or path (allowed: letters, digits, _ - . / +)")
-    text = render_cmake(plat, targets, launcher, arch.name)
-    pl = plan(out, {"CMakeLists.txt": text.encode()})
-    pl.remove = []  # one file written; the generated sources listed in the manifest stay
-    apply(pl)
+    pl = _write_cmake(out, plat, targets, launcher, arch.name)
     click.echo(f"{out / 'CMakeLists.txt'}: {'written' if pl.write else 'unchanged'} "
                f"(platform {plat.value}, targets {targets})")
 
@@ -430,9 +435,9 @@ def build_cmd(out: Path, jobs: int, launcher: str, kernels: tuple[str, ...], gpu
 
     arch = _project_arch(out)
     if not (out / "CMakeLists.txt").is_file():
-        targets_default = arch.cuda_arch or arch.name
-        apply(plan(out, {"CMakeLists.txt": render_cmake(arch.platform, gpu_targets or targets_default, launcher,
-                                                        arch.name).encode()}))
+        targets = gpu_targets or arch.cuda_arch or arch.name
+        _check_gpu_targets(arch.platform, targets)
+        _write_cmake(out, arch.platform, targets, launcher, arch.name)
     for g in kernels:
         if glob_problem(g) is not None:
             raise CkgenError(f"--kernels {g!r}: {glob_problem(g)}")

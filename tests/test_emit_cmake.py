@@ -131,3 +131,20 @@ def test_configures_for_amd_with_hipcc(tmp_path: Path) -> None:
 def test_platform_mismatch_is_refused(nv_project: Path) -> None:
     res = cli("emit-cmake", "-o", str(nv_project), "--platform", "amd", ok=False)
     assert res.exit_code == 2 and "generated for sm_90a" in res.stderr
+
+
+def test_build_without_emit_cmake_keeps_the_generated_sources(tmp_path: Path) -> None:
+    """`ckgen build` writes CMakeLists.txt when it is missing; that must not take the manifest's
+    files for stale ones (they are the project)."""
+    out = tmp_path / "gen"
+    cli("generate", "--arch", "sm_90a", "--set", "tests", "--variant", "forward", "--datatype", "fp16",
+        "--ndim", "2", "-o", str(out), "-q")
+    before = tree(out)
+    assert "manifest.json" in before and "CMakeLists.txt" not in before
+    # stops right after writing CMakeLists.txt (the launcher is checked before CMake runs)
+    r = cli("build", "-o", str(out), "--launcher", "no-such-launcher-ckgen", ok=False)
+    assert r.exit_code == 2 and "no-such-launcher-ckgen" in r.output
+    after = tree(out)
+    assert "CMakeLists.txt" in after
+    del after["CMakeLists.txt"]
+    assert after == before
