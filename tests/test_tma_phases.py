@@ -1,7 +1,7 @@
 """wavelet_tma backward_data as forward launches (templates/include/ckgen/tma_phases.hpp), checked
-without a GPU: tests/cpp/tma_phase_check.cpp scatters the filter through flip_dst, runs every
-phase as the TMA kernel's forward convolution through its output map into NaN-poisoned dx, and
-compares with a direct backward_data on 310 problems (strides 1-4, pads, dilation, groups).
+without a GPU: tests/cpp/tma_phase_check.cpp runs every phase as the TMA kernel's forward
+convolution, reading w's taps through the phase's tap map and writing through its output map
+into NaN-poisoned dx, and compares with a direct backward_data on 310 problems (strides 1-4, pads, dilation, groups).
 The same checks must fail when the plan is broken: tma_phases.hpp is copied, mutated one line
 at a time and the checks rebuilt against the copy."""
 
@@ -25,9 +25,9 @@ def test_phase_plan_matches_direct_backward_data(tmp_path: Path) -> None:
 
 
 MUTATIONS = {
-    "sub-filter not flipped": (
-        "const int t = (jh - 1 - fy / s_h) * jw + (jw - 1 - fx / s_w);",
-        "const int t = (fy / s_h) * jw + (jw - 1 - fx / s_w);"),
+    "sub-filter rows not flipped": (
+        "ph.tap_dh = -sh * X;",
+        "ph.tap_dh = sh * X;"),
     "residue ignores the padding": (
         "r[i] = int((b[i] + p.pad_l[i]) % s);",
         "r[i] = int(b[i] % s);"),
@@ -40,9 +40,9 @@ MUTATIONS = {
     "output rows not strided": (
         "ph.out_sh = sh * p.in[2];",
         "ph.out_sh = p.in[2];"),
-    "stride-1 path unflipped": (
-        "return {(int64_t(g) * C * taps + (taps - 1 - (fy * X + fx))) * K, taps};",
-        "return {(int64_t(g) * C * taps + (fy * X + fx)) * K, taps};"),
+    "sub-filter columns ignore the stride": (
+        "ph.tap_dw = -sw;",
+        "ph.tap_dw = -1;"),
 }
 
 

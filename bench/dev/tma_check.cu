@@ -334,6 +334,8 @@ int main() {
   suite<TmaCfg<B, 1, 64, 64, 4, 4, F, CS>>("cs bf16 1d t64x64", true, false);
   suite<TmaCfg<H, 2, 128, 128, 8, 3, BD, CS>>("cs bd t128x128 s3", true, true);
   suite<TmaCfg<B, 2, 64, 64, 4, 4, BD, CS>>("cs bd bf16 t64x64", true, true);
+  suite<TmaCfg<H, 2, 256, 128, 8, 4, BD, CS>>("cs bd t256x128 s4", true, true);
+  suite<TmaCfg<H, 2, 64, 128, 4, 4, BD, CS>>("cs bd t64x128 s4", true, true);
   std::printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
   return g_fail == 0 ? 0 : 1;
 }

@@ -1,8 +1,8 @@
 // wavelet_tma's backward_data plan (ckgen/tma_phases.hpp) checked on the host, without a GPU:
-// for random problems (strides 1-4, pads, filters 1-7, dilation on stride-1 dims, groups) the
-// filter is scattered into a NaN-poisoned workspace through flip_dst (every slot written once),
-// each phase runs as the forward convolution the TMA kernel computes (stride 1, pads possibly
-// negative, zero outside the input) and writes through its output map into a NaN-poisoned dx
+// for random problems (strides 1-4, pads, filters 1-7, dilation on stride-1 dims, groups) each
+// phase runs as the forward convolution the TMA kernel computes (stride 1, pads possibly
+// negative, zero outside the input), reading w's taps through the phase's tap map (no filter
+// tap read twice), and writes through its output map into a NaN-poisoned dx
 // (every pixel written once, or cleared when the plan says so); dx must match a direct
 // backward_data in double precision. Built and run by tests/test_tma_phases.py; prints
 // "phases: ok <n> problems" or FAIL lines (exit 1).
@@ -63,30 +63,13 @@ bool check(const ConvProblem& p, std::mt19937& rng, const char* label) {
 
   const tp::Plan pl = tp::backward_data_plan(p);
   CHECK(pl.error.empty(), "%s: plan refused: %s", label, pl.error.c_str());
-  CHECK(pl.count >= 1 && pl.count <= p.stride[1] * p.stride[2], "%s: %d phases", label, pl.count);
+  const int count = int(pl.phase.size());
+  CHECK(count >= 1 && count <= p.stride[1] * p.stride[2], "%s: %d phases", label, count);
 
-  // The workspace, as tma_flip_transpose writes it.
-  std::vector<double> ws(w.size(), kNaN);
-  std::vector<int> hits(w.size(), 0);
-  for (int64_t g = 0; g < G; ++g)
-    for (int64_t y = 0; y < Y; ++y)
-      for (int64_t x = 0; x < X; ++x) {
-        const tp::FlipDst d = tp::flip_dst(int(G), int(K), int(C), int(Y), int(X), int(p.stride[1]),
-                                           int(p.stride[2]), int(g), int(y), int(x));
-        for (int64_t k = 0; k < K; ++k)
-          for (int64_t c = 0; c < C; ++c) {
-            const int64_t at = d.base + c * d.taps_hw * K + k;
-            CHECK(at >= 0 && at < int64_t(ws.size()), "%s: workspace index %lld out of range", label,
-                  (long long)at);
-            ws[std::size_t(at)] = w[std::size_t((((g * K + k) * Y + y) * X + x) * C + c)];
-            ++hits[std::size_t(at)];
-          }
-      }
-  for (int h : hits) CHECK(h == 1, "%s: a workspace slot written %d times", label, h);
-
+  std::vector<int> tap_reads(std::size_t(Y * X), 0);
   std::vector<double> dx(ref.size(), pl.zero_first ? 0.0 : kNaN);
   std::vector<int> written(ref.size(), 0);
-  for (int i = 0; i < pl.count; ++i) {
+  for (int i = 0; i < count; ++i) {
     const tp::Phase& ph = pl.phase[i];
     const ConvProblem& q = ph.q;
     CHECK(q.C == K && q.K == C && q.in[1] == P && q.in[2] == Q && q.stride[1] == 1 && q.stride[2] == 1,
@@ -94,8 +77,16 @@ bool check(const ConvProblem& p, std::mt19937& rng, const char* label) {
     CHECK(q.out[1] == q.in[1] + q.pad_l[1] + q.pad_r[1] - (q.filter[1] - 1) * q.dilation[1] &&
               q.out[2] == q.in[2] + q.pad_l[2] + q.pad_r[2] - (q.filter[2] - 1) * q.dilation[2],
           "%s: phase %d output size does not follow from its pads", label, i);
-    const double* wsub = ws.data() + ph.w_offset;  // G, C (its K), J_h, J_w, K (its C)
     const int64_t Jh = q.filter[1], Jw = q.filter[2];
+    CHECK(ph.w_taps == Y * X, "%s: phase %d reads a filter of %lld taps", label, i, (long long)ph.w_taps);
+    auto wtap = [&](int64_t ty, int64_t tx) { return ph.tap0 + ty * ph.tap_dh + tx * ph.tap_dw; };
+    for (int64_t ty = 0; ty < Jh; ++ty)
+      for (int64_t tx = 0; tx < Jw; ++tx) {
+        const int64_t t = wtap(ty, tx);
+        CHECK(t >= 0 && t < Y * X, "%s: phase %d tap (%lld, %lld) reads filter tap %lld", label, i,
+              (long long)ty, (long long)tx, (long long)t);
+        ++tap_reads[std::size_t(t)];
+      }
     for (int64_t n = 0; n < N; ++n)
       for (int64_t oh = 0; oh < q.out[1]; ++oh)
         for (int64_t ow = 0; ow < q.out[2]; ++ow) {
@@ -111,15 +102,17 @@ bool check(const ConvProblem& p, std::mt19937& rng, const char* label) {
                   const int64_t ih = oh - q.pad_l[1] + ty * q.dilation[1];
                   const int64_t iw = ow - q.pad_l[2] + tx * q.dilation[2];
                   if (ih < 0 || ih >= P || iw < 0 || iw >= Q) continue;
-                  for (int64_t k = 0; k < K; ++k)
+                  for (int64_t k = 0; k < K; ++k)  // w[g][k][tap][c] as it lies
                     acc += dy[std::size_t((((n * P + ih) * Q + iw) * G + g) * K + k)] *
-                           wsub[(((g * C + c) * Jh + ty) * Jw + tx) * K + k];
+                           w[std::size_t(((g * K + k) * Y * X + wtap(ty, tx)) * C + c)];
                 }
               dx[std::size_t((pix * G + g) * C + c)] = acc;
               ++written[std::size_t((pix * G + g) * C + c)];
             }
         }
   }
+  // (a tap of a residue with no dx pixels is read by none)
+  for (int r : tap_reads) CHECK(r <= 1, "%s: a filter tap read by %d phase taps", label, r);
   for (std::size_t e = 0; e < dx.size(); ++e) {
     CHECK(written[e] <= 1, "%s: dx element %zu written %d times", label, e, written[e]);
     CHECK(!std::isnan(dx[e]), "%s: dx element %zu never written (zero_first %d)", label, e,

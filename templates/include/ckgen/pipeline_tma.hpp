@@ -12,6 +12,9 @@
 //            B: tiled mode over w (GKYXC seen as {C, Y*X, G*K}): the tap's 64-channel slice of
 //               BN filters; channels past C are zero-filled, so a partial last chunk adds 0.
 //          Both land 128-byte swizzled (one 64-element fp16/bf16 row per 128 bytes).
+//          backward_data reads w as it lies: B is the tap's 64 output channels (k, the
+//          reduction) x BN input channels (c, contiguous), BN / 64 copies of 64 x 64 per stage,
+//          an N-major operand (wgmma transposes it: tnsp-b 1, descriptors below).
 //   math:  each warpgroup owns RepM m64 slices of the block's rows; per k tile it waits `full`,
 //          issues 4 x RepM wgmma m64nBNk16 with 128B-swizzle K-major descriptors, commits, waits
 //          until only this tile's group is in flight and releases the previous stage (`empty`).
@@ -25,8 +28,8 @@
 // No split-K, no merged groups; every forward problem the host face accepts runs in one launch.
 //
 // backward_data runs as forward launches over dy (tma_phases.hpp): one per stride phase, each
-// with its flipped, transposed sub-filter (written into the workspace first by
-// tma_flip_transpose) and an output map that places its rows on every stride-th dx pixel.
+// reading its flipped sub-filter's taps straight from w (a tap map) and writing through an
+// output map that places its rows on every stride-th dx pixel. No workspace, no extra kernel.
 #pragma once
 
 #include "ckgen/portability.hpp"
@@ -58,6 +61,7 @@ struct TmaConvArgs {
   int P, Q;            // output height, width
   int s_h, s_w, pl_h, pl_w, d_h, d_w, X;
   int c_chunks;        // 64-channel chunks per tap
+  int tap0, tap_dh, tap_dw;  // filter tap (fy, fx) reads w's tap tap0 + fy * tap_dh + fx * tap_dw
   int k_tiles;         // taps * c_chunks
   int tiles_m, tiles_n;  // tiles along GEMM M and N (per group)
   int G;
@@ -90,6 +94,9 @@ struct TmaTraits {
                                   (kStaged ? (kMathThreads / 32) * kSlabBytes : 0) + 1024,
                 "ckgen: TmaTraits' layout and detail::tma_smem_bytes disagree");
   static constexpr bool kBF16 = Cfg::kDataType == DataType::BF16;
+  // backward_data: B is N-major (w as it lies, c contiguous), BN / 64 blocks of 64 k-rows.
+  static constexpr bool kBNMajor = Cfg::kVariant == Variant::BackwardData;
+  static constexpr int kBBlockBytes = BK * kRowBytes;  // one 64-column block of an N-major B
 
   static_assert(Cfg::kVariant == Variant::Forward || Cfg::kVariant == Variant::BackwardData,
                 "ckgen: wavelet_tma is forward / backward_data");
@@ -155,6 +162,13 @@ CKGEN_HOST_DEVICE constexpr uint64_t sw128_desc(uint32_t smem_addr) {
   return uint64_t((smem_addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
          (uint64_t(1) << 62);
 }
+// The same for an N-major operand (tnsp 1) stored as 64-column blocks of 128-byte k-rows: a row
+// holds 64 consecutive n, 8-row groups (one swizzle atom) are 1024 bytes apart along k (SBO),
+// 64-column blocks block_bytes apart along n (LBO). The k16 step advances 16 rows (2048 bytes).
+CKGEN_HOST_DEVICE constexpr uint64_t sw128_desc_mn(uint32_t smem_addr, uint32_t block_bytes) {
+  return uint64_t((smem_addr & 0x3FFFF) >> 4) | (uint64_t((block_bytes >> 4) & 0x3FFF) << 16) |
+         (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
 }  // namespace tma
 
 template <class Cfg>
@@ -205,7 +219,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         const int oh = rem / p.Q, ow = rem - oh * p.Q;
         const int w0 = ow * p.s_w - p.pl_w, h0 = oh * p.s_h - p.pl_h;
         const int cbase = g * p.C, nrow = g * p.K + n0;
-        int tap = 0, cc = 0, fy = 0, fx = 0;
+        int cc = 0, fy = 0, fx = 0;
         for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
           const int s = t % Tr::S;
           if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
@@ -213,10 +227,17 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
           tma::expect_tx(full + s, Tr::kStageBytes);
           tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
                               uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
-          tma::load_tile_3d(sa + Tr::kABytes, &p.b, full + s, cc * Tr::BK, tap, nrow);
+          const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw;
+          if constexpr (Tr::kBNMajor) {
+#pragma unroll
+            for (int nb = 0; nb < Tr::BN / 64; ++nb)
+              tma::load_tile_3d(sa + Tr::kABytes + nb * Tr::kBBlockBytes, &p.b, full + s, n0 + nb * 64,
+                                wtap, cbase + cc * Tr::BK);
+          } else {
+            tma::load_tile_3d(sa + Tr::kABytes, &p.b, full + s, cc * Tr::BK, wtap, nrow);
+          }
           if (++cc == p.c_chunks) {
             cc = 0;
-            ++tap;
             if (++fx == p.X) {
               fx = 0;
               ++fy;
@@ -229,7 +250,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   }
 
   // Math warpgroups.
-  using Op = wgmma_detail::Op<Tr::BN, Tr::kBF16, 0, 0>;
+  using Op = wgmma_detail::Op<Tr::BN, Tr::kBF16, 0, Tr::kBNMajor ? 1 : 0>;
   const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
   float acc[Tr::RepM][Tr::BN / 2];
   auto fence_acc = [&] {
@@ -257,7 +278,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       const uint32_t b0 = ring + s * Tr::kStageBytes + Tr::kABytes;
 #pragma unroll
       for (int kk = 0; kk < Tr::BK / 16; ++kk) {
-        const uint64_t db = tma::sw128_desc(b0 + kk * 32);
+        const uint64_t db = Tr::kBNMajor ? tma::sw128_desc_mn(b0 + kk * 2048, Tr::kBBlockBytes)
+                                         : tma::sw128_desc(b0 + kk * 32);
 #pragma unroll
         for (int i = 0; i < Tr::RepM; ++i)
           Op::run(acc[i], tma::sw128_desc(a0 + i * 64 * Tr::kRowBytes + kk * 32), db);
@@ -353,31 +375,6 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 #endif
 }
 
-// w[g][k][y][x][c] -> the workspace's flipped, transposed (sub-)filters (tma_phases::flip_dst),
-// through 32 x 32 shared-memory tiles. grid (ceil(C / 32), ceil(K / 32), G * Y * X), block (32, 8).
-template <class Raw>
-CKGEN_GLOBAL void tma_flip_transpose(const Raw* __restrict__ w, Raw* __restrict__ wt, int G, int K,
-                                     int C, int Y, int X, int s_h, int s_w) {
-  __shared__ Raw tile[32][33];
-  const int taps = Y * X;
-  const int gt = blockIdx.z, g = gt / taps, tap = gt - g * taps;
-  const int fy = tap / X;
-  const tma_phases::FlipDst d = tma_phases::flip_dst(G, K, C, Y, X, s_h, s_w, g, fy, tap - fy * X);
-  const int c0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
-  const Raw* src = w + (int64_t(g) * K * taps + tap) * C;
-  Raw* dst = wt + d.base;
-  const int64_t dst_c = d.taps_hw * K;
-  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
-    const int k = k0 + i, c = c0 + int(threadIdx.x);
-    if (k < K && c < C) tile[i][threadIdx.x] = src[int64_t(k) * taps * C + c];
-  }
-  __syncthreads();
-  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
-    const int c = c0 + i, k = k0 + int(threadIdx.x);
-    if (c < C && k < K) dst[int64_t(c) * dst_c + k] = tile[threadIdx.x][i];
-  }
-}
-
 namespace detail {
 using EncodeIm2colFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                     const cuuint64_t*, const cuuint64_t*, const int*, const int*,
@@ -444,49 +441,29 @@ class TmaConvKernel final : public KernelBase {
       for (int i = 0; i < 3; ++i)
         if (q.out[i] != p.out[i]) return "problem.out does not match compute_output()";
     }
-    if constexpr (Cfg::kVariant == Variant::BackwardData)
-      if (p.G * p.filter_spatial() > 65535) return "G * filter taps exceeds 65535 (transpose grid)";
     const Plan pl = plan(p);
     if (!pl.error.empty()) return pl.error;
-    for (int i = 0; i < pl.count; ++i)
-      if (std::string e = forward_supported(pl.phase[i].q); !e.empty()) return e;
+    for (const Phase& ph : pl.phase)
+      if (std::string e = forward_supported(ph.q); !e.empty()) return e;
     return {};
   }
 
-  std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& = {}) const override {
-    if constexpr (Cfg::kVariant == Variant::BackwardData)
-      return std::size_t(p.weight_elems()) * sizeof(typename Tr::Raw);
-    else
-      return 0;
-  }
+  std::size_t workspace_bytes(const ConvProblem&, const RunOptions& = {}) const override { return 0; }
 
-  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
+  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void*, gpuStream_t stream,
                  const RunOptions& = {}) const override {
     if constexpr (Cfg::kVariant == Variant::Forward) {
-      Phase ph;
-      ph.q = p;
-      return run_forward(ph, t.in, t.wei, t.out, stream);
+      return run_forward(tma_phases::forward_phase(p), t.in, t.wei, t.out, stream);
     } else {
       using Raw = typename Tr::Raw;
-      if (workspace == nullptr) return cudaErrorInvalidValue;
       const Plan pl = plan(p);
       if (!pl.error.empty()) return cudaErrorInvalidValue;
-      const int taps = int(p.filter_spatial());
-      const dim3 grid(unsigned(detail::ceil_div(p.C, 32)), unsigned(detail::ceil_div(p.K, 32)),
-                      unsigned(p.G * taps));
-      tma_flip_transpose<Raw><<<grid, dim3(32, 8), 0, stream>>>(
-          static_cast<const Raw*>(t.wei), static_cast<Raw*>(workspace), int(p.G), int(p.K),
-          int(p.C), int(p.filter[1]), int(p.filter[2]), int(p.stride[1]), int(p.stride[2]));
-      if (gpuError_t e = gpuGetLastError(); e != gpuSuccess) return e;
       if (pl.zero_first)
         if (gpuError_t e = gpuMemsetAsync(t.in, 0, std::size_t(p.input_elems()) * sizeof(Raw), stream);
             e != gpuSuccess)
           return e;
-      for (int i = 0; i < pl.count; ++i)
-        if (gpuError_t e = run_forward(pl.phase[i], t.out, static_cast<Raw*>(workspace) + pl.phase[i].w_offset,
-                                       t.in, stream);
-            e != gpuSuccess)
-          return e;
+      for (const Phase& ph : pl.phase)
+        if (gpuError_t e = run_forward(ph, t.out, t.wei, t.in, stream); e != gpuSuccess) return e;
       return gpuSuccess;
     }
   }
@@ -500,6 +477,9 @@ class TmaConvKernel final : public KernelBase {
     if (p.C % 8 != 0)
       return std::string("wavelet_tma needs ") + in_c + " (" + str(p.C) +
              ") to be a multiple of 8 (16-byte rows)";
+    if (Tr::kBNMajor && p.K % 8 != 0)
+      return "wavelet_tma backward_data needs C (" + str(p.K) +
+             ") to be a multiple of 8 (w is read as it lies: 16-byte rows)";
     if (p.G > 1 && p.C % Tr::BK != 0)
       return std::string("wavelet_tma: grouped problems need ") + in_c + " (" + str(p.C) +
              ") to be a multiple of 64 (a channel chunk must stay inside its group)";
@@ -518,8 +498,9 @@ class TmaConvKernel final : public KernelBase {
     return {};
   }
 
-  // y = conv(x, w) for the forward problem ph.q (x: NHWGC, w: GKYXC, y: NHWGK), rows placed by
-  // the phase's output map.
+  // y = conv(x, w) for the forward problem ph.q (x: NHWGC, y: NHWGK), rows placed by the phase's
+  // output map; w: GKYXC (forward), or the backward_data filter as it lies (G, q.C, taps, q.K),
+  // its taps picked by the phase's tap map.
   static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, void* y,
                                 gpuStream_t stream) {
     const ConvProblem& p = ph.q;
@@ -550,11 +531,13 @@ class TmaConvKernel final : public KernelBase {
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
         return cudaErrorInvalidValue;
     }
-    {  // w: {C, Y*X, G*K}
-      const cuuint64_t taps = cuuint64_t(p.filter[1] * p.filter[2]);
-      const cuuint64_t dims[3] = {cuuint64_t(p.C), taps, cuuint64_t(p.G * p.K)};
-      const cuuint64_t strides[2] = {cuuint64_t(p.C) * es, cuuint64_t(p.C) * es * taps};
-      const cuuint32_t box[3] = {cuuint32_t(Tr::BK), 1, cuuint32_t(Tr::BN)};
+    {  // forward w: {C, taps, G*K}, box 64 x 1 x BN; backward_data w: {K, taps, G*C}, box 64 x 1 x 64
+      const cuuint64_t taps = cuuint64_t(ph.w_taps);
+      const cuuint64_t inner = cuuint64_t(Tr::kBNMajor ? p.K : p.C);
+      const cuuint64_t rows = cuuint64_t(p.G * (Tr::kBNMajor ? p.C : p.K));
+      const cuuint64_t dims[3] = {inner, taps, rows};
+      const cuuint64_t strides[2] = {inner * es, inner * es * taps};
+      const cuuint32_t box[3] = {cuuint32_t(Tr::BK), 1, cuuint32_t(Tr::kBNMajor ? Tr::BK : Tr::BN)};
       const cuuint32_t estr[3] = {1, 1, 1};
       if (enc_tiled(&a.b, dt, 3, const_cast<void*>(w), dims, strides, box, estr,
                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -576,6 +559,9 @@ class TmaConvKernel final : public KernelBase {
     a.d_h = int(p.dilation[1]);
     a.d_w = int(p.dilation[2]);
     a.X = int(p.filter[2]);
+    a.tap0 = int(ph.tap0);
+    a.tap_dh = int(ph.tap_dh);
+    a.tap_dw = int(ph.tap_dw);
     a.c_chunks = int(detail::ceil_div(p.C, Tr::BK));
     a.k_tiles = int(p.filter[1] * p.filter[2]) * a.c_chunks;
     a.tiles_n = int(detail::ceil_div(p.K, Tr::BN));

@@ -7,14 +7,17 @@
 // phase b take the taps y = r + s*j with r = (b + pad) mod s; with shift = (b + pad) div s,
 //   dx[s*a + b] = sum_j dy[a + shift - j] * w[r + s*j],
 // a stride-1 convolution of dy with a sub-filter of phase_taps(Y, s, r) taps, flipped
-// (t = taps - 1 - j), padded by taps - 1 - shift on the left. Every tap belongs to one residue r,
-// so the sub-filters together fill a workspace the size of w. A phase with dx pixels but no tap
+// (t = taps - 1 - j), padded by taps - 1 - shift on the left. A phase with dx pixels but no tap
 // leaves them zero (the plan asks for dx to be cleared first). Stride 1 is the single phase with
 // pads (filter extent - 1) * dilation - pads.
+// No filter is rewritten: each phase names, per sub-filter tap (t_h, t_w), the tap of w it reads,
+//   tap0 + t_h * tap_dh + t_w * tap_dw   (an index into w's Y * X taps),
+// and the kernel reads that tap's K x C slice as it lies (C contiguous: an N-major operand).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ckgen/portability.hpp"
 #include "ckgen/problem.hpp"
@@ -25,39 +28,12 @@ namespace tma_phases {
 // Taps y < Y with y mod s == r (int: filter extents and strides are small).
 CKGEN_HOST_DEVICE inline int phase_taps(int Y, int s, int r) { return r < Y ? (Y - 1 - r) / s + 1 : 0; }
 
-// Taps y < Y with y mod s < r.
-CKGEN_HOST_DEVICE inline int phase_taps_below(int Y, int s, int r) {
-  int n = 0;
-  for (int q = 0; q < r; ++q) n += phase_taps(Y, s, q);
-  return n;
-}
-
-// Where filter tap (fy, fx) of group g lands in the workspace: element
-//   base + c * taps_hw * K + k     for input channel c (dx's) and output channel k (dy's),
-// sub-filters in residue order (r_h, r_w) row-major, each G x C x J_h x J_w x K.
-struct FlipDst {
-  int64_t base;
-  int64_t taps_hw;  // J_h * J_w of the tap's sub-filter
-};
-CKGEN_HOST_DEVICE inline FlipDst flip_dst(int G, int K, int C, int Y, int X, int s_h, int s_w, int g,
-                                          int fy, int fx) {
-  if (s_h == 1 && s_w == 1) {  // the whole filter, flipped
-    const int taps = Y * X;
-    return {(int64_t(g) * C * taps + (taps - 1 - (fy * X + fx))) * K, taps};
-  }
-  const int r_h = fy % s_h, r_w = fx % s_w;
-  const int jh = phase_taps(Y, s_h, r_h), jw = phase_taps(X, s_w, r_w);
-  const int t = (jh - 1 - fy / s_h) * jw + (jw - 1 - fx / s_w);
-  const int64_t block = int64_t(phase_taps_below(Y, s_h, r_h)) * X + int64_t(jh) * phase_taps_below(X, s_w, r_w);
-  const int64_t taps_hw = int64_t(jh) * jw;
-  return {int64_t(G) * C * K * block + (int64_t(g) * C * taps_hw + t) * K, taps_hw};
-}
-
-// One forward launch: the problem, where its filter starts in the workspace, and where its
-// output rows land: GEMM row (n, oh, ow) -> pixel n*out_sn + oh*out_sh + ow*out_sw + out_base.
+// One forward launch: the problem, which tap of w each of its filter taps reads (w has w_taps
+// taps), and where its output rows land: GEMM row (n, oh, ow) -> pixel
+// n*out_sn + oh*out_sh + ow*out_sw + out_base.
 struct Phase {
   ConvProblem q;
-  int64_t w_offset = 0;
+  int64_t tap0 = 0, tap_dh = 0, tap_dw = 1, w_taps = 1;
   int64_t out_sn = 0, out_sh = 0, out_sw = 0, out_base = 0;
   bool dense = true;  // the identity map (forward, stride-1 backward_data)
 };
@@ -65,16 +41,23 @@ struct Phase {
 constexpr int kMaxPhases = 64;
 
 struct Plan {
-  Phase phase[kMaxPhases];
-  int count = 0;
-  bool zero_first = false;  // some dx pixels get no tap: clear dx before the launches
+  std::vector<Phase> phase;  // at most kMaxPhases
+  bool zero_first = false;   // some dx pixels get no tap: clear dx before the launches
   std::string error;
 };
 
+// forward: the problem itself, w's taps in order.
+inline Phase forward_phase(const ConvProblem& p) {
+  Phase ph;
+  ph.q = p;
+  ph.tap_dh = p.filter[2];
+  ph.w_taps = p.filter[1] * p.filter[2];
+  return ph;
+}
+
 inline Plan forward_plan(const ConvProblem& p) {
   Plan pl;
-  pl.phase[0].q = p;
-  pl.count = 1;
+  pl.phase.push_back(forward_phase(p));
   return pl;
 }
 
@@ -97,6 +80,7 @@ inline Plan backward_data_plan(const ConvProblem& p) {
     }
   }
   const int64_t sh = p.stride[1], sw = p.stride[2];
+  pl.phase.reserve(std::size_t(sh * sw));
   for (int64_t bh = 0; bh < sh; ++bh) {
     for (int64_t bw = 0; bw < sw; ++bw) {
       const int64_t b[3] = {0, bh, bw};
@@ -126,16 +110,18 @@ inline Plan backward_data_plan(const ConvProblem& p) {
         pl.zero_first = true;
         continue;
       }
-      ph.w_offset = int64_t(p.G) * p.C * p.K *
-                    (int64_t(phase_taps_below(int(p.filter[1]), int(sh), r[1])) * p.filter[2] +
-                     int64_t(phase_taps(int(p.filter[1]), int(sh), r[1])) *
-                         phase_taps_below(int(p.filter[2]), int(sw), r[2]));
+      // Sub-filter tap t reads filter tap r + s * (taps - 1 - t) (flipped) in each dimension.
+      const int64_t X = p.filter[2];
+      ph.tap0 = (r[1] + sh * (ph.q.filter[1] - 1)) * X + r[2] + sw * (ph.q.filter[2] - 1);
+      ph.tap_dh = -sh * X;
+      ph.tap_dw = -sw;
+      ph.w_taps = p.filter[1] * X;
       ph.dense = sh == 1 && sw == 1;
       ph.out_sn = p.in[1] * p.in[2];
       ph.out_sh = sh * p.in[2];
       ph.out_sw = sw;
       ph.out_base = bh * p.in[2] + bw;
-      pl.phase[pl.count++] = ph;
+      pl.phase.push_back(ph);
     }
   }
   return pl;
