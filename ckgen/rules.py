@@ -334,7 +334,6 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
     tm, tn, tk = i.tile
     groups = i.waves[0] // 4
     checks = (
-        (i.variant is not Variant.BACKWARD_WEIGHT, "wavelet_tma is forward / backward_data (flipped, transposed sub-filters per stride phase)"),
         (a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA,
          "wavelet_tma needs a wgmma warp tile (64 x tile N x 16)"),
         (i.ndim in (1, 2), "wavelet_tma is 1D / 2D (4D im2col tensor maps)"),
@@ -346,7 +345,10 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
         (groups > 0 and tm % (64 * groups) == 0 and tm // (64 * groups) in (1, 2) and tm <= TMA_MAX_TILE_M,
          f"wavelet_tma needs tile M = 64 or 128 per math warpgroup, at most {TMA_MAX_TILE_M}"),
         ((i.vec_a, i.vec_b, i.vec_c) == (8, 8, 8), "wavelet_tma moves 16-byte rows: vector [8, 8, 8]"),
-        (i.k_batch == 1 and i.reduction is Reduction.SPLITK, "wavelet_tma never splits K: k_batch 1"),
+        (i.reduction is Reduction.SPLITK and (i.k_batch == 1 if i.variant is not Variant.BACKWARD_WEIGHT
+                                               else i.stage is Stage.ONE),
+         "wavelet_tma: forward / backward_data never split (k_batch 1); backward_weight splits with "
+         "fp32 atomics (stage one, k_batch auto or fixed)"),
         (i.groups_to_merge == 1, "wavelet_tma does not merge groups"),
         (i.specialization is Specialization.DEFAULT, "wavelet_tma has no 1x1 specializations (the im2col map covers them)"),
     )

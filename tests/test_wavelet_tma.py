@@ -1,5 +1,6 @@
 """The wavelet_tma pipeline (sm_90a): its name, the one rule that says what TmaTraits implements,
-its shipped instances, and the C++ pieces the generator relies on."""
+its shipped instances, and the C++ pieces the generator relies on. forward / backward_data never
+split; backward_weight always may (fp32 atomics, stage one)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ckgen.expand import Filters, default_config_paths, expand, load_configs
 from ckgen.instance import KernelInstance
 from ckgen.naming import instance_name, parse_name
 from ckgen.resources import templates_dir
-from ckgen.vocab import DataType, Epilogue, Pipeline, Reduction, Specialization, Variant
+from ckgen.vocab import DataType, Epilogue, Pipeline, Reduction, Specialization, Stage, Variant
 
 ARCHS = load_arch_specs()
 
@@ -31,7 +32,7 @@ def test_name_round_trips() -> None:
     assert parse_name(i.name) == i
 
 
-@pytest.mark.parametrize("variant", [Variant.FORWARD, Variant.BACKWARD_DATA])
+@pytest.mark.parametrize("variant", list(Variant))
 @pytest.mark.parametrize("datatype", [DataType.FP16, DataType.BF16])
 @pytest.mark.parametrize("ndim", [1, 2])
 @pytest.mark.parametrize("tile,waves,warp_tile", [
@@ -40,8 +41,18 @@ def test_name_round_trips() -> None:
     ((64, 64, 64), (4, 1, 1), (64, 64, 16)),
 ])
 def test_valid_on_sm90a(variant: Variant, datatype: DataType, ndim: int, tile, waves, warp_tile) -> None:
-    i = tma(variant, datatype, ndim=ndim, tile=tile, waves=waves, warp_tile=warp_tile, math_waves=waves[0])
+    kb = 0 if variant is Variant.BACKWARD_WEIGHT else 1
+    i = tma(variant, datatype, ndim=ndim, tile=tile, waves=waves, warp_tile=warp_tile, math_waves=waves[0],
+            k_batch=kb)
     assert rules.check(i, ARCHS["sm_90a"]) is None
+
+
+@pytest.mark.parametrize("k_batch", [0, 1, 4])
+def test_backward_weight_splits_with_atomics_only(k_batch: int) -> None:
+    bw = tma(Variant.BACKWARD_WEIGHT, k_batch=k_batch)
+    assert rules.check(bw, ARCHS["sm_90a"]) is None
+    bad = rules.check(replace(bw, stage=Stage.TWO), ARCHS["sm_90a"])
+    assert bad is not None and "stage one" in bad[1], bad
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"])
@@ -50,7 +61,6 @@ def test_rejected_off_hopper(arch: str) -> None:
 
 
 @pytest.mark.parametrize("change,words", [
-    (dict(variant=Variant.BACKWARD_WEIGHT, k_batch=0), "forward / backward_data"),
     (dict(ndim=3), "1D / 2D"),
     (dict(load_waves=4), "load waves 1"),
     (dict(math_waves=4), "math waves"),
@@ -92,14 +102,15 @@ def test_fp32_is_rejected() -> None:
     assert bad is not None
 
 
-def test_shipped_default_set_has_tma_for_forward_and_backward_data_only() -> None:
+def test_shipped_default_set_has_tma_for_every_variant() -> None:
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
     found = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
     assert by_variant[Variant.FORWARD] == 36 and by_variant[Variant.BACKWARD_DATA] == 36
     staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]
-    assert len(staged) == 56, "every ring ships with the cshuffle epilogue; 128x64 with both"
-    assert by_variant[Variant.BACKWARD_WEIGHT] == 0
+    assert by_variant[Variant.BACKWARD_WEIGHT] == 12
+    assert len(staged) == 56 + 12, "every ring ships with the cshuffle epilogue; 128x64 with both"
+    assert all(i.k_batch == 0 and i.stage is Stage.ONE for i in found if i.variant is Variant.BACKWARD_WEIGHT)
 
 
 def test_no_tma_instances_off_hopper() -> None:

@@ -45,7 +45,7 @@ struct TmaCfg {
   static constexpr int kVecA = 8, kVecB = 8, kVecC = 8;
   static constexpr Specialization kSpecialization = Specialization::Default;
   static constexpr int kGroupsToMerge = 1;
-  static constexpr int kKBatch = 1;
+  static constexpr int kKBatch = V == Variant::BackwardWeight ? 0 : 1;  // 0: split per problem
   static constexpr Reduction kReduction = Reduction::SplitK;
   static constexpr bool kPersistent = false;
   static constexpr Stage kStage = Stage::One;
@@ -132,6 +132,35 @@ __global__ void ref_backward_data(const uint16_t* dy, const uint16_t* w, float* 
   }
 }
 
+// dw[g, k, fy, fx, c] = sum_{n, oh, ow} dy[n, oh, ow, g, k] * x[n, ih, iw, g, c].
+template <DataType D>
+__global__ void ref_backward_weight(const uint16_t* x, const uint16_t* dy, float* dw, int N, int G,
+                                    int C, int K, int H, int W, int P, int Q, int R, int S, int sh,
+                                    int sw, int ph, int pw, int dh, int dw_) {
+  const int64_t total = int64_t(G) * K * R * S * C;
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < total; o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t t = o;
+    const int c = t % C; t /= C;
+    const int fx = t % S; t /= S;
+    const int fy = t % R; t /= R;
+    const int k = t % K; t /= K;
+    const int g = int(t);
+    float acc = 0.f;
+    for (int n = 0; n < N; ++n)
+      for (int oh = 0; oh < P; ++oh) {
+        const int ih = oh * sh - ph + fy * dh;
+        if (ih < 0 || ih >= H) continue;
+        for (int ow = 0; ow < Q; ++ow) {
+          const int iw = ow * sw - pw + fx * dw_;
+          if (iw < 0 || iw >= W) continue;
+          acc += raw_to_float<D>(dy[((int64_t(n) * P + oh) * Q + ow) * G * K + int64_t(g) * K + k]) *
+                 raw_to_float<D>(x[((int64_t(n) * H + ih) * W + iw) * G * C + int64_t(g) * C + c]);
+        }
+      }
+    dw[o] = acc;
+  }
+}
+
 struct Shape {
   const char* name;
   int nd, G, N, C, K, H, W, R, S, sh, sw, plh, plw, prh, prw, dh, dw;
@@ -161,10 +190,12 @@ static void run_case(const KernelBase& k, const char* label, const Shape& s, boo
     std::printf("SKIP  %-14s %-28s refused: %s\n", label, s.name, why.c_str());
     return;
   }
-  constexpr bool kFwd = V == Variant::Forward;
-  // src: the activation read (x or dy); dst: the one written (y or dx)
-  const int64_t nsrc = kFwd ? p.input_elems() : p.output_elems(), nw = p.weight_elems();
-  const int64_t ny = kFwd ? p.output_elems() : p.input_elems();
+  constexpr bool kFwd = V == Variant::Forward, kBwdW = V == Variant::BackwardWeight;
+  // x and w: the two tensors read (forward: x, w; backward_data: dy, w; backward_weight: x, dy);
+  // y: the one written (y, dx, dw).
+  const int64_t nsrc = kFwd || kBwdW ? p.input_elems() : p.output_elems();
+  const int64_t nw = kBwdW ? p.output_elems() : p.weight_elems();
+  const int64_t ny = kFwd ? p.output_elems() : kBwdW ? p.weight_elems() : p.input_elems();
   uint16_t *x, *w, *y;
   float* ref;
   void* ws = nullptr;
@@ -177,7 +208,13 @@ static void run_case(const KernelBase& k, const char* label, const Shape& s, boo
   fill_random<D><<<1024, 256>>>(x, nsrc, seed);
   fill_random<D><<<1024, 256>>>(w, nw, seed + 1);
   fill_u16<<<1024, 256>>>(y, ny, 0xFFFF);  // NaN in fp16 and bf16
-  if constexpr (kFwd)
+  if constexpr (kBwdW)
+    ref_backward_weight<D><<<4096, 256>>>(x, w, ref, int(p.N), int(p.G), int(p.C), int(p.K),
+                                          int(p.in[1]), int(p.in[2]), int(p.out[1]), int(p.out[2]),
+                                          int(p.filter[1]), int(p.filter[2]), int(p.stride[1]),
+                                          int(p.stride[2]), int(p.pad_l[1]), int(p.pad_l[2]),
+                                          int(p.dilation[1]), int(p.dilation[2]));
+  else if constexpr (kFwd)
     ref_forward<D><<<4096, 256>>>(x, w, ref, int(p.N), int(p.G), int(p.C), int(p.K), int(p.in[1]),
                                   int(p.in[2]), int(p.out[1]), int(p.out[2]), int(p.filter[1]),
                                   int(p.filter[2]), int(p.stride[1]), int(p.stride[2]),
@@ -190,7 +227,7 @@ static void run_case(const KernelBase& k, const char* label, const Shape& s, boo
                                         int(p.stride[2]), int(p.pad_l[1]), int(p.pad_l[2]),
                                         int(p.dilation[1]), int(p.dilation[2]));
   CHECK_GPU(cudaGetLastError());
-  const ConvTensors t = kFwd ? ConvTensors{x, w, y} : ConvTensors{y, w, x};
+  const ConvTensors t = kFwd ? ConvTensors{x, w, y} : kBwdW ? ConvTensors{x, y, w} : ConvTensors{y, w, x};
   CHECK_GPU(k.run(p, t, ws, 0));
   CHECK_GPU(cudaDeviceSynchronize());
   std::vector<uint16_t> hy(ny);
@@ -336,6 +373,12 @@ int main() {
   suite<TmaCfg<B, 2, 64, 64, 4, 4, BD, CS>>("cs bd bf16 t64x64", true, true);
   suite<TmaCfg<H, 2, 256, 128, 8, 4, BD, CS>>("cs bd t256x128 s4", true, true);
   suite<TmaCfg<H, 2, 64, 128, 4, 4, BD, CS>>("cs bd t64x128 s4", true, true);
+  // backward_weight: M-major dy, N-major x, split reduction with fp32 atomics.
+  constexpr Variant BW = Variant::BackwardWeight;
+  suite<TmaCfg<H, 2, 128, 128, 8, 4, BW>>("bw t128x128 s4", true, true);
+  suite<TmaCfg<H, 2, 128, 64, 8, 4, BW, CS>>("cs bw t128x64 s4", true, true);
+  suite<TmaCfg<B, 2, 64, 128, 4, 4, BW, CS>>("cs bw bf16 t64x128", true, true);
+  suite<TmaCfg<H, 1, 128, 128, 8, 4, BW, CS>>("cs bw 1d t128x128", true, false);
   std::printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
   return g_fail == 0 ? 0 : 1;
 }

@@ -218,16 +218,7 @@ class GroupedConvKernel final : public KernelBase {
   static gpuError_t prepare_launch() {
     if constexpr (kDynSmem > 48 * 1024) {
       static std::atomic<uint64_t> done{0};
-      int dev = 0;
-      if (gpuError_t e = gpuGetDevice(&dev); e != gpuSuccess) return e;
-      const uint64_t bit = uint64_t(1) << (dev & 63);
-      if (!(done.load(std::memory_order_relaxed) & bit)) {
-        gpuError_t e = gpuFuncSetAttribute(grouped_conv_kernel<Cfg>,
-                                           gpuFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(Tr::kSmemBytes));
-        if (e != gpuSuccess) return e;
-        done.fetch_or(bit, std::memory_order_relaxed);
-      }
+      return detail::allow_dynamic_smem(grouped_conv_kernel<Cfg>, int(Tr::kSmemBytes), done);
     }
     return gpuSuccess;
   }

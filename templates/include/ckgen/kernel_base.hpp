@@ -5,6 +5,7 @@
 // dispatcher) only see this interface.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -29,6 +30,20 @@ inline int device_sm_count() {
     return v;
   }();
   return count;
+}
+// Lets `kernel` launch with `bytes` of dynamic shared memory on the current device, once per
+// device (one bit per device id in `done`). The implicit-GEMM and wavelet_tma kernels use it.
+template <class F>
+gpuError_t allow_dynamic_smem(F kernel, int bytes, std::atomic<uint64_t>& done) {
+  int dev = 0;
+  if (gpuError_t e = gpuGetDevice(&dev); e != gpuSuccess) return e;
+  const uint64_t bit = uint64_t(1) << (dev & 63);
+  if (done.load(std::memory_order_relaxed) & bit) return gpuSuccess;
+  if (gpuError_t e = gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, bytes);
+      e != gpuSuccess)
+    return e;
+  done.fetch_or(bit, std::memory_order_relaxed);
+  return gpuSuccess;
 }
 inline std::string str(int64_t v) { return std::to_string(v); }
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -36,12 +36,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "ckgen/config.hpp"
 #include "ckgen/kernel_base.hpp"
 #include "ckgen/mma_wgmma.hpp"
 #include "ckgen/pipeline_wavelet.hpp"
+#include "ckgen/splitk_finish.hpp"
 #include "ckgen/tma_phases.hpp"
 
 #if defined(CKGEN_NVIDIA)
@@ -53,18 +55,24 @@ namespace ckgen {
 #if defined(CKGEN_NVIDIA)
 
 // What the device needs; the two tensor maps are encoded on the host per call.
+// forward / backward_data: GEMM rows = output pixels, columns = output channels (K), reduction =
+// taps x input channels. backward_weight: rows = output channels K (M), columns = input
+// channels C of one tap (K here), reduction = output pixels; tiles run over G x taps.
 struct TmaConvArgs {
-  CUtensorMap a;  // im2col map of x
-  CUtensorMap b;  // tiled map of w
-  void* y;
-  int M, K, C, GK;     // GEMM rows, output channels per group, input channels per group, G*K
+  CUtensorMap a;  // im2col map of x (backward_weight: tiled map of dy)
+  CUtensorMap b;  // tiled map of w (backward_weight: im2col map of x)
+  void* y;        // the written tensor (backward_weight: dw)
+  int M, K, C, GK;     // GEMM rows, columns (per group), input channels per group, G*K
   int P, Q;            // output height, width
   int s_h, s_w, pl_h, pl_w, d_h, d_w, X;
   int c_chunks;        // 64-channel chunks per tap
   int tap0, tap_dh, tap_dw;  // filter tap (fy, fx) reads w's tap tap0 + fy * tap_dh + fx * tap_dw
-  int k_tiles;         // taps * c_chunks
+  int k_tiles;         // reduction tiles: taps * c_chunks (backward_weight: 64-pixel chunks)
   int tiles_m, tiles_n;  // tiles along GEMM M and N (per group)
-  int G;
+  int G, taps;         // groups; taps the tiles run over (backward_weight, else 1)
+  int k_split, kt_per_split;  // splits of the reduction and k tiles per split (1, k_tiles: none)
+  float* ws;           // split: fp32 sums in the written tensor's layout, else null
+  int64_t ld_row;      // backward_weight: elements between dw rows (taps * C)
   // Output map: GEMM row (n, oh, ow) -> y pixel n*out_sn + oh*out_sh + ow*out_sw + out_base
   // (dense: the row itself; backward_data phases write every stride-th dx pixel).
   int64_t out_sn, out_sh, out_sw, out_base;
@@ -94,12 +102,15 @@ struct TmaTraits {
                                   (kStaged ? (kMathThreads / 32) * kSlabBytes : 0) + 1024,
                 "ckgen: TmaTraits' layout and detail::tma_smem_bytes disagree");
   static constexpr bool kBF16 = Cfg::kDataType == DataType::BF16;
-  // backward_data: B is N-major (w as it lies, c contiguous), BN / 64 blocks of 64 k-rows.
-  static constexpr bool kBNMajor = Cfg::kVariant == Variant::BackwardData;
-  static constexpr int kBBlockBytes = BK * kRowBytes;  // one 64-column block of an N-major B
+  static constexpr bool kWeightGrad = Cfg::kVariant == Variant::BackwardWeight;
+  // M/N-major operands are stored as 64-column blocks of BK 128-byte rows: backward_data's B
+  // (w as it lies, c contiguous), backward_weight's A (dy, k contiguous) and B (x, c contiguous).
+  static constexpr bool kAMMajor = kWeightGrad;
+  static constexpr bool kBNMajor = Cfg::kVariant != Variant::Forward;
+  static constexpr int kBlockBytes = BK * kRowBytes;  // 64 rows of 128 bytes
 
-  static_assert(Cfg::kVariant == Variant::Forward || Cfg::kVariant == Variant::BackwardData,
-                "ckgen: wavelet_tma is forward / backward_data");
+  static_assert(!kWeightGrad || (Cfg::kKBatch >= 0 && Cfg::kStage == Stage::One),
+                "ckgen: wavelet_tma backward_weight splits with fp32 atomics (stage one)");
   static_assert(Cfg::kDataType == DataType::FP16 || Cfg::kDataType == DataType::BF16,
                 "ckgen: wavelet_tma needs fp16 or bf16");
   static_assert(Cfg::kMathUnit == MathUnit::Wgmma, "ckgen: wavelet_tma needs wgmma");
@@ -116,10 +127,11 @@ struct TmaTraits {
   static_assert(Cfg::kLoadWaves == 1 && Cfg::kMathWaves == Cfg::Waves::kM,
                 "ckgen: wavelet_tma has one load warp (load waves 1)");
   static_assert(S >= 2 && S <= 8, "ckgen: wavelet_tma needs 2..8 stages");
-  static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kKBatch == 1 &&
+  static_assert(Cfg::kGroupsToMerge == 1 && (kWeightGrad || Cfg::kKBatch == 1) &&
                     Cfg::kReduction == Reduction::SplitK &&
                     Cfg::kSpecialization == Specialization::Default && !Cfg::kPersistent,
-                "ckgen: wavelet_tma: no merged groups, no specialization, k_batch 1");
+                "ckgen: wavelet_tma: no merged groups, no specialization, k_batch 1 (forward / "
+                "backward_data)");
   static_assert(BN % kSlabCols == 0, "ckgen: wavelet_tma cshuffle stages 32-column slabs");
   static_assert(Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
                 "ckgen: wavelet_tma moves 16-byte rows (vector 8, 8, 8)");
@@ -149,6 +161,14 @@ CKGEN_DEVICE inline void load_tile_3d(void* dst, const CUtensorMap* map, uint64_
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(mbar::addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(mbar::addr(bar))
+      : "memory");
+}
+CKGEN_DEVICE inline void load_tile_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0,
+                                      int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(mbar::addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(mbar::addr(bar))
       : "memory");
 }
 CKGEN_DEVICE inline void prefetch_map(const CUtensorMap* map) {
@@ -184,17 +204,27 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   uint64_t* empty = full + Tr::S;
   unsigned char* slabs = reinterpret_cast<unsigned char*>(empty + Tr::S);
   const int tid = threadIdx.x;
-  // Persistent: block b takes tiles b, b + gridDim.x, ...; tile = (g, tm, tn), tn fastest. The
-  // ring's k-tile counter t runs on across tiles, so the load warp fetches the next tile while
-  // the math warpgroups store the last one.
+  // Persistent: block b takes work units b, b + gridDim.x, ...; unit = (tile, split), split
+  // fastest; tile = (g, tap, tm, tn), tn fastest (tap only for backward_weight). The ring's
+  // k-tile counter t runs on across units, so the load warp fetches the next unit while the math
+  // warpgroups store the last one.
   const int tiles_mn = p.tiles_m * p.tiles_n;
-  const int num_tiles = tiles_mn * p.G;
-  auto decode = [&](int tile, int& g, int& m0, int& n0) {
-    g = tile / tiles_mn;
-    const int r = tile - g * tiles_mn;
+  const int num_units = tiles_mn * p.G * p.taps * p.k_split;
+  struct Unit {
+    int g, tap, m0, n0, kt0, kt1;
+  };
+  auto decode = [&](int unit) {
+    Unit u;
+    const int tile = unit / p.k_split, split = unit - tile * p.k_split;
+    const int gt = tile / tiles_mn, r = tile - gt * tiles_mn;
+    u.g = gt / p.taps;
+    u.tap = gt - u.g * p.taps;
     const int tm = r / p.tiles_n;
-    m0 = tm * Tr::BM;
-    n0 = (r - tm * p.tiles_n) * Tr::BN;
+    u.m0 = tm * Tr::BM;
+    u.n0 = (r - tm * p.tiles_n) * Tr::BN;
+    u.kt0 = split * p.kt_per_split;
+    u.kt1 = min(p.k_tiles, u.kt0 + p.kt_per_split);
+    return u;
   };
 
   if (tid == 0) {
@@ -212,35 +242,57 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       tma::prefetch_map(&p.b);
       const int pq = p.P * p.Q;
       int t = 0;
-      for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-        int g, m0, n0;
-        decode(tile, g, m0, n0);
-        const int img = m0 / pq, rem = m0 - img * pq;
-        const int oh = rem / p.Q, ow = rem - oh * p.Q;
-        const int w0 = ow * p.s_w - p.pl_w, h0 = oh * p.s_h - p.pl_h;
-        const int cbase = g * p.C, nrow = g * p.K + n0;
-        int cc = 0, fy = 0, fx = 0;
-        for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
-          const int s = t % Tr::S;
-          if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
-          unsigned char* sa = smem + s * Tr::kStageBytes;
-          tma::expect_tx(full + s, Tr::kStageBytes);
-          tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
-                              uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
-          const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw;
-          if constexpr (Tr::kBNMajor) {
+      for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
+        const Unit u = decode(unit);
+        if constexpr (Tr::kWeightGrad) {
+          // A: dy rows of 64 pixels x 64 output channels (BM / 64 boxes); B: x through the im2col
+          // map, the same 64 pixels at this tap, 64 input channels per box (BN / 64 boxes).
+          const int fy = u.tap / p.X, fx = u.tap - fy * p.X;
+          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
+            const int s = t % Tr::S;
+            if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
+            unsigned char* sa = smem + s * Tr::kStageBytes;
+            const int pm = kt * Tr::BK, img = pm / pq, rem = pm - img * pq;
+            const int oh = rem / p.Q, ow = rem - oh * p.Q;
+            tma::expect_tx(full + s, Tr::kStageBytes);
+#pragma unroll
+            for (int mb = 0; mb < Tr::BM / 64; ++mb)
+              tma::load_tile_2d(sa + mb * Tr::kBlockBytes, &p.a, full + s, u.g * p.M + u.m0 + mb * 64, pm);
 #pragma unroll
             for (int nb = 0; nb < Tr::BN / 64; ++nb)
-              tma::load_tile_3d(sa + Tr::kABytes + nb * Tr::kBBlockBytes, &p.b, full + s, n0 + nb * 64,
-                                wtap, cbase + cc * Tr::BK);
-          } else {
-            tma::load_tile_3d(sa + Tr::kABytes, &p.b, full + s, cc * Tr::BK, wtap, nrow);
+              tma::load_im2col_4d(sa + Tr::kABytes + nb * Tr::kBlockBytes, &p.b, full + s,
+                                  u.g * p.C + u.n0 + nb * 64, ow * p.s_w - p.pl_w, oh * p.s_h - p.pl_h,
+                                  img, uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
           }
-          if (++cc == p.c_chunks) {
-            cc = 0;
-            if (++fx == p.X) {
-              fx = 0;
-              ++fy;
+        } else {
+          const int img = u.m0 / pq, rem = u.m0 - img * pq;
+          const int oh = rem / p.Q, ow = rem - oh * p.Q;
+          const int w0 = ow * p.s_w - p.pl_w, h0 = oh * p.s_h - p.pl_h;
+          const int cbase = u.g * p.C, nrow = u.g * p.K + u.n0;
+          const int tap = u.kt0 / p.c_chunks;
+          int cc = u.kt0 - tap * p.c_chunks, fy = tap / p.X, fx = tap - fy * p.X;
+          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
+            const int s = t % Tr::S;
+            if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
+            unsigned char* sa = smem + s * Tr::kStageBytes;
+            tma::expect_tx(full + s, Tr::kStageBytes);
+            tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
+                                uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
+            const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw;
+            if constexpr (Tr::kBNMajor) {
+#pragma unroll
+              for (int nb = 0; nb < Tr::BN / 64; ++nb)
+                tma::load_tile_3d(sa + Tr::kABytes + nb * Tr::kBlockBytes, &p.b, full + s,
+                                  u.n0 + nb * 64, wtap, cbase + cc * Tr::BK);
+            } else {
+              tma::load_tile_3d(sa + Tr::kABytes, &p.b, full + s, cc * Tr::BK, wtap, nrow);
+            }
+            if (++cc == p.c_chunks) {
+              cc = 0;
+              if (++fx == p.X) {
+                fx = 0;
+                ++fy;
+              }
             }
           }
         }
@@ -250,7 +302,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   }
 
   // Math warpgroups.
-  using Op = wgmma_detail::Op<Tr::BN, Tr::kBF16, 0, Tr::kBNMajor ? 1 : 0>;
+  using Op = wgmma_detail::Op<Tr::BN, Tr::kBF16, Tr::kAMMajor ? 1 : 0, Tr::kBNMajor ? 1 : 0>;
   const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
   float acc[Tr::RepM][Tr::BN / 2];
   auto fence_acc = [&] {
@@ -262,54 +314,84 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   const uint32_t ring = mbar::addr(smem);
   Raw* y = static_cast<Raw*>(p.y);
   int t = 0;
-  for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-    int g, m0, n0;
-    decode(tile, g, m0, n0);
+  for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
+    const Unit u = decode(unit);
+    const int g = u.g, m0 = u.m0, n0 = u.n0;
 #pragma unroll
     for (int i = 0; i < Tr::RepM; ++i)
 #pragma unroll
       for (int e = 0; e < Tr::BN / 2; ++e) acc[i][e] = 0.f;
-    for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
+    for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
       const int s = t % Tr::S;
       mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
       fence_acc();
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-      const uint32_t a0 = ring + s * Tr::kStageBytes + wg * Tr::RepM * 64 * Tr::kRowBytes;
+      const uint32_t a0 = ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
       const uint32_t b0 = ring + s * Tr::kStageBytes + Tr::kABytes;
 #pragma unroll
       for (int kk = 0; kk < Tr::BK / 16; ++kk) {
-        const uint64_t db = Tr::kBNMajor ? tma::sw128_desc_mn(b0 + kk * 2048, Tr::kBBlockBytes)
+        const uint64_t db = Tr::kBNMajor ? tma::sw128_desc_mn(b0 + kk * 2048, Tr::kBlockBytes)
                                          : tma::sw128_desc(b0 + kk * 32);
 #pragma unroll
-        for (int i = 0; i < Tr::RepM; ++i)
-          Op::run(acc[i], tma::sw128_desc(a0 + i * 64 * Tr::kRowBytes + kk * 32), db);
+        for (int i = 0; i < Tr::RepM; ++i) {
+          const uint32_t ai = a0 + i * Tr::kBlockBytes;
+          Op::run(acc[i],
+                  Tr::kAMMajor ? tma::sw128_desc_mn(ai + kk * 2048, Tr::kBlockBytes)
+                               : tma::sw128_desc(ai + kk * 32),
+                  db);
+        }
       }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
       fence_acc();
-      if (kt > 0 && lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);
+      if (kt > u.kt0 && lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_acc();
-    if (lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);  // the tile's last stage
+    if (lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);  // the unit's last stage
 
     // Epilogue: accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column
-    // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block).
-    auto pixel = [&](int row) -> int64_t {
-      if (p.out_dense) return row;
-      const int pq = p.P * p.Q, n = row / pq, rem = row - n * pq, oh = rem / p.Q;
-      return int64_t(n) * p.out_sn + int64_t(oh) * p.out_sh + int64_t(rem - oh * p.Q) * p.out_sw +
-             p.out_base;
+    // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block). Row r, column c of the tile
+    // land at element row_base(r) + c of y (or of the fp32 split workspace).
+    auto row_base = [&](int row) -> int64_t {
+      if constexpr (Tr::kWeightGrad) {
+        return (int64_t(g) * p.M + row) * p.ld_row + int64_t(u.tap) * p.K;
+      } else {
+        int64_t pix = row;
+        if (!p.out_dense) {
+          const int pq = p.P * p.Q, n = row / pq, rem = row - n * pq, oh = rem / p.Q;
+          pix = int64_t(n) * p.out_sn + int64_t(oh) * p.out_sh + int64_t(rem - oh * p.Q) * p.out_sw +
+                p.out_base;
+        }
+        return pix * p.GK + int64_t(g) * p.K;
+      }
     };
-    if constexpr (Tr::kStaged) {
+    if (Tr::kWeightGrad && p.ws != nullptr) {  // split: fp32 atomics (splitk_finish converts)
+#pragma unroll
+      for (int i = 0; i < Tr::RepM; ++i) {
+        const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = r0 + h * 8;
+          if (row >= p.M) continue;
+          float* dst = p.ws + row_base(row);
+#pragma unroll
+          for (int j = 0; j < Tr::BN / 8; ++j) {
+            const int col = n0 + j * 8 + (lane & 3) * 2;
+            if (col < p.K) atomicAdd(dst + col, acc[i][j * 4 + h * 2]);
+            if (col + 1 < p.K) atomicAdd(dst + col + 1, acc[i][j * 4 + h * 2 + 1]);
+          }
+        }
+      }
+    } else if constexpr (Tr::kStaged) {
       Raw* slab = reinterpret_cast<Raw*>(slabs + (tid / 32) * Tr::kSlabBytes);
       const bool vec = (p.K % 8) == 0;  // 16-byte aligned rows of y
 #pragma unroll
       for (int i = 0; i < Tr::RepM; ++i) {
         const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16;
-        int64_t pix[2];  // this lane's two slab rows, lane/4 and lane/4 + 8
+        int64_t base[2];  // this lane's two slab rows, lane/4 and lane/4 + 8
 #pragma unroll
-        for (int q = 0; q < 2; ++q) pix[q] = pixel(r0 + (lane >> 2) + 8 * q);
+        for (int q = 0; q < 2; ++q) base[q] = row_base(r0 + (lane >> 2) + 8 * q);
 #pragma unroll
         for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
 #pragma unroll
@@ -330,7 +412,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             const int row = r0 + rr;
             if (row < p.M && col < p.K) {
               const Raw* src = slab + rr * Tr::kSlabStride + (v & 3) * 8;
-              Raw* dst = y + pix[q] * p.GK + int64_t(g) * p.K + col;
+              Raw* dst = y + base[q] + col;  // base[q] is row r0 + rr's
               if (vec && col + 8 <= p.K) {
                 *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
               } else {
@@ -350,12 +432,12 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         for (int h = 0; h < 2; ++h) {
           const int row = r0 + h * 8;
           if (row >= p.M) continue;
-          const int64_t pix = pixel(row);
+          Raw* dst_row = y + row_base(row);
 #pragma unroll
           for (int j = 0; j < Tr::BN / 8; ++j) {
             const int col = n0 + j * 8 + (lane & 3) * 2;
             if (col >= p.K) continue;
-            Raw* dst = y + pix * p.GK + int64_t(g) * p.K + col;
+            Raw* dst = dst_row + col;
             const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
             const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
             if (pairs && col + 1 < p.K) {
@@ -434,27 +516,45 @@ class TmaConvKernel final : public KernelBase {
     if (p.ndim != Cfg::kNDim)
       return "ndim mismatch: instance is " + str(Cfg::kNDim) + "D, problem is " + str(p.ndim) + "D";
     if (opts.streamk_blocks != 0)
-      return "RunOptions::streamk_blocks is for StreamK instances (this one never splits)";
+      return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
     {
       ConvProblem q = p;
       q.compute_output();
       for (int i = 0; i < 3; ++i)
         if (q.out[i] != p.out[i]) return "problem.out does not match compute_output()";
     }
-    const Plan pl = plan(p);
-    if (!pl.error.empty()) return pl.error;
-    for (const Phase& ph : pl.phase)
-      if (std::string e = forward_supported(ph.q); !e.empty()) return e;
-    return {};
+    if constexpr (Tr::kWeightGrad) {
+      if (opts.k_batch < 0 || opts.k_batch > kMaxSplits)
+        return "k_batch " + str(opts.k_batch) + " out of range 0..64 (0 = chosen per problem)";
+      if (p.C % 8 != 0 || p.K % 8 != 0)
+        return "wavelet_tma backward_weight needs C (" + str(p.C) + ") and K (" + str(p.K) +
+               ") to be multiples of 8 (16-byte rows of x and dy)";
+      if (std::string e = im2col_limits(p); !e.empty()) return e;
+      const int64_t tiles = detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) *
+                            p.G * p.filter_spatial();
+      if (tiles * kMaxSplits > kMax32) return "too many tiles for a 32-bit work-unit index";
+      return {};
+    } else {
+      const Plan pl = plan(p);
+      if (!pl.error.empty()) return pl.error;
+      for (const Phase& ph : pl.phase)
+        if (std::string e = forward_supported(ph.q); !e.empty()) return e;
+      return {};
+    }
   }
 
-  std::size_t workspace_bytes(const ConvProblem&, const RunOptions& = {}) const override { return 0; }
+  // backward_weight with a split reduction: fp32 sums of dw, converted by splitk_finish.
+  std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    if constexpr (Tr::kWeightGrad)
+      if (split_of(p, opts).k_split > 1) return std::size_t(p.weight_elems()) * sizeof(float);
+    return 0;
+  }
 
-  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void*, gpuStream_t stream,
-                 const RunOptions& = {}) const override {
+  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
+                 const RunOptions& opts = {}) const override {
     if constexpr (Cfg::kVariant == Variant::Forward) {
       return run_forward(tma_phases::forward_phase(p), t.in, t.wei, t.out, stream);
-    } else {
+    } else if constexpr (Cfg::kVariant == Variant::BackwardData) {
       using Raw = typename Tr::Raw;
       const Plan pl = plan(p);
       if (!pl.error.empty()) return cudaErrorInvalidValue;
@@ -465,12 +565,31 @@ class TmaConvKernel final : public KernelBase {
       for (const Phase& ph : pl.phase)
         if (gpuError_t e = run_forward(ph, t.out, t.wei, t.in, stream); e != gpuSuccess) return e;
       return gpuSuccess;
+    } else {
+      return run_weight_grad(p, t, workspace, stream, opts);
     }
   }
 
  private:
-  // The engine's limits: 16-byte global strides, corner offsets in [-128, 127] (4D maps),
+  static constexpr int kMaxSplits = 64;
+
+  // The engine's limits on an im2col map of x: corner offsets in [-128, 127] (4D maps),
   // traversal strides <= 8, 16-bit tap offsets.
+  static std::string im2col_limits(const ConvProblem& p) {
+    for (int i = 1; i < 3; ++i) {
+      const int64_t lo = -p.pad_l[i], hi = p.pad_r[i] - (p.filter[i] - 1) * p.dilation[i];
+      if (lo < -128 || lo > 127 || hi < -128 || hi > 127)
+        return "wavelet_tma: padding / filter extent outside the im2col corner range [-128, 127]";
+      if (p.stride[i] > 8) return "wavelet_tma needs strides <= 8";
+      if ((p.filter[i] - 1) * p.dilation[i] > 65535) return "wavelet_tma: filter extent > 65535";
+    }
+    if (p.N * p.out_spatial() > kMax32 || p.N * p.in_spatial() * p.G * p.C > (int64_t(1) << 40))
+      return "problem too large for 32-bit GEMM rows";
+    return {};
+  }
+
+  // What a forward launch (a forward problem or a backward_data phase) needs besides
+  // im2col_limits: 16-byte rows of x and of w as read.
   static std::string forward_supported(const ConvProblem& p) {
     using detail::str;
     const char* in_c = Cfg::kVariant == Variant::Forward ? "C" : "K";
@@ -483,73 +602,54 @@ class TmaConvKernel final : public KernelBase {
     if (p.G > 1 && p.C % Tr::BK != 0)
       return std::string("wavelet_tma: grouped problems need ") + in_c + " (" + str(p.C) +
              ") to be a multiple of 64 (a channel chunk must stay inside its group)";
-    for (int i = 1; i < 3; ++i) {
-      const int64_t lo = -p.pad_l[i], hi = p.pad_r[i] - (p.filter[i] - 1) * p.dilation[i];
-      if (lo < -128 || lo > 127 || hi < -128 || hi > 127)
-        return "wavelet_tma: padding / filter extent outside the im2col corner range [-128, 127]";
-      if (p.stride[i] > 8) return "wavelet_tma needs strides <= 8";
-      if ((p.filter[i] - 1) * p.dilation[i] > 65535) return "wavelet_tma: filter extent > 65535";
-    }
-    if (p.N * p.out_spatial() > kMax32 || p.N * p.in_spatial() * p.G * p.C > (int64_t(1) << 40))
-      return "problem too large for 32-bit GEMM rows";
+    if (std::string e = im2col_limits(p); !e.empty()) return e;
     const int64_t tiles = detail::ceil_div(p.N * p.out_spatial(), Tr::BM) *
                           detail::ceil_div(p.K, Tr::BN) * p.G;
     if (tiles > kMax32) return "too many tiles for a 32-bit tile index";
     return {};
   }
 
-  // y = conv(x, w) for the forward problem ph.q (x: NHWGC, y: NHWGK), rows placed by the phase's
-  // output map; w: GKYXC (forward), or the backward_data filter as it lies (G, q.C, taps, q.K),
-  // its taps picked by the phase's tap map.
-  static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, void* y,
-                                gpuStream_t stream) {
-    const ConvProblem& p = ph.q;
-    static const auto enc_im2col =
-        detail::driver_entry<detail::EncodeIm2colFn>("cuTensorMapEncodeIm2col");
-    static const auto enc_tiled =
-        detail::driver_entry<detail::EncodeTiledFn>("cuTensorMapEncodeTiled");
-    if (!enc_im2col || !enc_tiled) return cudaErrorNotSupported;
-    for (const void* ptr : {x, w, static_cast<const void*>(y)})
-      if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return cudaErrorMisalignedAddress;
-    if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
+  static CUtensorMapDataType map_type() {
+    return Tr::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  }
 
-    const CUtensorMapDataType dt =
-        Tr::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    const cuuint64_t es = 2;
-    TmaConvArgs a{};
-    {  // x: {G*C, W, H, N}
-      const cuuint64_t gc = cuuint64_t(p.G * p.C);
-      const cuuint64_t dims[4] = {gc, cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
-      const cuuint64_t strides[3] = {gc * es, gc * es * dims[1], gc * es * dims[1] * dims[2]};
-      const int lo[2] = {int(-p.pad_l[2]), int(-p.pad_l[1])};
-      const int hi[2] = {int(p.pad_r[2] - (p.filter[2] - 1) * p.dilation[2]),
-                         int(p.pad_r[1] - (p.filter[1] - 1) * p.dilation[1])};
-      const cuuint32_t estr[4] = {1, cuuint32_t(p.stride[2]), cuuint32_t(p.stride[1]), 1};
-      if (enc_im2col(&a.a, dt, 4, const_cast<void*>(x), dims, strides, lo, hi, cuuint32_t(Tr::BK),
-                     cuuint32_t(Tr::BM), estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-        return cudaErrorInvalidValue;
-    }
-    {  // forward w: {C, taps, G*K}, box 64 x 1 x BN; backward_data w: {K, taps, G*C}, box 64 x 1 x 64
-      const cuuint64_t taps = cuuint64_t(ph.w_taps);
-      const cuuint64_t inner = cuuint64_t(Tr::kBNMajor ? p.K : p.C);
-      const cuuint64_t rows = cuuint64_t(p.G * (Tr::kBNMajor ? p.C : p.K));
-      const cuuint64_t dims[3] = {inner, taps, rows};
-      const cuuint64_t strides[2] = {inner * es, inner * es * taps};
-      const cuuint32_t box[3] = {cuuint32_t(Tr::BK), 1, cuuint32_t(Tr::kBNMajor ? Tr::BK : Tr::BN)};
-      const cuuint32_t estr[3] = {1, 1, 1};
-      if (enc_tiled(&a.b, dt, 3, const_cast<void*>(w), dims, strides, box, estr,
-                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-        return cudaErrorInvalidValue;
-    }
-    a.y = y;
-    a.M = int(p.N * p.out_spatial());
-    a.K = int(p.K);
+  // x (NHWGC) as {G*C, W, H, N} in im2col mode: `pixels` output pixels x 64 channels per copy.
+  static bool encode_x(CUtensorMap* map, const void* x, const ConvProblem& p, int pixels) {
+    static const auto enc = detail::driver_entry<detail::EncodeIm2colFn>("cuTensorMapEncodeIm2col");
+    if (!enc) return false;
+    const cuuint64_t es = 2, gc = cuuint64_t(p.G * p.C);
+    const cuuint64_t dims[4] = {gc, cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
+    const cuuint64_t strides[3] = {gc * es, gc * es * dims[1], gc * es * dims[1] * dims[2]};
+    const int lo[2] = {int(-p.pad_l[2]), int(-p.pad_l[1])};
+    const int hi[2] = {int(p.pad_r[2] - (p.filter[2] - 1) * p.dilation[2]),
+                       int(p.pad_r[1] - (p.filter[1] - 1) * p.dilation[1])};
+    const cuuint32_t estr[4] = {1, cuuint32_t(p.stride[2]), cuuint32_t(p.stride[1]), 1};
+    return enc(map, map_type(), 4, const_cast<void*>(x), dims, strides, lo, hi, cuuint32_t(Tr::BK),
+               cuuint32_t(pixels), estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  }
+
+  // A dense tensor of rank 2 or 3 (dims innermost first, 16-bit elements) in tiled mode.
+  static bool encode_tiled(CUtensorMap* map, const void* ptr, int rank, const cuuint64_t* dims,
+                           const cuuint32_t* box) {
+    static const auto enc = detail::driver_entry<detail::EncodeTiledFn>("cuTensorMapEncodeTiled");
+    if (!enc) return false;
+    cuuint64_t strides[2] = {dims[0] * 2, rank > 2 ? dims[0] * 2 * dims[1] : 0};
+    const cuuint32_t estr[3] = {1, 1, 1};
+    return enc(map, map_type(), cuuint32_t(rank), const_cast<void*>(ptr), dims, strides, box, estr,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  }
+
+  static bool aligned16(std::initializer_list<const void*> ptrs) {
+    for (const void* ptr : ptrs)
+      if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
+    return true;
+  }
+
+  // The convolution geometry every launch carries.
+  static void set_geometry(TmaConvArgs& a, const ConvProblem& p) {
     a.C = int(p.C);
-    a.GK = int(p.G * p.K);
     a.P = int(p.out[1]);
     a.Q = int(p.out[2]);
     a.s_h = int(p.stride[1]);
@@ -559,6 +659,39 @@ class TmaConvKernel final : public KernelBase {
     a.d_h = int(p.dilation[1]);
     a.d_w = int(p.dilation[2]);
     a.X = int(p.filter[2]);
+    a.G = int(p.G);
+  }
+
+  // Persistent grid: every resident block slot once, at most one block per work unit.
+  static gpuError_t launch(const TmaConvArgs& a, gpuStream_t stream) {
+    const int64_t units = int64_t(a.tiles_m) * a.tiles_n * a.G * a.taps * a.k_split;
+    const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();
+    const dim3 grid(unsigned(std::min(units, slots)), 1, 1);
+    tma_conv_kernel<Cfg><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+    return gpuGetLastError();
+  }
+
+  // y = conv(x, w) for the forward problem ph.q (x: NHWGC, y: NHWGK), rows placed by the phase's
+  // output map; w: GKYXC (forward), or the backward_data filter as it lies (G, q.C, taps, q.K),
+  // its taps picked by the phase's tap map.
+  static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, void* y,
+                                gpuStream_t stream) {
+    const ConvProblem& p = ph.q;
+    if (!aligned16({x, w, y})) return cudaErrorMisalignedAddress;
+    if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
+    TmaConvArgs a{};
+    if (!encode_x(&a.a, x, p, Tr::BM)) return cudaErrorInvalidValue;
+    {  // forward w: {C, taps, G*K}, box 64 x 1 x BN; backward_data w: {K, taps, G*C}, box 64 x 1 x 64
+      const cuuint64_t dims[3] = {cuuint64_t(Tr::kBNMajor ? p.K : p.C), cuuint64_t(ph.w_taps),
+                                  cuuint64_t(p.G * (Tr::kBNMajor ? p.C : p.K))};
+      const cuuint32_t box[3] = {cuuint32_t(Tr::BK), 1, cuuint32_t(Tr::kBNMajor ? Tr::BK : Tr::BN)};
+      if (!encode_tiled(&a.b, w, 3, dims, box)) return cudaErrorInvalidValue;
+    }
+    set_geometry(a, p);
+    a.y = y;
+    a.M = int(p.N * p.out_spatial());
+    a.K = int(p.K);
+    a.GK = int(p.G * p.K);
     a.tap0 = int(ph.tap0);
     a.tap_dh = int(ph.tap_dh);
     a.tap_dw = int(ph.tap_dw);
@@ -566,25 +699,100 @@ class TmaConvKernel final : public KernelBase {
     a.k_tiles = int(p.filter[1] * p.filter[2]) * a.c_chunks;
     a.tiles_n = int(detail::ceil_div(p.K, Tr::BN));
     a.tiles_m = int(detail::ceil_div(a.M, Tr::BM));
-    a.G = int(p.G);
+    a.taps = 1;
+    a.k_split = 1;
+    a.kt_per_split = a.k_tiles;
     a.out_dense = ph.dense ? 1 : 0;
     a.out_sn = ph.out_sn;
     a.out_sh = ph.out_sh;
     a.out_sw = ph.out_sw;
     a.out_base = ph.out_base;
-    // Persistent grid: every resident block slot once, at most one block per tile.
-    const int64_t tiles = int64_t(a.tiles_m) * a.tiles_n * p.G;
-    const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();
-    const dim3 grid(unsigned(std::min(tiles, slots)), 1, 1);
-    tma_conv_kernel<Cfg><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
-    return gpuGetLastError();
+    return launch(a, stream);
+  }
+
+  // backward_weight's split of the reduction (64-pixel k tiles): RunOptions::k_batch, else the
+  // instance's kKBatch, else the count that minimises, in k-tile times,
+  //   rounds over the resident block slots x (k tiles per split + 2)   (2: the atomic epilogue)
+  //   + for a split, 8 + dw elements / 120000   (clearing the fp32 workspace and converting it:
+  //     two more launches and 10 bytes per element, at ~0.4 us per k tile and ~3 TB/s),
+  // fewest splits on ties.
+  struct Split {
+    int k_tiles, kt_per_split, k_split;
+  };
+  static Split split_of(const ConvProblem& p, const RunOptions& opts) {
+    Split s{};
+    s.k_tiles = int(std::max<int64_t>(1, detail::ceil_div(p.N * p.out_spatial(), Tr::BK)));
+    int kb = opts.k_batch > 0 ? opts.k_batch : Cfg::kKBatch;
+    if (kb <= 0) {
+      const int64_t tiles = detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) * p.G *
+                            p.filter_spatial();
+      const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();
+      const int kmax = int(std::min<int64_t>(kMaxSplits, std::max(1, s.k_tiles / 4)));
+      int64_t best = -1;
+      for (int c = 1; c <= kmax; ++c) {
+        const int64_t per = detail::ceil_div(s.k_tiles, c);
+        const int64_t cost = detail::ceil_div(tiles * c, slots) * (per + 2) +
+                             (c > 1 ? 8 + p.weight_elems() / 120000 : 0);
+        if (best < 0 || cost < best) best = cost, kb = c;
+      }
+    }
+    kb = std::max(1, std::min(kb, s.k_tiles));
+    s.kt_per_split = int(detail::ceil_div(s.k_tiles, kb));
+    s.k_split = int(detail::ceil_div(s.k_tiles, s.kt_per_split));  // no empty split
+    return s;
+  }
+
+  // dw[g][k][tap][c] = sum over output pixels of dy[pixel][g][k] * x[pixel at tap][g][c]: A = dy
+  // (M-major, BM / 64 tiled copies of 64 pixels x 64 channels), B = x (N-major, BN / 64 im2col
+  // copies of the same 64 pixels at the tile's tap). A split reduction adds fp32 partial sums
+  // into the zeroed workspace and splitk_finish converts them into dw.
+  static gpuError_t run_weight_grad(const ConvProblem& p, const ConvTensors& t, void* workspace,
+                                    gpuStream_t stream, const RunOptions& opts) {
+    if (!aligned16({t.in, t.out, t.wei})) return cudaErrorMisalignedAddress;
+    if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
+    const Split sp = split_of(p, opts);
+    if (sp.k_split > 1 && workspace == nullptr) return cudaErrorInvalidValue;
+    TmaConvArgs a{};
+    {  // dy: {G*K, N*P*Q}, box 64 x 64
+      const cuuint64_t dims[2] = {cuuint64_t(p.G * p.K), cuuint64_t(p.N * p.out_spatial())};
+      const cuuint32_t box[2] = {cuuint32_t(Tr::BK), cuuint32_t(Tr::BK)};
+      if (!encode_tiled(&a.a, t.out, 2, dims, box)) return cudaErrorInvalidValue;
+    }
+    if (!encode_x(&a.b, t.in, p, Tr::BK)) return cudaErrorInvalidValue;
+    set_geometry(a, p);
+    a.y = t.wei;
+    a.M = int(p.K);
+    a.K = int(p.C);
+    a.GK = int(p.G * p.K);
+    a.k_tiles = sp.k_tiles;
+    a.tiles_m = int(detail::ceil_div(p.K, Tr::BM));
+    a.tiles_n = int(detail::ceil_div(p.C, Tr::BN));
+    a.taps = int(p.filter_spatial());
+    a.k_split = sp.k_split;
+    a.kt_per_split = sp.kt_per_split;
+    a.ld_row = p.filter_spatial() * p.C;
+    const std::size_t n = std::size_t(p.weight_elems());
+    if (sp.k_split > 1) {
+      a.ws = static_cast<float*>(workspace);
+      if (gpuError_t e = gpuMemsetAsync(workspace, 0, n * sizeof(float), stream); e != gpuSuccess) return e;
+    }
+    if (gpuError_t e = launch(a, stream); e != gpuSuccess) return e;
+    if (sp.k_split > 1) {
+      const int threads = 256;
+      const int64_t blocks = std::min<int64_t>(detail::ceil_div(int64_t(n), threads), 8 * detail::device_sm_count());
+      splitk_finish_kernel<Cfg::kDataType><<<unsigned(blocks), threads, 0, stream>>>(
+          a.ws, 1, 0, static_cast<typename Tr::Raw*>(t.wei), int64_t(n));
+      return gpuGetLastError();
+    }
+    return gpuSuccess;
   }
 
   // Blocks of this kernel one SM holds (occupancy query once; 1 if it fails).
   static int resident_blocks() {
     static const int n = [] {
       int b = 0;
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, tma_conv_kernel<Cfg>, Tr::kThreads,
+      if (prepare_launch() != gpuSuccess ||
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, tma_conv_kernel<Cfg>, Tr::kThreads,
                                                         Tr::kSmemBytes) != cudaSuccess || b < 1)
         return 1;
       return b;
@@ -594,17 +802,7 @@ class TmaConvKernel final : public KernelBase {
 
   static gpuError_t prepare_launch() {
     static std::atomic<uint64_t> done{0};
-    int dev = 0;
-    if (gpuError_t e = gpuGetDevice(&dev); e != gpuSuccess) return e;
-    const uint64_t bit = uint64_t(1) << (dev & 63);
-    if (!(done.load(std::memory_order_relaxed) & bit)) {
-      gpuError_t e = gpuFuncSetAttribute(tma_conv_kernel<Cfg>,
-                                         gpuFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(Tr::kSmemBytes));
-      if (e != gpuSuccess) return e;
-      done.fetch_or(bit, std::memory_order_relaxed);
-    }
-    return gpuSuccess;
+    return detail::allow_dynamic_smem(tma_conv_kernel<Cfg>, int(Tr::kSmemBytes), done);
   }
   KernelKey key_;
 };
