@@ -366,7 +366,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         return pix * p.GK + int64_t(g) * p.K;
       }
     };
-    if (Tr::kWeightGrad && p.ws != nullptr) {  // split: fp32 atomics (splitk_finish converts)
+    if (Tr::kWeightGrad && p.ws != nullptr) {
+      // split: fp32 reductions into the workspace (splitk_finish converts), a lane's two
+      // adjacent columns in one 8-byte red (C % 8 == 0 keeps them aligned).
 #pragma unroll
       for (int i = 0; i < Tr::RepM; ++i) {
         const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
@@ -378,8 +380,10 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 #pragma unroll
           for (int j = 0; j < Tr::BN / 8; ++j) {
             const int col = n0 + j * 8 + (lane & 3) * 2;
-            if (col < p.K) atomicAdd(dst + col, acc[i][j * 4 + h * 2]);
-            if (col + 1 < p.K) atomicAdd(dst + col + 1, acc[i][j * 4 + h * 2 + 1]);
+            if (col < p.K)
+              asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + col),
+                           "f"(acc[i][j * 4 + h * 2]), "f"(acc[i][j * 4 + h * 2 + 1])
+                           : "memory");
           }
         }
       }
