@@ -542,19 +542,13 @@ class DepthwiseKernel final : public KernelBase {
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
-    if (std::string e = p.validate(); !e.empty()) return "invalid problem: " + e;
-    if (p.ndim != Cfg::kNDim)
-      return "ndim mismatch: instance is " + str(Cfg::kNDim) + "D, problem is " + str(p.ndim) + "D";
-    // Options before the problem's shape, as in the GEMM kernels: a wrong option is refused
-    // with its own reason whatever problem it comes with.
-    if (opts.streamk_blocks != 0)
-      return "RunOptions::streamk_blocks is for StreamK instances (this one uses direct slices)";
-    {
-      ConvProblem q = p;
-      q.compute_output();
-      for (int i = 0; i < 3; ++i)
-        if (q.out[i] != p.out[i]) return "problem.out does not match compute_output()";
-    }
+    if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&]() -> std::string {
+          if (opts.streamk_blocks != 0)
+            return "RunOptions::streamk_blocks is for StreamK instances (this one uses direct slices)";
+          return {};
+        });
+        !e.empty())
+      return e;
     if (p.C != 1 || p.K != 1)
       return "direct kernel is depthwise only: needs C = K = 1 per group (problem has C=" +
              str(p.C) + ", K=" + str(p.K) + ")";

@@ -276,26 +276,22 @@ class GroupedConvKernel final : public KernelBase {
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
-    if (std::string e = p.validate(); !e.empty()) return "invalid problem: " + e;
-    if (p.ndim != Cfg::kNDim)
-      return "ndim mismatch: instance is " + str(Cfg::kNDim) + "D, problem is " + str(p.ndim) + "D";
-    if constexpr (kStreamK) {
-      if (opts.k_batch != 0)
-        return "StreamK sizes its own split: RunOptions::k_batch must be 0 (got " +
-               str(opts.k_batch) + ")";
-      if (opts.streamk_blocks < 0)
-        return "RunOptions::streamk_blocks must be >= 0 (0 = #SMs x occupancy), got " +
-               str(opts.streamk_blocks);
-    } else {
-      if (opts.streamk_blocks != 0)
-        return "RunOptions::streamk_blocks is for StreamK instances (this one uses split-K)";
-    }
-    {
-      ConvProblem q = p;
-      q.compute_output();
-      for (int i = 0; i < 3; ++i)
-        if (q.out[i] != p.out[i]) return "problem.out does not match compute_output()";
-    }
+    if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&]() -> std::string {
+          if constexpr (kStreamK) {
+            if (opts.k_batch != 0)
+              return "StreamK sizes its own split: RunOptions::k_batch must be 0 (got " +
+                     str(opts.k_batch) + ")";
+            if (opts.streamk_blocks < 0)
+              return "RunOptions::streamk_blocks must be >= 0 (0 = #SMs x occupancy), got " +
+                     str(opts.streamk_blocks);
+          } else {
+            if (opts.streamk_blocks != 0)
+              return "RunOptions::streamk_blocks is for StreamK instances (this one uses split-K)";
+          }
+          return {};
+        });
+        !e.empty())
+      return e;
     // Specialization.
     if constexpr (Cfg::kSpecialization != Specialization::Default) {
       for (int i = 0; i < 3; ++i) {

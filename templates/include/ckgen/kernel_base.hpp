@@ -46,6 +46,22 @@ gpuError_t allow_dynamic_smem(F kernel, int bytes, std::atomic<uint64_t>& done) 
   return gpuSuccess;
 }
 inline std::string str(int64_t v) { return std::to_string(v); }
+// The refusals every instance's is_supported starts with, in this order: an invalid problem,
+// another ndim, the call's options (`options()`: the instance's own checks, "" when fine; a
+// wrong option is refused whatever shape it comes with), an out size that is not
+// compute_output()'s.
+template <class Options>
+std::string common_refusal(const ConvProblem& p, int ndim, Options&& options) {
+  if (std::string e = p.validate(); !e.empty()) return "invalid problem: " + e;
+  if (p.ndim != ndim)
+    return "ndim mismatch: instance is " + str(ndim) + "D, problem is " + str(p.ndim) + "D";
+  if (std::string e = options(); !e.empty()) return e;
+  ConvProblem q = p;
+  q.compute_output();
+  for (int i = 0; i < 3; ++i)
+    if (q.out[i] != p.out[i]) return "problem.out does not match compute_output()";
+  return {};
+}
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Shared memory of a wavelet_tma block (pipeline_tma.hpp, TmaTraits; the dispatcher's occupancy
 // estimate): a ring of 128-byte rows (tile M + tile N per stage), two mbarriers per stage, with

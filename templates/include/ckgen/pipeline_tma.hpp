@@ -516,20 +516,16 @@ class TmaConvKernel final : public KernelBase {
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
-    if (std::string e = p.validate(); !e.empty()) return "invalid problem: " + e;
-    if (p.ndim != Cfg::kNDim)
-      return "ndim mismatch: instance is " + str(Cfg::kNDim) + "D, problem is " + str(p.ndim) + "D";
-    if (opts.streamk_blocks != 0)
-      return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
-    {
-      ConvProblem q = p;
-      q.compute_output();
-      for (int i = 0; i < 3; ++i)
-        if (q.out[i] != p.out[i]) return "problem.out does not match compute_output()";
-    }
+    if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&]() -> std::string {
+          if (opts.streamk_blocks != 0)
+            return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
+          if (Tr::kWeightGrad && (opts.k_batch < 0 || opts.k_batch > kMaxSplits))
+            return "k_batch " + str(opts.k_batch) + " out of range 0..64 (0 = chosen per problem)";
+          return {};
+        });
+        !e.empty())
+      return e;
     if constexpr (Tr::kWeightGrad) {
-      if (opts.k_batch < 0 || opts.k_batch > kMaxSplits)
-        return "k_batch " + str(opts.k_batch) + " out of range 0..64 (0 = chosen per problem)";
       if (p.C % 8 != 0 || p.K % 8 != 0)
         return "wavelet_tma backward_weight needs C (" + str(p.C) + ") and K (" + str(p.K) +
                ") to be multiples of 8 (16-byte rows of x and dy)";
