@@ -822,8 +822,17 @@ class Dispatcher {
     return best;
   }
 
-  // The split count resolve_k_batch would pick (kernel.hpp), from the arch numbers.
+  // The split count resolve_k_batch would pick (kernel.hpp), from the arch numbers; for a
+  // wavelet_tma backward_weight instance detail::tma_weight_grad_splits (pipeline_tma.hpp), with
+  // the cost model's blocks per compute unit for the resident slots.
   int auto_k_batch(const KernelKey& key, const ConvProblem& p) const {
+    if (key.pipeline == Pipeline::WaveletTma && key.variant == Variant::BackwardWeight) {
+      const int64_t k_tiles = std::max<int64_t>(1, detail::ceil_div(p.N * p.out_spatial(), key.tile_k));
+      const int64_t tiles = detail::ceil_div(p.K, key.tile_m) * detail::ceil_div(p.C, key.tile_n) *
+                            p.G * p.filter_spatial();
+      const int64_t slots = int64_t(arch_.compute_units) * estimate_cost(key, p, 1, arch_).blocks_per_cu;
+      return std::min<int>(int(k_tiles), detail::tma_weight_grad_splits(k_tiles, tiles, slots, p.weight_elems()));
+    }
     if (key.pipeline == Pipeline::Direct)  // depthwise.hpp resolve_slices
       return key.variant == Variant::BackwardWeight
                  ? direct_auto_slices(direct_pixels(key.variant, p), key.tile_m,

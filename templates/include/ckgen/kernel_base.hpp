@@ -5,6 +5,7 @@
 // dispatcher) only see this interface.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -70,6 +71,26 @@ constexpr int tma_smem_bytes(int tile_m, int tile_n, int stages, int math_warps,
                              bool staged) {
   return stages * (tile_m + tile_n) * 128 + 2 * stages * 8 +
          (staged ? math_warps * 16 * 40 * elem_bytes : 0) + 1024;
+}
+// wavelet_tma backward_weight's automatic split of the pixel reduction (pipeline_tma.hpp
+// TmaConvKernel::split_of with the device's resident blocks; the dispatcher with its occupancy
+// estimate): the count in 1..min(max_splits, k_tiles / 4) that minimises, in k-tile times,
+//   rounds over `slots` blocks x (k tiles per split + 2)   (2: the unit's atomic epilogue)
+//   + for a split, 8 + dw elements / 120000   (clearing the fp32 workspace and converting it:
+//     two more launches and 10 bytes per element, at ~0.4 us per k tile and ~3 TB/s),
+// fewest splits on ties.
+inline int tma_weight_grad_splits(int64_t k_tiles, int64_t tiles, int64_t slots, int64_t dw_elems,
+                                  int max_splits = 64) {
+  const int kmax = int(std::min<int64_t>(max_splits, std::max<int64_t>(1, k_tiles / 4)));
+  slots = std::max<int64_t>(1, slots);
+  int kb = 1;
+  int64_t best = -1;
+  for (int c = 1; c <= kmax; ++c) {
+    const int64_t cost = ceil_div(tiles * c, slots) * (ceil_div(k_tiles, c) + 2) +
+                         (c > 1 ? 8 + dw_elems / 120000 : 0);
+    if (best < 0 || cost < best) best = cost, kb = c;
+  }
+  return kb;
 }
 }  // namespace detail
 

@@ -711,11 +711,7 @@ class TmaConvKernel final : public KernelBase {
   }
 
   // backward_weight's split of the reduction (64-pixel k tiles): RunOptions::k_batch, else the
-  // instance's kKBatch, else the count that minimises, in k-tile times,
-  //   rounds over the resident block slots x (k tiles per split + 2)   (2: the atomic epilogue)
-  //   + for a split, 8 + dw elements / 120000   (clearing the fp32 workspace and converting it:
-  //     two more launches and 10 bytes per element, at ~0.4 us per k tile and ~3 TB/s),
-  // fewest splits on ties.
+  // instance's kKBatch, else detail::tma_weight_grad_splits over the resident block slots.
   struct Split {
     int k_tiles, kt_per_split, k_split;
   };
@@ -726,15 +722,9 @@ class TmaConvKernel final : public KernelBase {
     if (kb <= 0) {
       const int64_t tiles = detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) * p.G *
                             p.filter_spatial();
-      const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();
-      const int kmax = int(std::min<int64_t>(kMaxSplits, std::max(1, s.k_tiles / 4)));
-      int64_t best = -1;
-      for (int c = 1; c <= kmax; ++c) {
-        const int64_t per = detail::ceil_div(s.k_tiles, c);
-        const int64_t cost = detail::ceil_div(tiles * c, slots) * (per + 2) +
-                             (c > 1 ? 8 + p.weight_elems() / 120000 : 0);
-        if (best < 0 || cost < best) best = cost, kb = c;
-      }
+      kb = detail::tma_weight_grad_splits(s.k_tiles, tiles,
+                                          int64_t(detail::device_sm_count()) * resident_blocks(),
+                                          p.weight_elems(), kMaxSplits);
     }
     kb = std::max(1, std::min(kb, s.k_tiles));
     s.kt_per_split = int(detail::ceil_div(s.k_tiles, kb));
