@@ -1,35 +1,41 @@
-// Pipeline::WaveletTma: the forward implicit GEMM on sm_90a, a wavelet pipeline whose load
-// warpgroup feeds the wgmma math warpgroups through the tensor-memory-access (TMA) engine.
+// Pipeline::WaveletTma: the implicit GEMMs on sm_90a, a wavelet pipeline whose load warp feeds
+// the wgmma math warpgroups through the tensor-memory-access (TMA) engine.
 //
 // Roles (block = math warpgroups first, then one load warp):
-//   load:  one thread walks the reduction (filter tap outer, 64-channel chunk inner) and, per
-//          k tile, issues two bulk tensor copies into a kStages-deep ring, completing on the
-//          stage's `full` mbarrier (expect-tx = the tile's bytes):
+//   load:  one thread walks the reduction and, per k tile, issues the bulk tensor copies of the
+//          A and B tiles into a kStages-deep ring, completing on the stage's `full` mbarrier
+//          (expect-tx = the tile's bytes; zero-filled boxes count in full):
+//          forward (filter tap outer, 64-channel chunk inner):
 //            A: im2col mode over x (NHWGC seen as {G*C, W, H, N}): BM output pixels of the
 //               block, their input pixel for this tap; padding and the rows past the last
 //               image are zero-filled by the engine (bounding box = the padded input, traversal
 //               stride = the convolution stride, tap offset = filter position * dilation);
 //            B: tiled mode over w (GKYXC seen as {C, Y*X, G*K}): the tap's 64-channel slice of
 //               BN filters; channels past C are zero-filled, so a partial last chunk adds 0.
-//          Both land 128-byte swizzled (one 64-element fp16/bf16 row per 128 bytes).
-//          backward_data reads w as it lies: B is the tap's 64 output channels (k, the
-//          reduction) x BN input channels (c, contiguous), BN / 64 copies of 64 x 64 per stage,
-//          an N-major operand (wgmma transposes it: tnsp-b 1, descriptors below).
+//          backward_data: the same over dy, and w as it lies: B is the tap's 64 output channels
+//            (k, the reduction) x BN input channels (c, contiguous), BN / 64 copies of 64 x 64.
+//          backward_weight (64-pixel chunks of the output): A = dy through a 2D tiled map, BM / 64
+//            copies of 64 channels x 64 pixels; B = x through the im2col map at the tile's tap,
+//            BN / 64 copies of 64 channels x the same 64 pixels.
+//          Every tile lands 128-byte swizzled (one 64-element fp16/bf16 row per 128 bytes).
 //   math:  each warpgroup owns RepM m64 slices of the block's rows; per k tile it waits `full`,
-//          issues 4 x RepM wgmma m64nBNk16 with 128B-swizzle K-major descriptors, commits, waits
-//          until only this tile's group is in flight and releases the previous stage (`empty`).
+//          issues 4 x RepM wgmma m64nBNk16, commits, waits until only this tile's group is in
+//          flight and releases the previous stage (`empty`). K-major operands use the 128B
+//          swizzle descriptor, the M/N-major ones (backward_data B, backward_weight A and B)
+//          tnsp 1 with 64-column blocks (sw128_desc_mn).
 //          Epilogue (default): fp32 accumulators converted and stored straight from registers
 //          (4-byte stores: a warp's store covers 8 rows x 16 bytes). Epilogue::CShuffle: each
 //          warp stages its 16 rows x 32 columns through a private shared-memory slab (80-byte
 //          rows, conflict-free writes) and stores 16-byte vectors, a warp's store covering
-//          8 rows x 64 bytes (whole sectors): a quarter of the store requests.
-//   Persistent grid (#SMs x resident blocks): each block walks tiles b, b + grid, ...; the ring
-//   runs on across tiles, so the next tile's copies overlap the last tile's epilogue.
-// No split-K, no merged groups; every forward problem the host face accepts runs in one launch.
-//
-// backward_data runs as forward launches over dy (tma_phases.hpp): one per stride phase, each
-// reading its flipped sub-filter's taps straight from w (a tap map) and writing through an
-// output map that places its rows on every stride-th dx pixel. No workspace, no extra kernel.
+//          8 rows x 64 bytes (whole sectors): a quarter of the store requests. A split
+//          backward_weight adds fp32 pairs into the workspace (8-byte reductions) instead.
+//   Persistent grid (#SMs x resident blocks): each block walks work units b, b + grid, ...
+//   (unit = tile x split); the ring runs on across units, so the next unit's copies overlap the
+//   last unit's epilogue.
+// No merged groups. forward: one launch. backward_data: one forward launch over dy per stride
+// phase (tma_phases.hpp), each reading its flipped sub-filter's taps straight from w (a tap map)
+// and writing through an output map that places its rows on every stride-th dx pixel.
+// backward_weight: one launch, plus clearing and converting the fp32 workspace when it splits.
 #pragma once
 
 #include "ckgen/portability.hpp"
