@@ -115,6 +115,23 @@ if has streamk; then
     --out "$OUT/streamk_table.md" | tee -a "$OUT/summary.txt"
 fi
 
+# Phase splitsweep (not in the default list): the split instances (k_batch auto) of forward and
+# backward_data over SPLIT_SHAPES of the RetinaNet set at fixed k_batch 1..8 and the automatic
+# choice (0), fp16, verified on the GPU: $OUT/split_<variant>.csv.
+if has splitsweep; then
+  for v in forward backward_data; do
+    bin=$WORK/gen_default/build/bin/ckgen_profiler_$v
+    [ -x "$bin" ] || { log "missing $bin"; continue; }
+    t0=$SECONDS
+    timeout ${SPLIT_TIMEOUT:-200} "$bin" --shapes "$ROOT/templates/project/shapes/retinanet_r50fpn_n2.csv" \
+      --shape "${SPLIT_SHAPES:-head_*,r50_l3_*,r50_l4_*,fpn_*}" --kernels "*_fp16_*_wltma*_kb0" \
+      --datatype fp16 --k-batch 0,1,2,3,4,6,8 --verify ${VERIFY:-gpu} --warmup 3 --repeat 10 \
+      --csv "$OUT/split_$v.csv" > "$OUT/split_$v.log" 2>&1
+    log "splitsweep $v rc=$? in $((SECONDS - t0)) s, $(grep -c _kb0 "$OUT/split_$v.csv" 2>/dev/null) rows"
+    grep -m10 -iE "fail|error" "$OUT/split_$v.log" | tee -a "$OUT/summary.txt"
+  done
+fi
+
 if has peer; then
   t0=$SECONDS
   timeout ${PEER_TIMEOUT:-240} python3 "$ROOT/bench/peer_cudnn.py" "$OUT/cudnn.csv" \

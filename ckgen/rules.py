@@ -345,10 +345,9 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
         (groups > 0 and tm % (64 * groups) == 0 and tm // (64 * groups) in (1, 2) and tm <= TMA_MAX_TILE_M,
          f"wavelet_tma needs tile M = 64 or 128 per math warpgroup, at most {TMA_MAX_TILE_M}"),
         ((i.vec_a, i.vec_b, i.vec_c) == (8, 8, 8), "wavelet_tma moves 16-byte rows: vector [8, 8, 8]"),
-        (i.reduction is Reduction.SPLITK and (i.k_batch == 1 if i.variant is not Variant.BACKWARD_WEIGHT
-                                               else i.stage is Stage.ONE),
-         "wavelet_tma: forward / backward_data never split (k_batch 1); backward_weight splits with "
-         "fp32 atomics (stage one, k_batch auto or fixed)"),
+        (i.reduction is Reduction.SPLITK and i.stage is Stage.ONE,
+         "wavelet_tma splits its reduction with fp32 reductions into one workspace: split-K, "
+         "stage one (k_batch 1, auto or fixed)"),
         (i.groups_to_merge == 1, "wavelet_tma does not merge groups"),
         (i.specialization is Specialization.DEFAULT, "wavelet_tma has no 1x1 specializations (the im2col map covers them)"),
     )

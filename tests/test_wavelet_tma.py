@@ -47,11 +47,13 @@ def test_valid_on_sm90a(variant: Variant, datatype: DataType, ndim: int, tile, w
     assert rules.check(i, ARCHS["sm_90a"]) is None
 
 
+@pytest.mark.parametrize("variant", list(Variant))
 @pytest.mark.parametrize("k_batch", [0, 1, 4])
-def test_backward_weight_splits_with_atomics_only(k_batch: int) -> None:
-    bw = tma(Variant.BACKWARD_WEIGHT, k_batch=k_batch)
-    assert rules.check(bw, ARCHS["sm_90a"]) is None
-    bad = rules.check(replace(bw, stage=Stage.TWO), ARCHS["sm_90a"])
+def test_every_variant_splits_with_atomics_only(variant: Variant, k_batch: int) -> None:
+    inst = tma(variant, k_batch=k_batch)
+    assert rules.check(inst, ARCHS["sm_90a"]) is None
+    assert parse_name(inst.name) == inst
+    bad = rules.check(replace(inst, stage=Stage.TWO), ARCHS["sm_90a"])
     assert bad is not None and "stage one" in bad[1], bad
 
 
@@ -69,8 +71,7 @@ def test_rejected_off_hopper(arch: str) -> None:
     (dict(warp_tile=(64, 64, 16)), "tile N"),
     (dict(tile=(384, 128, 64)), "tile M"),
     (dict(vec_a=4, vec_b=4, vec_c=4), "vector [8, 8, 8]"),
-    (dict(k_batch=2), "k_batch 1"),
-    (dict(reduction=Reduction.STREAMK_LINEAR), "k_batch 1"),
+    (dict(reduction=Reduction.STREAMK_LINEAR), "split-K"),
     (dict(groups_to_merge=2), "merge groups"),
     (dict(specialization=Specialization.FILTER1X1_STRIDE1_PAD0), "1x1"),
 ])
@@ -106,10 +107,12 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
     found = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
-    assert by_variant[Variant.FORWARD] == 36 and by_variant[Variant.BACKWARD_DATA] == 36
+    assert by_variant[Variant.FORWARD] == 44 and by_variant[Variant.BACKWARD_DATA] == 44
+    split = [i for i in found if i.variant is not Variant.BACKWARD_WEIGHT and i.k_batch != 1]
+    assert len(split) == 16 and all(i.k_batch == 0 and i.stage is Stage.ONE for i in split)
     staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]
     assert by_variant[Variant.BACKWARD_WEIGHT] == 12
-    assert len(staged) == 56 + 12, "every ring ships with the cshuffle epilogue; 128x64 with both"
+    assert len(staged) == 56 + 16 + 12, "every ring ships with the cshuffle epilogue; 128x64 with both"
     assert all(i.k_batch == 0 and i.stage is Stage.ONE for i in found if i.variant is Variant.BACKWARD_WEIGHT)
 
 

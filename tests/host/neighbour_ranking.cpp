@@ -249,10 +249,10 @@ int main(int argc, char** argv) {
   {
     // head 256 -> 256, 50x50, N=2: 79 k tiles of 64 pixels, 36 tiles of 128x128 over 9 taps,
     // 589,824 dw elements on 132 slots: 7 splits (252 units, 2 rounds of 12 k tiles, + 12).
-    check(detail::tma_weight_grad_splits(79, 36, 132, 589824) == 7, "TMA split: 7 for head 256 50x50");
+    check(detail::tma_reduction_splits(79, 36, 132, 589824) == 7, "TMA split: 7 for head 256 50x50");
     // 20 k tiles, 128 tiles on 264 slots, 1 M dw elements: the workspace costs more than it saves.
-    check(detail::tma_weight_grad_splits(20, 128, 264, 1048576) == 1, "TMA split: none for few pixels");
-    check(detail::tma_weight_grad_splits(3, 1, 132, 64) == 1, "TMA split: at most k tiles / 4");
+    check(detail::tma_reduction_splits(20, 128, 264, 1048576) == 1, "TMA split: none for few pixels");
+    check(detail::tma_reduction_splits(3, 1, 132, 64) == 1, "TMA split: at most k tiles / 4");
     KernelKey tk = key("bwtma", Variant::BackwardWeight, 128, 128, 64);
     tk.pipeline = Pipeline::WaveletTma;
     tk.stages = 4;
@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
     Dispatcher td(treg);
     const ConvProblem p = conv(2, 256, 256, 50);
     const int slots = td.arch().compute_units * estimate_cost(tk, p, 1, td.arch()).blocks_per_cu;
-    const int want = detail::tma_weight_grad_splits(79, 36, slots, 589824);
+    const int want = detail::tma_reduction_splits(79, 36, slots, 589824);
     KernelKey ms = tk;  // the same tiles on the multistage rule (kernel.hpp resolve_k_batch)
     ms.pipeline = Pipeline::Multistage;
     check(td.auto_k_batch(tk, p) == want && want != td.auto_k_batch(ms, p),

@@ -656,11 +656,8 @@ class DepthwiseKernel final : public KernelBase {
       if (e != gpuSuccess || a.mode == OutMode::Direct) return e;
       const int64_t n = p.weight_elems();
       const int splits = Cfg::kStage == Stage::One ? 1 : s.count;
-      const int threads = 256;
-      const int64_t blocks = std::min<int64_t>((n + threads - 1) / threads, 4096);
-      splitk_finish_kernel<Cfg::kDataType><<<unsigned(blocks), threads, 0, stream>>>(
-          a.ws, splits, a.ws_stride, static_cast<Raw*>(a.dst), n);
-      return gpuGetLastError();
+      return launch_splitk_finish<Cfg::kDataType>(a.ws, splits, a.ws_stride, static_cast<Raw*>(a.dst),
+                                                  n, stream);
     }
   }
 

@@ -823,15 +823,28 @@ class Dispatcher {
   }
 
   // The split count resolve_k_batch would pick (kernel.hpp), from the arch numbers; for a
-  // wavelet_tma backward_weight instance detail::tma_weight_grad_splits (pipeline_tma.hpp), with
-  // the cost model's blocks per compute unit for the resident slots.
+  // wavelet_tma instance detail::tma_reduction_splits (pipeline_tma.hpp, split_of), with the
+  // cost model's blocks per compute unit for the resident slots. backward_data's stride phases
+  // are priced as one launch of a stride class's GEMM.
   int auto_k_batch(const KernelKey& key, const ConvProblem& p) const {
-    if (key.pipeline == Pipeline::WaveletTma && key.variant == Variant::BackwardWeight) {
-      const int64_t k_tiles = std::max<int64_t>(1, detail::ceil_div(p.N * p.out_spatial(), key.tile_k));
-      const int64_t tiles = detail::ceil_div(p.K, key.tile_m) * detail::ceil_div(p.C, key.tile_n) *
-                            p.G * p.filter_spatial();
+    if (key.pipeline == Pipeline::WaveletTma) {
+      int64_t k_tiles, tiles, elems;
+      if (key.variant == Variant::BackwardWeight) {
+        k_tiles = detail::ceil_div(p.N * p.out_spatial(), key.tile_k);
+        tiles = detail::ceil_div(p.K, key.tile_m) * detail::ceil_div(p.C, key.tile_n) * p.G * p.filter_spatial();
+        elems = p.weight_elems();
+      } else {
+        const bool fwd = key.variant == Variant::Forward;
+        const int64_t red_c = fwd ? p.C : p.K, out_c = fwd ? p.K : p.C;
+        if (out_c % 2 != 0) return 1;  // the kernel adds column pairs: odd rows never split
+        const GemmDims g = gemm_dims(key.variant, p);
+        k_tiles = detail::ceil_div(g.K, red_c) * detail::ceil_div(red_c, key.tile_k);
+        tiles = detail::ceil_div(g.M, key.tile_m) * detail::ceil_div(g.N, key.tile_n) * p.G;
+        elems = fwd ? p.output_elems() : p.input_elems();
+      }
+      k_tiles = std::max<int64_t>(1, k_tiles);
       const int64_t slots = int64_t(arch_.compute_units) * estimate_cost(key, p, 1, arch_).blocks_per_cu;
-      return std::min<int>(int(k_tiles), detail::tma_weight_grad_splits(k_tiles, tiles, slots, p.weight_elems()));
+      return std::min<int>(int(k_tiles), detail::tma_reduction_splits(k_tiles, tiles, slots, elems));
     }
     if (key.pipeline == Pipeline::Direct)  // depthwise.hpp resolve_slices
       return key.variant == Variant::BackwardWeight

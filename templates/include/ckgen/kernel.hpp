@@ -489,11 +489,8 @@ class GroupedConvKernel final : public KernelBase {
       if (kb > 1) {
         const int64_t n = dst_elems(p);
         const int splits = Cfg::kStage == Stage::One ? 1 : kb;
-        const int threads = 256;
-        const int64_t blocks = std::min<int64_t>(detail::ceil_div(n, threads), 8 * detail::device_sm_count());
-        splitk_finish_kernel<Cfg::kDataType><<<unsigned(blocks), threads, 0, stream>>>(
-            static_cast<const float*>(workspace), splits, a.ws_split_stride, static_cast<Raw*>(dst), n);
-        e = gpuGetLastError();
+        e = launch_splitk_finish<Cfg::kDataType>(static_cast<const float*>(workspace), splits,
+                                                 a.ws_split_stride, static_cast<Raw*>(dst), n, stream);
       }
       return e;
     }

@@ -72,15 +72,15 @@ constexpr int tma_smem_bytes(int tile_m, int tile_n, int stages, int math_warps,
   return stages * (tile_m + tile_n) * 128 + 2 * stages * 8 +
          (staged ? math_warps * 16 * 40 * elem_bytes : 0) + 1024;
 }
-// wavelet_tma backward_weight's automatic split of the pixel reduction (pipeline_tma.hpp
-// TmaConvKernel::split_of with the device's resident blocks; the dispatcher with its occupancy
-// estimate): the count in 1..min(max_splits, k_tiles / 4) that minimises, in k-tile times,
+// wavelet_tma's automatic split of a launch's reduction (pipeline_tma.hpp TmaConvKernel::split_of
+// with the device's resident blocks; the dispatcher with its occupancy estimate): the count in
+// 1..min(max_splits, k_tiles / 4) that minimises, in k-tile times,
 //   rounds over `slots` blocks x (k tiles per split + 2)   (2: the unit's atomic epilogue)
-//   + for a split, 8 + dw elements / 120000   (clearing the fp32 workspace and converting it:
-//     two more launches and 10 bytes per element, at ~0.4 us per k tile and ~3 TB/s),
-// fewest splits on ties.
-inline int tma_weight_grad_splits(int64_t k_tiles, int64_t tiles, int64_t slots, int64_t dw_elems,
-                                  int max_splits = 64) {
+//   + for a split, 8 + written elements / 120000   (clearing the fp32 workspace and converting
+//     it: two more launches and 10 bytes per element, at ~0.4 us per k tile and ~3 TB/s),
+// fewest splits on ties. Fitted on backward_weight (128 x 128 tiles, bench/NOTES.md).
+inline int tma_reduction_splits(int64_t k_tiles, int64_t tiles, int64_t slots, int64_t dw_elems,
+                                int max_splits = 64) {
   const int kmax = int(std::min<int64_t>(max_splits, std::max<int64_t>(1, k_tiles / 4)));
   slots = std::max<int64_t>(1, slots);
   int kb = 1;
@@ -105,8 +105,10 @@ struct ConvTensors {
 };
 
 // Per-call options.
-//   k_batch:        split count for backward_weight (0 = choose automatically); ignored by
-//                   the other variants; StreamK instances refuse anything but 0.
+//   k_batch:        split count of the reduction (0 = choose automatically) for backward_weight
+//                   and for forward / backward_data instances whose k_batch is not 1 (those
+//                   with k_batch 1 never split and ignore it); StreamK instances refuse
+//                   anything but 0.
 //   streamk_blocks: StreamK instances: the StreamK grid B (0 = #SMs x resident blocks per
 //                   SM, see streamk_plan.hpp); split-K instances refuse anything but 0.
 struct RunOptions {

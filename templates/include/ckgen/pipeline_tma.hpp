@@ -28,14 +28,15 @@
 //          warp stages its 16 rows x 32 columns through a private shared-memory slab (80-byte
 //          rows, conflict-free writes) and stores 16-byte vectors, a warp's store covering
 //          8 rows x 64 bytes (whole sectors): a quarter of the store requests. A split
-//          backward_weight adds fp32 pairs into the workspace (8-byte reductions) instead.
+//          reduction adds fp32 pairs into the workspace (8-byte reductions) instead.
 //   Persistent grid (#SMs x resident blocks): each block walks work units b, b + grid, ...
 //   (unit = tile x split); the ring runs on across units, so the next unit's copies overlap the
 //   last unit's epilogue.
 // No merged groups. forward: one launch. backward_data: one forward launch over dy per stride
 // phase (tma_phases.hpp), each reading its flipped sub-filter's taps straight from w (a tap map)
 // and writing through an output map that places its rows on every stride-th dx pixel.
-// backward_weight: one launch, plus clearing and converting the fp32 workspace when it splits.
+// backward_weight: one launch. Any variant may split its reduction (k_batch, Split below): the
+// launches then add into a zeroed fp32 copy of the written tensor and splitk_finish converts it.
 #pragma once
 
 #include "ckgen/portability.hpp"
@@ -115,8 +116,8 @@ struct TmaTraits {
   static constexpr bool kBNMajor = Cfg::kVariant != Variant::Forward;
   static constexpr int kBlockBytes = BK * kRowBytes;  // 64 rows of 128 bytes
 
-  static_assert(!kWeightGrad || (Cfg::kKBatch >= 0 && Cfg::kStage == Stage::One),
-                "ckgen: wavelet_tma backward_weight splits with fp32 atomics (stage one)");
+  static_assert(Cfg::kKBatch >= 0 && Cfg::kStage == Stage::One,
+                "ckgen: wavelet_tma splits its reduction with fp32 reductions (stage one)");
   static_assert(Cfg::kDataType == DataType::FP16 || Cfg::kDataType == DataType::BF16,
                 "ckgen: wavelet_tma needs fp16 or bf16");
   static_assert(Cfg::kMathUnit == MathUnit::Wgmma, "ckgen: wavelet_tma needs wgmma");
@@ -133,11 +134,9 @@ struct TmaTraits {
   static_assert(Cfg::kLoadWaves == 1 && Cfg::kMathWaves == Cfg::Waves::kM,
                 "ckgen: wavelet_tma has one load warp (load waves 1)");
   static_assert(S >= 2 && S <= 8, "ckgen: wavelet_tma needs 2..8 stages");
-  static_assert(Cfg::kGroupsToMerge == 1 && (kWeightGrad || Cfg::kKBatch == 1) &&
-                    Cfg::kReduction == Reduction::SplitK &&
+  static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK &&
                     Cfg::kSpecialization == Specialization::Default && !Cfg::kPersistent,
-                "ckgen: wavelet_tma: no merged groups, no specialization, k_batch 1 (forward / "
-                "backward_data)");
+                "ckgen: wavelet_tma: no merged groups, no specialization, split-K only");
   static_assert(BN % kSlabCols == 0, "ckgen: wavelet_tma cshuffle stages 32-column slabs");
   static_assert(Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
                 "ckgen: wavelet_tma moves 16-byte rows (vector 8, 8, 8)");
@@ -372,9 +371,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         return pix * p.GK + int64_t(g) * p.K;
       }
     };
-    if (Tr::kWeightGrad && p.ws != nullptr) {
+    if (p.ws != nullptr) {
       // split: fp32 reductions into the workspace (splitk_finish converts), a lane's two
-      // adjacent columns in one 8-byte red (C % 8 == 0 keeps them aligned).
+      // adjacent columns in one 8-byte red (the host splits only when K and G*K are even).
 #pragma unroll
       for (int i = 0; i < Tr::RepM; ++i) {
         const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
@@ -525,7 +524,7 @@ class TmaConvKernel final : public KernelBase {
     if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&]() -> std::string {
           if (opts.streamk_blocks != 0)
             return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
-          if (Tr::kWeightGrad && (opts.k_batch < 0 || opts.k_batch > kMaxSplits))
+          if (kTakesKBatch && (opts.k_batch < 0 || opts.k_batch > kMaxSplits))
             return "k_batch " + str(opts.k_batch) + " out of range 0..64 (0 = chosen per problem)";
           return {};
         });
@@ -543,41 +542,119 @@ class TmaConvKernel final : public KernelBase {
     } else {
       const Plan pl = plan(p);
       if (!pl.error.empty()) return pl.error;
-      for (const Phase& ph : pl.phase)
+      for (const Phase& ph : pl.phase) {
         if (std::string e = forward_supported(ph.q); !e.empty()) return e;
+        if (ph.q.K % 2 != 0 && phase_split(ph, 0, opts).k_split > 1)
+          return std::string("wavelet_tma: a split reduction needs an even ") +
+                 (Cfg::kVariant == Variant::Forward ? "K" : "C") + " (" + str(ph.q.K) +
+                 ", 8-byte fp32 reductions)";
+      }
       return {};
     }
   }
 
-  // backward_weight with a split reduction: fp32 sums of dw, converted by splitk_finish.
+  // A split reduction: fp32 sums in the written tensor's layout, converted by splitk_finish.
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
-    if constexpr (Tr::kWeightGrad)
-      if (split_of(p, opts).k_split > 1) return std::size_t(p.weight_elems()) * sizeof(float);
+    if constexpr (Tr::kWeightGrad) {
+      if (weight_split(p, opts).k_split > 1) return std::size_t(p.weight_elems()) * sizeof(float);
+    } else {
+      const Plan pl = plan(p);
+      if (pl.error.empty() && splits_any(pl, p, opts)) return std::size_t(written_elems(p)) * sizeof(float);
+    }
     return 0;
   }
 
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                  const RunOptions& opts = {}) const override {
-    if constexpr (Cfg::kVariant == Variant::Forward) {
-      return run_forward(tma_phases::forward_phase(p), t.in, t.wei, t.out, stream);
-    } else if constexpr (Cfg::kVariant == Variant::BackwardData) {
+    if constexpr (Tr::kWeightGrad) {
+      return run_weight_grad(p, t, workspace, stream, opts);
+    } else {
+      // forward: one launch x -> y; backward_data: one launch dy -> dx per stride phase. With a
+      // split, every launch adds into the zeroed fp32 workspace (which also covers the pixels no
+      // phase writes) and one splitk_finish converts it.
       using Raw = typename Tr::Raw;
+      constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
+      const void* src = kFwd ? t.in : t.out;
+      void* dst = kFwd ? t.out : t.in;
       const Plan pl = plan(p);
       if (!pl.error.empty()) return cudaErrorInvalidValue;
-      if (pl.zero_first)
-        if (gpuError_t e = gpuMemsetAsync(t.in, 0, std::size_t(p.input_elems()) * sizeof(Raw), stream);
+      const int64_t n = written_elems(p);
+      float* ws = nullptr;
+      if (splits_any(pl, p, opts)) {
+        if (workspace == nullptr) return cudaErrorInvalidValue;
+        ws = static_cast<float*>(workspace);
+        if (gpuError_t e = gpuMemsetAsync(ws, 0, std::size_t(n) * sizeof(float), stream); e != gpuSuccess)
+          return e;
+      } else if (pl.zero_first) {
+        if (gpuError_t e = gpuMemsetAsync(dst, 0, std::size_t(n) * sizeof(Raw), stream); e != gpuSuccess)
+          return e;
+      }
+      for (const Phase& ph : pl.phase)
+        if (gpuError_t e = run_forward(ph, src, t.wei, dst, ws, phase_split(ph, n, opts), stream);
             e != gpuSuccess)
           return e;
-      for (const Phase& ph : pl.phase)
-        if (gpuError_t e = run_forward(ph, t.out, t.wei, t.in, stream); e != gpuSuccess) return e;
-      return gpuSuccess;
-    } else {
-      return run_weight_grad(p, t, workspace, stream, opts);
+      if (ws == nullptr) return gpuSuccess;
+      return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dst), n, stream);
     }
   }
 
  private:
   static constexpr int kMaxSplits = 64;
+  // Whether RunOptions::k_batch reaches the kernel: backward_weight, or an instance whose
+  // k_batch is not 1 (forward / backward_data with k_batch 1 never split and ignore it).
+  static constexpr bool kTakesKBatch = Tr::kWeightGrad || Cfg::kKBatch != 1;
+
+  // The elements a call writes (and its split workspace holds): y, dx or dw.
+  static int64_t written_elems(const ConvProblem& p) {
+    return Cfg::kVariant == Variant::Forward        ? p.output_elems()
+           : Cfg::kVariant == Variant::BackwardData ? p.input_elems()
+                                                    : p.weight_elems();
+  }
+
+  // A launch's split of its reduction: k_tiles reduction tiles over `tiles` output tiles.
+  // RunOptions::k_batch where the instance takes it, else the instance's kKBatch, else (0)
+  // detail::tma_reduction_splits over the resident block slots (`elems`: the written
+  // elements, the fixed cost of a split); at most k_tiles splits, none of them empty.
+  struct Split {
+    int k_tiles, kt_per_split, k_split;
+  };
+  static Split split_of(int64_t k_tiles, int64_t tiles, int64_t elems, int kb) {
+    Split s{};
+    s.k_tiles = int(std::max<int64_t>(1, k_tiles));
+    if (kb <= 0)
+      kb = detail::tma_reduction_splits(s.k_tiles, tiles,
+                                          int64_t(detail::device_sm_count()) * resident_blocks(),
+                                          elems, kMaxSplits);
+    kb = std::max(1, std::min(kb, s.k_tiles));
+    s.kt_per_split = int(detail::ceil_div(s.k_tiles, kb));
+    s.k_split = int(detail::ceil_div(s.k_tiles, s.kt_per_split));  // no empty split
+    return s;
+  }
+  static int requested_splits(const RunOptions& opts) {
+    return kTakesKBatch && opts.k_batch > 0 ? opts.k_batch : Cfg::kKBatch;
+  }
+  // forward / backward_data: one launch's split (64-channel chunks x taps). An odd K (the
+  // launch's output channels) is never split automatically: the reductions add column pairs.
+  static Split phase_split(const Phase& ph, int64_t elems, const RunOptions& opts) {
+    const ConvProblem& q = ph.q;
+    int kb = requested_splits(opts);
+    if (kb == 0 && q.K % 2 != 0) kb = 1;
+    return split_of(q.filter_spatial() * detail::ceil_div(q.C, Tr::BK),
+                    detail::ceil_div(q.N * q.out_spatial(), Tr::BM) * detail::ceil_div(q.K, Tr::BN) * q.G,
+                    elems, kb);
+  }
+  static bool splits_any(const Plan& pl, const ConvProblem& p, const RunOptions& opts) {
+    if (requested_splits(opts) == 1) return false;
+    for (const Phase& ph : pl.phase)
+      if (phase_split(ph, written_elems(p), opts).k_split > 1) return true;
+    return false;
+  }
+  // backward_weight: 64-pixel k tiles over the K x C tiles of every group and tap.
+  static Split weight_split(const ConvProblem& p, const RunOptions& opts) {
+    return split_of(detail::ceil_div(p.N * p.out_spatial(), Tr::BK),
+                    detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) * p.G * p.filter_spatial(),
+                    p.weight_elems(), requested_splits(opts));
+  }
 
   // The engine's limits on an im2col map of x: corner offsets in [-128, 127] (4D maps),
   // traversal strides <= 8, 16-bit tap offsets.
@@ -611,7 +688,7 @@ class TmaConvKernel final : public KernelBase {
     if (std::string e = im2col_limits(p); !e.empty()) return e;
     const int64_t tiles = detail::ceil_div(p.N * p.out_spatial(), Tr::BM) *
                           detail::ceil_div(p.K, Tr::BN) * p.G;
-    if (tiles > kMax32) return "too many tiles for a 32-bit tile index";
+    if (tiles * kMaxSplits > kMax32) return "too many tiles for a 32-bit work-unit index";
     return {};
   }
 
@@ -679,9 +756,9 @@ class TmaConvKernel final : public KernelBase {
 
   // y = conv(x, w) for the forward problem ph.q (x: NHWGC, y: NHWGK), rows placed by the phase's
   // output map; w: GKYXC (forward), or the backward_data filter as it lies (G, q.C, taps, q.K),
-  // its taps picked by the phase's tap map.
-  static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, void* y,
-                                gpuStream_t stream) {
+  // its taps picked by the phase's tap map. With ws, fp32 sums are added there instead (split sp).
+  static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, void* y, float* ws,
+                                const Split& sp, gpuStream_t stream) {
     const ConvProblem& p = ph.q;
     if (!aligned16({x, w, y})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
@@ -706,36 +783,15 @@ class TmaConvKernel final : public KernelBase {
     a.tiles_n = int(detail::ceil_div(p.K, Tr::BN));
     a.tiles_m = int(detail::ceil_div(a.M, Tr::BM));
     a.taps = 1;
-    a.k_split = 1;
-    a.kt_per_split = a.k_tiles;
+    a.k_split = ws != nullptr ? sp.k_split : 1;
+    a.kt_per_split = ws != nullptr ? sp.kt_per_split : a.k_tiles;
+    a.ws = ws;
     a.out_dense = ph.dense ? 1 : 0;
     a.out_sn = ph.out_sn;
     a.out_sh = ph.out_sh;
     a.out_sw = ph.out_sw;
     a.out_base = ph.out_base;
     return launch(a, stream);
-  }
-
-  // backward_weight's split of the reduction (64-pixel k tiles): RunOptions::k_batch, else the
-  // instance's kKBatch, else detail::tma_weight_grad_splits over the resident block slots.
-  struct Split {
-    int k_tiles, kt_per_split, k_split;
-  };
-  static Split split_of(const ConvProblem& p, const RunOptions& opts) {
-    Split s{};
-    s.k_tiles = int(std::max<int64_t>(1, detail::ceil_div(p.N * p.out_spatial(), Tr::BK)));
-    int kb = opts.k_batch > 0 ? opts.k_batch : Cfg::kKBatch;
-    if (kb <= 0) {
-      const int64_t tiles = detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) * p.G *
-                            p.filter_spatial();
-      kb = detail::tma_weight_grad_splits(s.k_tiles, tiles,
-                                          int64_t(detail::device_sm_count()) * resident_blocks(),
-                                          p.weight_elems(), kMaxSplits);
-    }
-    kb = std::max(1, std::min(kb, s.k_tiles));
-    s.kt_per_split = int(detail::ceil_div(s.k_tiles, kb));
-    s.k_split = int(detail::ceil_div(s.k_tiles, s.kt_per_split));  // no empty split
-    return s;
   }
 
   // dw[g][k][tap][c] = sum over output pixels of dy[pixel][g][k] * x[pixel at tap][g][c]: A = dy
@@ -746,7 +802,7 @@ class TmaConvKernel final : public KernelBase {
                                     gpuStream_t stream, const RunOptions& opts) {
     if (!aligned16({t.in, t.out, t.wei})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
-    const Split sp = split_of(p, opts);
+    const Split sp = weight_split(p, opts);
     if (sp.k_split > 1 && workspace == nullptr) return cudaErrorInvalidValue;
     TmaConvArgs a{};
     {  // dy: {G*K, N*P*Q}, box 64 x 64
@@ -773,14 +829,9 @@ class TmaConvKernel final : public KernelBase {
       if (gpuError_t e = gpuMemsetAsync(workspace, 0, n * sizeof(float), stream); e != gpuSuccess) return e;
     }
     if (gpuError_t e = launch(a, stream); e != gpuSuccess) return e;
-    if (sp.k_split > 1) {
-      const int threads = 256;
-      const int64_t blocks = std::min<int64_t>(detail::ceil_div(int64_t(n), threads), 8 * detail::device_sm_count());
-      splitk_finish_kernel<Cfg::kDataType><<<unsigned(blocks), threads, 0, stream>>>(
-          a.ws, 1, 0, static_cast<typename Tr::Raw*>(t.wei), int64_t(n));
-      return gpuGetLastError();
-    }
-    return gpuSuccess;
+    if (sp.k_split == 1) return gpuSuccess;
+    return launch_splitk_finish<Cfg::kDataType>(a.ws, 1, 0, static_cast<typename Tr::Raw*>(t.wei),
+                                                int64_t(n), stream);
   }
 
   // Blocks of this kernel one SM holds (occupancy query once; 1 if it fails).

@@ -1,10 +1,14 @@
-// Split-K finish (implicit-GEMM split-K and the direct backward_weight):
-// dst[i] = convert(sum over splits of ws[s * stride + i]).
+// Split-K finish (implicit-GEMM split-K, the direct backward_weight and wavelet_tma):
+// dst[i] = convert(sum over splits of ws[s * stride + i]); launch_splitk_finish is the one launch
+// every kernel family uses.
 #pragma once
 
 #include <cstdint>
 
+#include <algorithm>
+
 #include "ckgen/config.hpp"
+#include "ckgen/kernel_base.hpp"
 #include "ckgen/portability.hpp"
 
 namespace ckgen {
@@ -19,6 +23,18 @@ CKGEN_GLOBAL void splitk_finish_kernel(const float* __restrict__ ws, int splits,
     for (int k = 0; k < splits; ++k) s += ws[k * stride + i];
     dst[i] = float_to_raw<D>(s);
   }
+}
+
+// Converts the n sums of `splits` fp32 slices (`stride` elements apart; 1 slice for one-stage
+// reductions) into dst: 256 threads per block, at most 8 blocks per compute unit (grid-stride).
+template <DataType D>
+gpuError_t launch_splitk_finish(const float* ws, int splits, int64_t stride,
+                                typename DataTypeTraits<D>::raw* dst, int64_t n, gpuStream_t stream) {
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::max<int64_t>(
+      1, std::min<int64_t>((n + kThreads - 1) / kThreads, 8 * int64_t(detail::device_sm_count())));
+  splitk_finish_kernel<D><<<unsigned(blocks), kThreads, 0, stream>>>(ws, splits, stride, dst, n);
+  return gpuGetLastError();
 }
 
 }  // namespace ckgen

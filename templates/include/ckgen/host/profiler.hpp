@@ -19,8 +19,9 @@
 //                                       loop: plain back-to-back launches
 //   --kernels GLOB[,GLOB]               instance-name filter (fnmatch: * ? [..])
 //   --shape GLOB[,GLOB]                 shape-name filter for --shapes
-//   --k-batch N[,N..]                   backward_weight split-K (0 = instance's choice); StreamK
-//                                       instances run once (they size their own split)
+//   --k-batch N[,N..]                   split-K counts (0 = instance's choice); StreamK
+//                                       instances and forward / backward_data instances with
+//                                       k_batch 1 (never split) run once
 //   --streamk-blocks N                  StreamK instances: the StreamK grid B (0 = #SMs x
 //                                       occupancy; RunOptions::streamk_blocks)
 //   --csv FILE                          write results (one row per shape x instance x k_batch)
@@ -169,11 +170,6 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
         if (std::find(k_batches.begin(), k_batches.end(), int(k)) == k_batches.end())
           k_batches.push_back(int(k));
       }
-      if (variant != Variant::BackwardWeight) {
-        if (!(k_batches.size() == 1 && k_batches[0] <= 1))
-          std::cerr << "note: --k-batch only applies to backward_weight; ignored\n";
-        k_batches = {0};
-      }
     }
   } catch (const UsageError& e) {
     std::cerr << "ckgen_profiler_" << vname << ": error: " << e.what()
@@ -262,8 +258,10 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
         for (const KernelBase* k : instances) {
           if (k->key().datatype != dt) continue;
           const bool streamk = k->key().reduction != Reduction::SplitK;
+          // One run for StreamK and for forward / backward_data instances that never split.
+          const bool one_run = streamk || (variant != Variant::BackwardWeight && k->key().k_batch == 1);
           for (int kb : k_batches) {
-            if (streamk && kb != k_batches.front()) break;  // StreamK: one run
+            if (one_run && kb != k_batches.front()) break;
             const RunOptions o = options(k, kb);
             const std::string reason = k->is_supported(p, o);
             if (reason.empty())

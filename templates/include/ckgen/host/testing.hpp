@@ -3,6 +3,7 @@
 //   <variant>_coverage    every problem of shapes/coverage.csv      x datatype x instance
 //   <variant>_tests       every problem of shapes/tests.csv         x datatype x instance
 //                         (backward_weight split-K: x k_batch 0, 1, 3, 64 where supported;
+//                         forward / backward_data instances whose k_batch is not 1: x 0, 1, 3;
 //                         StreamK: x streamk_blocks 0 (auto), 1, 3, 7)
 //                         test name: <problem>__<datatype>__<instance>[__kb<k_batch>|__sk<blocks>]
 //                         reference: CPU fp64 up to 2 GFLOP, else the GPU fp32 kernel
@@ -165,7 +166,7 @@ inline RefKind auto_reference(const ConvProblem& p) {
 // Profiler options that select the same run options.
 inline std::string run_options_args(Variant v, const RunOptions& o) {
   std::string s;
-  if (v == Variant::BackwardWeight) s += " --k-batch " + std::to_string(o.k_batch);
+  if (v == Variant::BackwardWeight || o.k_batch != 0) s += " --k-batch " + std::to_string(o.k_batch);
   if (o.streamk_blocks != 0) s += " --streamk-blocks " + std::to_string(o.streamk_blocks);
   return s;
 }
@@ -230,7 +231,10 @@ inline void register_problem_tests(Variant v, const std::string& suite,
         if (k->key().datatype != dt) continue;
         any_instance = true;
         const bool sk = is_streamk(*k);
-        for (int n : sk ? streamk_blocks : k_batches) {
+        // forward / backward_data instances with k_batch 1 never split: one run, no suffix
+        const bool splits = v == Variant::BackwardWeight || k->key().k_batch != 1;
+        const std::vector<int> one{0};
+        for (int n : sk ? streamk_blocks : splits ? k_batches : one) {
           RunOptions o;
           (sk ? o.streamk_blocks : o.k_batch) = n;
           const std::string why = k->is_supported(np.problem, o);
@@ -240,7 +244,8 @@ inline void register_problem_tests(Variant v, const std::string& suite,
           }
           if (n == 0) any_supported = true;
           std::string name = sanitize(np.name) + "__" + to_string(dt) + "__" + k->name();
-          if (v == Variant::BackwardWeight) name += (sk ? "__sk" : "__kb") + std::to_string(n);
+          if (v == Variant::BackwardWeight || (splits && k_batches.size() > 1))
+            name += (sk ? "__sk" : "__kb") + std::to_string(n);
           const ConvProblem p = np.problem;
           const uint64_t seed = hash2(test_seed(), ++counter);
           add_test(suite, name, [v, dt, p, k, o, seed] {
@@ -564,7 +569,7 @@ inline void run_sweep_chunk(Variant v, int chunk, int count) {
     std::vector<std::pair<const KernelBase*, RunOptions>> cands;
     for (int attempt = 0; attempt < 200 && cands.empty(); ++attempt) {
       p = random_problem(rng, rng.pick(ndims));
-      const int kb = v == Variant::BackwardWeight ? rng.pick<int>({0, 0, 1, 2, 3, 5, 8, 64}) : 0;
+      const int kb = rng.pick<int>({0, 0, 1, 2, 3, 5, 8, 64});
       for (const KernelBase* k : insts) {
         if (k->key().datatype != dt) continue;
         RunOptions o;
@@ -822,7 +827,7 @@ inline void register_tests(Variant v) {
   register_problem_tests(v, vname + "_coverage", coverage, {0});
   register_problem_tests(v, vname + "_tests", tests,
                          v == Variant::BackwardWeight ? std::vector<int>{0, 1, 3, 64}
-                                                      : std::vector<int>{0},
+                                                      : std::vector<int>{0, 1, 3},
                          streamk_test_blocks());
   register_negative_tests(v);
   register_reference_tests(v, tests);
