@@ -825,7 +825,7 @@ class Dispatcher {
   // The split count resolve_k_batch would pick (kernel.hpp), from the arch numbers; for a
   // wavelet_tma instance detail::tma_reduction_splits (pipeline_tma.hpp, split_of), with the
   // cost model's blocks per compute unit for the resident slots. backward_data's stride phases
-  // are priced as one launch of a stride class's GEMM.
+  // share the machine (side by side), so the tiles of every stride class count.
   int auto_k_batch(const KernelKey& key, const ConvProblem& p) const {
     if (key.pipeline == Pipeline::WaveletTma) {
       int64_t k_tiles, tiles, elems;
@@ -839,7 +839,7 @@ class Dispatcher {
         if (out_c % 2 != 0) return 1;  // the kernel adds column pairs: odd rows never split
         const GemmDims g = gemm_dims(key.variant, p);
         k_tiles = detail::ceil_div(g.K, red_c) * detail::ceil_div(red_c, key.tile_k);
-        tiles = detail::ceil_div(g.M, key.tile_m) * detail::ceil_div(g.N, key.tile_n) * p.G;
+        tiles = detail::ceil_div(g.M, key.tile_m) * detail::ceil_div(g.N, key.tile_n) * g.batch;
         elems = fwd ? p.output_elems() : p.input_elems();
       }
       k_tiles = std::max<int64_t>(1, k_tiles);

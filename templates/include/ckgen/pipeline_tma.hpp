@@ -34,7 +34,8 @@
 //   last unit's epilogue.
 // No merged groups. forward: one launch. backward_data: one forward launch over dy per stride
 // phase (tma_phases.hpp), each reading its flipped sub-filter's taps straight from w (a tap map)
-// and writing through an output map that places its rows on every stride-th dx pixel.
+// and writing through an output map that places its rows on every stride-th dx pixel; the
+// phases run side by side on forked streams (detail::PhaseStreams).
 // backward_weight: one launch. Any variant may split its reduction (k_batch, Split below): the
 // launches then add into a zeroed fp32 copy of the written tensor and splitk_finish converts it.
 #pragma once
@@ -44,6 +45,7 @@
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
+#include <mutex>
 #include <string>
 
 #include "ckgen/config.hpp"
@@ -486,6 +488,34 @@ Fn driver_entry(const char* name) {
     return nullptr;
   return reinterpret_cast<Fn>(f);
 }
+
+// Side streams that let backward_data's stride phases (disjoint dx pixels, or fp32 reductions
+// into one workspace) run side by side: phase j > 0 runs on side stream (j - 1) % kSide, forked
+// from and joined back into the caller's stream with events (stream capture follows the fork
+// and the join). Created once per device on first use, kept for the process; null when the
+// runtime refuses them (the phases then run one after another on the caller's stream).
+struct PhaseStreams {
+  static constexpr int kSide = 3;
+  cudaStream_t side[kSide] = {};
+  cudaEvent_t fork = nullptr, join[kSide] = {};
+  bool ok = false;
+};
+inline PhaseStreams* phase_streams() {
+  constexpr int kDevices = 64;
+  static PhaseStreams per_device[kDevices];
+  static std::once_flag once[kDevices];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices) return nullptr;
+  PhaseStreams& ps = per_device[dev];
+  std::call_once(once[dev], [&ps] {
+    bool ok = cudaEventCreateWithFlags(&ps.fork, cudaEventDisableTiming) == cudaSuccess;
+    for (int i = 0; i < PhaseStreams::kSide; ++i)
+      ok = ok && cudaStreamCreateWithFlags(&ps.side[i], cudaStreamNonBlocking) == cudaSuccess &&
+           cudaEventCreateWithFlags(&ps.join[i], cudaEventDisableTiming) == cudaSuccess;
+    ps.ok = ok;
+  });
+  return ps.ok ? &ps : nullptr;
+}
 }  // namespace detail
 
 template <class Cfg>
@@ -544,7 +574,7 @@ class TmaConvKernel final : public KernelBase {
       if (!pl.error.empty()) return pl.error;
       for (const Phase& ph : pl.phase) {
         if (std::string e = forward_supported(ph.q); !e.empty()) return e;
-        if (ph.q.K % 2 != 0 && phase_split(ph, 0, opts).k_split > 1)
+        if (ph.q.K % 2 != 0 && phase_split(ph, 0, opts, 1).k_split > 1)
           return std::string("wavelet_tma: a split reduction needs an even ") +
                  (Cfg::kVariant == Variant::Forward ? "K" : "C") + " (" + str(ph.q.K) +
                  ", 8-byte fp32 reductions)";
@@ -589,10 +619,24 @@ class TmaConvKernel final : public KernelBase {
         if (gpuError_t e = gpuMemsetAsync(dst, 0, std::size_t(n) * sizeof(Raw), stream); e != gpuSuccess)
           return e;
       }
-      for (const Phase& ph : pl.phase)
-        if (gpuError_t e = run_forward(ph, src, t.wei, dst, ws, phase_split(ph, n, opts), stream);
+      // Several phases: forked onto the side streams after the clear, joined before the finish.
+      detail::PhaseStreams* fj = pl.phase.size() > 1 ? detail::phase_streams() : nullptr;
+      const int sides = fj ? int(std::min<std::size_t>(pl.phase.size() - 1, detail::PhaseStreams::kSide)) : 0;
+      if (sides > 0) {
+        if (gpuError_t e = cudaEventRecord(fj->fork, stream); e != gpuSuccess) return e;
+        for (int i = 0; i < sides; ++i)
+          if (gpuError_t e = cudaStreamWaitEvent(fj->side[i], fj->fork, 0); e != gpuSuccess) return e;
+      }
+      for (std::size_t j = 0; j < pl.phase.size(); ++j) {
+        const gpuStream_t st = sides > 0 && j > 0 ? fj->side[(j - 1) % detail::PhaseStreams::kSide] : stream;
+        if (gpuError_t e = run_forward(pl.phase[j], src, t.wei, dst, ws, phase_split(pl.phase[j], n, opts, pl.phase.size()), st);
             e != gpuSuccess)
           return e;
+      }
+      for (int i = 0; i < sides; ++i) {
+        if (gpuError_t e = cudaEventRecord(fj->join[i], fj->side[i]); e != gpuSuccess) return e;
+        if (gpuError_t e = cudaStreamWaitEvent(stream, fj->join[i], 0); e != gpuSuccess) return e;
+      }
       if (ws == nullptr) return gpuSuccess;
       return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dst), n, stream);
     }
@@ -633,20 +677,22 @@ class TmaConvKernel final : public KernelBase {
   static int requested_splits(const RunOptions& opts) {
     return kTakesKBatch && opts.k_batch > 0 ? opts.k_batch : Cfg::kKBatch;
   }
-  // forward / backward_data: one launch's split (64-channel chunks x taps). An odd K (the
-  // launch's output channels) is never split automatically: the reductions add column pairs.
-  static Split phase_split(const Phase& ph, int64_t elems, const RunOptions& opts) {
+  // forward / backward_data: one launch's split (64-channel chunks x taps); `phases` launches
+  // share the machine (backward_data's run side by side), so the rule sees their tiles that many
+  // times. An odd K (the launch's output channels) is never split automatically: the reductions
+  // add column pairs.
+  static Split phase_split(const Phase& ph, int64_t elems, const RunOptions& opts, std::size_t phases) {
     const ConvProblem& q = ph.q;
     int kb = requested_splits(opts);
     if (kb == 0 && q.K % 2 != 0) kb = 1;
-    return split_of(q.filter_spatial() * detail::ceil_div(q.C, Tr::BK),
-                    detail::ceil_div(q.N * q.out_spatial(), Tr::BM) * detail::ceil_div(q.K, Tr::BN) * q.G,
-                    elems, kb);
+    const int64_t tiles =
+        detail::ceil_div(q.N * q.out_spatial(), Tr::BM) * detail::ceil_div(q.K, Tr::BN) * q.G;
+    return split_of(q.filter_spatial() * detail::ceil_div(q.C, Tr::BK), tiles * int64_t(phases), elems, kb);
   }
   static bool splits_any(const Plan& pl, const ConvProblem& p, const RunOptions& opts) {
     if (requested_splits(opts) == 1) return false;
     for (const Phase& ph : pl.phase)
-      if (phase_split(ph, written_elems(p), opts).k_split > 1) return true;
+      if (phase_split(ph, written_elems(p), opts, pl.phase.size()).k_split > 1) return true;
     return false;
   }
   // backward_weight: 64-pixel k tiles over the K x C tiles of every group and tap.
