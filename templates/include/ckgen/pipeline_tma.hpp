@@ -518,6 +518,26 @@ inline PhaseStreams* phase_streams() {
 }
 }  // namespace detail
 
+// dst[r][c] = c < k ? src[r][c] : 0 for rows x kp 16-bit elements (backward_data's padded dy).
+template <class Raw>
+CKGEN_GLOBAL void pad_channels_kernel(const Raw* __restrict__ src, Raw* __restrict__ dst, int64_t rows,
+                                      int k, int kp) {
+  const int64_t n = rows * kp, step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t r = i / kp;
+    const int c = int(i - r * kp);
+    dst[i] = c < k ? src[r * k + c] : Raw(0);
+  }
+}
+template <class Raw>
+gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64_t kp, gpuStream_t stream) {
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::max<int64_t>(
+      1, std::min<int64_t>((rows * kp + kThreads - 1) / kThreads, 8 * int64_t(detail::device_sm_count())));
+  pad_channels_kernel<Raw><<<unsigned(blocks), kThreads, 0, stream>>>(src, dst, rows, int(k), int(kp));
+  return gpuGetLastError();
+}
+
 template <class Cfg>
 class TmaConvKernel final : public KernelBase {
  public:
@@ -543,10 +563,14 @@ class TmaConvKernel final : public KernelBase {
   using Phase = tma_phases::Phase;
   using Plan = tma_phases::Plan;
   static Plan plan(const ConvProblem& p) {
-    if constexpr (Cfg::kVariant == Variant::Forward)
+    if constexpr (Cfg::kVariant == Variant::Forward) {
       return tma_phases::forward_plan(p);
-    else
-      return tma_phases::backward_data_plan(p);
+    } else {
+      Plan pl = tma_phases::backward_data_plan(p);
+      if (const int64_t kp = padded_k(p); kp > 0)
+        for (Phase& ph : pl.phase) ph.q.C = kp;  // the launches read the padded copy of dy
+      return pl;
+    }
   }
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
@@ -589,7 +613,7 @@ class TmaConvKernel final : public KernelBase {
       if (weight_split(p, opts).k_split > 1) return std::size_t(p.weight_elems()) * sizeof(float);
     } else {
       const Plan pl = plan(p);
-      if (pl.error.empty() && splits_any(pl, p, opts)) return std::size_t(written_elems(p)) * sizeof(float);
+      if (pl.error.empty()) return split_bytes(pl, p, opts) + pad_bytes(p);
     }
     return 0;
   }
@@ -609,8 +633,16 @@ class TmaConvKernel final : public KernelBase {
       const Plan pl = plan(p);
       if (!pl.error.empty()) return cudaErrorInvalidValue;
       const int64_t n = written_elems(p);
+      if (const int64_t kp = padded_k(p); kp > 0) {  // dy with K padded to kp, after the split sums
+        if (workspace == nullptr) return cudaErrorInvalidValue;
+        Raw* padded = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + split_bytes(pl, p, opts));
+        if (gpuError_t e = pad_channels(static_cast<const Raw*>(src), padded, p.N * p.out_spatial(), p.K, kp, stream);
+            e != gpuSuccess)
+          return e;
+        src = padded;
+      }
       float* ws = nullptr;
-      if (splits_any(pl, p, opts)) {
+      if (split_bytes(pl, p, opts) > 0) {
         if (workspace == nullptr) return cudaErrorInvalidValue;
         ws = static_cast<float*>(workspace);
         if (gpuError_t e = gpuMemsetAsync(ws, 0, std::size_t(n) * sizeof(float), stream); e != gpuSuccess)
@@ -629,7 +661,8 @@ class TmaConvKernel final : public KernelBase {
       }
       for (std::size_t j = 0; j < pl.phase.size(); ++j) {
         const gpuStream_t st = sides > 0 && j > 0 ? fj->side[(j - 1) % detail::PhaseStreams::kSide] : stream;
-        if (gpuError_t e = run_forward(pl.phase[j], src, t.wei, dst, ws, phase_split(pl.phase[j], n, opts, pl.phase.size()), st);
+        if (gpuError_t e = run_forward(pl.phase[j], src, t.wei, p.K, dst, ws,
+                                       phase_split(pl.phase[j], n, opts, pl.phase.size()), st);
             e != gpuSuccess)
           return e;
       }
@@ -694,6 +727,28 @@ class TmaConvKernel final : public KernelBase {
     for (const Phase& ph : pl.phase)
       if (phase_split(ph, written_elems(p), opts, pl.phase.size()).k_split > 1) return true;
     return false;
+  }
+  // The workspace: the fp32 split sums (when any launch splits), then the padded dy (below),
+  // 256-byte aligned.
+  static std::size_t split_bytes(const Plan& pl, const ConvProblem& p, const RunOptions& opts) {
+    if (!splits_any(pl, p, opts)) return 0;
+    return (std::size_t(written_elems(p)) * sizeof(float) + 255) / 256 * 256;
+  }
+  // backward_data with K % 8 != 0 in one group (the K=36 box heads): dy's rows are not 16-byte
+  // multiples, which the copy engine needs; dy is copied into the workspace with K padded to a
+  // multiple of 8 (zeros) and the launches reduce over the padded channels. w is read as it
+  // lies: the boxes' rows past K are zero-filled by the engine. 0 = no padding.
+  static int64_t padded_k(const ConvProblem& p) {
+    if constexpr (Cfg::kVariant != Variant::BackwardData) {
+      (void)p;
+      return 0;
+    } else {
+      return p.K % 8 != 0 && p.G == 1 ? (p.K + 7) / 8 * 8 : 0;
+    }
+  }
+  static std::size_t pad_bytes(const ConvProblem& p) {
+    const int64_t kp = padded_k(p);
+    return kp > 0 ? std::size_t(p.N * p.out_spatial() * kp) * sizeof(typename Tr::Raw) : 0;
   }
   // backward_weight: 64-pixel k tiles over the K x C tiles of every group and tap.
   static Split weight_split(const ConvProblem& p, const RunOptions& opts) {
@@ -801,18 +856,20 @@ class TmaConvKernel final : public KernelBase {
   }
 
   // y = conv(x, w) for the forward problem ph.q (x: NHWGC, y: NHWGK), rows placed by the phase's
-  // output map; w: GKYXC (forward), or the backward_data filter as it lies (G, q.C, taps, q.K),
-  // its taps picked by the phase's tap map. With ws, fp32 sums are added there instead (split sp).
-  static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, void* y, float* ws,
-                                const Split& sp, gpuStream_t stream) {
+  // output map; w: GKYXC (forward), or the backward_data filter as it lies (G, w_k, taps, q.K;
+  // w_k = q.C unless dy was padded), its taps picked by the phase's tap map. With ws, fp32 sums
+  // are added there instead (split sp).
+  static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, int64_t w_k, void* y,
+                                float* ws, const Split& sp, gpuStream_t stream) {
     const ConvProblem& p = ph.q;
     if (!aligned16({x, w, y})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
     if (!encode_x(&a.a, x, p, Tr::BM)) return cudaErrorInvalidValue;
-    {  // forward w: {C, taps, G*K}, box 64 x 1 x BN; backward_data w: {K, taps, G*C}, box 64 x 1 x 64
+    {  // forward w: {C, taps, G*K}, box 64 x 1 x BN; backward_data w: {C, taps, G*K} as it lies
+       // (K = w_k, the filter's, even when dy is padded), box 64 x 1 x 64
       const cuuint64_t dims[3] = {cuuint64_t(Tr::kBNMajor ? p.K : p.C), cuuint64_t(ph.w_taps),
-                                  cuuint64_t(p.G * (Tr::kBNMajor ? p.C : p.K))};
+                                  cuuint64_t(p.G * (Tr::kBNMajor ? w_k : p.K))};
       const cuuint32_t box[3] = {cuuint32_t(Tr::BK), 1, cuuint32_t(Tr::kBNMajor ? Tr::BK : Tr::BN)};
       if (!encode_tiled(&a.b, w, 3, dims, box)) return cudaErrorInvalidValue;
     }
