@@ -538,6 +538,66 @@ gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64
   return gpuGetLastError();
 }
 
+// Explicit im2col of a 1D / 2D NHWC x (one group): row (n, oh, ow), column j = tap * C + c
+// (j < taps * C, else 0), 8 columns (one 16-byte store) per item; cp % 8 == 0.
+struct Im2colArgs {
+  int C, X, red, cp, H, W, P, Q, s_h, s_w, pl_h, pl_w, d_h, d_w;
+  int64_t rows;
+};
+template <class Raw>
+CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col, const Im2colArgs a) {
+  const int vecs = a.cp / 8, pq = a.P * a.Q;
+  const int64_t items = a.rows * vecs, step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t it = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; it < items; it += step) {
+    const int64_t row = it / vecs;
+    const int v = int(it - row * vecs);
+    const int n = int(row / pq), rem = int(row - int64_t(n) * pq), oh = rem / a.Q, ow = rem - oh * a.Q;
+    int j = v * 8, tap = j / a.C, c = j - tap * a.C;
+    uint4 pack;
+    Raw* out = reinterpret_cast<Raw*>(&pack);
+#pragma unroll
+    for (int e = 0; e < 8; ++e, ++j) {
+      Raw val = Raw(0);
+      if (j < a.red) {
+        const int fy = tap / a.X, fx = tap - fy * a.X;
+        const int ih = oh * a.s_h - a.pl_h + fy * a.d_h, iw = ow * a.s_w - a.pl_w + fx * a.d_w;
+        if (ih >= 0 && ih < a.H && iw >= 0 && iw < a.W) val = x[((int64_t(n) * a.H + ih) * a.W + iw) * a.C + c];
+      }
+      out[e] = val;
+      if (++c == a.C) {
+        c = 0;
+        ++tap;
+      }
+    }
+    reinterpret_cast<uint4*>(col)[it] = pack;
+  }
+}
+template <class Raw>
+gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, gpuStream_t stream) {
+  Im2colArgs a{};
+  a.C = int(p.C);
+  a.X = int(p.filter[2]);
+  a.red = int(p.filter_spatial() * p.C);
+  a.cp = int(cp);
+  a.H = int(p.in[1]);
+  a.W = int(p.in[2]);
+  a.P = int(p.out[1]);
+  a.Q = int(p.out[2]);
+  a.s_h = int(p.stride[1]);
+  a.s_w = int(p.stride[2]);
+  a.pl_h = int(p.pad_l[1]);
+  a.pl_w = int(p.pad_l[2]);
+  a.d_h = int(p.dilation[1]);
+  a.d_w = int(p.dilation[2]);
+  a.rows = p.N * p.out_spatial();
+  constexpr int kThreads = 256;
+  const int64_t items = a.rows * (cp / 8);
+  const int64_t blocks = std::max<int64_t>(
+      1, std::min<int64_t>((items + kThreads - 1) / kThreads, 16 * int64_t(detail::device_sm_count())));
+  im2col_kernel<Raw><<<unsigned(blocks), kThreads, 0, stream>>>(x, col, a);
+  return gpuGetLastError();
+}
+
 template <class Cfg>
 class TmaConvKernel final : public KernelBase {
  public:
@@ -564,7 +624,8 @@ class TmaConvKernel final : public KernelBase {
   using Plan = tma_phases::Plan;
   static Plan plan(const ConvProblem& p) {
     if constexpr (Cfg::kVariant == Variant::Forward) {
-      return tma_phases::forward_plan(p);
+      const int64_t cp = im2col_width(p);
+      return tma_phases::forward_plan(cp > 0 ? im2col_view(p, cp) : p);
     } else {
       Plan pl = tma_phases::backward_data_plan(p);
       if (const int64_t kp = padded_k(p); kp > 0)
@@ -613,7 +674,7 @@ class TmaConvKernel final : public KernelBase {
       if (weight_split(p, opts).k_split > 1) return std::size_t(p.weight_elems()) * sizeof(float);
     } else {
       const Plan pl = plan(p);
-      if (pl.error.empty()) return split_bytes(pl, p, opts) + pad_bytes(p);
+      if (pl.error.empty()) return split_bytes(pl, p, opts) + pad_bytes(p) + im2col_bytes(p);
     }
     return 0;
   }
@@ -629,6 +690,7 @@ class TmaConvKernel final : public KernelBase {
       using Raw = typename Tr::Raw;
       constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
       const void* src = kFwd ? t.in : t.out;
+      const void* w = t.wei;
       void* dst = kFwd ? t.out : t.in;
       const Plan pl = plan(p);
       if (!pl.error.empty()) return cudaErrorInvalidValue;
@@ -640,6 +702,17 @@ class TmaConvKernel final : public KernelBase {
             e != gpuSuccess)
           return e;
         src = padded;
+      }
+      if (const int64_t cp = im2col_width(p); cp > 0) {  // forward: the explicit im2col GEMM
+        if (workspace == nullptr) return cudaErrorInvalidValue;
+        Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + split_bytes(pl, p, opts));
+        Raw* wp = col + p.N * p.out_spatial() * cp;
+        if (gpuError_t e = im2col(static_cast<const Raw*>(src), col, p, cp, stream); e != gpuSuccess) return e;
+        if (gpuError_t e = pad_channels(static_cast<const Raw*>(w), wp, p.K, p.filter_spatial() * p.C, cp, stream);
+            e != gpuSuccess)
+          return e;
+        src = col;
+        w = wp;
       }
       float* ws = nullptr;
       if (split_bytes(pl, p, opts) > 0) {
@@ -661,7 +734,7 @@ class TmaConvKernel final : public KernelBase {
       }
       for (std::size_t j = 0; j < pl.phase.size(); ++j) {
         const gpuStream_t st = sides > 0 && j > 0 ? fj->side[(j - 1) % detail::PhaseStreams::kSide] : stream;
-        if (gpuError_t e = run_forward(pl.phase[j], src, t.wei, p.K, dst, ws,
+        if (gpuError_t e = run_forward(pl.phase[j], src, w, p.K, dst, ws,
                                        phase_split(pl.phase[j], n, opts, pl.phase.size()), st);
             e != gpuSuccess)
           return e;
@@ -745,6 +818,33 @@ class TmaConvKernel final : public KernelBase {
     } else {
       return p.K % 8 != 0 && p.G == 1 ? (p.K + 7) / 8 * 8 : 0;
     }
+  }
+  // forward with C % 8 != 0 in one group (the C=3 stem): x's rows are not 16-byte multiples;
+  // the problem runs as a 1x1 GEMM over an explicit im2col copy of x (rows = output pixels,
+  // taps x C columns padded with zeros to a multiple of 8) and a copy of w padded the same way,
+  // both in the workspace (after the split sums). Width 0 = not used (also past 512 columns).
+  static int64_t im2col_width(const ConvProblem& p) {
+    if constexpr (Cfg::kVariant != Variant::Forward) {
+      (void)p;
+      return 0;
+    } else {
+      const int64_t cp = (p.filter_spatial() * p.C + 7) / 8 * 8;
+      return p.C % 8 != 0 && p.G == 1 && cp <= 512 ? cp : 0;
+    }
+  }
+  static ConvProblem im2col_view(const ConvProblem& p, int64_t cp) {
+    ConvProblem q = p;
+    q.C = cp;
+    for (int i = 0; i < 3; ++i) {
+      q.in[i] = p.out[i];
+      q.filter[i] = q.stride[i] = q.dilation[i] = 1;
+      q.pad_l[i] = q.pad_r[i] = 0;
+    }
+    return q;
+  }
+  static std::size_t im2col_bytes(const ConvProblem& p) {
+    const int64_t cp = im2col_width(p);
+    return cp > 0 ? std::size_t((p.N * p.out_spatial() + p.K) * cp) * sizeof(typename Tr::Raw) : 0;
   }
   static std::size_t pad_bytes(const ConvProblem& p) {
     const int64_t kp = padded_k(p);
