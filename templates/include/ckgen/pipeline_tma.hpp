@@ -695,9 +695,10 @@ class TmaConvKernel final : public KernelBase {
       const Plan pl = plan(p);
       if (!pl.error.empty()) return cudaErrorInvalidValue;
       const int64_t n = written_elems(p);
+      const std::size_t ws_bytes = split_bytes(pl, p, opts);  // the split sums lead the workspace
       if (const int64_t kp = padded_k(p); kp > 0) {  // dy with K padded to kp, after the split sums
         if (workspace == nullptr) return cudaErrorInvalidValue;
-        Raw* padded = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + split_bytes(pl, p, opts));
+        Raw* padded = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
         if (gpuError_t e = pad_channels(static_cast<const Raw*>(src), padded, p.N * p.out_spatial(), p.K, kp, stream);
             e != gpuSuccess)
           return e;
@@ -705,7 +706,7 @@ class TmaConvKernel final : public KernelBase {
       }
       if (const int64_t cp = im2col_width(p); cp > 0) {  // forward: the explicit im2col GEMM
         if (workspace == nullptr) return cudaErrorInvalidValue;
-        Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + split_bytes(pl, p, opts));
+        Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
         Raw* wp = col + p.N * p.out_spatial() * cp;
         if (gpuError_t e = im2col(static_cast<const Raw*>(src), col, p, cp, stream); e != gpuSuccess) return e;
         if (gpuError_t e = pad_channels(static_cast<const Raw*>(w), wp, p.K, p.filter_spatial() * p.C, cp, stream);
@@ -715,7 +716,7 @@ class TmaConvKernel final : public KernelBase {
         w = wp;
       }
       float* ws = nullptr;
-      if (split_bytes(pl, p, opts) > 0) {
+      if (ws_bytes > 0) {
         if (workspace == nullptr) return cudaErrorInvalidValue;
         ws = static_cast<float*>(workspace);
         if (gpuError_t e = gpuMemsetAsync(ws, 0, std::size_t(n) * sizeof(float), stream); e != gpuSuccess)
