@@ -132,6 +132,25 @@ if has splitsweep; then
   done
 fi
 
+# Phase ncu (not in the default list): per-kernel GPU times (Nsight Compute, clocks left alone)
+# of one profiler call per variant in NCU_VARIANTS: the default-set profiler on the NCU_SHAPES
+# rows of the RetinaNet set, instances NCU_KERNELS, one timed run (no warm-up, no
+# verification): $OUT/ncu_<variant>.csv, one row per kernel launch.
+for v in ${NCU_VARIANTS:-forward}; do
+  has ncu || break
+  bin=$WORK/gen_default/build/bin/ckgen_profiler_$v
+  if [ -x "$bin" ] && command -v ncu > /dev/null; then
+    t0=$SECONDS
+    timeout ${NCU_TIMEOUT:-120} ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+      "$bin" --shapes "$ROOT/templates/project/shapes/retinanet_r50fpn_n2.csv" --shape "${NCU_SHAPES:-r50_conv1*}" \
+      --kernels "${NCU_KERNELS:-*_fp16_*wltma*}" --datatype fp16 --verify none --warmup 0 --repeat 1 --iters 1 --timing loop \
+      > "$OUT/ncu_$v.csv" 2> "$OUT/ncu_$v.log"
+    log "ncu $v rc=$? in $((SECONDS - t0)) s, $(grep -c gpu__time_duration "$OUT/ncu_$v.csv") kernel rows"
+  else
+    log "ncu: no $bin or no ncu"
+  fi
+done
+
 if has peer; then
   t0=$SECONDS
   timeout ${PEER_TIMEOUT:-240} python3 "$ROOT/bench/peer_cudnn.py" "$OUT/cudnn.csv" \
@@ -146,5 +165,5 @@ fi
 log "done"
 # At most 8 files come back from the machine: keep the summary and the CSVs, pack the logs.
 mkdir -p "$WORK/logs"
-for f in "$OUT"/*.log "$OUT"/*.json "$OUT"/gpu.txt "$OUT"/prof_*.csv; do [ -e "$f" ] && mv "$f" "$WORK/logs/"; done
+for f in "$OUT"/*.log "$OUT"/*.json "$OUT"/gpu.txt "$OUT"/prof_*.csv "$OUT"/ncu_*.csv; do [ -e "$f" ] && mv "$f" "$WORK/logs/"; done
 tar czf "$OUT/logs.tar.gz" -C "$WORK/logs" . && ls -la "$OUT"

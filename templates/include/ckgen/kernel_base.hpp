@@ -32,6 +32,12 @@ inline int device_sm_count() {
   }();
   return count;
 }
+// Blocks of a grid-stride launch over `items` with `threads` per block: one item per thread,
+// at most `per_sm` blocks per compute unit (the finish and staging copies use it).
+inline int64_t grid_stride_blocks(int64_t items, int threads, int per_sm) {
+  return std::max<int64_t>(1, std::min<int64_t>((items + threads - 1) / threads,
+                                                int64_t(per_sm) * device_sm_count()));
+}
 // Lets `kernel` launch with `bytes` of dynamic shared memory on the current device, once per
 // device (one bit per device id in `done`). The implicit-GEMM and wavelet_tma kernels use it.
 template <class F>

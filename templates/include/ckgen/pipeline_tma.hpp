@@ -54,6 +54,7 @@
 #include "ckgen/pipeline_wavelet.hpp"
 #include "ckgen/splitk_finish.hpp"
 #include "ckgen/tma_phases.hpp"
+#include "ckgen/tma_staging.hpp"
 
 #if defined(CKGEN_NVIDIA)
 #include <cuda.h>
@@ -67,13 +68,12 @@ namespace ckgen {
 // forward / backward_data: GEMM rows = output pixels, columns = output channels (K), reduction =
 // taps x input channels. backward_weight: rows = output channels K (M), columns = input
 // channels C of one tap (K here), reduction = output pixels; tiles run over G x taps.
-struct TmaConvArgs {
+// The geometry (C = input channels per group) comes from ConvGeometry2D.
+struct TmaConvArgs : ConvGeometry2D {
   CUtensorMap a;  // im2col map of x (backward_weight: tiled map of dy)
   CUtensorMap b;  // tiled map of w (backward_weight: im2col map of x)
   void* y;        // the written tensor (backward_weight: dw)
-  int M, K, C, GK;     // GEMM rows, columns (per group), input channels per group, G*K
-  int P, Q;            // output height, width
-  int s_h, s_w, pl_h, pl_w, d_h, d_w, X;
+  int M, K, GK;        // GEMM rows, columns (per group), G*K
   int c_chunks;        // 64-channel chunks per tap
   int tap0, tap_dh, tap_dw;  // filter tap (fy, fx) reads w's tap tap0 + fy * tap_dh + fx * tap_dw
   int k_tiles;         // reduction tiles: taps * c_chunks (backward_weight: 64-pixel chunks)
@@ -518,86 +518,6 @@ inline PhaseStreams* phase_streams() {
 }
 }  // namespace detail
 
-// dst[r][c] = c < k ? src[r][c] : 0 for rows x kp 16-bit elements (backward_data's padded dy).
-template <class Raw>
-CKGEN_GLOBAL void pad_channels_kernel(const Raw* __restrict__ src, Raw* __restrict__ dst, int64_t rows,
-                                      int k, int kp) {
-  const int64_t n = rows * kp, step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    const int64_t r = i / kp;
-    const int c = int(i - r * kp);
-    dst[i] = c < k ? src[r * k + c] : Raw(0);
-  }
-}
-template <class Raw>
-gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64_t kp, gpuStream_t stream) {
-  constexpr int kThreads = 256;
-  const int64_t blocks = std::max<int64_t>(
-      1, std::min<int64_t>((rows * kp + kThreads - 1) / kThreads, 8 * int64_t(detail::device_sm_count())));
-  pad_channels_kernel<Raw><<<unsigned(blocks), kThreads, 0, stream>>>(src, dst, rows, int(k), int(kp));
-  return gpuGetLastError();
-}
-
-// Explicit im2col of a 1D / 2D NHWC x (one group): row (n, oh, ow), column j = tap * C + c
-// (j < taps * C, else 0), 8 columns (one 16-byte store) per item; cp % 8 == 0.
-struct Im2colArgs {
-  int C, X, red, cp, H, W, P, Q, s_h, s_w, pl_h, pl_w, d_h, d_w;
-  int64_t rows;
-};
-template <class Raw>
-CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col, const Im2colArgs a) {
-  const int vecs = a.cp / 8, pq = a.P * a.Q;
-  const int64_t items = a.rows * vecs, step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t it = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; it < items; it += step) {
-    const int64_t row = it / vecs;
-    const int v = int(it - row * vecs);
-    const int n = int(row / pq), rem = int(row - int64_t(n) * pq), oh = rem / a.Q, ow = rem - oh * a.Q;
-    int j = v * 8, tap = j / a.C, c = j - tap * a.C;
-    uint4 pack;
-    Raw* out = reinterpret_cast<Raw*>(&pack);
-#pragma unroll
-    for (int e = 0; e < 8; ++e, ++j) {
-      Raw val = Raw(0);
-      if (j < a.red) {
-        const int fy = tap / a.X, fx = tap - fy * a.X;
-        const int ih = oh * a.s_h - a.pl_h + fy * a.d_h, iw = ow * a.s_w - a.pl_w + fx * a.d_w;
-        if (ih >= 0 && ih < a.H && iw >= 0 && iw < a.W) val = x[((int64_t(n) * a.H + ih) * a.W + iw) * a.C + c];
-      }
-      out[e] = val;
-      if (++c == a.C) {
-        c = 0;
-        ++tap;
-      }
-    }
-    reinterpret_cast<uint4*>(col)[it] = pack;
-  }
-}
-template <class Raw>
-gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, gpuStream_t stream) {
-  Im2colArgs a{};
-  a.C = int(p.C);
-  a.X = int(p.filter[2]);
-  a.red = int(p.filter_spatial() * p.C);
-  a.cp = int(cp);
-  a.H = int(p.in[1]);
-  a.W = int(p.in[2]);
-  a.P = int(p.out[1]);
-  a.Q = int(p.out[2]);
-  a.s_h = int(p.stride[1]);
-  a.s_w = int(p.stride[2]);
-  a.pl_h = int(p.pad_l[1]);
-  a.pl_w = int(p.pad_l[2]);
-  a.d_h = int(p.dilation[1]);
-  a.d_w = int(p.dilation[2]);
-  a.rows = p.N * p.out_spatial();
-  constexpr int kThreads = 256;
-  const int64_t items = a.rows * (cp / 8);
-  const int64_t blocks = std::max<int64_t>(
-      1, std::min<int64_t>((items + kThreads - 1) / kThreads, 16 * int64_t(detail::device_sm_count())));
-  im2col_kernel<Raw><<<unsigned(blocks), kThreads, 0, stream>>>(x, col, a);
-  return gpuGetLastError();
-}
-
 template <class Cfg>
 class TmaConvKernel final : public KernelBase {
  public:
@@ -624,8 +544,7 @@ class TmaConvKernel final : public KernelBase {
   using Plan = tma_phases::Plan;
   static Plan plan(const ConvProblem& p) {
     if constexpr (Cfg::kVariant == Variant::Forward) {
-      const int64_t cp = im2col_width(p);
-      return tma_phases::forward_plan(cp > 0 ? im2col_view(p, cp) : p);
+      return tma_phases::forward_plan(gemm_view(p));
     } else {
       Plan pl = tma_phases::backward_data_plan(p);
       if (const int64_t kp = padded_k(p); kp > 0)
@@ -646,15 +565,18 @@ class TmaConvKernel final : public KernelBase {
         !e.empty())
       return e;
     if constexpr (Tr::kWeightGrad) {
-      if (p.C % 8 != 0 || p.K % 8 != 0)
-        return "wavelet_tma backward_weight needs C (" + str(p.C) + ") and K (" + str(p.K) +
-               ") to be multiples of 8 (16-byte rows of x and dy)";
-      if (std::string e = im2col_limits(p); !e.empty()) return e;
-      const int64_t tiles = detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) *
-                            p.G * p.filter_spatial();
+      if (p.K % 8 != 0 || (p.C % 8 != 0 && im2col_width(p) == 0))
+        return "wavelet_tma backward_weight needs K (" + str(p.K) + ") to be a multiple of 8 and C (" +
+               str(p.C) + ") too, or one group with taps x C <= 512 (16-byte rows of x and dy)";
+      if (std::string e = im2col_staging_limits(p); !e.empty()) return e;
+      const ConvProblem q = gemm_view(p);
+      if (std::string e = im2col_limits(q); !e.empty()) return e;
+      const int64_t tiles = detail::ceil_div(q.K, Tr::BM) * detail::ceil_div(q.C, Tr::BN) *
+                            q.G * q.filter_spatial();
       if (tiles * kMaxSplits > kMax32) return "too many tiles for a 32-bit work-unit index";
       return {};
     } else {
+      if (std::string e = im2col_staging_limits(p); !e.empty()) return e;
       const Plan pl = plan(p);
       if (!pl.error.empty()) return pl.error;
       for (const Phase& ph : pl.phase) {
@@ -671,7 +593,7 @@ class TmaConvKernel final : public KernelBase {
   // A split reduction: fp32 sums in the written tensor's layout, converted by splitk_finish.
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
     if constexpr (Tr::kWeightGrad) {
-      if (weight_split(p, opts).k_split > 1) return std::size_t(p.weight_elems()) * sizeof(float);
+      return weight_sum_bytes(gemm_view(p), opts) + im2col_bytes(p);
     } else {
       const Plan pl = plan(p);
       if (pl.error.empty()) return split_bytes(pl, p, opts) + pad_bytes(p) + im2col_bytes(p);
@@ -820,12 +742,14 @@ class TmaConvKernel final : public KernelBase {
       return p.K % 8 != 0 && p.G == 1 ? (p.K + 7) / 8 * 8 : 0;
     }
   }
-  // forward with C % 8 != 0 in one group (the C=3 stem): x's rows are not 16-byte multiples;
-  // the problem runs as a 1x1 GEMM over an explicit im2col copy of x (rows = output pixels,
-  // taps x C columns padded with zeros to a multiple of 8) and a copy of w padded the same way,
-  // both in the workspace (after the split sums). Width 0 = not used (also past 512 columns).
+  // forward / backward_weight with C % 8 != 0 in one group (the C=3 stem): x's rows are not
+  // 16-byte multiples; the problem runs as a 1x1 GEMM (gemm_view) over an explicit im2col copy
+  // of x (rows = output pixels, taps x C columns padded with zeros to a multiple of 8) in the
+  // workspace after the split sums, followed by forward's copy of w padded the same way, or
+  // backward_weight's padded dw (cropped into dw at the end). Width 0 = not used (also past 512
+  // columns).
   static int64_t im2col_width(const ConvProblem& p) {
-    if constexpr (Cfg::kVariant != Variant::Forward) {
+    if constexpr (Cfg::kVariant == Variant::BackwardData) {
       (void)p;
       return 0;
     } else {
@@ -833,7 +757,10 @@ class TmaConvKernel final : public KernelBase {
       return p.C % 8 != 0 && p.G == 1 && cp <= 512 ? cp : 0;
     }
   }
-  static ConvProblem im2col_view(const ConvProblem& p, int64_t cp) {
+  // The problem the GEMM launches see: p, or the 1x1 problem over the im2col copy.
+  static ConvProblem gemm_view(const ConvProblem& p) {
+    const int64_t cp = im2col_width(p);
+    if (cp == 0) return p;
     ConvProblem q = p;
     q.C = cp;
     for (int i = 0; i < 3; ++i) {
@@ -843,19 +770,31 @@ class TmaConvKernel final : public KernelBase {
     }
     return q;
   }
+  // The im2col copy and the padded w (forward) or dw (backward_weight): K x cp elements.
   static std::size_t im2col_bytes(const ConvProblem& p) {
     const int64_t cp = im2col_width(p);
     return cp > 0 ? std::size_t((p.N * p.out_spatial() + p.K) * cp) * sizeof(typename Tr::Raw) : 0;
+  }
+  static std::string im2col_staging_limits(const ConvProblem& p) {
+    if (im2col_width(p) > 0 && im2col_tiling(p).T == 0)
+      return "wavelet_tma: the im2col copy stages one window's input rows in 48 KB of shared memory; "
+             "this filter's (dilated) extent x C needs more";
+    return {};
   }
   static std::size_t pad_bytes(const ConvProblem& p) {
     const int64_t kp = padded_k(p);
     return kp > 0 ? std::size_t(p.N * p.out_spatial() * kp) * sizeof(typename Tr::Raw) : 0;
   }
-  // backward_weight: 64-pixel k tiles over the K x C tiles of every group and tap.
+  // backward_weight: 64-pixel k tiles over the K x C tiles of every group and tap (p: the GEMM
+  // view), and the fp32 sums a split adds into (leading the workspace, 256-byte aligned).
   static Split weight_split(const ConvProblem& p, const RunOptions& opts) {
     return split_of(detail::ceil_div(p.N * p.out_spatial(), Tr::BK),
                     detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) * p.G * p.filter_spatial(),
                     p.weight_elems(), requested_splits(opts));
+  }
+  static std::size_t weight_sum_bytes(const ConvProblem& q, const RunOptions& opts) {
+    if (weight_split(q, opts).k_split == 1) return 0;
+    return (std::size_t(q.weight_elems()) * sizeof(float) + 255) / 256 * 256;
   }
 
   // The engine's limits on an im2col map of x: corner offsets in [-128, 127] (4D maps),
@@ -934,16 +873,7 @@ class TmaConvKernel final : public KernelBase {
 
   // The convolution geometry every launch carries.
   static void set_geometry(TmaConvArgs& a, const ConvProblem& p) {
-    a.C = int(p.C);
-    a.P = int(p.out[1]);
-    a.Q = int(p.out[2]);
-    a.s_h = int(p.stride[1]);
-    a.s_w = int(p.stride[2]);
-    a.pl_h = int(p.pad_l[1]);
-    a.pl_w = int(p.pad_l[2]);
-    a.d_h = int(p.dilation[1]);
-    a.d_w = int(p.dilation[2]);
-    a.X = int(p.filter[2]);
+    static_cast<ConvGeometry2D&>(a) = conv_geometry_2d(p);
     a.G = int(p.G);
   }
 
@@ -1001,8 +931,26 @@ class TmaConvKernel final : public KernelBase {
   // dw[g][k][tap][c] = sum over output pixels of dy[pixel][g][k] * x[pixel at tap][g][c]: A = dy
   // (M-major, BM / 64 tiled copies of 64 pixels x 64 channels), B = x (N-major, BN / 64 im2col
   // copies of the same 64 pixels at the tile's tap). A split reduction adds fp32 partial sums
-  // into the zeroed workspace and splitk_finish converts them into dw.
+  // into the zeroed workspace and splitk_finish converts them into dw. With C % 8 != 0 (one
+  // group) it runs over the im2col copy of x into a padded dw, cropped into dw.
   static gpuError_t run_weight_grad(const ConvProblem& p, const ConvTensors& t, void* workspace,
+                                    gpuStream_t stream, const RunOptions& opts) {
+    const int64_t cp = im2col_width(p);
+    if (cp == 0) return run_weight_gemm(p, t, workspace, stream, opts);
+    using Raw = typename Tr::Raw;
+    if (workspace == nullptr) return cudaErrorInvalidValue;
+    const ConvProblem q = gemm_view(p);
+    Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + weight_sum_bytes(q, opts));
+    Raw* dwp = col + p.N * p.out_spatial() * cp;
+    if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, stream); e != gpuSuccess) return e;
+    ConvTensors tq = t;
+    tq.in = col;
+    tq.wei = dwp;
+    if (gpuError_t e = run_weight_gemm(q, tq, workspace, stream, opts); e != gpuSuccess) return e;
+    return pad_channels(static_cast<const Raw*>(dwp), static_cast<Raw*>(t.wei), p.K, cp,
+                        p.filter_spatial() * p.C, stream);
+  }
+  static gpuError_t run_weight_gemm(const ConvProblem& p, const ConvTensors& t, void* workspace,
                                     gpuStream_t stream, const RunOptions& opts) {
     if (!aligned16({t.in, t.out, t.wei})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;

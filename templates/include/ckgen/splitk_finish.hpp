@@ -5,8 +5,6 @@
 
 #include <cstdint>
 
-#include <algorithm>
-
 #include "ckgen/config.hpp"
 #include "ckgen/kernel_base.hpp"
 #include "ckgen/portability.hpp"
@@ -31,8 +29,7 @@ template <DataType D>
 gpuError_t launch_splitk_finish(const float* ws, int splits, int64_t stride,
                                 typename DataTypeTraits<D>::raw* dst, int64_t n, gpuStream_t stream) {
   constexpr int kThreads = 256;
-  const int64_t blocks = std::max<int64_t>(
-      1, std::min<int64_t>((n + kThreads - 1) / kThreads, 8 * int64_t(detail::device_sm_count())));
+  const int64_t blocks = detail::grid_stride_blocks(n, kThreads, 8);
   splitk_finish_kernel<D><<<unsigned(blocks), kThreads, 0, stream>>>(ws, splits, stride, dst, n);
   return gpuGetLastError();
 }

@@ -312,7 +312,8 @@ inline void register_negative_tests(Variant v) {
       }
     }
     const int vec = std::max({key.vec_a, key.vec_b, key.vec_c});
-    // (wavelet_tma forward runs C % 8 != 0 through an explicit im2col copy: it accepts C = 3)
+    // (wavelet_tma forward runs C % 8 != 0 through an explicit im2col copy: it accepts C = 3;
+    // backward_weight, which copies the same way, still refuses K = 3)
     const bool im2col = key.pipeline == Pipeline::WaveletTma && v == Variant::Forward;
     if (vec > 1 && nd >= 1 && nd <= 3 && !im2col) {
       const ConvProblem p = small_problem(nd, 3, 3);

@@ -1,0 +1,157 @@
+// Copies wavelet_tma stages in its workspace when a tensor's rows are not the 16-byte multiples
+// the copy engine needs (one group only):
+//   pad_channels: rows of k 16-bit elements re-laid as rows of kp (zeros past k; kp < k crops):
+//     backward_data's dy with K padded, forward's w padded to the im2col width, and the crop of
+//     backward_weight's padded dw.
+//   im2col: x as a dense matrix, row (n, oh, ow), column j = tap * C + c (zeros past taps * C),
+//     cp columns (cp % 8 == 0): forward and backward_weight with C % 8 != 0 run as 1x1 GEMMs
+//     over it. A block takes T output pixels of one output row: it stages the Y input rows they
+//     read (the span of input pixels under the T windows, C channels each) in shared memory with
+//     coalesced loads, then writes the T x cp tile as 16-byte vectors.
+#pragma once
+
+#include <cstdint>
+
+#include "ckgen/fast_div.hpp"
+#include "ckgen/kernel_base.hpp"
+#include "ckgen/portability.hpp"
+#include "ckgen/problem.hpp"
+
+namespace ckgen {
+
+// The 2D convolution geometry a device kernel walks (1D: height 1): input channels, output
+// height / width, strides, left pads, dilations, filter width.
+struct ConvGeometry2D {
+  int C, P, Q, s_h, s_w, pl_h, pl_w, d_h, d_w, X;
+};
+inline ConvGeometry2D conv_geometry_2d(const ConvProblem& p) {
+  return {int(p.C),         int(p.out[1]),    int(p.out[2]),      int(p.stride[1]),   int(p.stride[2]),
+          int(p.pad_l[1]),  int(p.pad_l[2]),  int(p.dilation[1]), int(p.dilation[2]), int(p.filter[2])};
+}
+
+#if defined(CKGEN_NVIDIA)
+
+template <class Raw>
+CKGEN_GLOBAL void pad_channels_kernel(const Raw* __restrict__ src, Raw* __restrict__ dst, int64_t rows,
+                                      int k, int kp) {
+  const int64_t n = rows * kp, step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t r = i / kp;
+    const int c = int(i - r * kp);
+    dst[i] = c < k ? src[r * k + c] : Raw(0);
+  }
+}
+// dst[r][c] = c < k ? src[r][c] : 0 for rows x kp elements (src rows k elements apart).
+template <class Raw>
+gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64_t kp, gpuStream_t stream) {
+  constexpr int kThreads = 256;
+  pad_channels_kernel<Raw><<<unsigned(detail::grid_stride_blocks(rows * kp, kThreads, 8)), kThreads, 0, stream>>>(
+      src, dst, rows, int(k), int(kp));
+  return gpuGetLastError();
+}
+
+struct Im2colArgs : ConvGeometry2D {
+  int H, W, Y, red, cp;  // input height, width; filter height; taps * C; columns written
+  int T, span;           // output pixels per block; staged row length (elements)
+  FastDiv tiles_q, p, vecs, c, x;  // by ceil(Q / T), P, cp / 8, C, X
+};
+
+template <class Raw>
+CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col, const Im2colArgs a) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char im2col_smem[];
+  Raw* s = reinterpret_cast<Raw*>(im2col_smem);
+  int nh, qt, n, oh;
+  a.tiles_q.divmod(int(blockIdx.x), nh, qt);  // nh = n * P + oh
+  a.p.divmod(nh, n, oh);
+  const int ow0 = qt * a.T, h0 = oh * a.s_h - a.pl_h;
+  // Stage fy's input row from pixel ow0 * s_w - pl_w on: element r of it is x's element
+  // (w0 * C + r) of that row, inside x iff that index is in [0, W * C).
+  const int e0 = (ow0 * a.s_w - a.pl_w) * a.C, wc = a.W * a.C;
+  for (int fy = 0; fy < a.Y; ++fy) {
+    const int ih = h0 + fy * a.d_h;
+    const bool in_h = unsigned(ih) < unsigned(a.H);
+    const Raw* xr = x + (int64_t(n) * a.H + ih) * wc;
+    for (int r = threadIdx.x; r < a.span; r += blockDim.x) {
+      const int e = e0 + r;
+      s[fy * a.span + r] = in_h && unsigned(e) < unsigned(wc) ? xr[e] : Raw(0);
+    }
+  }
+  __syncthreads();
+  const int rows = min(a.T, a.Q - ow0), vecs = a.vecs.value();
+  uint4* out = reinterpret_cast<uint4*>(col) + (int64_t(nh) * a.Q + ow0) * vecs;
+  for (int i = threadIdx.x; i < rows * vecs; i += blockDim.x) {
+    int t, v, tap, c, fy, fx;
+    a.vecs.divmod(i, t, v);
+    int j = v * 8;
+    a.c.divmod(j, tap, c);
+    a.x.divmod(tap, fy, fx);
+    int at = fy * a.span + (t * a.s_w + fx * a.d_w) * a.C + c;  // staged element of column j
+    const int fx_step = a.d_w * a.C;
+    uint4 pack;
+    Raw* e8 = reinterpret_cast<Raw*>(&pack);
+#pragma unroll
+    for (int e = 0; e < 8; ++e, ++j) {
+      e8[e] = j < a.red ? s[at] : Raw(0);
+      ++at;
+      if (++c == a.C) {  // next tap: back over C channels, on by one dilated filter column
+        c = 0;
+        at += fx_step - a.C;
+        if (++fx == a.X) {  // next filter row: the next staged row, back to filter column 0
+          fx = 0;
+          at += a.span - a.X * fx_step;
+        }
+      }
+    }
+    out[int64_t(t) * vecs + v] = pack;
+  }
+}
+
+// How a problem's im2col copy is tiled: output pixels per block and shared bytes (0, 0: the
+// staged rows of even one window exceed kMaxBytes).
+struct Im2colTiling {
+  int T = 0, span = 0;
+  std::size_t smem = 0;
+};
+inline Im2colTiling im2col_tiling(const ConvProblem& p) {
+  constexpr std::size_t kMaxBytes = 48 * 1024;
+  Im2colTiling t;
+  for (int T = 64; T >= 1; T /= 2) {
+    const int64_t span = ((T - 1) * p.stride[2] + (p.filter[2] - 1) * p.dilation[2] + 1) * p.C;
+    const std::size_t bytes = std::size_t(p.filter[1] * span) * 2;
+    if (bytes <= kMaxBytes) {
+      t.T = T;
+      t.span = int(span);
+      t.smem = bytes;
+      return t;
+    }
+  }
+  return t;
+}
+
+// x (NHWC, one group, 16-bit elements) -> col (N*P*Q rows of cp); cp % 8 == 0, cp >= taps * C.
+template <class Raw>
+gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, gpuStream_t stream) {
+  const Im2colTiling t = im2col_tiling(p);
+  if (t.T == 0) return cudaErrorInvalidValue;
+  Im2colArgs a{};
+  static_cast<ConvGeometry2D&>(a) = conv_geometry_2d(p);
+  a.H = int(p.in[1]);
+  a.W = int(p.in[2]);
+  a.Y = int(p.filter[1]);
+  a.red = int(p.filter_spatial() * p.C);
+  a.cp = int(cp);
+  a.T = t.T;
+  a.span = t.span;
+  a.tiles_q.init(detail::ceil_div(p.out[2], int64_t(t.T)));
+  a.p.init(p.out[1]);
+  a.vecs.init(cp / 8);
+  a.c.init(p.C);
+  a.x.init(p.filter[2]);
+  const int64_t blocks = p.N * p.out[1] * a.tiles_q.value();
+  im2col_kernel<Raw><<<unsigned(blocks), 256, t.smem, stream>>>(x, col, a);
+  return gpuGetLastError();
+}
+
+#endif  // CKGEN_NVIDIA
+
+}  // namespace ckgen
