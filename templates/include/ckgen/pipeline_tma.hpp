@@ -593,7 +593,7 @@ class TmaConvKernel final : public KernelBase {
   // A split reduction: fp32 sums in the written tensor's layout, converted by splitk_finish.
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
     if constexpr (Tr::kWeightGrad) {
-      return weight_sum_bytes(gemm_view(p), opts) + im2col_bytes(p);
+      return weight_sum_bytes(p, opts) + im2col_bytes(p);
     } else {
       const Plan pl = plan(p);
       if (pl.error.empty()) return split_bytes(pl, p, opts) + pad_bytes(p) + im2col_bytes(p);
@@ -626,16 +626,9 @@ class TmaConvKernel final : public KernelBase {
           return e;
         src = padded;
       }
-      if (const int64_t cp = im2col_width(p); cp > 0) {  // forward: the explicit im2col GEMM
+      if (im2col_width(p) > 0) {  // forward: the explicit im2col GEMM, in chunks
         if (workspace == nullptr) return cudaErrorInvalidValue;
-        Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
-        Raw* wp = col + p.N * p.out_spatial() * cp;
-        if (gpuError_t e = im2col(static_cast<const Raw*>(src), col, p, cp, stream); e != gpuSuccess) return e;
-        if (gpuError_t e = pad_channels(static_cast<const Raw*>(w), wp, p.K, p.filter_spatial() * p.C, cp, stream);
-            e != gpuSuccess)
-          return e;
-        src = col;
-        w = wp;
+        return run_forward_im2col(p, pl.phase[0], t, workspace, ws_bytes, opts, stream);
       }
       float* ws = nullptr;
       if (ws_bytes > 0) {
@@ -770,10 +763,30 @@ class TmaConvKernel final : public KernelBase {
     }
     return q;
   }
-  // The im2col copy and the padded w (forward) or dw (backward_weight): K x cp elements.
+  // The copy is made and consumed a chunk of output lines (n, oh) at a time, one buffer of at
+  // most kIm2colChunkBytes (a third of the 50 MB L2 of an H100 / H200): the GEMM reads each
+  // chunk back from L2 right after the copy wrote it, and the next chunk overwrites it there.
+  // Chunks start at multiples of 8 lines, so a chunk's first row of y (K channels of 16 bits)
+  // stays 16-byte aligned whatever K is.
+  static constexpr int64_t kIm2colChunkBytes = int64_t(16) << 20;
+  static int64_t im2col_chunk_lines(const ConvProblem& p, int64_t cp) {
+    const int64_t line = p.out[2] * cp * int64_t(sizeof(typename Tr::Raw));
+    return std::min<int64_t>(std::max<int64_t>(8, kIm2colChunkBytes / line / 8 * 8), p.N * p.out[1]);
+  }
+  // A chunk of `pixels` rows of the 1x1 GEMM view q, as one line of one image.
+  static ConvProblem chunk_view(const ConvProblem& q, int64_t pixels) {
+    ConvProblem c = q;
+    c.N = 1;
+    c.in[0] = c.in[1] = c.out[0] = c.out[1] = 1;
+    c.in[2] = c.out[2] = pixels;
+    return c;
+  }
+  // The im2col chunk buffer and the padded w (forward) or dw (backward_weight): K x cp elements.
   static std::size_t im2col_bytes(const ConvProblem& p) {
     const int64_t cp = im2col_width(p);
-    return cp > 0 ? std::size_t((p.N * p.out_spatial() + p.K) * cp) * sizeof(typename Tr::Raw) : 0;
+    if (cp == 0) return 0;
+    const int64_t rows = im2col_chunk_lines(p, cp) * p.out[2];
+    return std::size_t((rows + p.K) * cp) * sizeof(typename Tr::Raw);
   }
   static std::string im2col_staging_limits(const ConvProblem& p) {
     if (im2col_width(p) > 0 && im2col_tiling(p).T == 0)
@@ -792,8 +805,10 @@ class TmaConvKernel final : public KernelBase {
                     detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) * p.G * p.filter_spatial(),
                     p.weight_elems(), requested_splits(opts));
   }
-  static std::size_t weight_sum_bytes(const ConvProblem& q, const RunOptions& opts) {
-    if (weight_split(q, opts).k_split == 1) return 0;
+  // The im2col path always sums in fp32: its chunks add into one padded dw.
+  static std::size_t weight_sum_bytes(const ConvProblem& p, const RunOptions& opts) {
+    const ConvProblem q = gemm_view(p);
+    if (im2col_width(p) == 0 && weight_split(q, opts).k_split == 1) return 0;
     return (std::size_t(q.weight_elems()) * sizeof(float) + 255) / 256 * 256;
   }
 
@@ -928,43 +943,99 @@ class TmaConvKernel final : public KernelBase {
     return launch(a, stream);
   }
 
+  // forward over the im2col copy (run's im2col branch; ph: the view's one phase): w padded to cp
+  // columns once, then per chunk of output lines the copy and one launch writing that chunk's
+  // rows of y (or adding into the split sums, converted at the end).
+  static gpuError_t run_forward_im2col(const ConvProblem& p, const Phase& ph, const ConvTensors& t,
+                                       void* workspace, std::size_t ws_bytes, const RunOptions& opts,
+                                       gpuStream_t stream) {
+    using Raw = typename Tr::Raw;
+    const int64_t cp = im2col_width(p), lines = p.N * p.out[1], per = im2col_chunk_lines(p, cp);
+    const int64_t q_w = p.out[2], n = written_elems(p);
+    Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
+    Raw* wp = col + per * q_w * cp;
+    if (gpuError_t e = pad_channels(static_cast<const Raw*>(t.wei), wp, p.K, p.filter_spatial() * p.C, cp, stream);
+        e != gpuSuccess)
+      return e;
+    float* ws = ws_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
+    if (ws != nullptr)
+      if (gpuError_t e = gpuMemsetAsync(ws, 0, std::size_t(n) * sizeof(float), stream); e != gpuSuccess) return e;
+    const Split sp = phase_split(ph, n, opts, 1);
+    const ConvProblem q = gemm_view(p);
+    for (int64_t l0 = 0; l0 < lines; l0 += per) {
+      const int64_t l1 = std::min(lines, l0 + per), row0 = l0 * q_w;
+      if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, l0, l1, stream); e != gpuSuccess)
+        return e;
+      const Plan pc = tma_phases::forward_plan(chunk_view(q, (l1 - l0) * q_w));
+      if (!pc.error.empty()) return cudaErrorInvalidValue;
+      if (gpuError_t e = run_forward(pc.phase[0], col, wp, p.K, static_cast<Raw*>(t.out) + row0 * p.K,
+                                     ws != nullptr ? ws + row0 * p.K : nullptr, sp, stream);
+          e != gpuSuccess)
+        return e;
+    }
+    if (ws == nullptr) return gpuSuccess;
+    return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(t.out), n, stream);
+  }
+
   // dw[g][k][tap][c] = sum over output pixels of dy[pixel][g][k] * x[pixel at tap][g][c]: A = dy
   // (M-major, BM / 64 tiled copies of 64 pixels x 64 channels), B = x (N-major, BN / 64 im2col
   // copies of the same 64 pixels at the tile's tap). A split reduction adds fp32 partial sums
   // into the zeroed workspace and splitk_finish converts them into dw. With C % 8 != 0 (one
-  // group) it runs over the im2col copy of x into a padded dw, cropped into dw.
+  // group) the launches run per chunk of output lines over the im2col copy of x, all adding
+  // into the fp32 sums of a padded dw, which is converted and cropped into dw.
   static gpuError_t run_weight_grad(const ConvProblem& p, const ConvTensors& t, void* workspace,
                                     gpuStream_t stream, const RunOptions& opts) {
-    const int64_t cp = im2col_width(p);
-    if (cp == 0) return run_weight_gemm(p, t, workspace, stream, opts);
     using Raw = typename Tr::Raw;
-    if (workspace == nullptr) return cudaErrorInvalidValue;
+    const int64_t cp = im2col_width(p);
+    const std::size_t sum_bytes = weight_sum_bytes(p, opts);
+    if (sum_bytes > 0 && workspace == nullptr) return cudaErrorInvalidValue;
+    float* ws = sum_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
     const ConvProblem q = gemm_view(p);
-    Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + weight_sum_bytes(q, opts));
-    Raw* dwp = col + p.N * p.out_spatial() * cp;
-    if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, stream); e != gpuSuccess) return e;
-    ConvTensors tq = t;
-    tq.in = col;
-    tq.wei = dwp;
-    if (gpuError_t e = run_weight_gemm(q, tq, workspace, stream, opts); e != gpuSuccess) return e;
+    if (ws != nullptr)
+      if (gpuError_t e = gpuMemsetAsync(ws, 0, std::size_t(q.weight_elems()) * sizeof(float), stream);
+          e != gpuSuccess)
+        return e;
+    if (cp == 0) {
+      if (gpuError_t e = launch_weight_grad(p, t.out, t.in, t.wei, ws, weight_split(p, opts), stream);
+          e != gpuSuccess)
+        return e;
+      if (ws == nullptr) return gpuSuccess;
+      return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(t.wei), p.weight_elems(), stream);
+    }
+    const int64_t lines = p.N * p.out[1], per = im2col_chunk_lines(p, cp), q_w = p.out[2];
+    Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + sum_bytes);
+    Raw* dwp = col + per * q_w * cp;
+    for (int64_t l0 = 0; l0 < lines; l0 += per) {
+      const int64_t l1 = std::min(lines, l0 + per);
+      if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, l0, l1, stream); e != gpuSuccess)
+        return e;
+      const ConvProblem qc = chunk_view(q, (l1 - l0) * q_w);
+      if (gpuError_t e = launch_weight_grad(qc, static_cast<const Raw*>(t.out) + l0 * q_w * p.K, col, dwp, ws,
+                                            weight_split(qc, opts), stream);
+          e != gpuSuccess)
+        return e;
+    }
+    if (gpuError_t e = launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, dwp, q.weight_elems(), stream);
+        e != gpuSuccess)
+      return e;
     return pad_channels(static_cast<const Raw*>(dwp), static_cast<Raw*>(t.wei), p.K, cp,
                         p.filter_spatial() * p.C, stream);
   }
-  static gpuError_t run_weight_gemm(const ConvProblem& p, const ConvTensors& t, void* workspace,
-                                    gpuStream_t stream, const RunOptions& opts) {
-    if (!aligned16({t.in, t.out, t.wei})) return cudaErrorMisalignedAddress;
+  // One launch of the weight-gradient GEMM over dy and x into dw, or (ws not null) adding into
+  // the fp32 sums ws, with split sp.
+  static gpuError_t launch_weight_grad(const ConvProblem& p, const void* dy, const void* x, void* dw, float* ws,
+                                       const Split& sp, gpuStream_t stream) {
+    if (!aligned16({dy, x, dw})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
-    const Split sp = weight_split(p, opts);
-    if (sp.k_split > 1 && workspace == nullptr) return cudaErrorInvalidValue;
     TmaConvArgs a{};
     {  // dy: {G*K, N*P*Q}, box 64 x 64
       const cuuint64_t dims[2] = {cuuint64_t(p.G * p.K), cuuint64_t(p.N * p.out_spatial())};
       const cuuint32_t box[2] = {cuuint32_t(Tr::BK), cuuint32_t(Tr::BK)};
-      if (!encode_tiled(&a.a, t.out, 2, dims, box)) return cudaErrorInvalidValue;
+      if (!encode_tiled(&a.a, dy, 2, dims, box)) return cudaErrorInvalidValue;
     }
-    if (!encode_x(&a.b, t.in, p, Tr::BK)) return cudaErrorInvalidValue;
+    if (!encode_x(&a.b, x, p, Tr::BK)) return cudaErrorInvalidValue;
     set_geometry(a, p);
-    a.y = t.wei;
+    a.y = dw;
     a.M = int(p.K);
     a.K = int(p.C);
     a.GK = int(p.G * p.K);
@@ -972,18 +1043,11 @@ class TmaConvKernel final : public KernelBase {
     a.tiles_m = int(detail::ceil_div(p.K, Tr::BM));
     a.tiles_n = int(detail::ceil_div(p.C, Tr::BN));
     a.taps = int(p.filter_spatial());
-    a.k_split = sp.k_split;
-    a.kt_per_split = sp.kt_per_split;
+    a.k_split = ws != nullptr ? sp.k_split : 1;
+    a.kt_per_split = ws != nullptr ? sp.kt_per_split : sp.k_tiles;
     a.ld_row = p.filter_spatial() * p.C;
-    const std::size_t n = std::size_t(p.weight_elems());
-    if (sp.k_split > 1) {
-      a.ws = static_cast<float*>(workspace);
-      if (gpuError_t e = gpuMemsetAsync(workspace, 0, n * sizeof(float), stream); e != gpuSuccess) return e;
-    }
-    if (gpuError_t e = launch(a, stream); e != gpuSuccess) return e;
-    if (sp.k_split == 1) return gpuSuccess;
-    return launch_splitk_finish<Cfg::kDataType>(a.ws, 1, 0, static_cast<typename Tr::Raw*>(t.wei),
-                                                int64_t(n), stream);
+    a.ws = ws;
+    return launch(a, stream);
   }
 
   // Blocks of this kernel one SM holds (occupancy query once; 1 if it fails).
