@@ -55,8 +55,10 @@ struct Im2colArgs : ConvGeometry2D {
   int H, W, Y, red, cp;  // input height, width; filter height; taps * C; columns written
   int T, span;           // output pixels per block; staged row length (elements)
   int line0;             // first output line (n * P + oh) copied; col starts with its row
-  FastDiv tiles_q, p, vecs, c, x;  // by ceil(Q / T), P, cp / 8, C, X
+  FastDiv tiles_q, p, vecs, c, x, span_div;  // by ceil(Q / T), P, cp / 8, C, X, span
 };
+// 256 threads per block; up to 16 staged elements per thread are loaded before any is stored.
+inline constexpr int kIm2colThreads = 256, kIm2colPerThread = 16;
 
 template <class Raw>
 CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col, const Im2colArgs a) {
@@ -70,19 +72,33 @@ CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col
   // Stage fy's input row from pixel ow0 * s_w - pl_w on: element r of it is x's element
   // (w0 * C + r) of that row, inside x iff that index is in [0, W * C).
   const int e0 = (ow0 * a.s_w - a.pl_w) * a.C, wc = a.W * a.C;
-  for (int fy = 0; fy < a.Y; ++fy) {
-    const int ih = h0 + fy * a.d_h;
-    const bool in_h = unsigned(ih) < unsigned(a.H);
-    const Raw* xr = x + (int64_t(n) * a.H + ih) * wc;
-    for (int r = threadIdx.x; r < a.span; r += blockDim.x) {
-      const int e = e0 + r;
-      s[fy * a.span + r] = in_h && unsigned(e) < unsigned(wc) ? xr[e] : Raw(0);
+  auto staged = [&](int i) {  // staged element i: row fy, element r
+    int fy, r;
+    a.span_div.divmod(i, fy, r);
+    const int ih = h0 + fy * a.d_h, e = e0 + r;
+    return unsigned(ih) < unsigned(a.H) && unsigned(e) < unsigned(wc) ? x[(int64_t(n) * a.H + ih) * wc + e]
+                                                                       : Raw(0);
+  };
+  const int total = a.Y * a.span;
+  if (total <= kIm2colThreads * kIm2colPerThread) {  // every load in flight before the stores
+    Raw v[kIm2colPerThread];
+#pragma unroll
+    for (int k = 0; k < kIm2colPerThread; ++k) {
+      const int i = int(threadIdx.x) + k * kIm2colThreads;
+      v[k] = i < total ? staged(i) : Raw(0);
     }
+#pragma unroll
+    for (int k = 0; k < kIm2colPerThread; ++k) {
+      const int i = int(threadIdx.x) + k * kIm2colThreads;
+      if (i < total) s[i] = v[k];
+    }
+  } else {
+    for (int i = threadIdx.x; i < total; i += kIm2colThreads) s[i] = staged(i);
   }
   __syncthreads();
   const int rows = min(a.T, a.Q - ow0), vecs = a.vecs.value();
   uint4* out = reinterpret_cast<uint4*>(col) + (int64_t(nh - a.line0) * a.Q + ow0) * vecs;
-  for (int i = threadIdx.x; i < rows * vecs; i += blockDim.x) {
+  for (int i = threadIdx.x; i < rows * vecs; i += kIm2colThreads) {
     int t, v, tap, c, fy, fx;
     a.vecs.divmod(i, t, v);
     int j = v * 8;
@@ -152,10 +168,11 @@ gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, int6
   a.vecs.init(cp / 8);
   a.c.init(p.C);
   a.x.init(p.filter[2]);
+  a.span_div.init(t.span);
   a.line0 = int(line0);
   const int64_t blocks = (line1 - line0) * a.tiles_q.value();
   if (blocks <= 0) return gpuSuccess;
-  im2col_kernel<Raw><<<unsigned(blocks), 256, t.smem, stream>>>(x, col, a);
+  im2col_kernel<Raw><<<unsigned(blocks), kIm2colThreads, t.smem, stream>>>(x, col, a);
   return gpuGetLastError();
 }
 
