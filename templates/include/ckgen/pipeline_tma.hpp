@@ -626,9 +626,17 @@ class TmaConvKernel final : public KernelBase {
           return e;
         src = padded;
       }
-      if (im2col_width(p) > 0) {  // forward: the explicit im2col GEMM, in chunks
+      if (const int64_t cp = im2col_width(p); cp > 0) {  // forward: the explicit im2col GEMM
         if (workspace == nullptr) return cudaErrorInvalidValue;
-        return run_forward_im2col(p, pl.phase[0], t, workspace, ws_bytes, opts, stream);
+        const ConvProblem c = copy_view(p);
+        Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
+        Raw* wp = col + c.N * c.out_spatial() * cp;
+        if (gpuError_t e = im2col(static_cast<const Raw*>(src), col, c, cp, stream); e != gpuSuccess) return e;
+        if (gpuError_t e = pad_channels(static_cast<const Raw*>(w), wp, weight_rows(p), copy_taps(p) * p.C, cp, stream);
+            e != gpuSuccess)
+          return e;
+        src = col;
+        w = wp;
       }
       float* ws = nullptr;
       if (ws_bytes > 0) {
@@ -736,60 +744,60 @@ class TmaConvKernel final : public KernelBase {
     }
   }
   // forward / backward_weight with C % 8 != 0 in one group (the C=3 stem): x's rows are not
-  // 16-byte multiples; the problem runs as a 1x1 GEMM (gemm_view) over an explicit im2col copy
-  // of x (rows = output pixels, taps x C columns padded with zeros to a multiple of 8) in the
-  // workspace after the split sums, followed by forward's copy of w padded the same way, or
-  // backward_weight's padded dw (cropped into dw at the end). Width 0 = not used (also past 512
-  // columns).
+  // 16-byte multiples, so x is copied into the workspace (after the split sums) with the taps
+  // of a copied row side by side, cp = taps x C columns padded with zeros to a multiple of 8:
+  //   forward: the X taps of a filter row over every input row ("row im2col", N x H x Q rows;
+  //     ~Y / s_h times smaller than a full copy, and re-read from L2 by the Y taps), then a
+  //     Y x 1 convolution over it (gemm_view) with w's rows (k, fy) padded the same way;
+  //   backward_weight: all Y x X taps (N x P x Q rows), then a 1x1 GEMM into a padded dw,
+  //     cropped into dw (a Y x 1 weight gradient would re-read dy once per filter row).
+  // copy_view is the problem whose im2col the copy writes. Width 0 = not used (also past 512).
+  static int64_t copy_taps(const ConvProblem& p) {
+    return Cfg::kVariant == Variant::Forward ? p.filter[2] : p.filter_spatial();
+  }
   static int64_t im2col_width(const ConvProblem& p) {
     if constexpr (Cfg::kVariant == Variant::BackwardData) {
       (void)p;
       return 0;
     } else {
-      const int64_t cp = (p.filter_spatial() * p.C + 7) / 8 * 8;
+      const int64_t cp = (copy_taps(p) * p.C + 7) / 8 * 8;
       return p.C % 8 != 0 && p.G == 1 && cp <= 512 ? cp : 0;
     }
   }
-  // The problem the GEMM launches see: p, or the 1x1 problem over the im2col copy.
+  static ConvProblem copy_view(const ConvProblem& p) {
+    ConvProblem q = p;
+    if (Cfg::kVariant == Variant::Forward) {  // every input row, one filter row
+      q.filter[1] = q.stride[1] = q.dilation[1] = 1;
+      q.pad_l[1] = q.pad_r[1] = 0;
+      q.compute_output();
+    }
+    return q;
+  }
+  // The problem the GEMM launches see: p, or the convolution over the copy (the copied axes
+  // become channels: filter, stride, dilation 1 and no padding along them).
   static ConvProblem gemm_view(const ConvProblem& p) {
     const int64_t cp = im2col_width(p);
     if (cp == 0) return p;
     ConvProblem q = p;
     q.C = cp;
-    for (int i = 0; i < 3; ++i) {
+    for (int i = Cfg::kVariant == Variant::Forward ? 2 : 0; i < 3; ++i) {
       q.in[i] = p.out[i];
       q.filter[i] = q.stride[i] = q.dilation[i] = 1;
       q.pad_l[i] = q.pad_r[i] = 0;
     }
     return q;
   }
-  // The copy is made and consumed a chunk of output lines (n, oh) at a time, one buffer of at
-  // most kIm2colChunkBytes (a third of the 50 MB L2 of an H100 / H200): the GEMM reads each
-  // chunk back from L2 right after the copy wrote it, and the next chunk overwrites it there.
-  // Chunks start at multiples of 8 lines, so a chunk's first row of y (K channels of 16 bits)
-  // stays 16-byte aligned whatever K is.
-  static constexpr int64_t kIm2colChunkBytes = int64_t(16) << 20;
-  static int64_t im2col_chunk_lines(const ConvProblem& p, int64_t cp) {
-    const int64_t line = p.out[2] * cp * int64_t(sizeof(typename Tr::Raw));
-    return std::min<int64_t>(std::max<int64_t>(8, kIm2colChunkBytes / line / 8 * 8), p.N * p.out[1]);
-  }
-  // A chunk of `pixels` rows of the 1x1 GEMM view q, as one line of one image.
-  static ConvProblem chunk_view(const ConvProblem& q, int64_t pixels) {
-    ConvProblem c = q;
-    c.N = 1;
-    c.in[0] = c.in[1] = c.out[0] = c.out[1] = 1;
-    c.in[2] = c.out[2] = pixels;
-    return c;
-  }
-  // The im2col chunk buffer and the padded w (forward) or dw (backward_weight): K x cp elements.
+  // Rows of the padded weight: forward K x Y, backward_weight K.
+  static int64_t weight_rows(const ConvProblem& p) { return p.K * (p.filter_spatial() / copy_taps(p)); }
+  // The copy of x and the padded w (forward) or dw (backward_weight).
   static std::size_t im2col_bytes(const ConvProblem& p) {
     const int64_t cp = im2col_width(p);
     if (cp == 0) return 0;
-    const int64_t rows = im2col_chunk_lines(p, cp) * p.out[2];
-    return std::size_t((rows + p.K) * cp) * sizeof(typename Tr::Raw);
+    const ConvProblem c = copy_view(p);
+    return std::size_t((c.N * c.out_spatial() + weight_rows(p)) * cp) * sizeof(typename Tr::Raw);
   }
   static std::string im2col_staging_limits(const ConvProblem& p) {
-    if (im2col_width(p) > 0 && im2col_tiling(p).T == 0)
+    if (im2col_width(p) > 0 && im2col_tiling(copy_view(p)).T == 0)
       return "wavelet_tma: the im2col copy stages one window's input rows in 48 KB of shared memory; "
              "this filter's (dilated) extent x C needs more";
     return {};
@@ -805,10 +813,9 @@ class TmaConvKernel final : public KernelBase {
                     detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) * p.G * p.filter_spatial(),
                     p.weight_elems(), requested_splits(opts));
   }
-  // The im2col path always sums in fp32: its chunks add into one padded dw.
   static std::size_t weight_sum_bytes(const ConvProblem& p, const RunOptions& opts) {
     const ConvProblem q = gemm_view(p);
-    if (im2col_width(p) == 0 && weight_split(q, opts).k_split == 1) return 0;
+    if (weight_split(q, opts).k_split == 1) return 0;
     return (std::size_t(q.weight_elems()) * sizeof(float) + 255) / 256 * 256;
   }
 
@@ -943,83 +950,40 @@ class TmaConvKernel final : public KernelBase {
     return launch(a, stream);
   }
 
-  // forward over the im2col copy (run's im2col branch; ph: the view's one phase): w padded to cp
-  // columns once, then per chunk of output lines the copy and one launch writing that chunk's
-  // rows of y (or adding into the split sums, converted at the end).
-  static gpuError_t run_forward_im2col(const ConvProblem& p, const Phase& ph, const ConvTensors& t,
-                                       void* workspace, std::size_t ws_bytes, const RunOptions& opts,
-                                       gpuStream_t stream) {
-    using Raw = typename Tr::Raw;
-    const int64_t cp = im2col_width(p), lines = p.N * p.out[1], per = im2col_chunk_lines(p, cp);
-    const int64_t q_w = p.out[2], n = written_elems(p);
-    Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
-    Raw* wp = col + per * q_w * cp;
-    if (gpuError_t e = pad_channels(static_cast<const Raw*>(t.wei), wp, p.K, p.filter_spatial() * p.C, cp, stream);
-        e != gpuSuccess)
-      return e;
-    float* ws = ws_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
-    if (ws != nullptr)
-      if (gpuError_t e = gpuMemsetAsync(ws, 0, std::size_t(n) * sizeof(float), stream); e != gpuSuccess) return e;
-    const Split sp = phase_split(ph, n, opts, 1);
-    const ConvProblem q = gemm_view(p);
-    for (int64_t l0 = 0; l0 < lines; l0 += per) {
-      const int64_t l1 = std::min(lines, l0 + per), row0 = l0 * q_w;
-      if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, l0, l1, stream); e != gpuSuccess)
-        return e;
-      const Plan pc = tma_phases::forward_plan(chunk_view(q, (l1 - l0) * q_w));
-      if (!pc.error.empty()) return cudaErrorInvalidValue;
-      if (gpuError_t e = run_forward(pc.phase[0], col, wp, p.K, static_cast<Raw*>(t.out) + row0 * p.K,
-                                     ws != nullptr ? ws + row0 * p.K : nullptr, sp, stream);
-          e != gpuSuccess)
-        return e;
-    }
-    if (ws == nullptr) return gpuSuccess;
-    return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(t.out), n, stream);
-  }
-
   // dw[g][k][tap][c] = sum over output pixels of dy[pixel][g][k] * x[pixel at tap][g][c]: A = dy
   // (M-major, BM / 64 tiled copies of 64 pixels x 64 channels), B = x (N-major, BN / 64 im2col
   // copies of the same 64 pixels at the tile's tap). A split reduction adds fp32 partial sums
-  // into the zeroed workspace and splitk_finish converts them into dw. With C % 8 != 0 (one
-  // group) the launches run per chunk of output lines over the im2col copy of x, all adding
-  // into the fp32 sums of a padded dw, which is converted and cropped into dw.
+  // into the zeroed workspace and splitk_finish converts them. With C % 8 != 0 (one group) it
+  // runs over the im2col copy of x into a padded dw (K x cp), cropped into dw.
   static gpuError_t run_weight_grad(const ConvProblem& p, const ConvTensors& t, void* workspace,
                                     gpuStream_t stream, const RunOptions& opts) {
     using Raw = typename Tr::Raw;
     const int64_t cp = im2col_width(p);
-    const std::size_t sum_bytes = weight_sum_bytes(p, opts);
-    if (sum_bytes > 0 && workspace == nullptr) return cudaErrorInvalidValue;
-    float* ws = sum_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
     const ConvProblem q = gemm_view(p);
+    const Split sp = weight_split(q, opts);
+    const std::size_t sum_bytes = weight_sum_bytes(p, opts);
+    if ((sum_bytes > 0 || cp > 0) && workspace == nullptr) return cudaErrorInvalidValue;
+    float* ws = sum_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
+    const void* x = t.in;
+    void* dw = t.wei;
+    if (cp > 0) {
+      Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + sum_bytes);
+      if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, stream); e != gpuSuccess) return e;
+      x = col;
+      dw = col + p.N * p.out_spatial() * cp;
+    }
     if (ws != nullptr)
       if (gpuError_t e = gpuMemsetAsync(ws, 0, std::size_t(q.weight_elems()) * sizeof(float), stream);
           e != gpuSuccess)
         return e;
-    if (cp == 0) {
-      if (gpuError_t e = launch_weight_grad(p, t.out, t.in, t.wei, ws, weight_split(p, opts), stream);
+    if (gpuError_t e = launch_weight_grad(q, t.out, x, dw, ws, sp, stream); e != gpuSuccess) return e;
+    if (ws != nullptr)
+      if (gpuError_t e = launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dw), q.weight_elems(), stream);
           e != gpuSuccess)
         return e;
-      if (ws == nullptr) return gpuSuccess;
-      return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(t.wei), p.weight_elems(), stream);
-    }
-    const int64_t lines = p.N * p.out[1], per = im2col_chunk_lines(p, cp), q_w = p.out[2];
-    Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + sum_bytes);
-    Raw* dwp = col + per * q_w * cp;
-    for (int64_t l0 = 0; l0 < lines; l0 += per) {
-      const int64_t l1 = std::min(lines, l0 + per);
-      if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, l0, l1, stream); e != gpuSuccess)
-        return e;
-      const ConvProblem qc = chunk_view(q, (l1 - l0) * q_w);
-      if (gpuError_t e = launch_weight_grad(qc, static_cast<const Raw*>(t.out) + l0 * q_w * p.K, col, dwp, ws,
-                                            weight_split(qc, opts), stream);
-          e != gpuSuccess)
-        return e;
-    }
-    if (gpuError_t e = launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, dwp, q.weight_elems(), stream);
-        e != gpuSuccess)
-      return e;
-    return pad_channels(static_cast<const Raw*>(dwp), static_cast<Raw*>(t.wei), p.K, cp,
-                        p.filter_spatial() * p.C, stream);
+    if (cp == 0) return gpuSuccess;
+    return pad_channels(static_cast<const Raw*>(dw), static_cast<Raw*>(t.wei), weight_rows(p), cp,
+                        copy_taps(p) * p.C, stream);
   }
   // One launch of the weight-gradient GEMM over dy and x into dw, or (ws not null) adding into
   // the fp32 sums ws, with split sp.

@@ -5,8 +5,7 @@
 //     backward_weight's padded dw.
 //   im2col: x as a dense matrix, row (n, oh, ow), column j = tap * C + c (zeros past taps * C),
 //     cp columns (cp % 8 == 0): forward and backward_weight with C % 8 != 0 run as 1x1 GEMMs
-//     over it, a range of output lines (n, oh) at a time. A block takes T output pixels of one
-//     line: it stages the Y input rows they read (the span of input pixels under the T windows,
+//     over it. A block takes T output pixels of one output line (n, oh): it stages the Y input rows they read (the span of input pixels under the T windows,
 //     C channels each) in shared memory with coalesced loads, then writes the T x cp tile as
 //     16-byte vectors.
 #pragma once
@@ -54,7 +53,6 @@ gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64
 struct Im2colArgs : ConvGeometry2D {
   int H, W, Y, red, cp;  // input height, width; filter height; taps * C; columns written
   int T, span;           // output pixels per block; staged row length (elements)
-  int line0;             // first output line (n * P + oh) copied; col starts with its row
   FastDiv tiles_q, p, vecs, c, x, span_div;  // by ceil(Q / T), P, cp / 8, C, X, span
 };
 // 256 threads per block; up to 16 staged elements per thread are loaded before any is stored.
@@ -65,8 +63,7 @@ CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col
   extern __shared__ __attribute__((aligned(16))) unsigned char im2col_smem[];
   Raw* s = reinterpret_cast<Raw*>(im2col_smem);
   int nh, qt, n, oh;
-  a.tiles_q.divmod(int(blockIdx.x), nh, qt);
-  nh += a.line0;  // nh = n * P + oh
+  a.tiles_q.divmod(int(blockIdx.x), nh, qt);  // nh = n * P + oh
   a.p.divmod(nh, n, oh);
   const int ow0 = qt * a.T, h0 = oh * a.s_h - a.pl_h;
   // Stage fy's input row from pixel ow0 * s_w - pl_w on: element r of it is x's element
@@ -97,7 +94,7 @@ CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col
   }
   __syncthreads();
   const int rows = min(a.T, a.Q - ow0), vecs = a.vecs.value();
-  uint4* out = reinterpret_cast<uint4*>(col) + (int64_t(nh - a.line0) * a.Q + ow0) * vecs;
+  uint4* out = reinterpret_cast<uint4*>(col) + (int64_t(nh) * a.Q + ow0) * vecs;
   for (int i = threadIdx.x; i < rows * vecs; i += kIm2colThreads) {
     int t, v, tap, c, fy, fx;
     a.vecs.divmod(i, t, v);
@@ -147,11 +144,9 @@ inline Im2colTiling im2col_tiling(const ConvProblem& p) {
   return t;
 }
 
-// x (NHWC, one group, 16-bit elements) -> col: the rows of output lines [line0, line1) (a
-// line = the Q pixels of one (n, oh)), cp columns each; cp % 8 == 0, cp >= taps * C.
+// x (NHWC, one group, 16-bit elements) -> col (N*P*Q rows of cp); cp % 8 == 0, cp >= taps * C.
 template <class Raw>
-gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, int64_t line0, int64_t line1,
-                  gpuStream_t stream) {
+gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, gpuStream_t stream) {
   const Im2colTiling t = im2col_tiling(p);
   if (t.T == 0) return cudaErrorInvalidValue;
   Im2colArgs a{};
@@ -169,9 +164,7 @@ gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, int6
   a.c.init(p.C);
   a.x.init(p.filter[2]);
   a.span_div.init(t.span);
-  a.line0 = int(line0);
-  const int64_t blocks = (line1 - line0) * a.tiles_q.value();
-  if (blocks <= 0) return gpuSuccess;
+  const int64_t blocks = p.N * p.out[1] * a.tiles_q.value();
   im2col_kernel<Raw><<<unsigned(blocks), kIm2colThreads, t.smem, stream>>>(x, col, a);
   return gpuGetLastError();
 }

@@ -18,9 +18,10 @@
 //                         StreamK: k_batch != 0, streamk_blocks < 0;
 //                         split-K backward_weight: streamk_blocks != 0
 //   <variant>_reference   GPU fp32 reference vs CPU fp64 reference on tests.csv
-//   <variant>_im2col_chunks  (forward, backward_weight) every wavelet_tma instance x datatype
-//                         on a C=3 7x7 stride-2 problem whose im2col copy (35 MB) runs in
-//                         three chunks, the last one partial; GPU reference
+//   <variant>_im2col_wide  (forward, backward_weight) every 2D wavelet_tma instance on a C=3
+//                         7x7 stride-2 problem with 240-pixel output lines (the im2col copy's
+//                         blocks take 64 pixels of a line: 3 full and one partial per line,
+//                         which tests.csv's short lines never reach); GPU reference
 //   <variant>_sweep       chunk_NN: seeded random valid problems (CKGEN_SWEEP_COUNT in all,
 //                         default 2000), each by a random supporting instance (and k_batch)
 //                         against the GPU reference. Seed: CKGEN_SWEEP_SEED, default the clock;
@@ -270,14 +271,13 @@ inline void register_problem_tests(Variant v, const std::string& suite,
   }
 }
 
-// wavelet_tma's explicit im2col path (C % 8 != 0, one group) copies x a chunk of output lines
-// at a time (16 MB buffers): N=2, 480 x 480 -> 2 x 240 lines of 240 pixels x 152 columns is
-// 224 + 224 + 32 lines. Every 2D wavelet_tma instance of the variant must run it (k_batch 0
-// and 3 where it splits).
-inline void register_im2col_chunk_tests(Variant v) {
+// wavelet_tma's explicit im2col path (C % 8 != 0, one group) on output lines of 240 pixels
+// (N=2, 480 x 480, 7x7 stride 2): every 2D wavelet_tma instance of the variant must run it
+// (k_batch 0, and 3 where it splits).
+inline void register_im2col_wide_tests(Variant v) {
   if (v == Variant::BackwardData) return;
   const ConvProblem p = make_problem(2, 1, 2, 3, 24, {480, 480}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3});
-  const std::string suite = std::string(to_string(v)) + "_im2col_chunks";
+  const std::string suite = std::string(to_string(v)) + "_im2col_wide";
   uint64_t counter = 0;
   for (const KernelBase* k : instances_of(v)) {
     if (k->key().pipeline != Pipeline::WaveletTma || k->key().ndim != 2) continue;
@@ -861,7 +861,7 @@ inline void register_tests(Variant v) {
                                                       : std::vector<int>{0, 1, 3},
                          streamk_test_blocks());
   register_negative_tests(v);
-  register_im2col_chunk_tests(v);
+  register_im2col_wide_tests(v);
   register_reference_tests(v, tests);
   register_sweep_tests(v);
   if (v == Variant::BackwardWeight) {
