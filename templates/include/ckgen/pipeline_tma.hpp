@@ -628,11 +628,10 @@ class TmaConvKernel final : public KernelBase {
       }
       if (const int64_t cp = im2col_width(p); cp > 0) {  // forward: the explicit im2col GEMM
         if (workspace == nullptr) return cudaErrorInvalidValue;
-        const ConvProblem c = copy_view(p);
         Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
-        Raw* wp = col + c.N * c.out_spatial() * cp;
-        if (gpuError_t e = im2col(static_cast<const Raw*>(src), col, c, cp, stream); e != gpuSuccess) return e;
-        if (gpuError_t e = pad_channels(static_cast<const Raw*>(w), wp, weight_rows(p), copy_taps(p) * p.C, cp, stream);
+        Raw* wp = col + p.N * p.out_spatial() * cp;
+        if (gpuError_t e = im2col(static_cast<const Raw*>(src), col, p, cp, stream); e != gpuSuccess) return e;
+        if (gpuError_t e = pad_channels(static_cast<const Raw*>(w), wp, p.K, p.filter_spatial() * p.C, cp, stream);
             e != gpuSuccess)
           return e;
         src = col;
@@ -744,60 +743,42 @@ class TmaConvKernel final : public KernelBase {
     }
   }
   // forward / backward_weight with C % 8 != 0 in one group (the C=3 stem): x's rows are not
-  // 16-byte multiples, so x is copied into the workspace (after the split sums) with the taps
-  // of a copied row side by side, cp = taps x C columns padded with zeros to a multiple of 8:
-  //   forward: the X taps of a filter row over every input row ("row im2col", N x H x Q rows;
-  //     ~Y / s_h times smaller than a full copy, and re-read from L2 by the Y taps), then a
-  //     Y x 1 convolution over it (gemm_view) with w's rows (k, fy) padded the same way;
-  //   backward_weight: all Y x X taps (N x P x Q rows), then a 1x1 GEMM into a padded dw,
-  //     cropped into dw (a Y x 1 weight gradient would re-read dy once per filter row).
-  // copy_view is the problem whose im2col the copy writes. Width 0 = not used (also past 512).
-  static int64_t copy_taps(const ConvProblem& p) {
-    return Cfg::kVariant == Variant::Forward ? p.filter[2] : p.filter_spatial();
-  }
+  // 16-byte multiples, so x is copied into the workspace (after the split sums) as a dense
+  // matrix (rows = output pixels, taps x C columns padded with zeros to a multiple of 8) and
+  // the problem runs as a 1x1 GEMM over it (gemm_view): forward with a copy of w padded the same
+  // way, backward_weight into a padded dw, cropped into dw. Width 0 = not used (also past 512
+  // columns). (Measured on the stem: copying only the X taps of a filter row, a quarter of the
+  // bytes, and running a Y x 1 convolution over that was slower, 124 -> 184 us: the copy engine
+  // moves 48-byte pixel rows slowly and the 64-channel k tiles are 3/8 live.)
   static int64_t im2col_width(const ConvProblem& p) {
     if constexpr (Cfg::kVariant == Variant::BackwardData) {
       (void)p;
       return 0;
     } else {
-      const int64_t cp = (copy_taps(p) * p.C + 7) / 8 * 8;
+      const int64_t cp = (p.filter_spatial() * p.C + 7) / 8 * 8;
       return p.C % 8 != 0 && p.G == 1 && cp <= 512 ? cp : 0;
     }
   }
-  static ConvProblem copy_view(const ConvProblem& p) {
-    ConvProblem q = p;
-    if (Cfg::kVariant == Variant::Forward) {  // every input row, one filter row
-      q.filter[1] = q.stride[1] = q.dilation[1] = 1;
-      q.pad_l[1] = q.pad_r[1] = 0;
-      q.compute_output();
-    }
-    return q;
-  }
-  // The problem the GEMM launches see: p, or the convolution over the copy (the copied axes
-  // become channels: filter, stride, dilation 1 and no padding along them).
+  // The problem the GEMM launches see: p, or the 1x1 problem over the copy.
   static ConvProblem gemm_view(const ConvProblem& p) {
     const int64_t cp = im2col_width(p);
     if (cp == 0) return p;
     ConvProblem q = p;
     q.C = cp;
-    for (int i = Cfg::kVariant == Variant::Forward ? 2 : 0; i < 3; ++i) {
+    for (int i = 0; i < 3; ++i) {
       q.in[i] = p.out[i];
       q.filter[i] = q.stride[i] = q.dilation[i] = 1;
       q.pad_l[i] = q.pad_r[i] = 0;
     }
     return q;
   }
-  // Rows of the padded weight: forward K x Y, backward_weight K.
-  static int64_t weight_rows(const ConvProblem& p) { return p.K * (p.filter_spatial() / copy_taps(p)); }
-  // The copy of x and the padded w (forward) or dw (backward_weight).
+  // The copy of x and the padded w (forward) or dw (backward_weight), K x cp.
   static std::size_t im2col_bytes(const ConvProblem& p) {
     const int64_t cp = im2col_width(p);
-    if (cp == 0) return 0;
-    const ConvProblem c = copy_view(p);
-    return std::size_t((c.N * c.out_spatial() + weight_rows(p)) * cp) * sizeof(typename Tr::Raw);
+    return cp > 0 ? std::size_t((p.N * p.out_spatial() + p.K) * cp) * sizeof(typename Tr::Raw) : 0;
   }
   static std::string im2col_staging_limits(const ConvProblem& p) {
-    if (im2col_width(p) > 0 && im2col_tiling(copy_view(p)).T == 0)
+    if (im2col_width(p) > 0 && im2col_tiling(p).T == 0)
       return "wavelet_tma: the im2col copy stages one window's input rows in 48 KB of shared memory; "
              "this filter's (dilated) extent x C needs more";
     return {};
@@ -982,8 +963,8 @@ class TmaConvKernel final : public KernelBase {
           e != gpuSuccess)
         return e;
     if (cp == 0) return gpuSuccess;
-    return pad_channels(static_cast<const Raw*>(dw), static_cast<Raw*>(t.wei), weight_rows(p), cp,
-                        copy_taps(p) * p.C, stream);
+    return pad_channels(static_cast<const Raw*>(dw), static_cast<Raw*>(t.wei), p.K, cp, p.filter_spatial() * p.C,
+                        stream);
   }
   // One launch of the weight-gradient GEMM over dy and x into dw, or (ws not null) adding into
   // the fp32 sums ws, with split sp.
