@@ -53,10 +53,12 @@ gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64
 struct Im2colArgs : ConvGeometry2D {
   int H, W, Y, red, cp;  // input height, width; filter height; taps * C; columns written
   int T, span;           // output pixels per block; staged row length (elements)
-  FastDiv tiles_q, p, vecs, c, x, span_div;  // by ceil(Q / T), P, cp / 8, C, X, span
+  FastDiv tiles_q, p, vecs, c, x;  // by ceil(Q / T), P, cp / 8, C, X
 };
-// 256 threads per block; up to 16 staged elements per thread are loaded before any is stored.
-inline constexpr int kIm2colThreads = 256, kIm2colPerThread = 16;
+// 256 threads per block, 32 registers: 8 blocks per SM. (Loading up to 16 staged elements per
+// thread before storing any took 40 registers, 6 blocks per SM, and made the stem's copy slower
+// on the H200: 64.5 -> 80 us.)
+inline constexpr int kIm2colThreads = 256;
 
 template <class Raw>
 CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col, const Im2colArgs a) {
@@ -69,28 +71,14 @@ CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col
   // Stage fy's input row from pixel ow0 * s_w - pl_w on: element r of it is x's element
   // (w0 * C + r) of that row, inside x iff that index is in [0, W * C).
   const int e0 = (ow0 * a.s_w - a.pl_w) * a.C, wc = a.W * a.C;
-  auto staged = [&](int i) {  // staged element i: row fy, element r
-    int fy, r;
-    a.span_div.divmod(i, fy, r);
-    const int ih = h0 + fy * a.d_h, e = e0 + r;
-    return unsigned(ih) < unsigned(a.H) && unsigned(e) < unsigned(wc) ? x[(int64_t(n) * a.H + ih) * wc + e]
-                                                                       : Raw(0);
-  };
-  const int total = a.Y * a.span;
-  if (total <= kIm2colThreads * kIm2colPerThread) {  // every load in flight before the stores
-    Raw v[kIm2colPerThread];
-#pragma unroll
-    for (int k = 0; k < kIm2colPerThread; ++k) {
-      const int i = int(threadIdx.x) + k * kIm2colThreads;
-      v[k] = i < total ? staged(i) : Raw(0);
+  for (int fy = 0; fy < a.Y; ++fy) {
+    const int ih = h0 + fy * a.d_h;
+    const bool in_h = unsigned(ih) < unsigned(a.H);
+    const Raw* xr = x + (int64_t(n) * a.H + ih) * wc;
+    for (int r = threadIdx.x; r < a.span; r += kIm2colThreads) {
+      const int e = e0 + r;
+      s[fy * a.span + r] = in_h && unsigned(e) < unsigned(wc) ? xr[e] : Raw(0);
     }
-#pragma unroll
-    for (int k = 0; k < kIm2colPerThread; ++k) {
-      const int i = int(threadIdx.x) + k * kIm2colThreads;
-      if (i < total) s[i] = v[k];
-    }
-  } else {
-    for (int i = threadIdx.x; i < total; i += kIm2colThreads) s[i] = staged(i);
   }
   __syncthreads();
   const int rows = min(a.T, a.Q - ow0), vecs = a.vecs.value();
@@ -163,7 +151,6 @@ gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, gpuS
   a.vecs.init(cp / 8);
   a.c.init(p.C);
   a.x.init(p.filter[2]);
-  a.span_div.init(t.span);
   const int64_t blocks = p.N * p.out[1] * a.tiles_q.value();
   im2col_kernel<Raw><<<unsigned(blocks), kIm2colThreads, t.smem, stream>>>(x, col, a);
   return gpuGetLastError();
