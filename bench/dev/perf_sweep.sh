@@ -3,6 +3,8 @@
 # (bench/dev/candidates/<variant>.yaml), fp16 2D, every RetinaNet shape, GPU-verified.
 #   bash bench/dev/perf_sweep.sh      -> $OUT/sweep_<variant>.csv, $OUT/sweep.txt (best per shape)
 #   CAND_PREFIX=stem_ VARIANTS=backward_data bash bench/dev/perf_sweep.sh   # candidates/stem_backward_data.yaml
+#   GEN_EXTRA / PROF_ARGS: extra `ckgen generate` / profiler arguments (word-split), e.g.
+#   GEN_EXTRA="--pipeline wavelet_tma" PROF_ARGS="--k-batch 0,1,2,4,8"
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/sweep-out}
@@ -14,7 +16,8 @@ mkdir -p "$OUT" "$WORK"
 export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
 args=()
 for v in $VARIANTS; do args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/$CAND_PREFIX$v.yaml"); done
-python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --datatype fp16 --ndim 2 -o "$WORK/gen" -q || exit 1
+# shellcheck disable=SC2086
+python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --datatype fp16 --ndim 2 ${GEN_EXTRA:-} -o "$WORK/gen" -q || exit 1
 python3 -m ckgen.cli emit-cmake -o "$WORK/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
 cmake -S "$WORK/gen" -B "$WORK/gen/build" -G Ninja -DCKGEN_BUILD_TESTS=OFF > "$OUT/build.log" 2>&1 || exit 1
 t0=$SECONDS; ninja -C "$WORK/gen/build" -j "$(nproc)" >> "$OUT/build.log" 2>&1 || { grep -m20 -A5 error "$OUT/build.log"; exit 1; }
@@ -22,7 +25,7 @@ echo "build $((SECONDS - t0)) s"
 for v in $VARIANTS; do
   t0=$SECONDS
   timeout 150 "$WORK/gen/build/bin/ckgen_profiler_$v" --shapes "$SHAPES" --datatype fp16 --verify gpu \
-    --warmup 3 --repeat 7 --csv "$OUT/sweep_$v.csv" > "$OUT/sweep_$v.log" 2>&1
+    --warmup 3 --repeat 7 ${PROF_ARGS:-} --csv "$OUT/sweep_$v.csv" > "$OUT/sweep_$v.log" 2>&1
   echo "profile $v rc=$? in $((SECONDS - t0)) s; FAIL lines: $(grep -c FAIL "$OUT/sweep_$v.log")"
 done
 python3 - "$OUT" <<'PY' | tee "$OUT/sweep.txt"
