@@ -593,7 +593,8 @@ class TmaConvKernel final : public KernelBase {
   // A split reduction: fp32 sums in the written tensor's layout, converted by splitk_finish.
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
     if constexpr (Tr::kWeightGrad) {
-      return weight_sum_bytes(p, opts) + im2col_bytes(p);
+      const ConvProblem q = gemm_view(p);
+      return weight_sum_bytes(q, weight_split(q, opts)) + im2col_bytes(p);
     } else {
       const Plan pl = plan(p);
       if (pl.error.empty()) return split_bytes(pl, p, opts) + pad_bytes(p) + im2col_bytes(p);
@@ -794,9 +795,8 @@ class TmaConvKernel final : public KernelBase {
                     detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) * p.G * p.filter_spatial(),
                     p.weight_elems(), requested_splits(opts));
   }
-  static std::size_t weight_sum_bytes(const ConvProblem& p, const RunOptions& opts) {
-    const ConvProblem q = gemm_view(p);
-    if (weight_split(q, opts).k_split == 1) return 0;
+  static std::size_t weight_sum_bytes(const ConvProblem& q, const Split& sp) {
+    if (sp.k_split == 1) return 0;
     return (std::size_t(q.weight_elems()) * sizeof(float) + 255) / 256 * 256;
   }
 
@@ -942,7 +942,7 @@ class TmaConvKernel final : public KernelBase {
     const int64_t cp = im2col_width(p);
     const ConvProblem q = gemm_view(p);
     const Split sp = weight_split(q, opts);
-    const std::size_t sum_bytes = weight_sum_bytes(p, opts);
+    const std::size_t sum_bytes = weight_sum_bytes(q, sp);
     if ((sum_bytes > 0 || cp > 0) && workspace == nullptr) return cudaErrorInvalidValue;
     float* ws = sum_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
     const void* x = t.in;

@@ -178,6 +178,12 @@ inline std::string run_options_args(Variant v, const RunOptions& o) {
 
 inline bool is_streamk(const KernelBase& k) { return k.key().reduction != Reduction::SplitK; }
 
+// Whether RunOptions::k_batch reaches an instance: every backward_weight one, and forward /
+// backward_data instances whose k_batch is not 1 (those with k_batch 1 never split).
+inline bool takes_k_batch(Variant v, const KernelBase& k) {
+  return v == Variant::BackwardWeight || k.key().k_batch != 1;
+}
+
 // The StreamK grids every StreamK instance runs each test problem with: automatic, one block
 // (everything data-parallel), and small odd grids (several blocks per tile: linear chains and
 // tree levels, uneven q / q + 1 splits).
@@ -236,8 +242,7 @@ inline void register_problem_tests(Variant v, const std::string& suite,
         if (k->key().datatype != dt) continue;
         any_instance = true;
         const bool sk = is_streamk(*k);
-        // forward / backward_data instances with k_batch 1 never split: one run, no suffix
-        const bool splits = v == Variant::BackwardWeight || k->key().k_batch != 1;
+        const bool splits = takes_k_batch(v, *k);  // else one run, no suffix
         const std::vector<int> one{0};
         for (int n : sk ? streamk_blocks : splits ? k_batches : one) {
           RunOptions o;
@@ -281,8 +286,7 @@ inline void register_im2col_wide_tests(Variant v) {
   uint64_t counter = 0;
   for (const KernelBase* k : instances_of(v)) {
     if (k->key().pipeline != Pipeline::WaveletTma || k->key().ndim != 2) continue;
-    const bool splits = v == Variant::BackwardWeight || k->key().k_batch != 1;
-    for (int kb : splits ? std::vector<int>{0, 3} : std::vector<int>{0}) {
+    for (int kb : takes_k_batch(v, *k) ? std::vector<int>{0, 3} : std::vector<int>{0}) {
       RunOptions o;
       o.k_batch = kb;
       const DataType dt = k->key().datatype;
