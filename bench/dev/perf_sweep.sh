@@ -22,11 +22,20 @@ python3 -m ckgen.cli emit-cmake -o "$WORK/gen" --platform nvidia --gpu-targets 9
 cmake -S "$WORK/gen" -B "$WORK/gen/build" -G Ninja -DCKGEN_BUILD_TESTS=OFF > "$OUT/build.log" 2>&1 || exit 1
 t0=$SECONDS; ninja -C "$WORK/gen/build" -j "$(nproc)" >> "$OUT/build.log" 2>&1 || { grep -m20 -A5 error "$OUT/build.log"; exit 1; }
 echo "build $((SECONDS - t0)) s"
+# PROF_RUNS (optional): several profiler argument sets separated by ';', each run after the
+# other into sweep_<variant>_<i>.csv (the summary below reads them all), e.g.
+#   PROF_RUNS="--k-batch 0; --split-reduce cluster --k-batch 2,4,8"
+IFS=';' read -r -a runs <<< "${PROF_RUNS:-${PROF_ARGS:-}}"
+[ ${#runs[@]} -eq 0 ] && runs=("")
 for v in $VARIANTS; do
-  t0=$SECONDS
-  timeout 150 "$WORK/gen/build/bin/ckgen_profiler_$v" --shapes "$SHAPES" --datatype fp16 --verify gpu \
-    --warmup 3 --repeat 7 ${PROF_ARGS:-} --csv "$OUT/sweep_$v.csv" > "$OUT/sweep_$v.log" 2>&1
-  echo "profile $v rc=$? in $((SECONDS - t0)) s; FAIL lines: $(grep -c FAIL "$OUT/sweep_$v.log")"
+  for i in "${!runs[@]}"; do
+    t0=$SECONDS
+    tag=$v; [ ${#runs[@]} -gt 1 ] && tag=${v}_$i
+    # shellcheck disable=SC2086
+    timeout 150 "$WORK/gen/build/bin/ckgen_profiler_$v" --shapes "$SHAPES" --datatype fp16 --verify gpu \
+      --warmup 3 --repeat 7 ${runs[$i]} --csv "$OUT/sweep_$tag.csv" > "$OUT/sweep_$tag.log" 2>&1
+    echo "profile $tag (${runs[$i]}) rc=$? in $((SECONDS - t0)) s; FAIL lines: $(grep -c FAIL "$OUT/sweep_$tag.log")"
+  done
 done
 python3 - "$OUT" <<'PY' | tee "$OUT/sweep.txt"
 import csv, sys, glob, collections

@@ -253,6 +253,29 @@ int main(int argc, char** argv) {
     // 20 k tiles, 128 tiles on 264 slots, 1 M dw elements: the workspace costs more than it saves.
     check(detail::tma_reduction_splits(20, 128, 264, 1048576) == 1, "TMA split: none for few pixels");
     check(detail::tma_reduction_splits(3, 1, 132, 64) == 1, "TMA split: at most k tiles / 4");
+    // backward_weight with clusters: fpn_lat 1x1 2048 -> 256 on 128x128 tiles (20 k tiles, 32
+    // tiles, 524,288 dw elements), 132 slots: a cluster of 2 (64 blocks, one round of 10 + 2 +
+    // 4 = 16) beats one split (22) and every workspace split; r50_l4 1x1 1024 -> 512 (79 k
+    // tiles) takes the workspace at 4 (34) over clusters of 3 or 4 (38).
+    {
+      const int64_t cs[9] = {0, 0, 132, 132, 128, 130, 132, 126, 128};
+      const detail::ReductionSplit c = detail::tma_reduction_choice(20, 32, 132, cs, 524288);
+      check(c.cluster && c.splits == 2, "TMA split: a cluster of 2 for fpn_lat 1x1 2048 -> 256",
+            std::to_string(c.splits) + (c.cluster ? " cluster" : " workspace"));
+      const detail::ReductionSplit l4 = detail::tma_reduction_choice(79, 32, 132, cs, 524288);
+      check(!l4.cluster && l4.splits == 4, "TMA split: the workspace at 4 for r50_l4 1x1 1024 -> 512",
+            std::to_string(l4.splits) + (l4.cluster ? " cluster" : " workspace"));
+      const detail::ReductionSplit w =
+          detail::tma_reduction_choice(20, 32, 132, cs, 524288, 64, SplitReduce::Workspace);
+      check(!w.cluster && w.splits == detail::tma_reduction_splits(20, 32, 132, 524288),
+            "TMA split: Workspace keeps the workspace rule");
+      const detail::ReductionSplit k = detail::tma_reduction_choice(313, 4, 132, cs, 65536, 64, SplitReduce::Cluster);
+      check(k.cluster && k.splits >= 2 && k.splits <= 8, "TMA split: Cluster stays within 2..8",
+            std::to_string(k.splits));
+      const int64_t none[9] = {};
+      check(!detail::tma_reduction_choice(20, 32, 132, none, 524288).cluster,
+            "TMA split: no cluster where none can launch");
+    }
     KernelKey tk = key("bwtma", Variant::BackwardWeight, 128, 128, 64);
     tk.pipeline = Pipeline::WaveletTma;
     tk.stages = 4;

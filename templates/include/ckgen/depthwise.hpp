@@ -543,6 +543,7 @@ class DepthwiseKernel final : public KernelBase {
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
     if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&]() -> std::string {
+          if (std::string r = detail::split_reduce_refusal(opts.split_reduce); !r.empty()) return r;
           if (opts.streamk_blocks != 0)
             return "RunOptions::streamk_blocks is for StreamK instances (this one uses direct slices)";
           return {};

@@ -277,6 +277,7 @@ class GroupedConvKernel final : public KernelBase {
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
     if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&]() -> std::string {
+          if (std::string r = detail::split_reduce_refusal(opts.split_reduce); !r.empty()) return r;
           if constexpr (kStreamK) {
             if (opts.k_batch != 0)
               return "StreamK sizes its own split: RunOptions::k_batch must be 0 (got " +

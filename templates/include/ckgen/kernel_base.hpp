@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,34 @@
 #include "ckgen/vocab.hpp"
 
 namespace ckgen {
+
+// Where the partial sums of a split reduction meet (RunOptions::split_reduce):
+//   Auto:      the instance chooses per problem (wavelet_tma backward_weight by its cost rule,
+//              every other instance its one scheme)
+//   Workspace: fp32 reductions into a zeroed workspace, converted by a finish launch
+//   Cluster:   (wavelet_tma backward_weight) the k_batch blocks of one output tile run as a
+//              thread-block cluster (2..8) and add their partial tiles through distributed
+//              shared memory; no workspace, no extra launches, a fixed summation order
+enum class SplitReduce : int { Auto = 0, Workspace = 1, Cluster = 2 };
+inline const char* to_string(SplitReduce r) {
+  return r == SplitReduce::Workspace ? "workspace" : r == SplitReduce::Cluster ? "cluster" : "auto";
+}
+inline bool parse_split_reduce(const std::string& s, SplitReduce& r) {
+  for (SplitReduce v : {SplitReduce::Auto, SplitReduce::Workspace, SplitReduce::Cluster})
+    if (s == to_string(v)) {
+      r = v;
+      return true;
+    }
+  return false;
+}
+namespace detail {
+// The refusal of a split_reduce request by an instance that has one reduction scheme.
+inline std::string split_reduce_refusal(SplitReduce r) {
+  if (r == SplitReduce::Auto) return {};
+  return std::string("RunOptions::split_reduce ") + to_string(r) +
+         " is for wavelet_tma backward_weight instances (this one has one reduction scheme)";
+}
+}  // namespace detail
 
 namespace detail {
 // Compute units of the current device (132 when no device answers), read once. The GEMM and
@@ -79,24 +108,50 @@ constexpr int tma_smem_bytes(int tile_m, int tile_n, int stages, int math_warps,
          (staged ? math_warps * 16 * 40 * elem_bytes : 0) + 1024;
 }
 // wavelet_tma's automatic split of a launch's reduction (pipeline_tma.hpp TmaConvKernel::split_of
-// with the device's resident blocks; the dispatcher with its occupancy estimate): the count in
-// 1..min(max_splits, k_tiles / 4) that minimises, in k-tile times,
-//   rounds over `slots` blocks x (k tiles per split + 2)   (2: the unit's atomic epilogue)
-//   + for a split, 8 + written elements / 120000   (clearing the fp32 workspace and converting
-//     it: two more launches and 10 bytes per element, at ~0.4 us per k tile and ~3 TB/s),
-// fewest splits on ties. Fitted on backward_weight (128 x 128 tiles, bench/NOTES.md).
+// with the device's resident blocks; the dispatcher with its occupancy estimate): the split count
+// c in 1..min(max_splits, k_tiles / 4) and, for backward_weight, where the partial sums meet,
+// minimising in k-tile times
+//   workspace: rounds over `slots` blocks x (k tiles per split + 2)   (2: the unit's epilogue)
+//              + for c > 1, 8 + written elements / 120000   (clearing the fp32 workspace and
+//              converting it: two more launches and 10 bytes per element, at ~0.4 us per k
+//              tile and ~3 TB/s)
+//   cluster:   (c in 2..8 with cluster_slots[c] > 0: the blocks that many clusters of c keep
+//              resident, at most `slots`) rounds over cluster_slots[c] x (k tiles per split
+//              + 2 + c^2)   (c^2: the partial tile through shared memory and the slice summed
+//              over the cluster, fitted on the H200 sweep: 2-block clusters pay off, 8-block
+//              ones cost more than the workspace)
+// fewest splits on ties, a cluster before a workspace at the same count. `mode` keeps one kind
+// (Workspace: no cluster; Cluster: no workspace, at most 8). Fitted on backward_weight
+// (bench/NOTES.md).
+struct ReductionSplit {
+  int splits = 1;
+  bool cluster = false;
+};
+inline ReductionSplit tma_reduction_choice(int64_t k_tiles, int64_t tiles, int64_t slots,
+                                           const int64_t* cluster_slots, int64_t dw_elems,
+                                           int max_splits = 64, SplitReduce mode = SplitReduce::Auto) {
+  int kmax = int(std::min<int64_t>(max_splits, std::max<int64_t>(1, k_tiles / 4)));
+  if (mode == SplitReduce::Cluster) kmax = std::min(kmax, 8);
+  slots = std::max<int64_t>(1, slots);
+  ReductionSplit best;
+  int64_t best_cost = -1;
+  auto consider = [&](int c, bool cluster, int64_t cost) {
+    if (best_cost < 0 || cost < best_cost) best_cost = cost, best = ReductionSplit{c, cluster};
+  };
+  for (int c = 1; c <= kmax; ++c) {
+    const int64_t per_split = ceil_div(k_tiles, c);
+    if (c > 1 && c <= 8 && cluster_slots != nullptr && cluster_slots[c] > 0 &&
+        mode != SplitReduce::Workspace)
+      consider(c, true, ceil_div(tiles * c, std::min(slots, cluster_slots[c])) * (per_split + 2 + c * c));
+    if (c == 1 || mode != SplitReduce::Cluster)
+      consider(c, false, ceil_div(tiles * c, slots) * (per_split + 2) + (c > 1 ? 8 + dw_elems / 120000 : 0));
+  }
+  return best;
+}
+// The same without clusters (forward / backward_data): the split count.
 inline int tma_reduction_splits(int64_t k_tiles, int64_t tiles, int64_t slots, int64_t dw_elems,
                                 int max_splits = 64) {
-  const int kmax = int(std::min<int64_t>(max_splits, std::max<int64_t>(1, k_tiles / 4)));
-  slots = std::max<int64_t>(1, slots);
-  int kb = 1;
-  int64_t best = -1;
-  for (int c = 1; c <= kmax; ++c) {
-    const int64_t cost = ceil_div(tiles * c, slots) * (ceil_div(k_tiles, c) + 2) +
-                         (c > 1 ? 8 + dw_elems / 120000 : 0);
-    if (best < 0 || cost < best) best = cost, kb = c;
-  }
-  return kb;
+  return tma_reduction_choice(k_tiles, tiles, slots, nullptr, dw_elems, max_splits).splits;
 }
 }  // namespace detail
 
@@ -117,9 +172,12 @@ struct ConvTensors {
 //                   anything but 0.
 //   streamk_blocks: StreamK instances: the StreamK grid B (0 = #SMs x resident blocks per
 //                   SM, see streamk_plan.hpp); split-K instances refuse anything but 0.
+//   split_reduce:   where a split reduction's partial sums meet (SplitReduce); anything but
+//                   Auto is for wavelet_tma backward_weight instances, the others refuse it.
 struct RunOptions {
   int k_batch = 0;
   int streamk_blocks = 0;
+  SplitReduce split_reduce = SplitReduce::Auto;
 };
 
 // Static description of an instance (mirrors the generated Config; the key of the registry).

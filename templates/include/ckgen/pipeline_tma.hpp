@@ -38,10 +38,16 @@
 // phases run side by side on forked streams (detail::PhaseStreams).
 // backward_weight: one launch. Any variant may split its reduction (k_batch, Split below): the
 // launches then add into a zeroed fp32 copy of the written tensor and splitk_finish converts it.
+// backward_weight may instead run a tile's c = 2..8 splits as one thread-block cluster
+// (SplitReduce::Cluster, one unit per block): each block leaves its fp32 partial tile in its
+// ring, and after a cluster barrier block r sums rows [r*BM/c, (r+1)*BM/c) over the c tiles
+// through distributed shared memory and stores them as 16-byte vectors (no workspace, no
+// clear or convert launch, the same sums every run).
 #pragma once
 
 #include "ckgen/portability.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
@@ -81,6 +87,8 @@ struct TmaConvArgs : ConvGeometry2D {
   int G, taps;         // groups; taps the tiles run over (backward_weight, else 1)
   int k_split, kt_per_split;  // splits of the reduction and k tiles per split (1, k_tiles: none)
   float* ws;           // split: fp32 sums in the written tensor's layout, else null
+  int cluster;         // backward_weight: k_split blocks per cluster that add their partial
+                       // tiles through distributed shared memory (1 = none); one unit a block
   int64_t ld_row;      // backward_weight: elements between dw rows (taps * C)
   // Output map: GEMM row (n, oh, ow) -> y pixel n*out_sn + oh*out_sh + ow*out_sw + out_base
   // (dense: the row itself; backward_data phases write every stride-th dx pixel).
@@ -117,6 +125,11 @@ struct TmaTraits {
   static constexpr bool kAMMajor = kWeightGrad;
   static constexpr bool kBNMajor = Cfg::kVariant != Variant::Forward;
   static constexpr int kBlockBytes = BK * kRowBytes;  // 64 rows of 128 bytes
+  // Cluster reduction: a block's fp32 partial tile in the ring (free once its one unit is
+  // done), rows kPartLd floats apart (8 floats of padding: a half-warp's 8-byte stores of four
+  // rows fall in distinct banks).
+  static constexpr int kPartLd = BN + 8;
+  static constexpr bool kClusterFits = BM * kPartLd * 4 <= S * kStageBytes;
 
   static_assert(Cfg::kKBatch >= 0 && Cfg::kStage == Stage::One,
                 "ckgen: wavelet_tma splits its reduction with fp32 reductions (stage one)");
@@ -177,6 +190,38 @@ CKGEN_DEVICE inline void load_tile_2d(void* dst, const CUtensorMap* map, uint64_
       " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(mbar::addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(mbar::addr(bar))
       : "memory");
+}
+// Thread-block clusters: every live thread of the cluster arrives and waits; called by whole
+// warps. cluster_sync publishes the thread's earlier writes to the cluster (release / acquire);
+// cluster_sync_relaxed only orders (the last barrier: the reads it protects have returned).
+CKGEN_DEVICE inline void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+CKGEN_DEVICE inline void cluster_sync_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
+CKGEN_DEVICE inline uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// 8 floats at shared address `addr` of cluster block `rank`, added into s. (Loading every
+// block's floats before adding measured no faster and raised the kernel's registers: the
+// 128x256 tile spilled.)
+CKGEN_DEVICE inline void add_remote8(float* s, uint32_t addr, uint32_t rank) {
+  uint32_t ra;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(addr), "r"(rank));
+  float v[8];
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+               : "r"(ra)
+               : "memory");
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v[4]), "=f"(v[5]), "=f"(v[6]), "=f"(v[7])
+               : "r"(ra + 16)
+               : "memory");
+#pragma unroll
+  for (int e = 0; e < 8; ++e) s[e] += v[e];
 }
 CKGEN_DEVICE inline void prefetch_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
@@ -305,6 +350,13 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         }
       }
     }
+    if (Tr::kWeightGrad && p.cluster > 1) {
+      // The math warps' two cluster barriers (epilogue below), the whole warp together: lanes
+      // parked in a cluster wait while lane 0 still issues copies would hold back the copies.
+      __syncwarp();
+      tma::cluster_sync();
+      tma::cluster_sync_relaxed();
+    }
     return;
   }
 
@@ -373,7 +425,56 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         return pix * p.GK + int64_t(g) * p.K;
       }
     };
-    if (p.ws != nullptr) {
+    if (Tr::kWeightGrad && p.cluster > 1) {
+      // Cluster reduction (one unit per block): every math warp done with the ring, the fp32
+      // partial tile into it, cluster barrier; block `rank` of the cluster sums rows
+      // [rank * BM / c, (rank + 1) * BM / c) over the c partial tiles (ranks in order: the same
+      // sums every run) and stores them as 16-byte vectors; a last barrier keeps every block's
+      // shared memory alive until all have read it.
+      asm volatile("bar.sync 1, %0;\n" ::"r"(Tr::kMathThreads) : "memory");
+      float* part = reinterpret_cast<float*>(smem);
+#pragma unroll
+      for (int i = 0; i < Tr::RepM; ++i) {
+        const int r0 = (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int j = 0; j < Tr::BN / 8; ++j)
+            *reinterpret_cast<float2*>(part + (r0 + h * 8) * Tr::kPartLd + j * 8 + (lane & 3) * 2) =
+                make_float2(acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]);
+      }
+      __syncwarp();
+      tma::cluster_sync();
+      const int c = p.cluster;
+      const int rank = int(tma::cluster_rank());
+      const int lr0 = rank * Tr::BM / c, lr1 = (rank + 1) * Tr::BM / c;
+      const bool vec = (p.K % 8) == 0;
+      constexpr int kChunks = Tr::BN / 8;
+      for (int idx = tid; idx < (lr1 - lr0) * kChunks; idx += Tr::kMathThreads) {
+        const int lr = lr0 + idx / kChunks, lc = (idx % kChunks) * 8;
+        const uint32_t addr = ring + uint32_t(lr * Tr::kPartLd + lc) * 4u;
+        float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int q = 0; q < 8; ++q)
+          if (q < c) tma::add_remote8(sum, addr, uint32_t(q));
+        const int row = m0 + lr, col = n0 + lc;
+        if (row < p.M && col < p.K) {
+          Raw* dst = y + row_base(row) + col;
+          if (vec && col + 8 <= p.K) {
+            uint32_t w[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              w[e] = uint32_t(float_to_raw<Cfg::kDataType>(sum[2 * e])) |
+                     (uint32_t(float_to_raw<Cfg::kDataType>(sum[2 * e + 1])) << 16);
+            *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+          } else {
+            for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = float_to_raw<Cfg::kDataType>(sum[e]);
+          }
+        }
+      }
+      __syncwarp();
+      tma::cluster_sync_relaxed();
+    } else if (p.ws != nullptr) {
       // split: fp32 reductions into the workspace (splitk_finish converts), a lane's two
       // adjacent columns in one 8-byte red (the host splits only when K and G*K are even).
 #pragma unroll
@@ -560,6 +661,20 @@ class TmaConvKernel final : public KernelBase {
             return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
           if (kTakesKBatch && (opts.k_batch < 0 || opts.k_batch > kMaxSplits))
             return "k_batch " + str(opts.k_batch) + " out of range 0..64 (0 = chosen per problem)";
+          if constexpr (!Tr::kWeightGrad) {
+            return detail::split_reduce_refusal(opts.split_reduce);
+          } else {
+            if (opts.split_reduce != SplitReduce::Cluster) return {};
+            if (!Tr::kClusterFits)
+              return "split_reduce cluster: this instance's ring (" + str(Tr::S) +
+                     " stages) cannot hold its fp32 tile";
+            if (opts.k_batch > 8)
+              return "split_reduce cluster takes k_batch 0..8 (a cluster holds at most 8 blocks), got " +
+                     str(opts.k_batch);
+            if (opts.k_batch > 1 && cluster_slots()[opts.k_batch] == 0)
+              return "split_reduce cluster: the device keeps no cluster of " + str(opts.k_batch) +
+                     " blocks of this instance resident";
+          }
           return {};
         });
         !e.empty())
@@ -687,21 +802,30 @@ class TmaConvKernel final : public KernelBase {
 
   // A launch's split of its reduction: k_tiles reduction tiles over `tiles` output tiles.
   // RunOptions::k_batch where the instance takes it, else the instance's kKBatch, else (0)
-  // detail::tma_reduction_splits over the resident block slots (`elems`: the written
-  // elements, the fixed cost of a split); at most k_tiles splits, none of them empty.
+  // detail::tma_reduction_choice over the resident block slots (`elems`: the written
+  // elements, the fixed cost of a workspace split); at most k_tiles splits, none of them
+  // empty. `cluster`: the splits of a tile meet in a cluster (backward_weight, weight_split).
   struct Split {
     int k_tiles, kt_per_split, k_split;
+    bool cluster;
   };
-  static Split split_of(int64_t k_tiles, int64_t tiles, int64_t elems, int kb) {
+  static Split split_of(int64_t k_tiles, int64_t tiles, int64_t elems, int kb,
+                        const int64_t* cluster_slots = nullptr, SplitReduce mode = SplitReduce::Workspace) {
     Split s{};
     s.k_tiles = int(std::max<int64_t>(1, k_tiles));
-    if (kb <= 0)
-      kb = detail::tma_reduction_splits(s.k_tiles, tiles,
-                                          int64_t(detail::device_sm_count()) * resident_blocks(),
-                                          elems, kMaxSplits);
+    if (kb <= 0) {
+      const detail::ReductionSplit c = detail::tma_reduction_choice(
+          s.k_tiles, tiles, int64_t(detail::device_sm_count()) * resident_blocks(), cluster_slots,
+          elems, kMaxSplits, mode);
+      kb = c.splits;
+      s.cluster = c.cluster;
+    } else {
+      s.cluster = mode != SplitReduce::Workspace && cluster_slots != nullptr && kb <= 8 && cluster_slots[kb] > 0;
+    }
     kb = std::max(1, std::min(kb, s.k_tiles));
     s.kt_per_split = int(detail::ceil_div(s.k_tiles, kb));
     s.k_split = int(detail::ceil_div(s.k_tiles, s.kt_per_split));  // no empty split
+    s.cluster = s.cluster && s.k_split > 1;
     return s;
   }
   static int requested_splits(const RunOptions& opts) {
@@ -790,13 +914,17 @@ class TmaConvKernel final : public KernelBase {
   }
   // backward_weight: 64-pixel k tiles over the K x C tiles of every group and tap (p: the GEMM
   // view), and the fp32 sums a split adds into (leading the workspace, 256-byte aligned).
+  // The splits of a tile meet in a cluster (SplitReduce::Cluster, or Auto where the rule or an
+  // explicit k_batch of 2..8 allows it) when the ring holds the fp32 tile and the device keeps
+  // such clusters resident.
   static Split weight_split(const ConvProblem& p, const RunOptions& opts) {
     return split_of(detail::ceil_div(p.N * p.out_spatial(), Tr::BK),
                     detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) * p.G * p.filter_spatial(),
-                    p.weight_elems(), requested_splits(opts));
+                    p.weight_elems(), requested_splits(opts), Tr::kClusterFits ? cluster_slots() : nullptr,
+                    opts.split_reduce);
   }
   static std::size_t weight_sum_bytes(const ConvProblem& q, const Split& sp) {
-    if (sp.k_split == 1) return 0;
+    if (sp.k_split == 1 || sp.cluster) return 0;
     return (std::size_t(q.weight_elems()) * sizeof(float) + 255) / 256 * 256;
   }
 
@@ -880,9 +1008,24 @@ class TmaConvKernel final : public KernelBase {
     a.G = int(p.G);
   }
 
-  // Persistent grid: every resident block slot once, at most one block per work unit.
+  // Persistent grid: every resident block slot once, at most one block per work unit. A cluster
+  // reduction: one block per unit, clusters of a.cluster blocks (a tile's splits).
   static gpuError_t launch(const TmaConvArgs& a, gpuStream_t stream) {
     const int64_t units = int64_t(a.tiles_m) * a.tiles_n * a.G * a.taps * a.k_split;
+    if (a.cluster > 1) {
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(unsigned(units), 1, 1);
+      cfg.blockDim = dim3(Tr::kThreads, 1, 1);
+      cfg.dynamicSmemBytes = Tr::kSmemBytes;
+      cfg.stream = stream;
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = unsigned(a.cluster);
+      attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      return cudaLaunchKernelEx(&cfg, tma_conv_kernel<Cfg>, a);
+    }
     const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();
     const dim3 grid(unsigned(std::min(units, slots)), 1, 1);
     tma_conv_kernel<Cfg><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
@@ -988,11 +1131,41 @@ class TmaConvKernel final : public KernelBase {
     a.tiles_m = int(detail::ceil_div(p.K, Tr::BM));
     a.tiles_n = int(detail::ceil_div(p.C, Tr::BN));
     a.taps = int(p.filter_spatial());
-    a.k_split = ws != nullptr ? sp.k_split : 1;
-    a.kt_per_split = ws != nullptr ? sp.kt_per_split : sp.k_tiles;
+    const bool split = ws != nullptr || sp.cluster;
+    a.k_split = split ? sp.k_split : 1;
+    a.kt_per_split = split ? sp.kt_per_split : sp.k_tiles;
+    a.cluster = sp.cluster ? sp.k_split : 1;
     a.ld_row = p.filter_spatial() * p.C;
     a.ws = ws;
     return launch(a, stream);
+  }
+
+  // Blocks that clusters of c (index 2..8) keep resident on the device (occupancy query once;
+  // 0 where a cluster of c cannot launch).
+  static const int64_t* cluster_slots() {
+    static const std::array<int64_t, 9> n = [] {
+      std::array<int64_t, 9> v{};
+      if (prepare_launch() != gpuSuccess) return v;
+      for (int c = 2; c <= 8; ++c) {
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = dim3(unsigned(c), 1, 1);
+        cfg.blockDim = dim3(Tr::kThreads, 1, 1);
+        cfg.dynamicSmemBytes = Tr::kSmemBytes;
+        cudaLaunchAttribute attr{};
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = unsigned(c);
+        attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        int clusters = 0;
+        if (cudaOccupancyMaxActiveClusters(&clusters, tma_conv_kernel<Cfg>, &cfg) == cudaSuccess)
+          v[size_t(c)] = int64_t(clusters) * c;
+        else
+          (void)cudaGetLastError();  // not sticky: keep it from the next launch's check
+      }
+      return v;
+    }();
+    return n.data();
   }
 
   // Blocks of this kernel one SM holds (occupancy query once; 1 if it fails).

@@ -55,7 +55,7 @@ inline const char* profiler_usage() {
          "  [--datatype fp16|bf16|fp32|all[,..]] [--verify none|cpu|gpu|auto] "
          "[--init random|int|positive] [--seed N]\n"
          "  [--warmup N] [--repeat N] [--iters N (0=auto)] [--timing graph|loop] [--kernels GLOB[,GLOB]] [--shape GLOB] "
-         "[--k-batch N[,N]] [--streamk-blocks N] [--csv FILE] [--list] [--verbose] [--strict]\n"
+         "[--k-batch N[,N]] [--split-reduce auto|workspace|cluster] [--streamk-blocks N] [--csv FILE] [--list] [--verbose] [--strict]\n"
          "exit: 0 ok, 1 verification/run failure, 2 bad arguments, 3 no GPU, 4 unsupported "
          "problem (--strict)\n";
 }
@@ -80,7 +80,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
   const char* vname = to_string(variant);
   std::set<std::string> value_opts = {"shapes", "datatype", "verify", "init", "seed", "warmup",
                                       "repeat", "iters", "kernels", "shape", "k-batch", "csv",
-                                      "streamk-blocks",
+                                      "streamk-blocks", "split-reduce",
                                       "timing"};
   for (const auto& k : problem_option_names()) value_opts.insert(k);
   const std::set<std::string> flag_opts = {"list", "verbose", "strict", "help"};
@@ -97,6 +97,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
   std::string kernels_glob, shape_glob, csv_path;
   std::vector<int> k_batches = {0};
   int streamk_blocks = 0;
+  SplitReduce split_reduce = SplitReduce::Auto;
   bool list = false, verbose = false, strict = false, use_graph = true;
   try {
     Args a(argc, argv, value_opts, flag_opts);
@@ -161,6 +162,8 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
     use_graph = timing == "graph";
     csv_path = a.get("csv");
     streamk_blocks = int(a.get_int("streamk-blocks", 0, 0, 1 << 30));
+    if (a.has("split-reduce") && !parse_split_reduce(a.get("split-reduce"), split_reduce))
+      throw UsageError("--split-reduce: '" + a.get("split-reduce") + "' is not auto, workspace or cluster");
     if (a.has("k-batch")) {
       k_batches.clear();
       for (const std::string& s : split(a.get("k-batch"), ',')) {
@@ -249,6 +252,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
         std::vector<std::pair<const KernelBase*, int>> runs;
         auto options = [&](const KernelBase* k, int kb) {
           RunOptions o;
+          o.split_reduce = split_reduce;
           if (k->key().reduction != Reduction::SplitK)
             o.streamk_blocks = streamk_blocks;
           else
@@ -328,6 +332,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
           line << k->name();
           if (variant == Variant::BackwardWeight) line << " k_batch=" << kb;
           if (o.streamk_blocks != 0) line << " streamk_blocks=" << o.streamk_blocks;
+          if (o.split_reduce != SplitReduce::Auto) line << " split_reduce=" << to_string(o.split_reduce);
           line << "  " << vo.summary(variant, p);
           if (vo.ran && !t.ok) line << "; timing ERROR " << t.error;
           if (t.ok && !t.note.empty()) line << "; note: " << t.note;

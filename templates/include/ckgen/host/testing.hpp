@@ -173,10 +173,30 @@ inline std::string run_options_args(Variant v, const RunOptions& o) {
   std::string s;
   if (v == Variant::BackwardWeight || o.k_batch != 0) s += " --k-batch " + std::to_string(o.k_batch);
   if (o.streamk_blocks != 0) s += " --streamk-blocks " + std::to_string(o.streamk_blocks);
+  if (o.split_reduce != SplitReduce::Auto) s += std::string(" --split-reduce ") + to_string(o.split_reduce);
   return s;
 }
 
 inline bool is_streamk(const KernelBase& k) { return k.key().reduction != Reduction::SplitK; }
+
+// The runs with an explicit RunOptions::split_reduce, besides the k_batch list, for wavelet_tma
+// backward_weight instances: the cluster reduction at its smallest and largest cluster (2, 8) and
+// chosen per problem (0), and the workspace at a count the automatic choice gives a cluster (3).
+inline std::vector<RunOptions> split_reduce_runs(Variant v, const KernelBase& k) {
+  if (v != Variant::BackwardWeight || k.key().pipeline != Pipeline::WaveletTma) return {};
+  std::vector<RunOptions> out;
+  for (auto [r, kb] : {std::pair{SplitReduce::Cluster, 0}, std::pair{SplitReduce::Cluster, 2},
+                       std::pair{SplitReduce::Cluster, 8}, std::pair{SplitReduce::Workspace, 3}}) {
+    RunOptions o;
+    o.k_batch = kb;
+    o.split_reduce = r;
+    out.push_back(o);
+  }
+  return out;
+}
+inline std::string split_reduce_suffix(const RunOptions& o) {
+  return o.split_reduce == SplitReduce::Auto ? "" : std::string("_") + to_string(o.split_reduce);
+}
 
 // Whether RunOptions::k_batch reaches an instance: every backward_weight one, and forward /
 // backward_data instances whose k_batch is not 1 (those with k_batch 1 never split).
@@ -243,19 +263,25 @@ inline void register_problem_tests(Variant v, const std::string& suite,
         any_instance = true;
         const bool sk = is_streamk(*k);
         const bool splits = takes_k_batch(v, *k);  // else one run, no suffix
-        const std::vector<int> one{0};
-        for (int n : sk ? streamk_blocks : splits ? k_batches : one) {
+        std::vector<RunOptions> runs;
+        for (int n : sk ? streamk_blocks : splits ? k_batches : std::vector<int>{0}) {
           RunOptions o;
           (sk ? o.streamk_blocks : o.k_batch) = n;
+          runs.push_back(o);
+        }
+        for (const RunOptions& o : split_reduce_runs(v, *k)) runs.push_back(o);
+        for (const RunOptions& o : runs) {
+          const int n = sk ? o.streamk_blocks : o.k_batch;
           const std::string why = k->is_supported(np.problem, o);
+          const bool plain = n == 0 && o.split_reduce == SplitReduce::Auto;
           if (!why.empty()) {
-            if (n == 0) reasons += "\n  " + k->name() + ": " + why;
+            if (plain) reasons += "\n  " + k->name() + ": " + why;
             continue;
           }
-          if (n == 0) any_supported = true;
+          if (plain) any_supported = true;
           std::string name = sanitize(np.name) + "__" + to_string(dt) + "__" + k->name();
           if (v == Variant::BackwardWeight || (splits && k_batches.size() > 1))
-            name += (sk ? "__sk" : "__kb") + std::to_string(n);
+            name += (sk ? "__sk" : "__kb") + std::to_string(n) + split_reduce_suffix(o);
           const ConvProblem p = np.problem;
           const uint64_t seed = hash2(test_seed(), ++counter);
           add_test(suite, name, [v, dt, p, k, o, seed] {
@@ -286,12 +312,17 @@ inline void register_im2col_wide_tests(Variant v) {
   uint64_t counter = 0;
   for (const KernelBase* k : instances_of(v)) {
     if (k->key().pipeline != Pipeline::WaveletTma || k->key().ndim != 2) continue;
+    std::vector<RunOptions> runs;
     for (int kb : takes_k_batch(v, *k) ? std::vector<int>{0, 3} : std::vector<int>{0}) {
       RunOptions o;
       o.k_batch = kb;
+      runs.push_back(o);
+    }
+    for (const RunOptions& o : split_reduce_runs(v, *k)) runs.push_back(o);
+    for (const RunOptions& o : runs) {
       const DataType dt = k->key().datatype;
       const uint64_t seed = hash2(test_seed(), ++counter);
-      add_test(suite, k->name() + "__kb" + std::to_string(kb), [v, dt, p, k, o, seed] {
+      add_test(suite, k->name() + "__kb" + std::to_string(o.k_batch) + split_reduce_suffix(o), [v, dt, p, k, o, seed] {
         run_case(v, dt, p, *k, o, RefKind::Gpu, seed);
       });
     }
@@ -341,6 +372,24 @@ inline void register_negative_tests(Variant v) {
         o.streamk_blocks = 5;
         refuses("splitk_streamk_blocks5", o, "streamk_blocks is for StreamK instances");
       }
+      o = RunOptions{};
+      o.split_reduce = SplitReduce::Cluster;
+      if (key.pipeline == Pipeline::WaveletTma) {
+        o.k_batch = 9;
+        refuses("cluster_k_batch9", o, "split_reduce cluster");
+      } else {
+        refuses("split_reduce_cluster", o, "split_reduce cluster is for wavelet_tma backward_weight");
+      }
+    } else {
+      // forward / backward_data instances have one reduction scheme.
+      const ConvProblem p = small_problem(nd, 8, 8);
+      RunOptions o;
+      o.split_reduce = SplitReduce::Workspace;
+      add_test(suite, "split_reduce_workspace_refused__" + k->name(), [k, p, o] {
+        const std::string why = k->is_supported(p, o);
+        EXPECT_NE(why.find("split_reduce workspace is for wavelet_tma backward_weight"), std::string::npos)
+            << k->name() << " reason: '" << why << "'";
+      });
     }
     const int vec = std::max({key.vec_a, key.vec_b, key.vec_c});
     // (wavelet_tma forward runs C % 8 != 0 through an explicit im2col copy: it accepts C = 3;
