@@ -127,26 +127,45 @@ struct ReductionSplit {
   int splits = 1;
   bool cluster = false;
 };
+// The rule's cost of c splits (c > 1 for a cluster, which needs cluster_slots[c] > 0).
+inline int64_t tma_split_cost(int64_t k_tiles, int64_t tiles, int64_t slots, const int64_t* cluster_slots,
+                              int64_t dw_elems, int c, bool cluster) {
+  slots = std::max<int64_t>(1, slots);
+  const int64_t per_split = ceil_div(k_tiles, c);
+  if (cluster)
+    return ceil_div(tiles * c, std::min(slots, cluster_slots[c])) * (per_split + 2 + int64_t(c) * c);
+  return ceil_div(tiles * c, slots) * (per_split + 2) + (c > 1 ? 8 + dw_elems / 120000 : 0);
+}
+// Whether a cluster of c can launch (cluster_slots: index 2..8).
+inline bool cluster_fits(const int64_t* cluster_slots, int c) {
+  return cluster_slots != nullptr && c > 1 && c <= 8 && cluster_slots[c] > 0;
+}
 inline ReductionSplit tma_reduction_choice(int64_t k_tiles, int64_t tiles, int64_t slots,
                                            const int64_t* cluster_slots, int64_t dw_elems,
                                            int max_splits = 64, SplitReduce mode = SplitReduce::Auto) {
   int kmax = int(std::min<int64_t>(max_splits, std::max<int64_t>(1, k_tiles / 4)));
   if (mode == SplitReduce::Cluster) kmax = std::min(kmax, 8);
-  slots = std::max<int64_t>(1, slots);
   ReductionSplit best;
   int64_t best_cost = -1;
-  auto consider = [&](int c, bool cluster, int64_t cost) {
-    if (best_cost < 0 || cost < best_cost) best_cost = cost, best = ReductionSplit{c, cluster};
-  };
   for (int c = 1; c <= kmax; ++c) {
-    const int64_t per_split = ceil_div(k_tiles, c);
-    if (c > 1 && c <= 8 && cluster_slots != nullptr && cluster_slots[c] > 0 &&
-        mode != SplitReduce::Workspace)
-      consider(c, true, ceil_div(tiles * c, std::min(slots, cluster_slots[c])) * (per_split + 2 + c * c));
-    if (c == 1 || mode != SplitReduce::Cluster)
-      consider(c, false, ceil_div(tiles * c, slots) * (per_split + 2) + (c > 1 ? 8 + dw_elems / 120000 : 0));
+    for (bool cluster : {true, false}) {
+      if (cluster ? (!cluster_fits(cluster_slots, c) || mode == SplitReduce::Workspace)
+                  : (c > 1 && mode == SplitReduce::Cluster))
+        continue;
+      const int64_t cost = tma_split_cost(k_tiles, tiles, slots, cluster_slots, dw_elems, c, cluster);
+      if (best_cost < 0 || cost < best_cost) best_cost = cost, best = ReductionSplit{c, cluster};
+    }
   }
   return best;
+}
+// An explicit split count c: a cluster (mode Cluster; Auto where it fits and the rule prices it
+// at most the workspace's) or the workspace.
+inline bool tma_split_in_cluster(int64_t k_tiles, int64_t tiles, int64_t slots, const int64_t* cluster_slots,
+                                 int64_t dw_elems, int c, SplitReduce mode) {
+  if (mode == SplitReduce::Workspace || !cluster_fits(cluster_slots, c)) return false;
+  return mode == SplitReduce::Cluster ||
+         tma_split_cost(k_tiles, tiles, slots, cluster_slots, dw_elems, c, true) <=
+             tma_split_cost(k_tiles, tiles, slots, cluster_slots, dw_elems, c, false);
 }
 // The same without clusters (forward / backward_data): the split count.
 inline int tma_reduction_splits(int64_t k_tiles, int64_t tiles, int64_t slots, int64_t dw_elems,

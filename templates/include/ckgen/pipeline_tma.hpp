@@ -813,14 +813,14 @@ class TmaConvKernel final : public KernelBase {
                         const int64_t* cluster_slots = nullptr, SplitReduce mode = SplitReduce::Workspace) {
     Split s{};
     s.k_tiles = int(std::max<int64_t>(1, k_tiles));
+    const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();
     if (kb <= 0) {
-      const detail::ReductionSplit c = detail::tma_reduction_choice(
-          s.k_tiles, tiles, int64_t(detail::device_sm_count()) * resident_blocks(), cluster_slots,
-          elems, kMaxSplits, mode);
+      const detail::ReductionSplit c =
+          detail::tma_reduction_choice(s.k_tiles, tiles, slots, cluster_slots, elems, kMaxSplits, mode);
       kb = c.splits;
       s.cluster = c.cluster;
     } else {
-      s.cluster = mode != SplitReduce::Workspace && cluster_slots != nullptr && kb <= 8 && cluster_slots[kb] > 0;
+      s.cluster = detail::tma_split_in_cluster(s.k_tiles, tiles, slots, cluster_slots, elems, kb, mode);
     }
     kb = std::max(1, std::min(kb, s.k_tiles));
     s.kt_per_split = int(detail::ceil_div(s.k_tiles, kb));

@@ -181,7 +181,7 @@ inline bool is_streamk(const KernelBase& k) { return k.key().reduction != Reduct
 
 // The runs with an explicit RunOptions::split_reduce, besides the k_batch list, for wavelet_tma
 // backward_weight instances: the cluster reduction at its smallest and largest cluster (2, 8) and
-// chosen per problem (0), and the workspace at a count the automatic choice gives a cluster (3).
+// chosen per problem (0), and the workspace at 3 (the automatic choice may price either lower).
 inline std::vector<RunOptions> split_reduce_runs(Variant v, const KernelBase& k) {
   if (v != Variant::BackwardWeight || k.key().pipeline != Pipeline::WaveletTma) return {};
   std::vector<RunOptions> out;
