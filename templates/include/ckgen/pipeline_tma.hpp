@@ -94,6 +94,8 @@ struct TmaConvArgs : ConvGeometry2D {
   // (dense: the row itself; backward_data phases write every stride-th dx pixel).
   int64_t out_sn, out_sh, out_sw, out_base;
   int out_dense;
+  int plain_x;  // 1x1, stride 1, no padding: x read through a 2D tiled map (G*C x pixels)
+                // instead of the im2col map (forward: A; backward_weight: B)
 };
 
 template <class Cfg>
@@ -311,10 +313,15 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             for (int mb = 0; mb < Tr::BM / 64; ++mb)
               tma::load_tile_2d(sa + mb * Tr::kBlockBytes, &p.a, full + s, u.g * p.M + u.m0 + mb * 64, pm);
 #pragma unroll
-            for (int nb = 0; nb < Tr::BN / 64; ++nb)
-              tma::load_im2col_4d(sa + Tr::kABytes + nb * Tr::kBlockBytes, &p.b, full + s,
-                                  u.g * p.C + u.n0 + nb * 64, ow * p.s_w - p.pl_w, oh * p.s_h - p.pl_h,
-                                  img, uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
+            for (int nb = 0; nb < Tr::BN / 64; ++nb) {
+              unsigned char* dst = sa + Tr::kABytes + nb * Tr::kBlockBytes;
+              if (p.plain_x)
+                tma::load_tile_2d(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64, pm);
+              else
+                tma::load_im2col_4d(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64,
+                                    ow * p.s_w - p.pl_w, oh * p.s_h - p.pl_h, img,
+                                    uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
+            }
           }
         } else {
           const int img = u.m0 / pq, rem = u.m0 - img * pq;
@@ -328,8 +335,11 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
             unsigned char* sa = smem + s * Tr::kStageBytes;
             tma::expect_tx(full + s, Tr::kStageBytes);
-            tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
-                                uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
+            if (p.plain_x)
+              tma::load_tile_2d(sa, &p.a, full + s, cbase + cc * Tr::BK, u.m0);
+            else
+              tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
+                                  uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
             const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw;
             if constexpr (Tr::kBNMajor) {
 #pragma unroll
@@ -984,6 +994,19 @@ class TmaConvKernel final : public KernelBase {
                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
   }
 
+  // A 1x1 filter at stride 1 without padding reads x's pixels as they lie: the GEMM's rows are
+  // x's rows, which a 2D tiled map (G*C x N*H*W, box 64 channels x `pixels`) copies.
+  static bool plain_rows(const ConvProblem& p) {
+    for (int i = 0; i < 3; ++i)
+      if (p.filter[i] != 1 || p.stride[i] != 1 || p.pad_l[i] != 0 || p.pad_r[i] != 0) return false;
+    return true;
+  }
+  static bool encode_x_rows(CUtensorMap* map, const void* x, const ConvProblem& p, int pixels) {
+    const cuuint64_t dims[2] = {cuuint64_t(p.G * p.C), cuuint64_t(p.N * p.in_spatial())};
+    const cuuint32_t box[2] = {cuuint32_t(Tr::BK), cuuint32_t(pixels)};
+    return encode_tiled(map, x, 2, dims, box);
+  }
+
   // A dense tensor of rank 2 or 3 (dims innermost first, 16-bit elements) in tiled mode.
   static bool encode_tiled(CUtensorMap* map, const void* ptr, int rank, const cuuint64_t* dims,
                            const cuuint32_t* box) {
@@ -1042,7 +1065,8 @@ class TmaConvKernel final : public KernelBase {
     if (!aligned16({x, w, y})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
-    if (!encode_x(&a.a, x, p, Tr::BM)) return cudaErrorInvalidValue;
+    a.plain_x = plain_rows(p) ? 1 : 0;
+    if (!(a.plain_x ? encode_x_rows(&a.a, x, p, Tr::BM) : encode_x(&a.a, x, p, Tr::BM))) return cudaErrorInvalidValue;
     {  // forward w: {C, taps, G*K}, box 64 x 1 x BN; backward_data w: {C, taps, G*K} as it lies
        // (K = w_k, the filter's, even when dy is padded), box 64 x 1 x 64
       const cuuint64_t dims[3] = {cuuint64_t(Tr::kBNMajor ? p.K : p.C), cuuint64_t(ph.w_taps),
@@ -1121,7 +1145,8 @@ class TmaConvKernel final : public KernelBase {
       const cuuint32_t box[2] = {cuuint32_t(Tr::BK), cuuint32_t(Tr::BK)};
       if (!encode_tiled(&a.a, dy, 2, dims, box)) return cudaErrorInvalidValue;
     }
-    if (!encode_x(&a.b, x, p, Tr::BK)) return cudaErrorInvalidValue;
+    a.plain_x = plain_rows(p) ? 1 : 0;
+    if (!(a.plain_x ? encode_x_rows(&a.b, x, p, Tr::BK) : encode_x(&a.b, x, p, Tr::BK))) return cudaErrorInvalidValue;
     set_geometry(a, p);
     a.y = dw;
     a.M = int(p.K);
