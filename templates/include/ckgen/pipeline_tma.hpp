@@ -94,8 +94,8 @@ struct TmaConvArgs : ConvGeometry2D {
   // (dense: the row itself; backward_data phases write every stride-th dx pixel).
   int64_t out_sn, out_sh, out_sw, out_base;
   int out_dense;
-  int plain_x;  // 1x1, stride 1, no padding: x read through a 2D tiled map (G*C x pixels)
-                // instead of the im2col map (forward: A; backward_weight: B)
+  int plain_x;  // backward_weight, 1x1 at stride 1 without padding: x read through a 2D tiled
+                // map (G*C x pixels) instead of the im2col map (the kernel's kPlainX)
 };
 
 template <class Cfg>
@@ -245,7 +245,7 @@ CKGEN_HOST_DEVICE constexpr uint64_t sw128_desc_mn(uint32_t smem_addr, uint32_t 
 }
 }  // namespace tma
 
-template <class Cfg>
+template <class Cfg, bool kPlainX>
 CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     tma_conv_kernel(const CKGEN_GRID_CONSTANT TmaConvArgs p) {
   using Tr = TmaTraits<Cfg>;
@@ -315,7 +315,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 #pragma unroll
             for (int nb = 0; nb < Tr::BN / 64; ++nb) {
               unsigned char* dst = sa + Tr::kABytes + nb * Tr::kBlockBytes;
-              if (p.plain_x)
+              if constexpr (kPlainX)
                 tma::load_tile_2d(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64, pm);
               else
                 tma::load_im2col_4d(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64,
@@ -335,11 +335,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
             unsigned char* sa = smem + s * Tr::kStageBytes;
             tma::expect_tx(full + s, Tr::kStageBytes);
-            if (p.plain_x)
-              tma::load_tile_2d(sa, &p.a, full + s, cbase + cc * Tr::BK, u.m0);
-            else
-              tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
-                                  uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
+            tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
+                                uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
             const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw;
             if constexpr (Tr::kBNMajor) {
 #pragma unroll
@@ -994,8 +991,10 @@ class TmaConvKernel final : public KernelBase {
                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
   }
 
-  // A 1x1 filter at stride 1 without padding reads x's pixels as they lie: the GEMM's rows are
-  // x's rows, which a 2D tiled map (G*C x N*H*W, box 64 channels x `pixels`) copies.
+  // backward_weight with a 1x1 filter at stride 1 without padding reads x's pixels as they lie:
+  // the reduction's rows are x's rows, which a 2D tiled map (G*C x N*H*W, box 64 channels x
+  // `pixels`) copies faster than the im2col map (H200: r50_l3_1x1_256_1024 14.0 -> 10.5 us).
+  // (Forward's A over the same map measured no faster and stays on the im2col map.)
   static bool plain_rows(const ConvProblem& p) {
     for (int i = 0; i < 3; ++i)
       if (p.filter[i] != 1 || p.stride[i] != 1 || p.pad_l[i] != 0 || p.pad_r[i] != 0) return false;
@@ -1047,11 +1046,11 @@ class TmaConvKernel final : public KernelBase {
       attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
       cfg.attrs = &attr;
       cfg.numAttrs = 1;
-      return cudaLaunchKernelEx(&cfg, tma_conv_kernel<Cfg>, a);
+      return cudaLaunchKernelEx(&cfg, kernel_of(a), a);
     }
     const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();
     const dim3 grid(unsigned(std::min(units, slots)), 1, 1);
-    tma_conv_kernel<Cfg><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+    kernel_of(a)<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
     return gpuGetLastError();
   }
 
@@ -1065,8 +1064,7 @@ class TmaConvKernel final : public KernelBase {
     if (!aligned16({x, w, y})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
-    a.plain_x = plain_rows(p) ? 1 : 0;
-    if (!(a.plain_x ? encode_x_rows(&a.a, x, p, Tr::BM) : encode_x(&a.a, x, p, Tr::BM))) return cudaErrorInvalidValue;
+    if (!encode_x(&a.a, x, p, Tr::BM)) return cudaErrorInvalidValue;
     {  // forward w: {C, taps, G*K}, box 64 x 1 x BN; backward_data w: {C, taps, G*K} as it lies
        // (K = w_k, the filter's, even when dy is padded), box 64 x 1 x 64
       const cuuint64_t dims[3] = {cuuint64_t(Tr::kBNMajor ? p.K : p.C), cuuint64_t(ph.w_taps),
@@ -1183,7 +1181,7 @@ class TmaConvKernel final : public KernelBase {
         cfg.attrs = &attr;
         cfg.numAttrs = 1;
         int clusters = 0;
-        if (cudaOccupancyMaxActiveClusters(&clusters, tma_conv_kernel<Cfg>, &cfg) == cudaSuccess)
+        if (cudaOccupancyMaxActiveClusters(&clusters, tma_conv_kernel<Cfg, false>, &cfg) == cudaSuccess)
           v[size_t(c)] = int64_t(clusters) * c;
         else
           (void)cudaGetLastError();  // not sticky: keep it from the next launch's check
@@ -1198,7 +1196,7 @@ class TmaConvKernel final : public KernelBase {
     static const int n = [] {
       int b = 0;
       if (prepare_launch() != gpuSuccess ||
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, tma_conv_kernel<Cfg>, Tr::kThreads,
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, tma_conv_kernel<Cfg, false>, Tr::kThreads,
                                                         Tr::kSmemBytes) != cudaSuccess || b < 1)
         return 1;
       return b;
@@ -1206,9 +1204,22 @@ class TmaConvKernel final : public KernelBase {
     return n;
   }
 
+  // The kernel a launch runs: backward_weight over plain rows of x (a.plain_x) reads them
+  // through the tiled map, a separate instantiation (a run-time branch in the load warp's loop
+  // cost the im2col launches ~4 %, bench/NOTES.md).
+  using KernelFn = void (*)(TmaConvArgs);
+  static KernelFn kernel_of(const TmaConvArgs& a) {
+    if constexpr (Tr::kWeightGrad)
+      if (a.plain_x) return tma_conv_kernel<Cfg, true>;
+    return tma_conv_kernel<Cfg, false>;
+  }
   static gpuError_t prepare_launch() {
-    static std::atomic<uint64_t> done{0};
-    return detail::allow_dynamic_smem(tma_conv_kernel<Cfg>, int(Tr::kSmemBytes), done);
+    static std::atomic<uint64_t> done{0}, done_plain{0};
+    const gpuError_t e = detail::allow_dynamic_smem(tma_conv_kernel<Cfg, false>, int(Tr::kSmemBytes), done);
+    if constexpr (Tr::kWeightGrad)
+      if (e == gpuSuccess)
+        return detail::allow_dynamic_smem(tma_conv_kernel<Cfg, true>, int(Tr::kSmemBytes), done_plain);
+    return e;
   }
   KernelKey key_;
 };
