@@ -288,7 +288,9 @@ int main(int argc, char** argv) {
     Dispatcher td(treg);
     const ConvProblem p = conv(2, 256, 256, 50);
     const int slots = td.arch().compute_units * estimate_cost(tk, p, 1, td.arch()).blocks_per_cu;
-    const int want = detail::tma_reduction_splits(79, 36, slots, 589824);
+    int64_t cs[9] = {};
+    for (int c = 2; c <= 8; ++c) cs[c] = slots / c * c;
+    const int want = detail::tma_reduction_choice(79, 36, slots, cs, 589824).splits;
     KernelKey ms = tk;  // the same tiles on the multistage rule (kernel.hpp resolve_k_batch)
     ms.pipeline = Pipeline::Multistage;
     check(td.auto_k_batch(tk, p) == want && want != td.auto_k_batch(ms, p),

@@ -823,7 +823,7 @@ class Dispatcher {
   }
 
   // The split count resolve_k_batch would pick (kernel.hpp), from the arch numbers; for a
-  // wavelet_tma instance detail::tma_reduction_splits (pipeline_tma.hpp, split_of), with the
+  // wavelet_tma instance detail::tma_reduction_choice (pipeline_tma.hpp, split_of), with the
   // cost model's blocks per compute unit for the resident slots. backward_data's stride phases
   // share the machine (side by side), so the tiles of every stride class count.
   int auto_k_batch(const KernelKey& key, const ConvProblem& p) const {
@@ -844,7 +844,14 @@ class Dispatcher {
       }
       k_tiles = std::max<int64_t>(1, k_tiles);
       const int64_t slots = int64_t(arch_.compute_units) * estimate_cost(key, p, 1, arch_).blocks_per_cu;
-      return std::min<int>(int(k_tiles), detail::tma_reduction_splits(k_tiles, tiles, slots, elems));
+      if (key.variant != Variant::BackwardWeight)
+        return std::min<int>(int(k_tiles), detail::tma_reduction_splits(k_tiles, tiles, slots, elems));
+      // backward_weight may meet in clusters: clusters of c packed into the slots (the device's own
+      // cluster occupancy is not known here; the kernel queries it).
+      int64_t cluster_slots[9] = {};
+      for (int c = 2; c <= 8; ++c) cluster_slots[c] = slots / c * c;
+      return std::min<int>(int(k_tiles),
+                           detail::tma_reduction_choice(k_tiles, tiles, slots, cluster_slots, elems).splits);
     }
     if (key.pipeline == Pipeline::Direct)  // depthwise.hpp resolve_slices
       return key.variant == Variant::BackwardWeight
