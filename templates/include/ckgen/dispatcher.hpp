@@ -53,6 +53,7 @@
 #include "ckgen/direct_plan.hpp"
 #include "ckgen/generated/arch_params.hpp"
 #include "ckgen/kernel_base.hpp"
+#include "ckgen/names.hpp"
 
 namespace ckgen {
 
@@ -225,20 +226,10 @@ class JsonParser {
 // Names <-> enums (the vocabulary's words).
 // ------------------------------------------------------------------------------------------
 inline bool variant_from_string(const std::string& s, Variant& v) {
-  for (Variant x : {Variant::Forward, Variant::BackwardData, Variant::BackwardWeight})
-    if (s == to_string(x)) {
-      v = x;
-      return true;
-    }
-  return false;
+  return parse_name(s, {Variant::Forward, Variant::BackwardData, Variant::BackwardWeight}, v);
 }
 inline bool datatype_from_string(const std::string& s, DataType& d) {
-  for (DataType x : {DataType::FP16, DataType::BF16, DataType::FP32})
-    if (s == to_string(x)) {
-      d = x;
-      return true;
-    }
-  return false;
+  return parse_name(s, {DataType::FP16, DataType::BF16, DataType::FP32}, d);
 }
 
 // ------------------------------------------------------------------------------------------

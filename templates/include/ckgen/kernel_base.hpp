@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ckgen/portability.hpp"
+#include "ckgen/names.hpp"
 #include "ckgen/problem.hpp"
 #include "ckgen/vocab.hpp"
 
@@ -32,12 +33,7 @@ inline const char* to_string(SplitReduce r) {
   return r == SplitReduce::Workspace ? "workspace" : r == SplitReduce::Cluster ? "cluster" : "auto";
 }
 inline bool parse_split_reduce(const std::string& s, SplitReduce& r) {
-  for (SplitReduce v : {SplitReduce::Auto, SplitReduce::Workspace, SplitReduce::Cluster})
-    if (s == to_string(v)) {
-      r = v;
-      return true;
-    }
-  return false;
+  return parse_name(s, {SplitReduce::Auto, SplitReduce::Workspace, SplitReduce::Cluster}, r);
 }
 namespace detail {
 // The refusal of a split_reduce request by an instance that has one reduction scheme.

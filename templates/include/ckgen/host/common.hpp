@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ckgen/portability.hpp"
+#include "ckgen/names.hpp"
 #include "ckgen/vocab.hpp"
 
 namespace ckgen::host {
@@ -47,15 +48,11 @@ inline int mantissa_bits(DataType t) {
 }
 
 inline bool parse_datatype(const std::string& s, DataType& out) {
-  for (DataType t : kAllDataTypes)
-    if (s == to_string(t)) { out = t; return true; }
-  return false;
+  return parse_name(s, kAllDataTypes, out);
 }
 
 inline bool parse_variant(const std::string& s, Variant& out) {
-  for (Variant v : kAllVariants)
-    if (s == to_string(v)) { out = v; return true; }
-  return false;
+  return parse_name(s, kAllVariants, out);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ckgen/host/common.hpp"
+#include "ckgen/names.hpp"
 
 namespace ckgen::host {
 
@@ -26,12 +27,7 @@ inline const char* to_string(InitMode m) {
 }
 
 inline bool parse_init_mode(const std::string& s, InitMode& m) {
-  for (InitMode x : {InitMode::Random, InitMode::Int, InitMode::Positive})
-    if (s == to_string(x)) {
-      m = x;
-      return true;
-    }
-  return false;
+  return parse_name(s, {InitMode::Random, InitMode::Int, InitMode::Positive}, m);
 }
 
 // splitmix64 finaliser: a good 64-bit mixer; hash(seed, i) is the counter-based generator.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ckgen/host/common.hpp"
+#include "ckgen/names.hpp"
 #include "ckgen/host/init.hpp"
 #include "ckgen/host/reference.hpp"
 #include "ckgen/host/shapes.hpp"
@@ -29,12 +30,7 @@ inline const char* to_string(RefKind r) {
 }
 
 inline bool parse_ref_kind(const std::string& s, RefKind& r) {
-  for (RefKind x : {RefKind::None, RefKind::Cpu, RefKind::Gpu})
-    if (s == to_string(x)) {
-      r = x;
-      return true;
-    }
-  return false;
+  return parse_name(s, {RefKind::None, RefKind::Cpu, RefKind::Gpu}, r);
 }
 
 // Problems up to this many FLOPs use the CPU fp64 reference when "auto" is asked for.
