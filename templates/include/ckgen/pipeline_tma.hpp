@@ -1030,23 +1030,33 @@ class TmaConvKernel final : public KernelBase {
     a.G = int(p.G);
   }
 
+  // The launch configuration of `grid` blocks in clusters of c along x (cfg points at attr:
+  // built in place, not copied). The launch and the cluster occupancy query share it.
+  struct ClusterLaunch {
+    cudaLaunchAttribute attr{};
+    cudaLaunchConfig_t cfg{};
+    ClusterLaunch(unsigned grid, int c, gpuStream_t stream) {
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = unsigned(c);
+      attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+      cfg.gridDim = dim3(grid, 1, 1);
+      cfg.blockDim = dim3(Tr::kThreads, 1, 1);
+      cfg.dynamicSmemBytes = Tr::kSmemBytes;
+      cfg.stream = stream;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+    }
+    ClusterLaunch(const ClusterLaunch&) = delete;
+    ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+  };
+
   // Persistent grid: every resident block slot once, at most one block per work unit. A cluster
   // reduction: one block per unit, clusters of a.cluster blocks (a tile's splits).
   static gpuError_t launch(const TmaConvArgs& a, gpuStream_t stream) {
     const int64_t units = int64_t(a.tiles_m) * a.tiles_n * a.G * a.taps * a.k_split;
     if (a.cluster > 1) {
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = dim3(unsigned(units), 1, 1);
-      cfg.blockDim = dim3(Tr::kThreads, 1, 1);
-      cfg.dynamicSmemBytes = Tr::kSmemBytes;
-      cfg.stream = stream;
-      cudaLaunchAttribute attr{};
-      attr.id = cudaLaunchAttributeClusterDimension;
-      attr.val.clusterDim.x = unsigned(a.cluster);
-      attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
-      return cudaLaunchKernelEx(&cfg, kernel_of(a), a);
+      const ClusterLaunch cl(unsigned(units), a.cluster, stream);
+      return cudaLaunchKernelEx(&cl.cfg, kernel_of(a), a);
     }
     const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();
     const dim3 grid(unsigned(std::min(units, slots)), 1, 1);
@@ -1170,18 +1180,9 @@ class TmaConvKernel final : public KernelBase {
       std::array<int64_t, 9> v{};
       if (prepare_launch() != gpuSuccess) return v;
       for (int c = 2; c <= 8; ++c) {
-        cudaLaunchConfig_t cfg{};
-        cfg.gridDim = dim3(unsigned(c), 1, 1);
-        cfg.blockDim = dim3(Tr::kThreads, 1, 1);
-        cfg.dynamicSmemBytes = Tr::kSmemBytes;
-        cudaLaunchAttribute attr{};
-        attr.id = cudaLaunchAttributeClusterDimension;
-        attr.val.clusterDim.x = unsigned(c);
-        attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
+        const ClusterLaunch cl(unsigned(c), c, nullptr);
         int clusters = 0;
-        if (cudaOccupancyMaxActiveClusters(&clusters, tma_conv_kernel<Cfg, false>, &cfg) == cudaSuccess)
+        if (cudaOccupancyMaxActiveClusters(&clusters, tma_conv_kernel<Cfg, false>, &cl.cfg) == cudaSuccess)
           v[size_t(c)] = int64_t(clusters) * c;
         else
           (void)cudaGetLastError();  // not sticky: keep it from the next launch's check

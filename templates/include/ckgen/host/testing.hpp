@@ -350,18 +350,18 @@ inline void register_negative_tests(Variant v) {
       });
     }
     const KernelKey& key = k->key();
+    // Refused before any device query: these run without a GPU.
+    const ConvProblem small = small_problem(nd, 8, 8);
+    auto refuses = [suite, k, small](const std::string& what, RunOptions o, const char* expect) {
+      add_test(suite, what + "_refused__" + k->name(), [k, small, o, expect] {
+        const std::string why = k->is_supported(small, o);
+        EXPECT_FALSE(why.empty()) << k->name() << " accepts k_batch " << o.k_batch << ", streamk_blocks "
+                                  << o.streamk_blocks << ", split_reduce " << to_string(o.split_reduce);
+        EXPECT_NE(why.find(expect), std::string::npos) << "reason: " << why;
+      });
+    };
+    RunOptions o;
     if (v == Variant::BackwardWeight) {
-      // Refused before any device query: these run without a GPU.
-      const ConvProblem p = small_problem(nd, 8, 8);
-      auto refuses = [suite, k, p](const std::string& what, RunOptions o, const char* expect) {
-        add_test(suite, what + "_refused__" + k->name(), [k, p, o, expect] {
-          const std::string why = k->is_supported(p, o);
-          EXPECT_FALSE(why.empty()) << k->name() << " accepts k_batch " << o.k_batch
-                                    << ", streamk_blocks " << o.streamk_blocks;
-          EXPECT_NE(why.find(expect), std::string::npos) << "reason: " << why;
-        });
-      };
-      RunOptions o;
       if (key.reduction != Reduction::SplitK) {
         o.k_batch = 3;
         refuses("streamk_k_batch3", o, "StreamK sizes its own split");
@@ -382,14 +382,8 @@ inline void register_negative_tests(Variant v) {
       }
     } else {
       // forward / backward_data instances have one reduction scheme.
-      const ConvProblem p = small_problem(nd, 8, 8);
-      RunOptions o;
       o.split_reduce = SplitReduce::Workspace;
-      add_test(suite, "split_reduce_workspace_refused__" + k->name(), [k, p, o] {
-        const std::string why = k->is_supported(p, o);
-        EXPECT_NE(why.find("split_reduce workspace is for wavelet_tma backward_weight"), std::string::npos)
-            << k->name() << " reason: '" << why << "'";
-      });
+      refuses("split_reduce_workspace", o, "split_reduce workspace is for wavelet_tma backward_weight");
     }
     const int vec = std::max({key.vec_a, key.vec_b, key.vec_c});
     // (wavelet_tma forward runs C % 8 != 0 through an explicit im2col copy: it accepts C = 3;
