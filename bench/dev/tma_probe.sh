@@ -18,7 +18,7 @@ trap '(cd "$ROOT" && patch -p1 -R -s < bench/dev/probe_tma.patch)' EXIT
 args=(); IFS=, read -ra globs <<< "$KERNELS"; for g in "${globs[@]}"; do args+=(--kernels "$g"); done
 python3 -m ckgen.cli generate --arch sm_90a --variant forward "${args[@]}" -o "$WORK/gen" -q || exit 1
 python3 -m ckgen.cli emit-cmake -o "$WORK/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
-for mode in full NO_LOAD NO_MMA NO_STORE NO_MMA+NO_STORE; do
+for mode in ${MODES:-full NO_LOAD NO_MMA NO_STORE NO_MMA+NO_STORE}; do
   flags=""; [ "$mode" != full ] && flags=$(echo "$mode" | tr '+' '\n' | sed 's/^/-DCKGEN_PROBE_/' | tr '\n' ';')
   b=$WORK/build_$mode
   cmake -S "$WORK/gen" -B "$b" -G Ninja -DCKGEN_BUILD_TESTS=OFF "-DCKGEN_EXTRA_FLAGS=$flags" > "$OUT/build_$mode.log" 2>&1 &&
@@ -27,9 +27,9 @@ for mode in full NO_LOAD NO_MMA NO_STORE NO_MMA+NO_STORE; do
     --verify none --warmup 3 --repeat 7 --k-batch 1 --csv "$OUT/probe_$mode.csv" > "$OUT/probe_$mode.log" 2>&1
   echo "$mode rc=$?"
 done
-python3 - "$OUT" <<'PY' | tee "$OUT/probe.txt"
+python3 - "$OUT" "${MODES:-full NO_LOAD NO_MMA NO_STORE NO_MMA+NO_STORE}" <<'PY' | tee "$OUT/probe.txt"
 import csv, sys, glob, os
-modes = ["full", "NO_LOAD", "NO_MMA", "NO_STORE", "NO_MMA+NO_STORE"]
+modes = sys.argv[2].split()
 t = {}
 for m in modes:
     f = f"{sys.argv[1]}/probe_{m}.csv"
