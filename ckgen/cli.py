@@ -400,6 +400,18 @@ def check_isa(out: Path, jobs: int, kernels: tuple[str, ...], resources_out: Pat
 # Workflow: build, profile (sharded over GPUs), tune (tuning DB), heuristic check, report.
 # Thin wrappers; the logic is in ckgen/build.py, profile.py, tune.py, report.py.
 # ------------------------------------------------------------------------------------------
+def _k_batches(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
+    """--k-batch: comma-separated split counts 0..64 (0 = chosen per problem)."""
+    out: list[int] = []
+    for w in (w.strip() for w in value.split(",")):
+        if not w:
+            continue
+        if not w.isdigit() or int(w) > 64:
+            raise click.BadParameter(f"'{w}' is not a split count 0..64 (comma-separated, e.g. 0,1,4,16)")
+        out.append(int(w))
+    return out
+
+
 def _csv_words(values: tuple[str, ...]) -> list[str]:
     return [w.strip() for v in values for w in v.split(",") if w.strip()]
 
@@ -477,22 +489,30 @@ def build_cmd(out: Path, jobs: int, launcher: str, kernels: tuple[str, ...], gpu
 @click.option("--verify", type=click.Choice(["none", "cpu", "gpu", "auto"]), default="gpu", show_default=True)
 @click.option("--warmup", type=click.IntRange(0), default=5, show_default=True)
 @click.option("--repeat", type=click.IntRange(1), default=10, show_default=True)
-@click.option("--k-batch", "k_batch", default="", help="backward_weight split counts to try, e.g. 0,1,4,16.")
+@click.option("--k-batch", "k_batch", default="", callback=_k_batches,
+              help="Split counts to try, e.g. 0,1,4,16 (0 = chosen per problem; instances that never "
+                   "split run once).")
+@click.option("--split-reduce", "split_reduce", type=click.Choice(["auto", "workspace", "cluster"]), default="auto",
+              show_default=True, help="How split reductions add up (backward_weight copy-engine instances; "
+                                      "the others refuse anything but auto).")
+@click.option("--streamk-blocks", "streamk_blocks", type=click.IntRange(0), default=0, show_default=True,
+              help="StreamK grid size (0 = the instance's default).")
 @click.option("--csv", "csv_out", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Merged results (default OUTPUT/profile/results.csv).")
 @click.option("--timeout", type=click.IntRange(1), default=3600, show_default=True, help="Seconds in all.")
 def profile_cmd(out: Path, shapes: Path, variants: tuple[str, ...], datatypes: tuple[str, ...], devices: str,
-                kernels: tuple[str, ...], shape_glob: str, verify: str, warmup: int, repeat: int, k_batch: str,
-                csv_out: Path | None, timeout: int) -> None:
+                kernels: tuple[str, ...], shape_glob: str, verify: str, warmup: int, repeat: int,
+                k_batch: list[int], split_reduce: str, streamk_blocks: int, csv_out: Path | None,
+                timeout: int) -> None:
     """Run the profiler binaries over a shapes file, one process per GPU (instances sharded
     round-robin, CUDA_VISIBLE_DEVICES per process), merge the CSVs and show the best per shape."""
     from .profile import VARIANTS, best_rows, run_profile
 
-    kbs = [int(k) for k in k_batch.split(",") if k.strip()] if k_batch else []
     run = run_profile(out, shapes, variants=list(variants) or list(VARIANTS), datatypes=list(datatypes),
                       devices=[d.strip() for d in devices.split(",") if d.strip()], kernels=_csv_words(kernels),
-                      shape_glob=shape_glob, verify=verify, warmup=warmup, repeat=repeat, k_batches=kbs,
-                      csv_out=csv_out, timeout=timeout, on_event=lambda m: err_console.print(escape(m)))
+                      shape_glob=shape_glob, verify=verify, warmup=warmup, repeat=repeat, k_batches=k_batch,
+                      split_reduce=split_reduce, streamk_blocks=streamk_blocks, csv_out=csv_out, timeout=timeout,
+                      on_event=lambda m: err_console.print(escape(m)))
     _best_table(best_rows(run.rows), f"best per shape ({len(run.rows)} rows -> {run.csv})")
     for s in run.failed:
         err_console.print(f"[red]{s.variant} on GPU {s.device}: exit {s.rc}[/] (log {escape(str(s.log))})")
@@ -525,14 +545,14 @@ def _best_table(rows: list[dict[str, str]], title: str) -> None:
 @click.option("--datatype", "datatypes", multiple=True, type=_words(DataType))
 @click.option("--devices", default="", help="GPU indices to shard over (default: all visible).")
 @click.option("--kernels", "kernels", multiple=True, help="Only instances matching these globs.")
-@click.option("--k-batch", "k_batch", default="0,1,2,4,8,16,32", show_default=True,
-              help="backward_weight split counts to time.")
+@click.option("--k-batch", "k_batch", default="0,1,2,4,8,16,32", show_default=True, callback=_k_batches,
+              help="Split counts to time (every variant; instances that never split run once).")
 @click.option("--verify", type=click.Choice(["none", "cpu", "gpu", "auto"]), default="gpu", show_default=True)
 @click.option("--timeout", type=click.IntRange(1), default=3600, show_default=True)
 def tune_cmd(out: Path, shapes: Path, db_path: Path | None, from_csv: Path | None, part: str,
              variants: tuple[str, ...], datatypes: tuple[str, ...], devices: str, kernels: tuple[str, ...],
-             k_batch: str, verify: str, timeout: int) -> None:
-    """Time every instance (and backward_weight k_batch) per shape and write the tuning database
+             k_batch: list[int], verify: str, timeout: int) -> None:
+    """Time every instance (and split count) per shape and write the tuning database
     the dispatcher reads (load it with CKGEN_TUNING_DB=FILE or Registry.load_tuning_db)."""
     from .profile import VARIANTS, read_rows, run_profile
     from .shapes import load_shapes
@@ -549,10 +569,9 @@ def tune_cmd(out: Path, shapes: Path, db_path: Path | None, from_csv: Path | Non
 
         sub.parent.mkdir(parents=True, exist_ok=True)
         write_shapes(sub, [p for p in problems if p.name in names])
-        kbs = [int(k) for k in k_batch.split(",") if k.strip()]
         run = run_profile(out, sub, variants=list(variants) or list(VARIANTS), datatypes=list(datatypes),
                           devices=[d.strip() for d in devices.split(",") if d.strip()], kernels=_csv_words(kernels),
-                          verify=verify, k_batches=kbs, csv_out=out / "profile" / f"tune_{part}.csv",
+                          verify=verify, k_batches=k_batch, csv_out=out / "profile" / f"tune_{part}.csv",
                           timeout=timeout, on_event=lambda m: err_console.print(escape(m)))
         rows = run.rows
         for s in run.failed:

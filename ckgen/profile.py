@@ -96,9 +96,13 @@ def shard(names: Sequence[str], n: int) -> list[list[str]]:
 def run_profile(out: Path, shapes: Path, *, variants: Sequence[str] = VARIANTS, datatypes: Sequence[str] = (),
                 devices: Sequence[str] = (), kernels: Sequence[str] = (), shape_glob: str = "",
                 verify: str = "gpu", warmup: int = 5, repeat: int = 10, k_batches: Sequence[int] = (),
+                split_reduce: str = "auto", streamk_blocks: int = 0,
                 csv_out: Path | None = None, timeout: float = 3600,
                 on_event: Callable[[str], None] | None = None) -> ProfileRun:
-    """Profile every selected instance on every shape, sharded over devices. Returns the merged rows."""
+    """Profile every selected instance on every shape, sharded over devices. Returns the merged rows.
+    k_batches, split_reduce and streamk_blocks are the profilers' --k-batch / --split-reduce /
+    --streamk-blocks (RunOptions), passed to every variant; an instance that cannot take a value
+    is skipped for it by the profiler (is_supported), not run wrong."""
     devs = list(devices) or visible_devices()
     work = out / "profile"
     work.mkdir(parents=True, exist_ok=True)
@@ -131,8 +135,12 @@ def run_profile(out: Path, shapes: Path, *, variants: Sequence[str] = VARIANTS, 
             cmd += ["--datatype", ",".join(datatypes)]
         if shape_glob:
             cmd += ["--shape", shape_glob]
-        if k_batches and s.variant == "backward_weight":
+        if k_batches:
             cmd += ["--k-batch", ",".join(str(k) for k in k_batches)]
+        if split_reduce != "auto":
+            cmd += ["--split-reduce", split_reduce]
+        if streamk_blocks:
+            cmd += ["--streamk-blocks", str(streamk_blocks)]
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=s.device, HIP_VISIBLE_DEVICES=s.device)
         s.log.parent.mkdir(parents=True, exist_ok=True)
         s.csv.unlink(missing_ok=True)

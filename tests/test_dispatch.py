@@ -402,9 +402,11 @@ FAKE_PROFILER = r"""#!/usr/bin/env bash
 # Stand-in for ckgen_profiler_<variant>: --list prints instances; a run writes one CSV row per
 # (shape, instance) it was given, with the GPU it saw (CUDA_VISIBLE_DEVICES) as the time.
 v=$(basename "$0"); v=${v#ckgen_profiler_}
+all="$*"
 if [ "$1" = --list ]; then for i in 0 1 2 3 4; do echo "grouped_conv_${v}_k$i  fp16  2D  sm_90a"; done; exit 0; fi
 while [ $# -gt 0 ]; do case $1 in --kernels) ks=$2; shift;; --csv) csv=$2; shift;; --shapes) sh=$2; shift;; esac; shift; done
 echo "shape,variant,datatype,instance,ms,tflops,gbps,verified,k_batch,best,gpu" > "$csv"
+echo "$all" > "$csv.args"
 for s in $(tail -n +2 "$sh" | cut -d, -f1); do
   for k in ${ks//,/ }; do echo "$s,$v,fp16,$k,$((CUDA_VISIBLE_DEVICES + 1)).${#k},1,1,pass,0,1,dev$CUDA_VISIBLE_DEVICES" >> "$csv"; done
 done
@@ -432,3 +434,36 @@ def test_profile_shards_over_gpus(tmp_path: Path) -> None:
     best = [r for r in rows if r["best"] == "1"]  # recomputed over all shards: fastest = GPU 0's instance k0
     assert len(best) == 6 and all(r["gpu"] == "dev0" for r in best)
     assert "best per shape" in r.stdout
+
+
+def _fake_project(tmp_path: Path, variants: tuple[str, ...]) -> Path:
+    out = tmp_path / "proj"
+    (out / "build" / "bin").mkdir(parents=True)
+    for v in variants:
+        exe = out / "build" / "bin" / f"ckgen_profiler_{v}"
+        exe.write_text(FAKE_PROFILER)
+        exe.chmod(0o755)
+    return out
+
+
+def test_profile_passes_run_options_to_every_variant(tmp_path: Path) -> None:
+    out = _fake_project(tmp_path, ("forward", "backward_weight"))
+    shapes = tmp_path / "s.csv"
+    write_shapes(shapes, load_shapes(SHAPES)[:1])
+    cli_proc("profile", "-o", str(out), "--shapes", str(shapes), "--devices", "0", "--verify", "none",
+             "--k-batch", "0,2", "--split-reduce", "cluster", "--streamk-blocks", "96")
+    for v in ("forward", "backward_weight"):
+        args = (out / "profile" / f"{v}_dev0.csv.args").read_text().split()
+        for flag, value in (("--k-batch", "0,2"), ("--split-reduce", "cluster"), ("--streamk-blocks", "96")):
+            assert args[args.index(flag) + 1] == value, (v, args)
+    cli_proc("profile", "-o", str(out), "--shapes", str(shapes), "--devices", "0", "--verify", "none")
+    args = (out / "profile" / "forward_dev0.csv.args").read_text().split()
+    assert not {"--k-batch", "--split-reduce", "--streamk-blocks"} & set(args)  # the profilers' defaults
+
+
+@pytest.mark.parametrize("bad", ["x", "1,-2", "65", "1;2"])
+def test_profile_rejects_bad_k_batch(tmp_path: Path, bad: str) -> None:
+    out = _fake_project(tmp_path, ("forward",))
+    r = cli_proc("profile", "-o", str(out), "--shapes", str(SHAPES), "--k-batch", bad, ok=False)
+    assert r.returncode == 2 and "split count 0..64" in r.stderr
+    assert not (out / "profile").exists()  # refused before anything ran
