@@ -55,6 +55,7 @@
 #include <string>
 
 #include "ckgen/config.hpp"
+#include "ckgen/fast_div.hpp"
 #include "ckgen/kernel_base.hpp"
 #include "ckgen/mma_wgmma.hpp"
 #include "ckgen/pipeline_wavelet.hpp"
@@ -96,6 +97,20 @@ struct TmaConvArgs : ConvGeometry2D {
   int out_dense;
   int plain_x;  // backward_weight, 1x1 at stride 1 without padding: x read through a 2D tiled
                 // map (G*C x pixels) instead of the im2col map (the kernel's kPlainX)
+  // The divisors of the unit decode and the pixel maps as multiply-shift reciprocals (a run-time
+  // integer division is a ~20-instruction dependent chain; the math warps decode every unit
+  // between two units' MMA). Set by set_divisors() from the fields above.
+  FastDiv by_k_split, by_tiles_mn, by_taps, by_tiles_n, by_pq, by_q, by_c_chunks, by_x;
+  void set_divisors() {
+    by_k_split.init(k_split);
+    by_tiles_mn.init(int64_t(tiles_m) * tiles_n);
+    by_taps.init(taps);
+    by_tiles_n.init(tiles_n);
+    by_pq.init(int64_t(P) * Q);
+    by_q.init(Q);
+    by_c_chunks.init(c_chunks);
+    by_x.init(X);
+  }
 };
 
 template <class Cfg>
@@ -269,13 +284,13 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   };
   auto decode = [&](int unit) {
     Unit u;
-    const int tile = unit / p.k_split, split = unit - tile * p.k_split;
-    const int gt = tile / tiles_mn, r = tile - gt * tiles_mn;
-    u.g = gt / p.taps;
-    u.tap = gt - u.g * p.taps;
-    const int tm = r / p.tiles_n;
+    int tile, split, gt, r, tm, tn;
+    p.by_k_split.divmod(unit, tile, split);
+    p.by_tiles_mn.divmod(tile, gt, r);
+    p.by_taps.divmod(gt, u.g, u.tap);
+    p.by_tiles_n.divmod(r, tm, tn);
     u.m0 = tm * Tr::BM;
-    u.n0 = (r - tm * p.tiles_n) * Tr::BN;
+    u.n0 = tn * Tr::BN;
     u.kt0 = split * p.kt_per_split;
     u.kt1 = min(p.k_tiles, u.kt0 + p.kt_per_split);
     return u;
@@ -294,20 +309,22 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     if (tid == Tr::kMathThreads) {
       tma::prefetch_map(&p.a);
       tma::prefetch_map(&p.b);
-      const int pq = p.P * p.Q;
       int t = 0;
       for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
         const Unit u = decode(unit);
         if constexpr (Tr::kWeightGrad) {
           // A: dy rows of 64 pixels x 64 output channels (BM / 64 boxes); B: x through the im2col
           // map, the same 64 pixels at this tap, 64 input channels per box (BN / 64 boxes).
-          const int fy = u.tap / p.X, fx = u.tap - fy * p.X;
+          int fy, fx;
+          p.by_x.divmod(u.tap, fy, fx);
           for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
             const int s = t % Tr::S;
             if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
             unsigned char* sa = smem + s * Tr::kStageBytes;
-            const int pm = kt * Tr::BK, img = pm / pq, rem = pm - img * pq;
-            const int oh = rem / p.Q, ow = rem - oh * p.Q;
+            const int pm = kt * Tr::BK;
+            int img, rem, oh, ow;
+            p.by_pq.divmod(pm, img, rem);
+            p.by_q.divmod(rem, oh, ow);
             tma::expect_tx(full + s, Tr::kStageBytes);
 #pragma unroll
             for (int mb = 0; mb < Tr::BM / 64; ++mb)
@@ -324,12 +341,14 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             }
           }
         } else {
-          const int img = u.m0 / pq, rem = u.m0 - img * pq;
-          const int oh = rem / p.Q, ow = rem - oh * p.Q;
+          int img, rem, oh, ow;
+          p.by_pq.divmod(u.m0, img, rem);
+          p.by_q.divmod(rem, oh, ow);
           const int w0 = ow * p.s_w - p.pl_w, h0 = oh * p.s_h - p.pl_h;
           const int cbase = u.g * p.C, nrow = u.g * p.K + u.n0;
-          const int tap = u.kt0 / p.c_chunks;
-          int cc = u.kt0 - tap * p.c_chunks, fy = tap / p.X, fx = tap - fy * p.X;
+          int tap, cc, fy, fx;
+          p.by_c_chunks.divmod(u.kt0, tap, cc);
+          p.by_x.divmod(tap, fy, fx);
           for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
             const int s = t % Tr::S;
             if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
@@ -425,8 +444,10 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       } else {
         int64_t pix = row;
         if (!p.out_dense) {
-          const int pq = p.P * p.Q, n = row / pq, rem = row - n * pq, oh = rem / p.Q;
-          pix = int64_t(n) * p.out_sn + int64_t(oh) * p.out_sh + int64_t(rem - oh * p.Q) * p.out_sw +
+          int n, rem, oh, ow;
+          p.by_pq.divmod(row, n, rem);
+          p.by_q.divmod(rem, oh, ow);
+          pix = int64_t(n) * p.out_sn + int64_t(oh) * p.out_sh + int64_t(ow) * p.out_sw +
                 p.out_base;
         }
         return pix * p.GK + int64_t(g) * p.K;
@@ -1052,7 +1073,9 @@ class TmaConvKernel final : public KernelBase {
 
   // Persistent grid: every resident block slot once, at most one block per work unit. A cluster
   // reduction: one block per unit, clusters of a.cluster blocks (a tile's splits).
-  static gpuError_t launch(const TmaConvArgs& a, gpuStream_t stream) {
+  static gpuError_t launch(const TmaConvArgs& args, gpuStream_t stream) {
+    TmaConvArgs a = args;
+    a.set_divisors();
     const int64_t units = int64_t(a.tiles_m) * a.tiles_n * a.G * a.taps * a.k_split;
     if (a.cluster > 1) {
       const ClusterLaunch cl(unsigned(units), a.cluster, stream);
