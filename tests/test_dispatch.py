@@ -413,13 +413,18 @@ done
 """
 
 
-def test_profile_shards_over_gpus(tmp_path: Path) -> None:
+def _fake_project(tmp_path: Path, variants: tuple[str, ...]) -> Path:
     out = tmp_path / "proj"
     (out / "build" / "bin").mkdir(parents=True)
-    for v in ("forward", "backward_weight"):
+    for v in variants:
         exe = out / "build" / "bin" / f"ckgen_profiler_{v}"
         exe.write_text(FAKE_PROFILER)
         exe.chmod(0o755)
+    return out
+
+
+def test_profile_shards_over_gpus(tmp_path: Path) -> None:
+    out = _fake_project(tmp_path, ("forward", "backward_weight"))
     shapes = tmp_path / "s.csv"
     write_shapes(shapes, load_shapes(SHAPES)[:3])
     r = cli_proc("profile", "-o", str(out), "--shapes", str(shapes), "--devices", "0,1,2", "--variant", "forward",
@@ -434,16 +439,6 @@ def test_profile_shards_over_gpus(tmp_path: Path) -> None:
     best = [r for r in rows if r["best"] == "1"]  # recomputed over all shards: fastest = GPU 0's instance k0
     assert len(best) == 6 and all(r["gpu"] == "dev0" for r in best)
     assert "best per shape" in r.stdout
-
-
-def _fake_project(tmp_path: Path, variants: tuple[str, ...]) -> Path:
-    out = tmp_path / "proj"
-    (out / "build" / "bin").mkdir(parents=True)
-    for v in variants:
-        exe = out / "build" / "bin" / f"ckgen_profiler_{v}"
-        exe.write_text(FAKE_PROFILER)
-        exe.chmod(0o755)
-    return out
 
 
 def test_profile_passes_run_options_to_every_variant(tmp_path: Path) -> None:

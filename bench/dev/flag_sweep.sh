@@ -3,7 +3,8 @@
 # side (GPU machine), e.g. a template constant's candidate values:
 #   FLAG_SETS="0: 4:-DCKGEN_TMA_PREFETCH=4 8:-DCKGEN_TMA_PREFETCH=8" OUT=... bash bench/dev/flag_sweep.sh
 # FLAG_SETS: space-separated name:flags (flags ';'-separated). KERNELS: comma-separated globs.
-# Writes $OUT/flags_<name>_<variant>.csv and $OUT/flags.txt (time per shape and set, geomean ratios).
+# Writes $OUT/flags_<name>_<variant>.csv and $OUT/flags.txt (time per shape and set, geomean ratios;
+# PER_INSTANCE=1: time per shape, instance and set instead).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/flags-out}
@@ -32,9 +33,9 @@ for set in ${FLAG_SETS:-"base:"}; do
     echo "profile $name $v rc=$? in $((SECONDS - t0)) s; FAIL lines: $(grep -c FAIL "$OUT/flags_${name}_$v.log")"
   done
 done
-python3 - "$OUT" "${names[@]}" <<'PY' | tee "$OUT/flags.txt"
+python3 - "$OUT" "${PER_INSTANCE:-0}" "${names[@]}" <<'PY' | tee "$OUT/flags.txt"
 import csv, sys, math, os
-out, names = sys.argv[1], sys.argv[2:]
+out, per_instance, names = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
 best = {}  # (variant, shape, set) -> best ms over instances
 inst = {}  # (variant, shape, instance, set) -> ms
 for n in names:
@@ -46,6 +47,11 @@ for n in names:
             ms = float(r["ms"]) * 1e3
             k = (v, r["shape"], n); best[k] = min(best.get(k, 1e30), ms)
             k = (v, r["shape"], r["instance"], n); inst[k] = min(inst.get(k, 1e30), ms)
+if per_instance:
+    print(f"{'shape':30s} {'instance':58s} " + " ".join(f"{n:>15s}" for n in names))
+    for v, s, i in sorted({k[:3] for k in inst}):
+        print(f"{s:30s} {i.split('_2d_')[-1]:58s} " + " ".join(f"{inst.get((v, s, i, n), float('nan')):15.2f}" for n in names))
+    sys.exit(0)
 keys = sorted({k[:2] for k in best})
 print(f"{'variant':14s} {'shape':30s} " + " ".join(f"{n:>9s}" for n in names))
 for v, s in keys:

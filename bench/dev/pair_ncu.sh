@@ -3,6 +3,11 @@
 # launch / occupancy / throughput sections, r50_l3_1x1_512_256 by default.
 #   KERNELS="*fp16_2d_t64x128x64_*wltma4_lm1x4_cshuffle_v8x8x8" OUT=... bash bench/dev/pair_ncu.sh
 set -uo pipefail
+# The pairs are not in the template library (measured even and dropped): this needs the tree
+# with bench/dev/pair_multicast_tma.patch applied (its first lines say how); without it both
+# builds would be the same kernel.
+grep -q "kPair" "$(dirname "$0")/../../templates/include/ckgen/pipeline_tma.hpp" ||
+  { echo "pair_ncu.sh: no pairs in this tree: apply bench/dev/pair_multicast_tma.patch first" >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/pair-ncu}
 WORK=${WORK:-/tmp/pair-ncu-work}
