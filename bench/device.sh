@@ -48,6 +48,7 @@ build() {  # build <set> <dir> [more ckgen generate args]; logs named after <dir
   shift 2
   ckgen generate --arch "$ARCH" --set "$set" "$@" -o "$dir" -q || return 1
   ckgen emit-cmake -o "$dir" --platform nvidia --gpu-targets "$TARGETS" > /dev/null || return 1
+  rm -rf "$dir/build/bin"  # a warm machine's earlier call may have left other variants' binaries
   cmake -S "$dir" -B "$dir/build" -G Ninja -DGTest_ROOT="$GT/usr" -DCKGEN_BUILD_TESTS="${BUILD_TESTS:-ON}" \
     -DCMAKE_PREFIX_PATH="$GT/usr" > "$OUT/cmake_$name.log" 2>&1 || { tail -30 "$OUT/cmake_$name.log"; return 1; }
   ninja -C "$dir/build" -j "$JOBS" > "$OUT/build_$name.log" 2>&1 || { grep -m20 -B2 -A8 "error" "$OUT/build_$name.log"; return 1; }

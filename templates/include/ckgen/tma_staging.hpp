@@ -52,8 +52,11 @@ gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64
 
 struct Im2colArgs : ConvGeometry2D {
   int H, W, Y, red, cp;  // input height, width; filter height; taps * C; columns written
-  int T, span;           // output pixels per block; staged row length (elements)
+  int T, rs;             // output pixels per block; staged row stride (elements, a multiple of 8)
+  bool vec_loads;        // W * C % 8 == 0: stage x through 16-byte loads
+  bool run_cols;         // d_w == 1 and X * C >= 8: a filter row's columns are one staged run
   FastDiv tiles_q, p, vecs, c, x;  // by ceil(Q / T), P, cp / 8, C, X
+  FastDiv rows_e, rows_v, xc;      // by rs, rs / 8, X * C
 };
 // 256 threads per block, 32 registers: 8 blocks per SM. (Loading up to 16 staged elements per
 // thread before storing any took 40 registers, 6 blocks per SM, and made the stem's copy slower
@@ -68,41 +71,63 @@ CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col
   a.tiles_q.divmod(int(blockIdx.x), nh, qt);  // nh = n * P + oh
   a.p.divmod(nh, n, oh);
   const int ow0 = qt * a.T, h0 = oh * a.s_h - a.pl_h;
-  // Stage fy's input row from pixel ow0 * s_w - pl_w on: element r of it is x's element
-  // (w0 * C + r) of that row, inside x iff that index is in [0, W * C).
-  const int e0 = (ow0 * a.s_w - a.pl_w) * a.C, wc = a.W * a.C;
-  for (int fy = 0; fy < a.Y; ++fy) {
-    const int ih = h0 + fy * a.d_h;
-    const bool in_h = unsigned(ih) < unsigned(a.H);
-    const Raw* xr = x + (int64_t(n) * a.H + ih) * wc;
-    for (int r = threadIdx.x; r < a.span; r += kIm2colThreads) {
-      const int e = e0 + r;
-      s[fy * a.span + r] = in_h && unsigned(e) < unsigned(wc) ? xr[e] : Raw(0);
+  // Staged row fy holds x's row h0 + fy * d_h from element e0a on (a multiple of 8 at or below
+  // e0, the first element under the block's windows): staged element r is x's element e0a + r
+  // of that row, zero outside x. Column j of pixel t then reads staged element sh + ... below.
+  const int e0 = (ow0 * a.s_w - a.pl_w) * a.C, e0a = e0 & ~7, sh = e0 - e0a, wc = a.W * a.C;
+  const Raw* xn = x + int64_t(n) * a.H * wc;
+  if (a.vec_loads) {  // rows start at multiples of 8 elements: every vector is inside x or outside
+    const int nv = a.rows_v.value();
+    for (int k = threadIdx.x; k < a.Y * nv; k += kIm2colThreads) {
+      int fy, v;
+      a.rows_v.divmod(k, fy, v);
+      const int ih = h0 + fy * a.d_h, e = e0a + v * 8;
+      uint4 val = make_uint4(0, 0, 0, 0);
+      if (unsigned(ih) < unsigned(a.H) && e >= 0 && e < wc)
+        val = *reinterpret_cast<const uint4*>(xn + int64_t(ih) * wc + e);
+      reinterpret_cast<uint4*>(s)[k] = val;
+    }
+  } else {
+    for (int k = threadIdx.x; k < a.Y * a.rs; k += kIm2colThreads) {
+      int fy, r;
+      a.rows_e.divmod(k, fy, r);
+      const int ih = h0 + fy * a.d_h, e = e0a + r;
+      s[k] = unsigned(ih) < unsigned(a.H) && unsigned(e) < unsigned(wc) ? xn[int64_t(ih) * wc + e] : Raw(0);
     }
   }
   __syncthreads();
   const int rows = min(a.T, a.Q - ow0), vecs = a.vecs.value();
   uint4* out = reinterpret_cast<uint4*>(col) + (int64_t(nh) * a.Q + ow0) * vecs;
   for (int i = threadIdx.x; i < rows * vecs; i += kIm2colThreads) {
-    int t, v, tap, c, fy, fx;
+    int t, v;
     a.vecs.divmod(i, t, v);
     int j = v * 8;
-    a.c.divmod(j, tap, c);
-    a.x.divmod(tap, fy, fx);
-    int at = fy * a.span + (t * a.s_w + fx * a.d_w) * a.C + c;  // staged element of column j
-    const int fx_step = a.d_w * a.C;
     uint4 pack;
     Raw* e8 = reinterpret_cast<Raw*>(&pack);
+    if (a.run_cols) {  // columns [fy * X * C, (fy + 1) * X * C) are staged row fy from t's window on
+      int fy, rem;
+      a.xc.divmod(j, fy, rem);
+      const Raw* src = s + fy * a.rs + sh + t * a.s_w * a.C + rem;
+      const int left = a.xc.value() - rem, next = a.rs - a.xc.value();  // a vector crosses one row at most
 #pragma unroll
-    for (int e = 0; e < 8; ++e, ++j) {
-      e8[e] = j < a.red ? s[at] : Raw(0);
-      ++at;
-      if (++c == a.C) {  // next tap: back over C channels, on by one dilated filter column
-        c = 0;
-        at += fx_step - a.C;
-        if (++fx == a.X) {  // next filter row: the next staged row, back to filter column 0
-          fx = 0;
-          at += a.span - a.X * fx_step;
+      for (int e = 0; e < 8; ++e) e8[e] = j + e < a.red ? src[e < left ? e : e + next] : Raw(0);
+    } else {
+      int tap, c, fy, fx;
+      a.c.divmod(j, tap, c);
+      a.x.divmod(tap, fy, fx);
+      int at = fy * a.rs + sh + (t * a.s_w + fx * a.d_w) * a.C + c;  // staged element of column j
+      const int fx_step = a.d_w * a.C;
+#pragma unroll
+      for (int e = 0; e < 8; ++e, ++j) {
+        e8[e] = j < a.red ? s[at] : Raw(0);
+        ++at;
+        if (++c == a.C) {  // next tap: back over C channels, on by one dilated filter column
+          c = 0;
+          at += fx_step - a.C;
+          if (++fx == a.X) {  // next filter row: the next staged row, back to filter column 0
+            fx = 0;
+            at += a.rs - a.X * fx_step;
+          }
         }
       }
     }
@@ -110,10 +135,10 @@ CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col
   }
 }
 
-// How a problem's im2col copy is tiled: output pixels per block and shared bytes (0, 0: the
-// staged rows of even one window exceed kMaxBytes).
+// How a problem's im2col copy is tiled: output pixels per block, the staged row stride and
+// shared bytes (0, 0, 0: the staged rows of even one window exceed kMaxBytes).
 struct Im2colTiling {
-  int T = 0, span = 0;
+  int T = 0, rs = 0;
   std::size_t smem = 0;
 };
 inline Im2colTiling im2col_tiling(const ConvProblem& p) {
@@ -121,10 +146,11 @@ inline Im2colTiling im2col_tiling(const ConvProblem& p) {
   Im2colTiling t;
   for (int T = 64; T >= 1; T /= 2) {
     const int64_t span = ((T - 1) * p.stride[2] + (p.filter[2] - 1) * p.dilation[2] + 1) * p.C;
-    const std::size_t bytes = std::size_t(p.filter[1] * span) * 2;
+    const int64_t rs = (span + 7 + 7) / 8 * 8;  // up to 7 elements ahead of the first (alignment)
+    const std::size_t bytes = std::size_t(p.filter[1] * rs) * 2;
     if (bytes <= kMaxBytes) {
       t.T = T;
-      t.span = int(span);
+      t.rs = int(rs);
       t.smem = bytes;
       return t;
     }
@@ -145,7 +171,12 @@ gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, gpuS
   a.red = int(p.filter_spatial() * p.C);
   a.cp = int(cp);
   a.T = t.T;
-  a.span = t.span;
+  a.rs = t.rs;
+  a.vec_loads = (p.in[2] * p.C) % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  a.run_cols = p.dilation[2] == 1 && p.filter[2] * p.C >= 8;
+  a.rows_e.init(t.rs);
+  a.rows_v.init(t.rs / 8);
+  a.xc.init(p.filter[2] * p.C);
   a.tiles_q.init(detail::ceil_div(p.out[2], int64_t(t.T)));
   a.p.init(p.out[1]);
   a.vecs.init(cp / 8);
