@@ -3,9 +3,15 @@
 # the GoogleTests (incl. the random sweep), the profiler over the RetinaNet and coverage sets,
 # and cuDNN's reference timing on the same shapes. Logs and CSVs go to $OUT.
 #
-#   bash bench/device.sh                 # build test bench peer (H200, v2 run: 371 s)
+#   bash bench/device.sh                 # build test bench peer, every variant (> 10 min now)
 #   PHASES="build test" bash bench/device.sh
 #   bash bench/device.sh streamk         # phases as arguments, same as PHASES="streamk"
+#
+# The default set no longer fits one 10-minute call: benchmark one variant per call (H200,
+# 7f8a696: forward 366 s, backward_data 283 s, backward_weight 231 s with BUILD_SETS=default),
+#   GEN_ARGS="--variant forward" BUILD_SETS=default bash bench/device.sh build bench peer
+# and merge the three output folders (bench/merge_runs.py: the benchmark CSV, ckgen report's
+# inputs, the targets' summary).
 #
 # Phase streamk (not in the default list: estimated 2-3 min more, not yet measured): StreamK vs split-K for
 # backward_weight on seed 002's eight shapes (bench/shapes/streamk_seed002.csv), fp16, tiles

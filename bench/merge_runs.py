@@ -1,0 +1,158 @@
+"""Merge benchmark runs made one variant per call (`bench/device.sh build bench peer` with
+GEN_ARGS="--variant V": the whole default set no longer fits one 10-minute call) into one
+benchmark CSV, the inputs of `ckgen report`, and the issue's target summary.
+
+    python3 bench/merge_runs.py --out bench/results/DATE_GPU.csv --report-inputs /tmp/rep \\
+        RUN_FWD RUN_BD RUN_BW
+    ckgen report --results /tmp/rep/profiles.csv --cudnn /tmp/rep/cudnn.csv -o REPORT_DIR
+
+Each RUN holds device.sh's compare.csv, cudnn.csv and logs.tar.gz (the profiler CSVs
+prof_<set>_<variant>_<dt>.csv). A variant's rows and cuDNN times come from the same run; a
+variant found in two runs is an error (exit 2), as is a run without those files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+RETINANET = Path(__file__).resolve().parent.parent / "templates" / "project" / "shapes" / "retinanet_r50fpn_n2.csv"
+
+
+@dataclass(frozen=True)
+class Group:
+    """A target group of issue 5, item 7: which shapes, and what is reported for them."""
+    name: str
+    prefixes: tuple[str, ...]
+
+
+GROUPS = (
+    Group("K=36 heads", ("head_box_3x3_256_36_",)),
+    Group("grouped / depthwise", ("grouped_", "dw_", "resnext_")),
+)
+LARGEST_GEMM = "head_cls_3x3_256_2376_100"
+
+
+class MergeError(Exception):
+    pass
+
+
+def _read_csv(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+@dataclass
+class Run:
+    path: Path
+    compare: list[dict[str, str]]
+    cudnn: list[dict[str, str]]
+    profiles: list[dict[str, str]]
+
+    @property
+    def variants(self) -> set[str]:
+        return {r["variant"] for r in self.compare}
+
+
+def load_run(path: Path) -> Run:
+    for name in ("compare.csv", "cudnn.csv", "logs.tar.gz"):
+        if not (path / name).is_file():
+            raise MergeError(f"{path}: no {name} (a bench/device.sh output folder has compare.csv, cudnn.csv, logs.tar.gz)")
+    profiles: list[dict[str, str]] = []
+    with tarfile.open(path / "logs.tar.gz") as tar:
+        for m in sorted(tar.getmembers(), key=lambda m: m.name):
+            if Path(m.name).name.startswith("prof_") and m.name.endswith(".csv") and m.isfile():
+                f = tar.extractfile(m)
+                if f is not None:
+                    profiles += _read_csv(f.read().decode())
+    return Run(path, _read_csv((path / "compare.csv").read_text()), _read_csv((path / "cudnn.csv").read_text()),
+               profiles)
+
+
+def merge(runs: list[Run]) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
+    """(benchmark rows, profiler rows, cuDNN rows), each variant from the one run that has it."""
+    owner: dict[str, Path] = {}
+    for run in runs:
+        for v in run.variants:
+            if v in owner:
+                raise MergeError(f"variant {v} is in two runs: {owner[v]} and {run.path}")
+            owner[v] = run.path
+    rows, profiles, cudnn = [], [], []
+    for run in runs:
+        vs = run.variants
+        rows += run.compare
+        profiles += [r for r in run.profiles if r.get("variant") in vs]
+        cudnn += [r for r in run.cudnn if r.get("variant") in vs]
+    rows.sort(key=lambda r: (r["shape"], r["variant"], r["datatype"]))
+    return rows, profiles, cudnn
+
+
+def _write(path: Path, rows: list[dict[str, str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fields: list[str] = []
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def summary(rows: list[dict[str, str]], retinanet: set[str]) -> list[str]:
+    """Per variant and datatype: the RetinaNet geomean and lowest row, the target groups' ratios,
+    the largest GEMM-like shape's TFLOPS."""
+    out = []
+    keys = sorted({(r["variant"], r["datatype"]) for r in rows})
+    for v, dt in keys:
+        mine = [r for r in rows if (r["variant"], r["datatype"]) == (v, dt)]
+        rn = [r for r in mine if r["shape"] in retinanet]
+        line = f"{v} {dt}:"
+        if rn:
+            low = min(rn, key=lambda r: float(r["speedup"]))
+            line += (f" RetinaNet geomean {_geomean([float(r['speedup']) for r in rn]):.3f} over {len(rn)},"
+                     f" lowest {low['shape']} {float(low['speedup']):.3f};")
+        for g in GROUPS:
+            sel = [r for r in mine if r["shape"].startswith(g.prefixes)]
+            if sel:
+                line += f" {g.name} " + " ".join(f"{r['shape']} {float(r['speedup']):.2f}" for r in sel) + ";"
+        big = [r for r in mine if r["shape"] == LARGEST_GEMM]
+        if big:
+            line += f" {LARGEST_GEMM} {float(big[0]['tflops']):.0f} TFLOPS"
+        out.append(line)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True, help="merged benchmark CSV (DESIGN.md's columns)")
+    ap.add_argument("--report-inputs", type=Path, help="folder for profiles.csv and cudnn.csv (ckgen report's inputs)")
+    ap.add_argument("--retinanet", type=Path, default=RETINANET, help="the RetinaNet shapes CSV (its names)")
+    ap.add_argument("runs", type=Path, nargs="+", help="bench/device.sh output folders, one variant each")
+    a = ap.parse_args(argv)
+    try:
+        rows, profiles, cudnn = merge([load_run(p) for p in a.runs])
+    except (MergeError, OSError, tarfile.TarError, KeyError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    _write(a.out, rows)
+    if a.report_inputs is not None:
+        _write(a.report_inputs / "profiles.csv", profiles)
+        _write(a.report_inputs / "cudnn.csv", cudnn)
+    names = {r["name"] for r in csv.DictReader(a.retinanet.open())}
+    print(f"{a.out}: {len(rows)} rows")
+    for line in summary(rows, names):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
