@@ -16,11 +16,12 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import math
 import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from ckgen.report import geomean
 
 RETINANET = Path(__file__).resolve().parent.parent / "templates" / "project" / "shapes" / "retinanet_r50fpn_n2.csv"
 
@@ -103,10 +104,6 @@ def _write(path: Path, rows: list[dict[str, str]]) -> None:
         w.writerows(rows)
 
 
-def _geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
-
-
 def summary(rows: list[dict[str, str]], retinanet: set[str]) -> list[str]:
     """Per variant and datatype: the RetinaNet geomean and lowest row, the target groups' ratios,
     the largest GEMM-like shape's TFLOPS."""
@@ -118,7 +115,7 @@ def summary(rows: list[dict[str, str]], retinanet: set[str]) -> list[str]:
         line = f"{v} {dt}:"
         if rn:
             low = min(rn, key=lambda r: float(r["speedup"]))
-            line += (f" RetinaNet geomean {_geomean([float(r['speedup']) for r in rn]):.3f} over {len(rn)},"
+            line += (f" RetinaNet geomean {geomean([float(r['speedup']) for r in rn]):.3f} over {len(rn)},"
                      f" lowest {low['shape']} {float(low['speedup']):.3f};")
         for g in GROUPS:
             sel = [r for r in mine if r["shape"].startswith(g.prefixes)]
