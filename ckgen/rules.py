@@ -78,12 +78,15 @@ Check = Callable[[KernelInstance, ArchSpec], "str | None"]
 # Which instances a rule judges: implicit-GEMM pipelines, the direct pipeline, or both.
 GEMM, DIRECT, ALL = "gemm", "direct", "all"
 
-# The direct (depthwise) kernel, templates/include/ckgen/depthwise.hpp. Its fields:
-#   tile [P, Gt, 1]   a block covers Gt groups and P pixels (forward: output pixels,
-#                     backward_data: input pixels, backward_weight: pixels per reduction step)
-#   waves [w, 1, 1]   w warps per block; Gt / vector threads across the groups, the rest across
-#                     pixels, each thread P / (threads / (Gt / vector)) pixels
-#   vector [v, v, v]  v consecutive groups per thread, one access of v elements per tensor
+# The direct kernel, templates/include/ckgen/depthwise.hpp: depthwise problems (C = K = 1 per
+# group) and, forward / backward_data, small groups (C = K = Cg per group). Its fields:
+#   tile [P, Ct, Cg]  a block covers Ct channels (Ct / Cg groups) and P pixels (forward: output
+#                     pixels, backward_data: input pixels, backward_weight: pixels per reduction
+#                     step); Cg: the channels per group the instance serves (1 = depthwise)
+#   waves [w, 1, 1]   w warps per block; Ct / vector threads across the channels, the rest across
+#                     pixels, each thread P / (threads / (Ct / vector)) pixels
+#   vector [v, v, v]  v consecutive channels (whole groups) per thread, one access of v elements
+#                     per tensor
 #   warp_tile         [1, 1, 1]: no matrix instruction
 # Everything else takes its default (no LDS pipeline, no merged groups, no epilogue choice, no
 # specialization); backward_weight splits its reduction over N*Do*Ho*Wo with k_batch (0 = per
@@ -93,6 +96,9 @@ DIRECT_MAX_PIXELS_PER_THREAD = 8
 # The filter taps the direct kernel holds in registers (a compile-time 3x3 path; other filters
 # take the generic path that reads the taps' weights per pixel step).
 DIRECT_REGISTER_TAPS = 9
+# The channels per group (C = K) a direct instance may serve: tile K. 1 = depthwise (every
+# variant); 2 / 4 / 8 = small groups (forward / backward_data).
+DIRECT_GROUP_CHANNELS = (1, 2, 4, 8)
 
 
 @dataclass(frozen=True)
@@ -170,10 +176,12 @@ def direct_layout(i: KernelInstance, a: ArchSpec) -> tuple[int, int, int]:
 
 
 def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
-    """backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Gt]
-    floats (= threads x vector); forward / backward_data use no shared memory."""
+    """backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Ct]
+    floats (= threads x vector); forward / backward_data with Cg > 1 hold the block's 3x3 filter
+    as fp32 (taps x Cg x Ct), depthwise forward / backward_data use no shared memory."""
     if i.variant is not Variant.BACKWARD_WEIGHT:
-        return 0
+        cg = i.tile[2]
+        return DIRECT_REGISTER_TAPS * cg * i.tile[1] * 4 if cg > 1 else 0
     return i.waves[0] * i.waves[1] * i.waves[2] * warp_size * i.vec_c * 4
 
 
@@ -191,6 +199,8 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     loaded = pp * -(-v * e // 4)
     if i.variant is Variant.BACKWARD_WEIGHT:
         regs = DIRECT_REGISTER_TAPS * v + pp * v + DIRECT_REGISTER_TAPS * loaded
+    elif i.tile[2] > 1:  # filter in shared memory: one tap's v weights, the pixels' inputs in fp32
+        regs = pp * v + v + pp * v + loaded
     else:
         regs = pp * v + DIRECT_REGISTER_TAPS * v + loaded
     return regs + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
@@ -201,8 +211,11 @@ def _direct_fields(i: KernelInstance, a: ArchSpec) -> str | None:
         return "direct has no matrix instruction: warp_tile must be [1, 1, 1]"
     if i.waves[1] != 1 or i.waves[2] != 1:
         return "direct: waves must be [w, 1, 1] (w warps per block, no GEMM wave layout)"
-    if i.tile[2] != 1:
-        return "direct: tile K must be 1 (the filter taps are not tiled)"
+    if i.tile[2] not in DIRECT_GROUP_CHANNELS:
+        return (f"direct: tile K is the channels per group (C = K) served, one of {DIRECT_GROUP_CHANNELS}"
+                " (1 = depthwise)")
+    if i.tile[2] != 1 and i.variant is Variant.BACKWARD_WEIGHT:
+        return "direct backward_weight is depthwise only: tile K must be 1"
     if i.scheduler is not Scheduler.INTRAWAVE:
         return "direct: scheduler must be intrawave (no matrix pipeline to interleave)"
     if i.epilogue is not Epilogue.DEFAULT:
@@ -229,12 +242,14 @@ def _direct_layout(i: KernelInstance, a: ArchSpec) -> str | None:
     if v * e > 16:
         return f"vector size {v} x {e} bytes exceeds a 16-byte access"
     threads = i.waves[0] * a.warp_size
-    pixels, groups = i.tile[0], i.tile[1]
-    if groups % v:
-        return f"direct: tile N={groups} groups is not a multiple of the vector {v}"
-    tg = groups // v
+    pixels, chans, cg = i.tile
+    if v % cg:
+        return f"direct: vector {v} does not hold whole groups of {cg} channels (tile K)"
+    if chans % v:
+        return f"direct: tile N={chans} channels is not a multiple of the vector {v}"
+    tg = chans // v
     if threads % tg:
-        return f"direct: {threads} threads do not split into rows of {tg} group vectors"
+        return f"direct: {threads} threads do not split into rows of {tg} channel vectors"
     rows = threads // tg
     if pixels % rows:
         return f"direct: tile M={pixels} pixels is not a multiple of the {rows} pixel rows of threads"

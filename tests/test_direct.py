@@ -53,7 +53,8 @@ def test_direct_instances_are_valid_on_every_target(arch: str, variant: Variant,
     [
         (dict(warp_tile=(16, 8, 16)), "direct_fields", "warp_tile must be [1, 1, 1]"),
         (dict(waves=(2, 2, 1)), "direct_fields", "waves must be [w, 1, 1]"),
-        (dict(tile=(64, 64, 32)), "direct_fields", "tile K must be 1"),
+        (dict(tile=(64, 64, 32)), "direct_fields", "tile K is the channels per group (C = K) served, one of (1, 2, 4, 8)"),
+        (dict(tile=(64, 64, 3)), "direct_fields", "one of (1, 2, 4, 8)"),
         (dict(epilogue=Epilogue.CSHUFFLE), "direct_fields", "epilogue must be default"),
         (dict(specialization=Specialization.FILTER1X1_PAD0), "direct_fields", "specialization must be default"),
         (dict(groups_to_merge=8), "direct_fields", "groups_to_merge must be 1"),
@@ -62,6 +63,7 @@ def test_direct_instances_are_valid_on_every_target(arch: str, variant: Variant,
         (dict(stage=Stage.TWO), "direct_fields", "stage must be one"),
         (dict(vec_a=4), "direct_layout", "vector must be [v, v, v]"),
         (dict(tile=(64, 60, 1)), "direct_layout", "not a multiple of the vector"),
+        (dict(tile=(64, 64, 8), vec_a=4, vec_b=4, vec_c=4), "direct_layout", "vector 4 does not hold whole groups of 8"),
         (dict(tile=(8, 64, 1)), "direct_layout", "not a multiple of the 16 pixel rows"),
         (dict(tile=(256, 64, 1)), "direct_layout", "16 pixels per thread > 8"),
         (dict(stages=2), "pipeline", "direct pipeline has exactly one stage"),
@@ -70,6 +72,23 @@ def test_direct_instances_are_valid_on_every_target(arch: str, variant: Variant,
 def test_fields_that_do_not_apply_are_rejected_with_a_reason(change: dict, rule: str, words: str) -> None:
     bad = rules.check(replace(direct(), **change), ARCHS["sm_90a"])
     assert bad is not None and bad[0] == rule and words in bad[1], bad
+
+
+@pytest.mark.parametrize("arch", ALL_ARCHS)
+@pytest.mark.parametrize("variant", [Variant.FORWARD, Variant.BACKWARD_DATA])
+@pytest.mark.parametrize("cg", [2, 4, 8])
+def test_small_group_instances_are_valid_and_hold_their_filter_in_shared_memory(arch: str, variant: Variant, cg: int) -> None:
+    """tile K = channels per group (C = K) served; the 3x3 filter of the block's channels lives
+    in shared memory as fp32 (taps x cg x channels)."""
+    i = direct(variant, tile=(32, 64, cg))
+    assert rules.check(i, ARCHS[arch]) is None
+    assert rules.lds_bytes(i, ARCHS[arch]) == 9 * cg * 64 * 4
+    assert instance_name(i).endswith(f"_2d_t32x64x{cg}_w4x1x1_wt1x1x1_direct_v8x8x8") and parse_name(i.name) == i
+
+
+def test_small_groups_are_forward_and_backward_data_only() -> None:
+    bad = rules.check(direct(Variant.BACKWARD_WEIGHT, tile=(32, 64, 4)), ARCHS["sm_90a"])
+    assert bad is not None and bad[0] == "direct_fields" and "backward_weight is depthwise only" in bad[1]
 
 
 def test_direct_backward_weight_rules() -> None:

@@ -1,18 +1,25 @@
 // DepthwiseKernel<Config>: the direct (not implicit-GEMM) kernel of Pipeline::Direct instances,
-// for depthwise problems (C = K = 1 per group; NDHWGC / GKZYXC / NDHWGK, so the G channels of a
-// pixel are contiguous). Any filter size, stride, dilation and (asymmetric) padding, 1D/2D/3D.
+// for depthwise problems (C = K = 1 per group) and, forward / backward_data, problems with small
+// groups (C = K = Cg per group, Cg = 2, 4 or 8: ResNeXt-style). NDHWGC / GKZYXC / NDHWGK: the
+// G * Cg channels of a pixel are contiguous, and output channel j of group j / Cg reads the input
+// channels of the same group, so a thread's V output channels (whole groups) read the V input
+// channels at the same positions. Any filter size, stride, dilation and (asymmetric) padding,
+// 1D/2D/3D.
 //
 // Config fields (ckgen/rules.py checks them; DirectTraits static_asserts them):
-//   Tile<P, Gt, 1>  a block covers Gt groups and P pixels; Waves<w, 1, 1>: w warps;
-//   kVecA = kVecB = kVecC = V: each thread owns V consecutive groups (16-byte accesses at
-//   V = 8 for fp16 / bf16, V = 4 for fp32). Threads: TG = Gt / V across the groups (fastest),
-//   Rows = threads / TG across the pixels, PP = P / Rows pixels per thread.
+//   Tile<P, Ct, Cg>  a block covers Ct channels (Ct / Cg groups) and P pixels; Cg: the channels
+//   per group it serves (1 = depthwise); Waves<w, 1, 1>: w warps;
+//   kVecA = kVecB = kVecC = V: each thread owns V consecutive channels (V / Cg whole groups;
+//   16-byte accesses at V = 8 for fp16 / bf16, V = 4 for fp32). Threads: TG = Ct / V across
+//   the channels (fastest), Rows = threads / TG across the pixels, PP = P / Rows per thread.
 //
-// forward / backward_data: a thread owns V groups at PP consecutive pixels (of the output, of
-//   the input gradient), loops over the taps with fp32 accumulators, each tap's V weights shared
-//   by its PP pixels; a 1x3x3 filter takes a compile-time path with the whole filter of the
-//   group vector in registers (loaded once as V * 9 contiguous elements), any other filter the
-//   generic path (the tap's V weights read per tap, L1-resident).
+// forward / backward_data: a thread owns V channels at PP consecutive pixels (of the output, of
+//   the input gradient), loops over the taps with fp32 accumulators, each tap's weights shared
+//   by its PP pixels; a 1x3x3 filter takes a compile-time path (depthwise: the group vector's
+//   whole filter in registers, loaded once as V * 9 contiguous elements; Cg > 1: the block's
+//   Ct x 9 x Cg weights in shared memory as fp32, [tap][c][channel]), any other filter the
+//   generic path (the tap's weights read per tap, L1-resident). Per tap and input channel c of
+//   the group, output channel j adds its group's input channel c times w(j, tap, c).
 //   backward_data gathers: dx[i] = sum over taps of dy[(i + pl - f * d) / s] * w[f] where the
 //   division is exact and in range (no zero insertion).
 // backward_weight: block (slice, group tile) reduces dy * x over its slice of the N*Do*Ho*Wo
@@ -51,7 +58,8 @@ struct DirectTraits {
   static constexpr DataType kDataType = Cfg::kDataType;
   static constexpr int V = Cfg::kVecC;
   static constexpr int P = Cfg::Tile::kM;
-  static constexpr int Gt = Cfg::Tile::kN;
+  static constexpr int Gt = Cfg::Tile::kN;  // channels of a block (depthwise: groups)
+  static constexpr int Cg = Cfg::Tile::kK;  // channels per group (C = K) served
   static constexpr int kThreads = Cfg::Waves::kM * Cfg::kWarpSize;
   static constexpr int TG = Gt / V;
   static constexpr int Rows = kThreads / TG;
@@ -60,8 +68,11 @@ struct DirectTraits {
   static_assert(Cfg::kPipeline == Pipeline::Direct, "ckgen: DirectTraits is for Pipeline::Direct");
   static_assert(Cfg::kVecA == V && Cfg::kVecB == V && is_pow2_upto8(V) && V * sizeof(Raw) <= 16,
                 "ckgen: direct needs one vector size 1/2/4/8 of at most 16 bytes");
-  static_assert(Cfg::Tile::kK == 1 && Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1,
-                "ckgen: direct needs Tile<P, Gt, 1> and Waves<w, 1, 1>");
+  static_assert((Cg == 1 || Cg == 2 || Cg == 4 || Cg == 8) && V % Cg == 0 &&
+                    Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1,
+                "ckgen: direct needs Tile<P, Ct, Cg> with Cg in 1/2/4/8 dividing V, Waves<w, 1, 1>");
+  static_assert(Cg == 1 || kVariant != Variant::BackwardWeight,
+                "ckgen: direct backward_weight is depthwise only (Cg = 1)");
   static_assert(Cfg::WarpTile::kM == 1 && Cfg::WarpTile::kN == 1 && Cfg::WarpTile::kK == 1,
                 "ckgen: direct has no matrix instruction (WarpTile<1, 1, 1>)");
   static_assert(Gt % V == 0 && kThreads % TG == 0 && P % Rows == 0 && PP >= 1,
@@ -91,7 +102,7 @@ struct DirectArgs {
   const void* y = nullptr;  // output / its gradient (backward_data, backward_weight)
   void* dst = nullptr;      // the written tensor
   float* ws = nullptr;      // backward_weight workspace
-  int G;
+  int chans;  // channels per pixel: G * Cg (depthwise: G)
   int in_[3], out_[3], fil[3], s[3], dil[3], pl[3];
   int taps;                     // Z * Y * X
   int in_spatial, out_spatial;  // Di*Hi*Wi, Do*Ho*Wo
@@ -200,12 +211,31 @@ CKGEN_DEVICE CKGEN_FORCEINLINE bool gather_coord(int t, const FastDiv& fs, int s
   return nonneg && o * s == tc && o < size;
 }
 
-// The V weights of the group vector g0 at tap t (weights of one group are its taps, contiguous).
-template <DataType D, int V>
-CKGEN_DEVICE CKGEN_FORCEINLINE void load_tap_weights(const typename DataTypeTraits<D>::raw* __restrict__ wp,
-                                                     int taps, int t, float (&f)[V]) {
+// The weight that output channel j (forward; backward_data: input-gradient channel j) multiplies
+// with input channel c of its group (forward; backward_data: output-gradient channel c) at tap t,
+// in GKZYXC with Cg = C = K per group: forward w(j, t, c), backward_data w(group base + c, t, j % Cg).
+template <bool kFwd, int Cg>
+CKGEN_DEVICE CKGEN_FORCEINLINE int64_t weight_index(int j, int taps, int t, int c) {
+  if constexpr (kFwd || Cg == 1)
+    return (int64_t(j) * taps + t) * Cg + c;
+  else
+    return (int64_t(j - j % Cg + c) * taps + t) * Cg + j % Cg;
+}
+
+// The weights of channels g0 .. g0 + V - 1 at tap t for group channel c (generic filter).
+template <DataType D, int V, bool kFwd, int Cg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void load_tap_weights(const typename DataTypeTraits<D>::raw* __restrict__ w,
+                                                     int g0, int taps, int t, int c, float (&f)[V]) {
 #pragma unroll
-  for (int k = 0; k < V; ++k) f[k] = raw_to_float<D>(wp[int64_t(k) * taps + t]);
+  for (int k = 0; k < V; ++k) f[k] = raw_to_float<D>(w[weight_index<kFwd, Cg>(g0 + k, taps, t, c)]);
+}
+
+// acc[k] += (input channel c of k's group) * wv[k]: f holds the V input channels at the
+// thread's positions, whole groups of Cg (depthwise: acc[k] += f[k] * wv[k]).
+template <int V, int Cg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void group_fma(float (&acc)[V], const float (&f)[V], const float (&wv)[V], int c) {
+#pragma unroll
+  for (int k = 0; k < V; ++k) acc[k] = fmaf(f[k - k % Cg + c], wv[k], acc[k]);
 }
 
 // The packet at p when ok, else zeros (a predicated load: no branch around the math).
@@ -217,34 +247,48 @@ CKGEN_DEVICE CKGEN_FORCEINLINE packet_t<D, V> load_if(bool ok,
   return r;
 }
 
-// forward / backward_data. KZ, KY, KX > 0: the filter size at compile time (filter in
-// registers); Path: see DirectPath.
+// forward / backward_data. KZ, KY, KX > 0: the filter size at compile time (filter in registers
+// or, Cg > 1, shared memory); Path: see DirectPath.
 template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
 CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
   using Tr = DirectTraits<Cfg>;
   using Raw = typename Tr::Raw;
   constexpr DataType D = Tr::kDataType;
-  constexpr int V = Tr::V, PP = Tr::PP;
+  constexpr int V = Tr::V, PP = Tr::PP, Cg = Tr::Cg;
   constexpr bool kFwd = Tr::kVariant == Variant::Forward;
   constexpr bool kCT = KZ > 0;
   constexpr int kTaps = kCT ? KZ * KY * KX : 1;
   constexpr bool kGather = Path == DirectPath::Gather;
   constexpr bool kWindow = Path == DirectPath::Window;
+  // Where a tap's weights live: depthwise compile-time filter in registers (wr), Cg > 1
+  // compile-time filter in shared memory (wsm), generic filter read per tap.
+  constexpr bool kRegW = kCT && Cg == 1;
+  constexpr bool kSmemW = kCT && Cg > 1;
   static_assert(!(kFwd && kGather), "ckgen: forward never gathers");
   static_assert(!kWindow || kCT, "ckgen: the window path needs a compile-time filter");
+  __shared__ __attribute__((aligned(16))) float wsm[kSmemW ? kTaps * Cg * Tr::Gt : 1];
 
   const int tid = threadIdx.x;
   const int gv = tid % Tr::TG, row = tid / Tr::TG;
   const int g0 = int(blockIdx.y) * Tr::Gt + gv * V;
   const int m0 = int(blockIdx.x) * Tr::P + row * PP;
-  if (g0 >= a.G || m0 >= a.pixels) return;
-
   const int taps = kCT ? kTaps : a.taps;
+  const Raw* __restrict__ wg = static_cast<const Raw*>(a.w);
+  if constexpr (kSmemW) {  // the block's Ct channels x taps x Cg weights, [tap][c][channel]
+    for (int e = tid; e < kTaps * Cg * Tr::Gt; e += Tr::kThreads) {
+      const int j = e % Tr::Gt, c = (e / Tr::Gt) % Cg, t = e / (Tr::Gt * Cg);
+      const int ch = int(blockIdx.y) * Tr::Gt + j;
+      wsm[e] = ch < a.chans ? raw_to_float<D>(wg[weight_index<kFwd, Cg>(ch, kTaps, t, c)]) : 0.f;
+    }
+    __syncthreads();
+  }
+  if (g0 >= a.chans || m0 >= a.pixels) return;
+
   const int fz = kCT ? KZ : a.fil[0], fy = kCT ? KY : a.fil[1], fx = kCT ? KX : a.fil[2];
-  const Raw* __restrict__ wp = static_cast<const Raw*>(a.w) + int64_t(g0) * taps;
-  // Compile-time filter: the group vector's V x taps weights are contiguous; V-element loads.
-  float wr[kTaps][V];
-  if constexpr (kCT) {
+  // Depthwise compile-time filter: the group vector's V x taps weights are contiguous; V-element loads.
+  float wr[kRegW ? kTaps : 1][V];
+  if constexpr (kRegW) {
+    const Raw* __restrict__ wp = wg + int64_t(g0) * taps;
 #pragma unroll
     for (int e = 0; e < V * kTaps; e += V) {
       float f[V];
@@ -253,6 +297,28 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
       for (int k = 0; k < V; ++k) wr[(e + k) % kTaps][(e + k) / kTaps] = f[k];
     }
   }
+  // The weights of the thread's V channels at tap t for group channel c.
+  auto tap_weights = [&](int t, int c, float (&wv)[V]) {
+    if constexpr (kRegW) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) wv[k] = wr[t][k];
+    } else if constexpr (kSmemW) {
+      const float* ws = wsm + (t * Cg + c) * Tr::Gt + gv * V;
+      if constexpr (V % 4 == 0) {  // 16-byte shared loads (ws is 16-byte aligned)
+#pragma unroll
+        for (int k = 0; k < V; k += 4) {
+          const Vec<float, 4> q = *reinterpret_cast<const Vec<float, 4>*>(ws + k);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) wv[k + e] = q.v[e];
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < V; ++k) wv[k] = ws[k];
+      }
+    } else {
+      load_tap_weights<D, V, kFwd, Cg>(wg, g0, taps, t, c, wv);
+    }
+  };
 
   // The read tensor: sizes, per-pixel coordinates of tap 0 and (linear) base pointers.
   const Raw* __restrict__ src = static_cast<const Raw*>(kFwd ? a.x : a.y);
@@ -281,7 +347,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
       cy[j] = h + a.pl[1];
       cx[j] = w + a.pl[2];
     }
-    base[j] = src + ((nbase[j] + (int64_t(cz[j]) * sy + cy[j]) * sx + cx[j]) * a.G + g0);
+    base[j] = src + ((nbase[j] + (int64_t(cz[j]) * sy + cy[j]) * sx + cx[j]) * a.chans + g0);
   }
 
   float acc[PP][V];
@@ -302,24 +368,25 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
         const int dz = kz * stz, dy = ky * sty;
         const bool row_ok = live[0] && unsigned(cz[0] + dz) < unsigned(sz) &&
                             unsigned(cy[0] + dy) < unsigned(sy);
-        const Raw* rowp = base[0] + (int64_t(dz) * sy + dy) * sx * a.G;
+        const Raw* rowp = base[0] + (int64_t(dz) * sy + dy) * sx * a.chans;
         packet_t<D, V> r[kCols];
 #pragma unroll
         for (int q = 0; q < kCols; ++q) {
           const bool ok = row_ok && unsigned(cx[0] + q0 + q) < unsigned(sx);
-          r[q] = load_if<D, V>(ok, rowp + int64_t(q0 + q) * a.G);
+          r[q] = load_if<D, V>(ok, rowp + int64_t(q0 + q) * a.chans);
         }
+        float f[kCols][V];
 #pragma unroll
-        for (int q = 0; q < kCols; ++q) {
-          float f[V];
-          to_floats<D, V>(r[q], f);
+        for (int q = 0; q < kCols; ++q) to_floats<D, V>(r[q], f[q]);
 #pragma unroll
-          for (int kx = 0; kx < KX; ++kx) {
-            const int j = kFwd ? q - kx : q + q0 + kx;  // the pixel that reads column q at tap kx
-            if (j < 0 || j >= PP) continue;
+        for (int kx = 0; kx < KX; ++kx) {
 #pragma unroll
-            for (int k = 0; k < V; ++k)
-              acc[j][k] = fmaf(f[k], wr[(kz * KY + ky) * KX + kx][k], acc[j][k]);
+          for (int c = 0; c < Cg; ++c) {
+            float wv[V];
+            tap_weights((kz * KY + ky) * KX + kx, c, wv);
+#pragma unroll
+            for (int j = 0; j < PP; ++j)  // pixel j reads column j + kx (backward_data: j - q0 - kx)
+              group_fma<V, Cg>(acc[j], f[kFwd ? j + kx : j - q0 - kx], wv, c);
           }
         }
       }
@@ -332,17 +399,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
     for (int ky = 0; ky < fy; ++ky) {
 #pragma unroll
       for (int kx = 0; kx < fx; ++kx, ++t) {
-        float wv[V];
-        if constexpr (kCT) {
-#pragma unroll
-          for (int k = 0; k < V; ++k) wv[k] = wr[(kz * KY + ky) * KX + kx][k];
-        } else {
-          load_tap_weights<D, V>(wp, taps, t, wv);
-        }
         packet_t<D, V> r[PP];
         if constexpr (!kGather) {
           const int dz = kz * stz, dy = ky * sty, dx = kx * stx;
-          const int64_t delta = ((int64_t(dz) * sy + dy) * sx + dx) * a.G;
+          const int64_t delta = ((int64_t(dz) * sy + dy) * sx + dx) * a.chans;
 #pragma unroll
           for (int j = 0; j < PP; ++j) {
             const bool ok = live[j] && unsigned(cz[j] + dz) < unsigned(sz) &&
@@ -359,16 +419,19 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
             const bool oky = gather_coord(cy[j] - ky * a.dil[1], a.fd_s[1], a.s[1], sy, oy);
             const bool okx = gather_coord(cx[j] - kx * a.dil[2], a.fd_s[2], a.s[2], sx, ox);
             const bool ok = live[j] && okz && oky && okx;
-            const int64_t off = ok ? (nbase[j] + (int64_t(oz) * sy + oy) * sx + ox) * a.G + g0 : 0;
+            const int64_t off = ok ? (nbase[j] + (int64_t(oz) * sy + oy) * sx + ox) * a.chans + g0 : 0;
             r[j] = load_if<D, V>(ok, src + off);
           }
         }
+        float f[PP][V];
 #pragma unroll
-        for (int j = 0; j < PP; ++j) {
-          float f[V];
-          to_floats<D, V>(r[j], f);
+        for (int j = 0; j < PP; ++j) to_floats<D, V>(r[j], f[j]);
 #pragma unroll
-          for (int k = 0; k < V; ++k) acc[j][k] = fmaf(f[k], wv[k], acc[j][k]);
+        for (int c = 0; c < Cg; ++c) {
+          float wv[V];
+          tap_weights(t, c, wv);
+#pragma unroll
+          for (int j = 0; j < PP; ++j) group_fma<V, Cg>(acc[j], f[j], wv, c);
         }
       }
     }
@@ -377,7 +440,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
   Raw* __restrict__ dst = static_cast<Raw*>(a.dst);
 #pragma unroll
   for (int j = 0; j < PP; ++j)
-    if (live[j]) store<D, V>(dst + int64_t(m0 + j) * a.G + g0, acc[j]);
+    if (live[j]) store<D, V>(dst + int64_t(m0 + j) * a.chans + g0, acc[j]);
 }
 
 // backward_weight: one block = one slice of output pixels x one group tile.
@@ -394,7 +457,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   const int tid = threadIdx.x;
   const int gv = tid % Tr::TG, row = tid / Tr::TG;
   const int g0 = int(blockIdx.y) * Tr::Gt + gv * V;
-  const bool gok = g0 < a.G;
+  const bool gok = g0 < a.chans;
   const int slice = int(blockIdx.x);
   const int mb = slice * a.slice_pixels;
   const int me = a.pixels - mb < a.slice_pixels ? a.pixels : mb + a.slice_pixels;
@@ -431,7 +494,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
         cz[j] = d * a.s[0] - a.pl[0];
         cy[j] = h * a.s[1] - a.pl[1];
         cx[j] = w * a.s[2] - a.pl[2];
-        to_floats<D, V>(load_if<D, V>(live[j], dy + int64_t(m) * a.G + g0), gy[j]);
+        to_floats<D, V>(load_if<D, V>(live[j], dy + int64_t(m) * a.chans + g0), gy[j]);
       }
 #pragma unroll
       for (int t = 0; t < kTaps; ++t) {
@@ -445,7 +508,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
           const bool ok = live[j] && unsigned(iz) < unsigned(a.in_[0]) &&
                           unsigned(iy) < unsigned(a.in_[1]) && unsigned(ix) < unsigned(a.in_[2]);
           const int64_t off =
-              (nbase[j] + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + ix) * a.G + g0;
+              (nbase[j] + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + ix) * a.chans + g0;
           float f[V];
           to_floats<D, V>(load_if<D, V>(ok, x + off), f);
 #pragma unroll
@@ -464,7 +527,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
       __syncthreads();
       for (int c = tid; c < Tr::Gt; c += Tr::kThreads) {
         const int g = int(blockIdx.y) * Tr::Gt + c;
-        if (g < a.G) {
+        if (g < a.chans) {
           float s = 0.f;
           for (int r = 0; r < Tr::Rows; ++r) s += red[r * Tr::Gt + c];
           const int64_t off = int64_t(g) * taps + t0 + t;
@@ -518,7 +581,7 @@ class DepthwiseKernel final : public KernelBase {
     key_ = config_key<Cfg>();  // Cfg's GEMM-only fields are static_asserted to their defaults
     key_.tile_m = Tr::P;
     key_.tile_n = Tr::Gt;
-    key_.tile_k = 1;
+    key_.tile_k = Tr::Cg;
     key_.wave_m = Cfg::Waves::kM;
     key_.wave_n = 1;
     key_.wave_k = 1;
@@ -535,7 +598,7 @@ class DepthwiseKernel final : public KernelBase {
     } else {
       if (opts.k_batch > 0) return opts.k_batch;
       if (Cfg::kKBatch > 0) return Cfg::kKBatch;
-      return direct_auto_slices(direct_pixels(kVariant, p), Tr::P, (p.G + Tr::Gt - 1) / Tr::Gt,
+      return direct_auto_slices(direct_pixels(kVariant, p), Tr::P, (chans(p) + Tr::Gt - 1) / Tr::Gt,
                                 Tr::kThreads, detail::device_sm_count());
     }
   }
@@ -550,21 +613,21 @@ class DepthwiseKernel final : public KernelBase {
         });
         !e.empty())
       return e;
-    if (p.C != 1 || p.K != 1)
-      return "direct kernel is depthwise only: needs C = K = 1 per group (problem has C=" +
+    if (p.C != Tr::Cg || p.K != Tr::Cg)
+      return "direct instance serves C = K = " + str(Tr::Cg) + " per group (problem has C=" +
              str(p.C) + ", K=" + str(p.K) + ")";
-    if (p.G % Tr::V != 0)
-      return "direct vector width " + str(Tr::V) + " needs G (" + str(p.G) +
-             ") to be a multiple of " + str(Tr::V);
     // 32-bit index math: pixel indices and coordinates (tensor offsets are 64-bit).
-    if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32 || p.G > kMax32)
-      return "N * spatial size or G exceeds 2^31-1 (32-bit index math)";
+    if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32 || chans(p) > kMax32)
+      return "N * spatial size or G * C exceeds 2^31-1 (32-bit index math)";
+    if (chans(p) % Tr::V != 0)
+      return "direct vector width " + str(Tr::V) + " needs G * C (" + str(chans(p)) +
+             ") to be a multiple of " + str(Tr::V);
     const int64_t lim = int64_t(1) << 30;
     for (int i = 0; i < 3; ++i)
       if (p.in[i] + p.pad_l[i] + p.pad_r[i] > lim || (p.filter[i] - 1) * p.dilation[i] > lim ||
           p.stride[i] > lim)
         return "a spatial size exceeds 2^30";
-    if ((p.G + Tr::Gt - 1) / Tr::Gt > 65535) return "G / tile N exceeds 65535 (grid.y limit)";
+    if ((chans(p) + Tr::Gt - 1) / Tr::Gt > 65535) return "G * C / tile N exceeds 65535 (grid.y limit)";
     const int64_t pixels = direct_pixels(kVariant, p);
     if constexpr (kVariant == Variant::BackwardWeight) {
       if (opts.k_batch < 0 || opts.k_batch > kDirectMaxSlices)
@@ -596,7 +659,7 @@ class DepthwiseKernel final : public KernelBase {
     a.y = t.out;
     a.dst = kVariant == Variant::Forward ? t.out : kVariant == Variant::BackwardData ? t.in : t.wei;
     a.ws = static_cast<float*>(workspace);
-    a.G = int(p.G);
+    a.chans = int(chans(p));
     for (int i = 0; i < 3; ++i) {
       a.in_[i] = int(p.in[i]);
       a.out_[i] = int(p.out[i]);
@@ -614,7 +677,7 @@ class DepthwiseKernel final : public KernelBase {
     a.pixels = int(pixels);
     a.mode = OutMode::Direct;
     a.ws_stride = p.weight_elems();
-    const unsigned gtiles = unsigned((p.G + Tr::Gt - 1) / Tr::Gt);
+    const unsigned gtiles = unsigned((chans(p) + Tr::Gt - 1) / Tr::Gt);
     const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
     gpuError_t e;
     if constexpr (kVariant != Variant::BackwardWeight) {
@@ -663,6 +726,7 @@ class DepthwiseKernel final : public KernelBase {
   }
 
  private:
+  static int64_t chans(const ConvProblem& p) { return p.G * p.C; }  // channels per pixel
   static gpuError_t invalid_value() {
 #if defined(CKGEN_NVIDIA)
     return cudaErrorInvalidValue;

@@ -499,19 +499,22 @@ struct ArchNumbers {
 
 inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
 
-// Direct (depthwise) instances (depthwise.hpp): a bandwidth estimate. Bytes: the read and written
-// tensors once, the source re-read by the filter rows that miss L1 (taps / filter width, half of
-// them from L2), group tiles that overhang G counted as traffic; threads: one group vector x
+// Direct instances (depthwise.hpp): a bandwidth estimate. Bytes: the read and written tensors
+// once, the source re-read by the filter rows that miss L1 (taps / filter width, half of them
+// from L2), channel tiles that overhang G * C counted as traffic; threads: one channel vector x
 // pixels per thread, too few resident warps to hide the memory latency slow it down (latency
-// bound below ~16 warps per SM). backward_weight adds its workspace traffic and the reduce launch.
+// bound below ~16 warps per SM). backward_weight adds its workspace traffic and the reduce
+// launch. Small groups (C = K > 1) add C fp32 FMAs per output element and tap; the estimate is
+// the larger of the memory and the FMA time (at the fp32 peak).
 inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
                                          const ArchNumbers& a) {
   CostEstimate c;
   auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
   const int eb = elem_bytes(k.datatype);
   const int64_t pixels = direct_pixels(k.variant, p);
-  const int64_t gtiles = cdiv(p.G, k.tile_n);
-  const double overhang = double(gtiles * k.tile_n) / double(p.G);
+  const int64_t chans = p.G * p.C;
+  const int64_t gtiles = cdiv(chans, k.tile_n);
+  const double overhang = double(gtiles * k.tile_n) / double(chans);
   const double taps = double(p.filter_spatial());
   const double rows_reread = std::max(1.0, taps / double(std::max<int64_t>(1, p.filter[2])));
   const double src = double(k.variant == Variant::BackwardData ? p.output_elems() : p.input_elems());
@@ -541,7 +544,10 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   c.tile_efficiency = 1.0 / overhang;
   const double warps_per_cu = double(active_threads) / a.warp_size / a.compute_units;
   const double latency = std::max(1.0, 16.0 / std::max(1.0, std::min(64.0, warps_per_cu)));
-  c.us = bytes * overhang / (a.bandwidth_gbs * 1e9) * 1e6 * std::sqrt(latency) + extra_us;
+  const double mem_us = bytes * overhang / (a.bandwidth_gbs * 1e9) * 1e6 * std::sqrt(latency);
+  const double fmas = double(pixels) * double(chans) * double(p.C) * taps;
+  const double fma_us = fmas * 2.0 / (a.peak_tflops(DataType::FP32) * 1e12) * 1e6;
+  c.us = std::max(mem_us, fma_us) + extra_us;
   return c;
 }
 

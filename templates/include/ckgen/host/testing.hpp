@@ -580,13 +580,18 @@ class SweepRng {
 inline ConvProblem random_problem(SweepRng& rng, int ndim) {
   for (;;) {
     // depthwise (C = K = 1): half of them G a multiple of 8 so the 16-byte direct instances
-    // (depthwise.hpp) draw them too
-    const bool depthwise = rng.chance(20);
-    const int64_t G = !depthwise        ? rng.pick<int64_t>({1, 1, 1, 2, 3, 4, 8, 32})
+    // (depthwise.hpp) draw them too; small groups (C = K = 2, 4 or 8, ResNeXt-style) for the
+    // direct small-group instances, G * C mostly a multiple of 8
+    const int kind = int(rng.uniform(0, 99));
+    const bool depthwise = kind < 20, small_groups = kind >= 20 && kind < 30;
+    const int64_t cg = small_groups ? rng.pick<int64_t>({2, 4, 4, 8}) : 1;
+    const int64_t G = small_groups     ? (rng.chance(75) ? (8 / cg) * rng.uniform(1, 8)
+                                                          : rng.uniform(1, 24))
+                      : !depthwise     ? rng.pick<int64_t>({1, 1, 1, 2, 3, 4, 8, 32})
                       : rng.chance(50) ? 8 * rng.uniform(1, 16)
                                         : rng.uniform(2, 64);
     auto channels = [&]() -> int64_t {
-      if (depthwise) return 1;
+      if (depthwise || small_groups) return cg;
       if (rng.chance(50)) return 8 * rng.uniform(1, 8);
       return rng.uniform(1, 40);
     };
