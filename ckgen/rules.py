@@ -79,7 +79,7 @@ Check = Callable[[KernelInstance, ArchSpec], "str | None"]
 GEMM, DIRECT, ALL = "gemm", "direct", "all"
 
 # The direct kernel, templates/include/ckgen/depthwise.hpp: depthwise problems (C = K = 1 per
-# group) and, forward / backward_data, small groups (C = K = Cg per group). Its fields:
+# group) and small groups (C = K = Cg per group). Its fields:
 #   tile [P, Ct, Cg]  a block covers Ct channels (Ct / Cg groups) and P pixels (forward: output
 #                     pixels, backward_data: input pixels, backward_weight: pixels per reduction
 #                     step); Cg: the channels per group the instance serves (1 = depthwise)
@@ -96,8 +96,8 @@ DIRECT_MAX_PIXELS_PER_THREAD = 8
 # The filter taps the direct kernel holds in registers (a compile-time 3x3 path; other filters
 # take the generic path that reads the taps' weights per pixel step).
 DIRECT_REGISTER_TAPS = 9
-# The channels per group (C = K) a direct instance may serve: tile K. 1 = depthwise (every
-# variant); 2 / 4 / 8 = small groups (forward / backward_data).
+# The channels per group (C = K) a direct instance may serve: tile K. 1 = depthwise, 2 / 4 / 8 =
+# small groups (backward_weight: one tap at a time, Cg x vector accumulators).
 DIRECT_GROUP_CHANNELS = (1, 2, 4, 8)
 
 
@@ -197,7 +197,9 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     _, _, pp = direct_layout(i, a)
     v = i.vec_c
     loaded = pp * -(-v * e // 4)
-    if i.variant is Variant.BACKWARD_WEIGHT:
+    if i.variant is Variant.BACKWARD_WEIGHT and i.tile[2] > 1:  # one tap: Cg x v accumulators
+        regs = i.tile[2] * v + pp * v + loaded
+    elif i.variant is Variant.BACKWARD_WEIGHT:
         regs = DIRECT_REGISTER_TAPS * v + pp * v + DIRECT_REGISTER_TAPS * loaded
     elif i.tile[2] > 1:  # filter in shared memory: one tap's v weights, the pixels' inputs in fp32
         regs = pp * v + v + pp * v + loaded
@@ -214,8 +216,6 @@ def _direct_fields(i: KernelInstance, a: ArchSpec) -> str | None:
     if i.tile[2] not in DIRECT_GROUP_CHANNELS:
         return (f"direct: tile K is the channels per group (C = K) served, one of {DIRECT_GROUP_CHANNELS}"
                 " (1 = depthwise)")
-    if i.tile[2] != 1 and i.variant is Variant.BACKWARD_WEIGHT:
-        return "direct backward_weight is depthwise only: tile K must be 1"
     if i.scheduler is not Scheduler.INTRAWAVE:
         return "direct: scheduler must be intrawave (no matrix pipeline to interleave)"
     if i.epilogue is not Epilogue.DEFAULT:

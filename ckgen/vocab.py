@@ -60,9 +60,8 @@ DATATYPE_BYTES = {DataType.FP16: 2, DataType.BF16: 2, DataType.FP32: 4}
 class Pipeline(Word):
     """The main loop. basic / multistage / wavelet are implicit-GEMM pipelines (LDS tiles, matrix
     instructions); wavelet_tma is the sm_90a forward wavelet whose load warpgroup feeds wgmma
-    through the tensor-memory-access engine (templates/include/ckgen/pipeline_tma.hpp); direct is no GEMM at all: depthwise convolution (C = K = 1 per group) or, forward /
-    backward_data, small groups (C = K = tile K per group) with each thread looping over the
-    filter taps (templates/include/ckgen/depthwise.hpp)."""
+    through the tensor-memory-access engine (templates/include/ckgen/pipeline_tma.hpp); direct is no GEMM at all: depthwise convolution (C = K = 1 per group) or small groups
+    (C = K = tile K per group) with each thread looping over the filter taps (templates/include/ckgen/depthwise.hpp)."""
 
     BASIC = ("basic", "basic", "Basic")
     MULTISTAGE = ("multistage", "ms", "Multistage")

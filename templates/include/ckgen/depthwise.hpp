@@ -1,6 +1,6 @@
 // DepthwiseKernel<Config>: the direct (not implicit-GEMM) kernel of Pipeline::Direct instances,
-// for depthwise problems (C = K = 1 per group) and, forward / backward_data, problems with small
-// groups (C = K = Cg per group, Cg = 2, 4 or 8: ResNeXt-style). NDHWGC / GKZYXC / NDHWGK: the
+// for depthwise problems (C = K = 1 per group) and problems with small groups (C = K = Cg per
+// group, Cg = 2, 4 or 8: ResNeXt-style). NDHWGC / GKZYXC / NDHWGK: the
 // G * Cg channels of a pixel are contiguous, and output channel j of group j / Cg reads the input
 // channels of the same group, so a thread's V output channels (whole groups) read the V input
 // channels at the same positions. Any filter size, stride, dilation and (asymmetric) padding,
@@ -22,10 +22,10 @@
 //   the group, output channel j adds its group's input channel c times w(j, tap, c).
 //   backward_data gathers: dx[i] = sum over taps of dy[(i + pl - f * d) / s] * w[f] where the
 //   division is exact and in range (no zero insertion).
-// backward_weight: block (slice, group tile) reduces dy * x over its slice of the N*Do*Ho*Wo
-//   output pixels for its Gt groups and all taps (1x3x3: all 9 x V accumulators in registers;
-//   otherwise one tap at a time), combines its threads through shared memory ([Rows][Gt]
-//   floats), then: one slice -> converted straight into dw; Stage::One -> fp32 atomics into a
+// backward_weight: block (slice, channel tile) reduces dy * x over its slice of the N*Do*Ho*Wo
+//   output pixels for its Gt channels and all taps (depthwise 1x3x3: all 9 x V accumulators in
+//   registers; otherwise, and for small groups, one tap at a time with Cg x V accumulators),
+//   combines its threads through shared memory ([Rows][Gt] floats), then: one slice -> converted straight into dw; Stage::One -> fp32 atomics into a
 //   zeroed workspace of G * taps floats + convert; Stage::Two -> its slice of a [slices][G * taps]
 //   fp32 workspace + reduce/convert (splitk_finish.hpp). Slices: RunOptions::k_batch, else the
 //   instance's kKBatch, else direct_auto_slices (direct_plan.hpp).
@@ -71,8 +71,6 @@ struct DirectTraits {
   static_assert((Cg == 1 || Cg == 2 || Cg == 4 || Cg == 8) && V % Cg == 0 &&
                     Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1,
                 "ckgen: direct needs Tile<P, Ct, Cg> with Cg in 1/2/4/8 dividing V, Waves<w, 1, 1>");
-  static_assert(Cg == 1 || kVariant != Variant::BackwardWeight,
-                "ckgen: direct backward_weight is depthwise only (Cg = 1)");
   static_assert(Cfg::WarpTile::kM == 1 && Cfg::WarpTile::kN == 1 && Cfg::WarpTile::kK == 1,
                 "ckgen: direct has no matrix instruction (WarpTile<1, 1, 1>)");
   static_assert(Gt % V == 0 && kThreads % TG == 0 && P % Rows == 0 && PP >= 1,
@@ -449,9 +447,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   using Tr = DirectTraits<Cfg>;
   using Raw = typename Tr::Raw;
   constexpr DataType D = Tr::kDataType;
-  constexpr int V = Tr::V, PP = Tr::PP;
+  constexpr int V = Tr::V, PP = Tr::PP, Cg = Tr::Cg;
   constexpr bool kCT = KZ > 0;
-  constexpr int kTaps = kCT ? KZ * KY * KX : 1;  // accumulators held at once
+  static_assert(!kCT || Cg == 1, "ckgen: small groups take one tap at a time (Cg x V accumulators)");
+  constexpr int kTaps = kCT ? KZ * KY * KX : 1;  // taps accumulated at once
   __shared__ float red[Tr::Rows * Tr::Gt];
 
   const int tid = threadIdx.x;
@@ -465,12 +464,15 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   const Raw* __restrict__ x = static_cast<const Raw*>(a.x);
   const Raw* __restrict__ dy = static_cast<const Raw*>(a.y);
 
-  // Accumulates taps [t0, t0 + kTaps) (kCT: all of them) over this thread's pixels.
-  auto accumulate = [&](int t0, float (&acc)[kTaps][V]) {
+  // Accumulates taps [t0, t0 + kTaps) (kCT: all of them) over this thread's pixels: acc[t][c][k]
+  // is channel k's weight for input channel c of its group (depthwise: c = 0).
+  auto accumulate = [&](int t0, float (&acc)[kTaps][Cg][V]) {
 #pragma unroll
     for (int t = 0; t < kTaps; ++t)
 #pragma unroll
-      for (int k = 0; k < V; ++k) acc[t][k] = 0.f;
+      for (int c = 0; c < Cg; ++c)
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[t][c][k] = 0.f;
     if (!gok) return;
     int rz = 0, ry = 0, rx = 0;  // the runtime tap t0 (generic filter)
     if constexpr (!kCT) {
@@ -512,25 +514,26 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
           float f[V];
           to_floats<D, V>(load_if<D, V>(ok, x + off), f);
 #pragma unroll
-          for (int k = 0; k < V; ++k) acc[t][k] = fmaf(gy[j][k], f[k], acc[t][k]);
+          for (int c = 0; c < Cg; ++c) group_fma<V, Cg>(acc[t][c], f, gy[j], c);
         }
       }
     }
   };
 
-  // Sums acc over the block's pixel rows and writes taps [t0, t0 + kTaps) of the Gt groups.
-  auto combine = [&](int t0, const float (&acc)[kTaps][V]) {
+  // Sums acc over the block's pixel rows and writes taps [t0, t0 + kTaps) of the Gt channels.
+  auto combine = [&](int t0, const float (&acc)[kTaps][Cg][V]) {
 #pragma unroll
-    for (int t = 0; t < kTaps; ++t) {
+    for (int tc = 0; tc < kTaps * Cg; ++tc) {
+      const int t = tc / Cg, c = tc % Cg;
 #pragma unroll
-      for (int k = 0; k < V; ++k) red[row * Tr::Gt + gv * V + k] = acc[t][k];
+      for (int k = 0; k < V; ++k) red[row * Tr::Gt + gv * V + k] = acc[t][c][k];
       __syncthreads();
       for (int c = tid; c < Tr::Gt; c += Tr::kThreads) {
         const int g = int(blockIdx.y) * Tr::Gt + c;
         if (g < a.chans) {
           float s = 0.f;
           for (int r = 0; r < Tr::Rows; ++r) s += red[r * Tr::Gt + c];
-          const int64_t off = int64_t(g) * taps + t0 + t;
+          const int64_t off = weight_index<true, Cg>(g, taps, t0 + t, c);
           if (a.mode == OutMode::Direct)
             static_cast<Raw*>(a.dst)[off] = float_to_raw<D>(s);
           else if (a.mode == OutMode::AtomicF32)
@@ -543,7 +546,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
     }
   };
 
-  float acc[kTaps][V];
+  float acc[kTaps][Cg][V];
   if constexpr (kCT) {
     accumulate(0, acc);
     combine(0, acc);
@@ -632,8 +635,8 @@ class DepthwiseKernel final : public KernelBase {
     if constexpr (kVariant == Variant::BackwardWeight) {
       if (opts.k_batch < 0 || opts.k_batch > kDirectMaxSlices)
         return "k_batch " + str(opts.k_batch) + " out of range 0..1024 (0 = chosen per problem)";
-      if (int64_t(p.G) * p.filter_spatial() * kDirectMaxSlices > kMax32)
-        return "G * Z * Y * X too large for the workspace index";
+      if (p.weight_elems() * kDirectMaxSlices > kMax32)
+        return "G * K * Z * Y * X * C too large for the workspace index";
     } else {
       if ((pixels + Tr::P - 1) / Tr::P > kMax32) return "too many pixel blocks for grid.x";
     }
@@ -712,9 +715,14 @@ class DepthwiseKernel final : public KernelBase {
         if (e != gpuSuccess) return e;
       }
       const dim3 grid(unsigned(s.count), gtiles, 1);
-      if (k3x3)
-        depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
-      else
+      bool launched = false;
+      if constexpr (Tr::Cg == 1) {  // small groups take one tap at a time (any filter)
+        if (k3x3) {
+          depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+          launched = true;
+        }
+      }
+      if (!launched)
         depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
       e = gpuGetLastError();
       if (e != gpuSuccess || a.mode == OutMode::Direct) return e;
