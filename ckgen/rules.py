@@ -178,10 +178,10 @@ def direct_layout(i: KernelInstance, a: ArchSpec) -> tuple[int, int, int]:
 def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
     """backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Ct]
     floats (= threads x vector); forward / backward_data with Cg > 1 hold the block's 3x3 filter
-    as fp32 (taps x Cg x Ct), depthwise forward / backward_data use no shared memory."""
+    as fp32 (taps x Cg rows of Ct + 4), depthwise forward / backward_data use no shared memory."""
     if i.variant is not Variant.BACKWARD_WEIGHT:
         cg = i.tile[2]
-        return DIRECT_REGISTER_TAPS * cg * i.tile[1] * 4 if cg > 1 else 0
+        return DIRECT_REGISTER_TAPS * cg * (i.tile[1] + 4) * 4 if cg > 1 else 0
     return i.waves[0] * i.waves[1] * i.waves[2] * warp_size * i.vec_c * 4
 
 

@@ -79,11 +79,11 @@ def test_fields_that_do_not_apply_are_rejected_with_a_reason(change: dict, rule:
 @pytest.mark.parametrize("cg", [2, 4, 8])
 def test_small_group_instances_are_valid_on_every_target(arch: str, variant: Variant, cg: int) -> None:
     """tile K = channels per group (C = K) served. forward / backward_data hold the block's 3x3
-    filter in shared memory as fp32 (taps x cg x channels); backward_weight reduces one tap at a
+    filter in shared memory as fp32 (taps x cg rows of channels + 4); backward_weight reduces one tap at a
     time through the depthwise [pixel rows][channels] buffer."""
     i = direct(variant, tile=(32, 64, cg))
     assert rules.check(i, ARCHS[arch]) is None
-    lds = 4 * ARCHS[arch].warp_size * 8 * 4 if variant is Variant.BACKWARD_WEIGHT else 9 * cg * 64 * 4
+    lds = 4 * ARCHS[arch].warp_size * 8 * 4 if variant is Variant.BACKWARD_WEIGHT else 9 * cg * (64 + 4) * 4
     assert rules.lds_bytes(i, ARCHS[arch]) == lds
     assert instance_name(i).endswith(f"_2d_t32x64x{cg}_w4x1x1_wt1x1x1_direct_v8x8x8") and parse_name(i.name) == i
 

@@ -264,7 +264,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
   constexpr bool kSmemW = kCT && Cg > 1;
   static_assert(!(kFwd && kGather), "ckgen: forward never gathers");
   static_assert(!kWindow || kCT, "ckgen: the window path needs a compile-time filter");
-  __shared__ __attribute__((aligned(16))) float wsm[kSmemW ? kTaps * Cg * Tr::Gt : 1];
+  constexpr int kRow = Tr::Gt + 4;  // wsm row: 16-byte aligned, the fill's banks 4 apart per row
+  __shared__ __attribute__((aligned(16))) float wsm[kSmemW ? kTaps * Cg * kRow : 1];
 
   const int tid = threadIdx.x;
   const int gv = tid % Tr::TG, row = tid / Tr::TG;
@@ -272,11 +273,18 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
   const int m0 = int(blockIdx.x) * Tr::P + row * PP;
   const int taps = kCT ? kTaps : a.taps;
   const Raw* __restrict__ wg = static_cast<const Raw*>(a.w);
-  if constexpr (kSmemW) {  // the block's Ct channels x taps x Cg weights, [tap][c][channel]
-    for (int e = tid; e < kTaps * Cg * Tr::Gt; e += Tr::kThreads) {
-      const int j = e % Tr::Gt, c = (e / Tr::Gt) % Cg, t = e / (Tr::Gt * Cg);
-      const int ch = int(blockIdx.y) * Tr::Gt + j;
-      wsm[e] = ch < a.chans ? raw_to_float<D>(wg[weight_index<kFwd, Cg>(ch, kTaps, t, c)]) : 0.f;
+  if constexpr (kSmemW) {
+    // The block's Ct channels are whole groups, so their weights are one contiguous slab of
+    // Ct x taps x Cg elements (GKZYXC), read coalesced. Element (channel q, tap t, last index l)
+    // goes to wsm[t][c][j]: forward w(j, t, c) -> c = l, j = q; backward_data w(group base + c,
+    // t, j % Cg) -> c = q % Cg, j = q - q % Cg + l.
+    const int ch0 = int(blockIdx.y) * Tr::Gt;
+    const Raw* __restrict__ slab = wg + int64_t(ch0) * kTaps * Cg;
+    const int live_elems = (a.chans - ch0 < Tr::Gt ? a.chans - ch0 : Tr::Gt) * kTaps * Cg;
+    for (int e = tid; e < Tr::Gt * kTaps * Cg; e += Tr::kThreads) {
+      const int q = e / (kTaps * Cg), t = (e / Cg) % kTaps, l = e % Cg;
+      const int c = kFwd ? l : q % Cg, j = kFwd ? q : q - q % Cg + l;
+      wsm[(t * Cg + c) * kRow + j] = e < live_elems ? raw_to_float<D>(slab[e]) : 0.f;
     }
     __syncthreads();
   }
@@ -301,7 +309,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
 #pragma unroll
       for (int k = 0; k < V; ++k) wv[k] = wr[t][k];
     } else if constexpr (kSmemW) {
-      const float* ws = wsm + (t * Cg + c) * Tr::Gt + gv * V;
+      const float* ws = wsm + (t * Cg + c) * kRow + gv * V;
       if constexpr (V % 4 == 0) {  // 16-byte shared loads (ws is 16-byte aligned)
 #pragma unroll
         for (int k = 0; k < V; k += 4) {
