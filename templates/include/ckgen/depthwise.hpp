@@ -536,11 +536,11 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
 #pragma unroll
       for (int k = 0; k < V; ++k) red[row * Tr::Gt + gv * V + k] = acc[t][c][k];
       __syncthreads();
-      for (int c = tid; c < Tr::Gt; c += Tr::kThreads) {
-        const int g = int(blockIdx.y) * Tr::Gt + c;
+      for (int q = tid; q < Tr::Gt; q += Tr::kThreads) {
+        const int g = int(blockIdx.y) * Tr::Gt + q;
         if (g < a.chans) {
           float s = 0.f;
-          for (int r = 0; r < Tr::Rows; ++r) s += red[r * Tr::Gt + c];
+          for (int r = 0; r < Tr::Rows; ++r) s += red[r * Tr::Gt + q];
           const int64_t off = weight_index<true, Cg>(g, taps, t0 + t, c);
           if (a.mode == OutMode::Direct)
             static_cast<Raw*>(a.dst)[off] = float_to_raw<D>(s);
