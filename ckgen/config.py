@@ -132,7 +132,7 @@ class FieldSpec:
 FIELDS: dict[str, FieldSpec] = {
     "datatype": FieldSpec(_word(DataType), "element type (fp32 accumulation): " + ", ".join(DataType.allowed()), DataType.FP16),
     "ndim": FieldSpec(_int(1, 3), "spatial dimensions: 1, 2 or 3", 2),
-    "tile": FieldSpec(_triple(1, 1024), "block tile [M, N, K] of the implicit GEMM (direct: [pixels, groups, 1])", (128, 128, 32), True),
+    "tile": FieldSpec(_triple(1, 1024), "block tile [M, N, K] of the implicit GEMM (direct: [pixels, channels, channels per group])", (128, 128, 32), True),
     "waves": FieldSpec(_triple(1, 16), "waves (warps) per block along [M, N, K] (direct: [w, 1, 1])", (2, 2, 1), True),
     "warp_tile": FieldSpec(_warp_tile, "matrix instruction [M, N, K], or 'auto' for every legal one (direct: [1, 1, 1])", "auto", True),
     "pipeline": FieldSpec(_word(Pipeline), "main loop: " + ", ".join(Pipeline.allowed()), Pipeline.BASIC),
