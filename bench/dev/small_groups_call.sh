@@ -8,24 +8,28 @@
 #   3. Nsight Compute sections (speed of light, occupancy, warp states) of the forward ResNeXt
 #      rows on the default small-group tiles: $OUT/ncu_sg_<tile>.txt.
 #   bash bench/dev/small_groups_call.sh     (carry .gtest)
+#   CAND_PREFIX=sg4_ TESTS=0 NCU=0 bash bench/dev/small_groups_call.sh   # other candidates, sweep only
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/ckgen-out}
 mkdir -p "$OUT"
-GTEST_FILTER='-*_support.*' GEN_ARGS="--kernels *direct*" BUILD_SETS=tests PHASES="build test" \
-  OUT=$OUT/dev bash "$ROOT/bench/device.sh"
-cp "$OUT/dev/summary.txt" "$OUT/tests_summary.txt"
-tar czf "$OUT/tests_logs.tar.gz" -C "$OUT/dev" . && rm -rf "$OUT/dev"
-OUT=$OUT/sweep WORK=/tmp/sweep-work CAND_PREFIX=sg_ SHAPES=$ROOT/templates/project/shapes/coverage.csv \
+if [ "${TESTS:-1}" = 1 ]; then
+  GTEST_FILTER='-*_support.*' GEN_ARGS="--kernels *direct*" BUILD_SETS=tests PHASES="build test" \
+    OUT=$OUT/dev bash "$ROOT/bench/device.sh"
+  cp "$OUT/dev/summary.txt" "$OUT/tests_summary.txt"
+  tar czf "$OUT/tests_logs.tar.gz" -C "$OUT/dev" . && rm -rf "$OUT/dev"
+fi
+OUT=$OUT/sweep WORK=/tmp/sweep-work CAND_PREFIX=${CAND_PREFIX:-sg_} SHAPES=$ROOT/templates/project/shapes/coverage.csv \
   GEN_EXTRA="--pipeline direct" bash "$ROOT/bench/dev/perf_sweep.sh" > "$OUT/sweep_run.txt" 2>&1
 cp "$OUT/sweep/sweep.txt" "$OUT/sweep.txt" 2>/dev/null
 tar czf "$OUT/sweep_csv.tar.gz" -C "$OUT/sweep" . && rm -rf "$OUT/sweep"
 bin=/tmp/sweep-work/gen/build/bin/ckgen_profiler_forward
 for t in t64x64x4_w4x1x1 t32x64x8_w4x1x1; do
+  [ "${NCU:-1}" = 1 ] || break
   timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy --section WarpStateStats \
     --section MemoryWorkloadAnalysis "$bin" --shapes "$ROOT/templates/project/shapes/coverage.csv" \
     --shape 'resnext*' --kernels "*fp16_2d_${t}_wt1x1x1_direct*" --datatype fp16 --verify none \
     --warmup 0 --repeat 1 --iters 1 --timing loop > "$OUT/ncu_sg_$t.txt" 2>&1
 done
-cat "$OUT/tests_summary.txt" "$OUT/sweep.txt"
+cat "$OUT"/tests_summary.txt "$OUT/sweep.txt"
 grep -hE "Duration|Throughput|Achieved Occupancy|Registers|Stall|Warp Cycles|Theoretical Occ|Block Limit" "$OUT"/ncu_sg_*.txt | head -60
