@@ -87,11 +87,20 @@ GEMM, DIRECT, ALL = "gemm", "direct", "all"
 #                     pixels, each thread P / (threads / (Ct / vector)) pixels
 #   vector [v, v, v]  v consecutive channels (whole groups) per thread, one access of v elements
 #                     per tensor
-#   warp_tile         [1, 1, 1]: no matrix instruction
+#   warp_tile         [1, 1, 1]: plain fp32 FMA; [16, 8, 16]: the matrix path (direct_mma.hpp,
+#                     mma.sync targets, fp16 / bf16, forward / backward_data, C = K = 8 per group):
+#                     tile K 8, vector 8, tile N a multiple of 64 channels, tile M a multiple of
+#                     16 x w pixels (m16 tiles per warp); stages of two taps ((M + 8) x N
+#                     elements), as many as 48 KB holds up to 5, at least 2
 # Everything else takes its default (no LDS pipeline, no merged groups, no epilogue choice, no
 # specialization); backward_weight splits its reduction over N*Do*Ho*Wo with k_batch (0 = per
 # problem) and stage one (fp32 atomics) or two (per-split partials + reduce).
 DIRECT_WARP_TILE = (1, 1, 1)
+DIRECT_MMA_WARP_TILE = (16, 8, 16)
+DIRECT_MMA_GROUP_CHANNELS = 8  # kDirectMmaGroupChannels
+DIRECT_MMA_CHANNEL_STEP = 64  # tile N: runs of 8 group chunks (the shared-memory swizzle)
+DIRECT_MMA_MAX_LDS = 48 * 1024  # static shared memory (kDirectMmaMaxSmem)
+DIRECT_MMA_MAX_STAGES = 5  # the five tap pairs of a 3x3 filter (kDirectMmaMaxStages)
 DIRECT_MAX_PIXELS_PER_THREAD = 8
 # The filter taps the direct kernel holds in registers (a compile-time 3x3 path; other filters
 # take the generic path that reads the taps' weights per pixel step).
@@ -110,9 +119,10 @@ class Rule:
 
 
 def math_unit(i: KernelInstance, a: ArchSpec) -> MathUnit:
-    """The math unit an instance runs on: the direct pipeline uses plain FMA."""
+    """The math unit an instance runs on: the direct pipeline uses plain FMA, or mma.sync on
+    its matrix path."""
     if i.pipeline is Pipeline.DIRECT:
-        return MathUnit.FMA
+        return MathUnit.MMA_SYNC if is_direct_mma(i) else MathUnit.FMA
     return a.math_unit_for(i.datatype, i.warp_tile)
 
 
@@ -175,10 +185,28 @@ def direct_layout(i: KernelInstance, a: ArchSpec) -> tuple[int, int, int]:
     return tg, rows, max(1, i.tile[0] // rows)
 
 
+def is_direct_mma(i: KernelInstance) -> bool:
+    """A direct instance on the matrix path (direct_mma.hpp)."""
+    return i.pipeline is Pipeline.DIRECT and tuple(i.warp_tile) == DIRECT_MMA_WARP_TILE
+
+
+def direct_mma_stage_bytes(i: KernelInstance) -> int:
+    """One stage of the matrix path: two taps of A (tile M x tile N) and B (tile N x 8)."""
+    return 2 * (i.tile[0] + 8) * i.tile[1] * DATATYPE_BYTES[i.datatype]
+
+
+def direct_mma_stages(i: KernelInstance) -> int:
+    """As many stages as the static shared memory holds, at most one per tap pair of a 3x3
+    filter (DirectMmaTraits::kStages)."""
+    return min(DIRECT_MMA_MAX_STAGES, DIRECT_MMA_MAX_LDS // direct_mma_stage_bytes(i))
+
+
 def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
-    """backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Ct]
+    """The matrix path: its stages (DirectMmaTraits::kSmemBytes). backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Ct]
     floats (= threads x vector); forward / backward_data with Cg > 1 hold the block's 3x3 filter
     as fp32 (taps x Cg rows of Ct + 4), depthwise forward / backward_data use no shared memory."""
+    if is_direct_mma(i):
+        return direct_mma_stages(i) * direct_mma_stage_bytes(i)
     if i.variant is not Variant.BACKWARD_WEIGHT:
         cg = i.tile[2]
         return DIRECT_REGISTER_TAPS * cg * (i.tile[1] + 4) * 4 if cg > 1 else 0
@@ -194,6 +222,12 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     backward_weight 4 pixels/thread -> 278 estimated, 255 used + spills (rejected); 2 -> 190,
     180 used; forward 4 pixels -> 150, 125-146 used (bf16 182)."""
     e = DATATYPE_BYTES[i.datatype]
+    if is_direct_mma(i):  # m16 x n8 accumulators, two fragments, per-pixel copy coordinates
+        threads = i.waves[0] * a.warp_size
+        chunks = i.tile[1] // 8
+        acc = i.tile[0] // 16 // max(1, i.waves[0]) * chunks * 4
+        copies = max(1, i.tile[0] * chunks // threads)
+        return acc + 6 + copies * 6 + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
     _, _, pp = direct_layout(i, a)
     v = i.vec_c
     loaded = pp * -(-v * e // 4)
@@ -209,8 +243,18 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
 
 
 def _direct_fields(i: KernelInstance, a: ArchSpec) -> str | None:
-    if i.warp_tile != DIRECT_WARP_TILE:
-        return "direct has no matrix instruction: warp_tile must be [1, 1, 1]"
+    if tuple(i.warp_tile) == DIRECT_MMA_WARP_TILE:
+        if a.math_unit_for(i.datatype, DIRECT_MMA_WARP_TILE) is not MathUnit.MMA_SYNC:
+            return (f"direct warp_tile {list(DIRECT_MMA_WARP_TILE)} is the mma.sync path: not for "
+                    f"{i.datatype.value} on {a.name} (use [1, 1, 1])")
+        if i.variant is Variant.BACKWARD_WEIGHT:
+            return f"direct warp_tile {list(DIRECT_MMA_WARP_TILE)} is forward / backward_data only"
+        if i.tile[2] != DIRECT_MMA_GROUP_CHANNELS:
+            return (f"direct warp_tile {list(DIRECT_MMA_WARP_TILE)} serves C = K = "
+                    f"{DIRECT_MMA_GROUP_CHANNELS} per group: tile K must be {DIRECT_MMA_GROUP_CHANNELS}")
+    elif i.warp_tile != DIRECT_WARP_TILE:
+        return (f"direct warp_tile must be {list(DIRECT_WARP_TILE)} (FMA) or "
+                f"{list(DIRECT_MMA_WARP_TILE)} (mma.sync, C = K = 8 per group)")
     if i.waves[1] != 1 or i.waves[2] != 1:
         return "direct: waves must be [w, 1, 1] (w warps per block, no GEMM wave layout)"
     if i.tile[2] not in DIRECT_GROUP_CHANNELS:
@@ -243,6 +287,8 @@ def _direct_layout(i: KernelInstance, a: ArchSpec) -> str | None:
         return f"vector size {v} x {e} bytes exceeds a 16-byte access"
     threads = i.waves[0] * a.warp_size
     pixels, chans, cg = i.tile
+    if is_direct_mma(i):
+        return _direct_mma_layout(i, a)
     if v % cg:
         return f"direct: vector {v} does not hold whole groups of {cg} channels (tile K)"
     if chans % v:
@@ -255,6 +301,21 @@ def _direct_layout(i: KernelInstance, a: ArchSpec) -> str | None:
         return f"direct: tile M={pixels} pixels is not a multiple of the {rows} pixel rows of threads"
     if pixels // rows > DIRECT_MAX_PIXELS_PER_THREAD:
         return f"direct: {pixels // rows} pixels per thread > {DIRECT_MAX_PIXELS_PER_THREAD}"
+    return None
+
+
+def _direct_mma_layout(i: KernelInstance, a: ArchSpec) -> str | None:
+    # (tile M x tile N / 8) chunks are then a multiple of 4 x threads: every thread copies as many.
+    pixels, chans, _ = i.tile
+    if i.vec_c != 8:
+        return "direct matrix path: vector must be [8, 8, 8] (16-byte group chunks)"
+    if chans % DIRECT_MMA_CHANNEL_STEP:
+        return f"direct matrix path: tile N={chans} is not a multiple of {DIRECT_MMA_CHANNEL_STEP} channels"
+    if pixels % (16 * i.waves[0]):
+        return f"direct matrix path: tile M={pixels} is not a multiple of 16 pixels x {i.waves[0]} warps"
+    if direct_mma_stages(i) < 2:
+        return (f"direct matrix path: a stage of {direct_mma_stage_bytes(i)} bytes (two taps) leaves no "
+                f"room for two stages in {DIRECT_MMA_MAX_LDS} bytes of static shared memory")
     return None
 
 

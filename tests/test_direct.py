@@ -51,7 +51,8 @@ def test_direct_instances_are_valid_on_every_target(arch: str, variant: Variant,
 @pytest.mark.parametrize(
     "change,rule,words",
     [
-        (dict(warp_tile=(16, 8, 16)), "direct_fields", "warp_tile must be [1, 1, 1]"),
+        (dict(warp_tile=(32, 32, 8)), "direct_fields", "warp_tile must be [1, 1, 1] (FMA) or [16, 8, 16]"),
+        (dict(warp_tile=(16, 8, 16)), "direct_fields", "serves C = K = 8 per group: tile K must be 8"),
         (dict(waves=(2, 2, 1)), "direct_fields", "waves must be [w, 1, 1]"),
         (dict(tile=(64, 64, 32)), "direct_fields", "tile K is the channels per group (C = K) served, one of (1, 2, 4, 8)"),
         (dict(tile=(64, 64, 3)), "direct_fields", "one of (1, 2, 4, 8)"),
@@ -134,3 +135,53 @@ def test_cpp_side_dispatches_direct_and_check_isa_knows_its_kernel() -> None:
             "_ZN5ckgen19grouped_conv_kernelINS_9generated3xyzEEEvNS_8ConvArgsE"]
     assert isa._kernel_symbols(syms, "abc") == sorted(syms[:2])
     assert isa._kernel_symbol(syms, "xyz") == syms[2]
+
+
+def mma_direct(variant: Variant = Variant.FORWARD, datatype: DataType = DataType.FP16, **kw) -> KernelInstance:
+    return direct(variant, datatype, 8, **{"tile": (64, 64, 8), "warp_tile": (16, 8, 16), **kw})
+
+
+@pytest.mark.parametrize("variant", [Variant.FORWARD, Variant.BACKWARD_DATA])
+@pytest.mark.parametrize("datatype", [DataType.FP16, DataType.BF16])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_matrix_path_is_valid_on_mma_sync_targets(variant: Variant, datatype: DataType, arch: str) -> None:
+    i = mma_direct(variant, datatype)
+    assert i.name.endswith("_t64x64x8_w4x1x1_wt16x8x16_direct_v8x8x8") and parse_name(i.name) == i
+    assert rules.check(i, ARCHS[arch]) is None
+    assert rules.math_unit(i, ARCHS[arch]) is MathUnit.MMA_SYNC
+    # stages x two taps x (64 + 8) rows x 64 channels x 2 bytes: DirectMmaTraits::kSmemBytes
+    assert rules.lds_bytes(i, ARCHS[arch]) == 2 * 18432
+    assert rules.lds_bytes(replace(i, tile=(32, 64, 8), waves=(2, 1, 1)), ARCHS[arch]) == 4 * 10240
+    assert rules.lds_bytes(replace(i, tile=(16, 64, 8), waves=(1, 1, 1)), ARCHS[arch]) == 5 * 6144
+
+
+@pytest.mark.parametrize("arch", [a for a in ALL_ARCHS if not a.startswith("sm_")])
+def test_matrix_path_is_refused_where_there_is_no_mma_sync(arch: str) -> None:
+    bad = rules.check(mma_direct(), ARCHS[arch])
+    assert bad is not None and bad[0] == "direct_fields" and "mma.sync path" in bad[1], bad
+
+
+@pytest.mark.parametrize(
+    "change,rule,words",
+    [
+        (dict(datatype=DataType.FP32, vec_a=4, vec_b=4, vec_c=4), "direct_fields", "mma.sync path: not for fp32"),
+        (dict(variant=Variant.BACKWARD_WEIGHT, k_batch=0), "direct_fields", "forward / backward_data only"),
+        (dict(tile=(64, 64, 4)), "direct_fields", "tile K must be 8"),
+        (dict(tile=(64, 32, 8)), "direct_layout", "not a multiple of 64 channels"),
+        (dict(tile=(48, 64, 8)), "direct_layout", "not a multiple of 16 pixels x 4 warps"),
+        (dict(tile=(128, 64, 8), waves=(8, 1, 1)), "direct_layout", "no room for two stages in 49152 bytes"),
+    ],
+)
+def test_matrix_path_fields_are_checked(change: dict, rule: str, words: str) -> None:
+    bad = rules.check(replace(mma_direct(), **change), ARCHS["sm_90a"])
+    assert bad is not None and bad[0] == rule and words in bad[1], bad
+
+
+def test_matrix_path_is_in_the_default_and_test_sets_for_nvidia_only() -> None:
+    for variant in (Variant.FORWARD, Variant.BACKWARD_DATA):
+        for config_set in ("default", "tests"):
+            for arch in ("sm_90a", "gfx942"):
+                cfgs = load_configs(default_config_paths([variant], config_set))
+                names = [i.name for i in expand(cfgs, ARCHS[arch], Filters()).instances]
+                mma = [n for n in names if "_wt16x8x16_direct_" in n]
+                assert bool(mma) == (arch == "sm_90a"), (variant, config_set, arch, mma)

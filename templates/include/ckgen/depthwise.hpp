@@ -42,6 +42,8 @@
 
 #include "ckgen/config.hpp"
 #include "ckgen/conv_maps.hpp"
+#include "ckgen/direct_common.hpp"
+#include "ckgen/direct_mma.hpp"
 #include "ckgen/direct_plan.hpp"
 #include "ckgen/fast_div.hpp"
 #include "ckgen/kernel_base.hpp"
@@ -71,8 +73,13 @@ struct DirectTraits {
   static_assert((Cg == 1 || Cg == 2 || Cg == 4 || Cg == 8) && V % Cg == 0 &&
                     Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1,
                 "ckgen: direct needs Tile<P, Ct, Cg> with Cg in 1/2/4/8 dividing V, Waves<w, 1, 1>");
-  static_assert(Cfg::WarpTile::kM == 1 && Cfg::WarpTile::kN == 1 && Cfg::WarpTile::kK == 1,
-                "ckgen: direct has no matrix instruction (WarpTile<1, 1, 1>)");
+  // WarpTile<16, 8, 16>: the matrix path (direct_mma.hpp), else plain FMA (WarpTile<1, 1, 1>).
+  static constexpr bool kMma = Cfg::WarpTile::kM == 16;
+  static constexpr int kMinBlocks = kMma ? 512 / kThreads : 1;
+  static_assert((Cfg::WarpTile::kM == 1 && Cfg::WarpTile::kN == 1 && Cfg::WarpTile::kK == 1) ||
+                    (kMma && Cfg::WarpTile::kN == 8 && Cfg::WarpTile::kK == 16 &&
+                     kVariant != Variant::BackwardWeight),
+                "ckgen: direct takes WarpTile<1, 1, 1> (FMA) or, forward / backward_data, <16, 8, 16> (mma.sync)");
   static_assert(Gt % V == 0 && kThreads % TG == 0 && P % Rows == 0 && PP >= 1,
                 "ckgen: direct threads must tile the block's groups and pixels");
   static_assert(kThreads <= 1024, "ckgen: too many threads per block");
@@ -94,120 +101,7 @@ struct DirectTraits {
 //   Gather  backward_data with a stride > 1: o = (i + pl - k * dil) / s where exact and in range.
 enum class DirectPath { Linear, Window, Gather };
 
-struct DirectArgs {
-  const void* x = nullptr;  // input (forward, backward_weight)
-  const void* w = nullptr;  // weight (forward, backward_data)
-  const void* y = nullptr;  // output / its gradient (backward_data, backward_weight)
-  void* dst = nullptr;      // the written tensor
-  float* ws = nullptr;      // backward_weight workspace
-  int chans;  // channels per pixel: G * Cg (depthwise: G)
-  int in_[3], out_[3], fil[3], s[3], dil[3], pl[3];
-  int taps;                     // Z * Y * X
-  int in_spatial, out_spatial;  // Di*Hi*Wi, Do*Ho*Wo
-  int pixels;                   // the iterated pixels (direct_pixels)
-  FastDiv fd_pix[3];            // the iterated tensor's D, H, W sizes
-  FastDiv fd_s[3];              // strides (backward_data)
-  int slice_pixels;             // backward_weight: pixels per slice (a multiple of P)
-  int64_t ws_stride;            // backward_weight two-stage: floats per slice (G * taps)
-  OutMode mode;
-};
-
 namespace direct {
-
-// V elements as loaded: 16-bit pairs as 32-bit words (the conversions then select halves of a
-// register instead of permuting bytes), else the raw elements.
-template <DataType D, int V>
-struct Packet {
-  using Raw = typename DataTypeTraits<D>::raw;
-  static constexpr bool kPairs = sizeof(Raw) == 2 && V % 2 == 0;
-  using Word = std::conditional_t<kPairs, uint32_t, Raw>;
-  static constexpr int N = kPairs ? V / 2 : V;
-  using type = Vec<Word, N>;
-};
-template <DataType D, int V>
-using packet_t = typename Packet<D, V>::type;
-
-// V floats from a packet (NVIDIA fp16: one HADD2.F32 per element; bf16: a shift / mask).
-template <DataType D, int V>
-CKGEN_DEVICE CKGEN_FORCEINLINE void to_floats(const packet_t<D, V>& r, float (&f)[V]) {
-  if constexpr (!Packet<D, V>::kPairs) {
-#pragma unroll
-    for (int k = 0; k < V; ++k) f[k] = raw_to_float<D>(r.v[k]);
-  } else {
-#pragma unroll
-    for (int k = 0; k < V / 2; ++k) {
-      const uint32_t u = r.v[k];
-      if constexpr (D == DataType::BF16) {
-        const uint32_t lo = u << 16, hi = u & 0xffff0000u;
-        memcpy(&f[2 * k], &lo, 4);
-        memcpy(&f[2 * k + 1], &hi, 4);
-      } else {
-#if defined(CKGEN_NVIDIA)
-        __half2 h;
-        memcpy(&h, &u, 4);
-        const float2 t = __half22float2(h);
-        f[2 * k] = t.x;
-        f[2 * k + 1] = t.y;
-#else
-        f[2 * k] = raw_to_float<D>(uint16_t(u));
-        f[2 * k + 1] = raw_to_float<D>(uint16_t(u >> 16));
-#endif
-      }
-    }
-  }
-}
-
-template <DataType D, int V>
-CKGEN_DEVICE CKGEN_FORCEINLINE void load(const typename DataTypeTraits<D>::raw* __restrict__ p,
-                                         float (&f)[V]) {
-  const packet_t<D, V> r = *reinterpret_cast<const packet_t<D, V>*>(p);
-  to_floats<D, V>(r, f);
-}
-
-// V floats -> V raw elements (NVIDIA 16-bit: one F2FP pack per pair, round to nearest even).
-template <DataType D, int V>
-CKGEN_DEVICE CKGEN_FORCEINLINE void store(typename DataTypeTraits<D>::raw* __restrict__ p,
-                                          const float (&f)[V]) {
-  using Raw = typename DataTypeTraits<D>::raw;
-#if defined(CKGEN_NVIDIA)
-  if constexpr (Packet<D, V>::kPairs) {
-    packet_t<D, V> r;
-#pragma unroll
-    for (int k = 0; k < V / 2; ++k) {
-      if constexpr (D == DataType::FP16) {
-        const __half2 h = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
-        memcpy(&r.v[k], &h, 4);
-      } else {
-        const __nv_bfloat162 h = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-        memcpy(&r.v[k], &h, 4);
-      }
-    }
-    *reinterpret_cast<packet_t<D, V>*>(p) = r;
-    return;
-  }
-#endif
-  Vec<Raw, V> r;
-#pragma unroll
-  for (int k = 0; k < V; ++k) r.v[k] = float_to_raw<D>(f[k]);
-  *reinterpret_cast<Vec<Raw, V>*>(p) = r;
-}
-
-// Pixel m of the iterated tensor -> (n, d, h, w).
-CKGEN_DEVICE CKGEN_FORCEINLINE void split_pixel(const DirectArgs& a, int m, int& n, int& d, int& h,
-                                                int& w) {
-  int q;
-  a.fd_pix[2].divmod(m, q, w);
-  a.fd_pix[1].divmod(q, q, h);
-  a.fd_pix[0].divmod(q, n, d);
-}
-
-// backward_data: the output coordinate o with o * s == i + pl - f * dil, if it exists in range.
-CKGEN_DEVICE CKGEN_FORCEINLINE bool gather_coord(int t, const FastDiv& fs, int s, int size, int& o) {
-  const bool nonneg = t >= 0;
-  const int tc = nonneg ? t : 0;
-  o = fs.div(tc);
-  return nonneg && o * s == tc && o < size;
-}
 
 // The weight that output channel j (forward; backward_data: input-gradient channel j) multiplies
 // with input channel c of its group (forward; backward_data: output-gradient channel c) at tap t,
@@ -569,13 +463,16 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
 }  // namespace direct
 
 // KZ, KY, KX > 0: compile-time filter size (else 0, 0, 0); Path: forward / backward_data only.
-// One block per SM is enough: registers up to the per-thread maximum (without the minimum
-// ptxas caps 256-thread blocks at 64 registers and spills the register-held filter).
+// FMA: one block per SM is enough: registers up to the per-thread maximum (without the minimum
+// ptxas caps 256-thread blocks at 64 registers and spills the register-held filter). The matrix
+// path: 512 threads per SM (at most 128 registers), so that enough warps cover the copies.
 template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
-CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, 1)
+CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, DirectTraits<Cfg>::kMinBlocks)
     depthwise_conv_kernel(const CKGEN_GRID_CONSTANT DirectArgs a) {
   if constexpr (Cfg::kVariant == Variant::BackwardWeight)
     direct::bwd_weight<Cfg, KZ, KY, KX>(a);
+  else if constexpr (DirectTraits<Cfg>::kMma)
+    direct::fwd_bwd_data_mma<Cfg, Path == DirectPath::Gather>(a);
   else
     direct::fwd_bwd_data<Cfg, KZ, KY, KX, Path>(a);
 }
@@ -596,7 +493,9 @@ class DepthwiseKernel final : public KernelBase {
     key_.wave_m = Cfg::Waves::kM;
     key_.wave_n = 1;
     key_.wave_k = 1;
-    key_.warp_m = key_.warp_n = key_.warp_k = 1;
+    key_.warp_m = Cfg::WarpTile::kM;
+    key_.warp_n = Cfg::WarpTile::kN;
+    key_.warp_k = Cfg::WarpTile::kK;
     key_.vec_a = key_.vec_b = key_.vec_c = Tr::V;
   }
 
@@ -700,16 +599,23 @@ class DepthwiseKernel final : public KernelBase {
                           (kVariant == Variant::Forward ? p.out[2] : p.in[2]) % Tr::PP == 0;
       constexpr DirectPath kG = kVariant == Variant::BackwardData ? DirectPath::Gather
                                                                   : DirectPath::Linear;
-      if (window)
-        depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window><<<grid, Tr::kThreads, 0, stream>>>(a);
-      else if (k3x3 && !gather)
-        depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
-      else if (k3x3)
-        depthwise_conv_kernel<Cfg, 1, 3, 3, kG><<<grid, Tr::kThreads, 0, stream>>>(a);
-      else if (!gather)
-        depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
-      else
-        depthwise_conv_kernel<Cfg, 0, 0, 0, kG><<<grid, Tr::kThreads, 0, stream>>>(a);
+      if constexpr (Tr::kMma) {  // the matrix path: any filter (runtime taps)
+        if (gather)
+          depthwise_conv_kernel<Cfg, 0, 0, 0, kG><<<grid, Tr::kThreads, 0, stream>>>(a);
+        else
+          depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+      } else {
+        if (window)
+          depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window><<<grid, Tr::kThreads, 0, stream>>>(a);
+        else if (k3x3 && !gather)
+          depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+        else if (k3x3)
+          depthwise_conv_kernel<Cfg, 1, 3, 3, kG><<<grid, Tr::kThreads, 0, stream>>>(a);
+        else if (!gather)
+          depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+        else
+          depthwise_conv_kernel<Cfg, 0, 0, 0, kG><<<grid, Tr::kThreads, 0, stream>>>(a);
+      }
       return gpuGetLastError();
     } else {
       const DirectSlices s = direct_slices(pixels, Tr::P, resolve_slices(p, opts));

@@ -504,8 +504,10 @@ inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
 // from L2), channel tiles that overhang G * C counted as traffic; threads: one channel vector x
 // pixels per thread, too few resident warps to hide the memory latency slow it down (latency
 // bound below ~16 warps per SM). backward_weight adds its workspace traffic and the reduce
-// launch. Small groups (C = K > 1) add C fp32 FMAs per output element and tap; the estimate is
-// the larger of the memory and the FMA time (at the fp32 peak).
+// launch. Small groups (C = K > 1) on FMA add C fp32 FMAs per output element and tap; the
+// estimate is the larger of the memory and the FMA time (at the fp32 peak). The matrix path
+// (warp tile 16x8x16, direct_mma.hpp) has no FMA term: its mma.sync work is far below the
+// memory time.
 inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
                                          const ArchNumbers& a) {
   CostEstimate c;
@@ -546,7 +548,8 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   const double latency = std::max(1.0, 16.0 / std::max(1.0, std::min(64.0, warps_per_cu)));
   const double mem_us = bytes * overhang / (a.bandwidth_gbs * 1e9) * 1e6 * std::sqrt(latency);
   const double fmas = double(pixels) * double(chans) * double(p.C) * taps;
-  const double fma_us = fmas * 2.0 / (a.peak_tflops(DataType::FP32) * 1e12) * 1e6;
+  const bool matrix = k.warp_m > 1;
+  const double fma_us = matrix ? 0.0 : fmas * 2.0 / (a.peak_tflops(DataType::FP32) * 1e12) * 1e6;
   c.us = std::max(mem_us, fma_us) + extra_us;
   return c;
 }

@@ -17,6 +17,49 @@
 
 namespace ckgen {
 
+// The instructions, free of any tile configuration (the direct kernel's matrix path uses them too).
+#if defined(CKGEN_NVIDIA)
+namespace nvmma {
+CKGEN_DEVICE inline uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+CKGEN_DEVICE inline void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+CKGEN_DEVICE inline void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+CKGEN_DEVICE inline void ldsm_x2(uint32_t (&r)[2], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+CKGEN_DEVICE inline void ldsm_x2_t(uint32_t (&r)[2], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+// c += a * b: one m16n8k16 (fp16 / bf16 in, fp32 accumulate).
+template <DataType D>
+CKGEN_DEVICE inline void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  static_assert(D == DataType::FP16 || D == DataType::BF16, "ckgen: mma.sync takes fp16 / bf16");
+  if constexpr (D == DataType::FP16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+}  // namespace nvmma
+#endif
+
 template <class Tr>
 struct WarpMmaSync {
   using Raw = typename Tr::Raw;
@@ -35,39 +78,8 @@ struct WarpMmaSync {
   }
 
 #if defined(CKGEN_NVIDIA)
-  CKGEN_DEVICE static uint32_t smem_addr(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  }
-  CKGEN_DEVICE static void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-  }
-  CKGEN_DEVICE static void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-  }
-  CKGEN_DEVICE static void ldsm_x2(uint32_t (&r)[2], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
-  }
-  CKGEN_DEVICE static void ldsm_x2_t(uint32_t (&r)[2], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
-  }
   CKGEN_DEVICE static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    if constexpr (Tr::kDataType == DataType::FP16) {
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-          "{%8,%9}, {%0,%1,%2,%3};\n"
-          : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    } else {
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-          "{%8,%9}, {%0,%1,%2,%3};\n"
-          : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
+    nvmma::mma_m16n8k16<Tr::kDataType>(c, a, b0, b1);
   }
 
   // A fragment (16 x 16) of rows [m, m+16), k [kk, kk+16).
@@ -75,10 +87,10 @@ struct WarpMmaSync {
     const int j = lane >> 3, r = lane & 7;
     if constexpr (Tr::kAKMajor) {
       const Raw* p = sA + (m + ((j & 1) << 3) + r) * Tr::kLdA + kk + ((j >> 1) << 3);
-      ldsm_x4(a, smem_addr(p));
+      nvmma::ldsm_x4(a, nvmma::smem_addr(p));
     } else {
       const Raw* p = sA + (kk + ((j >> 1) << 3) + r) * Tr::kLdA + m + ((j & 1) << 3);
-      ldsm_x4_t(a, smem_addr(p));
+      nvmma::ldsm_x4_t(a, nvmma::smem_addr(p));
     }
   }
   // B fragments of two n8 blocks [n, n+16) x k [kk, kk+16): b = {b0(n), b1(n), b0(n+8), b1(n+8)}.
@@ -86,10 +98,10 @@ struct WarpMmaSync {
     const int j = lane >> 3, r = lane & 7;
     if constexpr (Tr::kBKMajor) {
       const Raw* p = sB + (n + ((j >> 1) << 3) + r) * Tr::kLdB + kk + ((j & 1) << 3);
-      ldsm_x4(b, smem_addr(p));
+      nvmma::ldsm_x4(b, nvmma::smem_addr(p));
     } else {
       const Raw* p = sB + (kk + ((j & 1) << 3) + r) * Tr::kLdB + n + ((j >> 1) << 3);
-      ldsm_x4_t(b, smem_addr(p));
+      nvmma::ldsm_x4_t(b, nvmma::smem_addr(p));
     }
   }
   // B fragment of one n8 block.
@@ -97,10 +109,10 @@ struct WarpMmaSync {
     const int j = (lane >> 3) & 1, r = lane & 7;
     if constexpr (Tr::kBKMajor) {
       const Raw* p = sB + (n + r) * Tr::kLdB + kk + (j << 3);
-      ldsm_x2(b, smem_addr(p));
+      nvmma::ldsm_x2(b, nvmma::smem_addr(p));
     } else {
       const Raw* p = sB + (kk + (j << 3) + r) * Tr::kLdB + n;
-      ldsm_x2_t(b, smem_addr(p));
+      nvmma::ldsm_x2_t(b, nvmma::smem_addr(p));
     }
   }
 
