@@ -89,9 +89,9 @@ GEMM, DIRECT, ALL = "gemm", "direct", "all"
 #                     per tensor
 #   warp_tile         [1, 1, 1]: plain fp32 FMA; [16, 8, 16]: the matrix path (direct_mma.hpp,
 #                     mma.sync targets, fp16 / bf16, forward / backward_data, C = K = 8 per group):
-#                     tile K 8, vector 8, tile N a multiple of 64 channels, tile M a multiple of
-#                     16 x w pixels (m16 tiles per warp); stages of two taps ((M + 8) x N
-#                     elements), as many as 48 KB holds up to 5, at least 2
+#                     tile K 8, vector 8, tile N a multiple of 64 channels, tile M (pixels of
+#                     one row segment) a multiple of 16 x w; per filter row M + 16 staged source
+#                     columns, 2-3 such stages plus 9 taps of weights within 48 KB
 # Everything else takes its default (no LDS pipeline, no merged groups, no epilogue choice, no
 # specialization); backward_weight splits its reduction over N*Do*Ho*Wo with k_batch (0 = per
 # problem) and stage one (fp32 atomics) or two (per-split partials + reduce).
@@ -100,7 +100,9 @@ DIRECT_MMA_WARP_TILE = (16, 8, 16)
 DIRECT_MMA_GROUP_CHANNELS = 8  # kDirectMmaGroupChannels
 DIRECT_MMA_CHANNEL_STEP = 64  # tile N: runs of 8 group chunks (the shared-memory swizzle)
 DIRECT_MMA_MAX_LDS = 48 * 1024  # static shared memory (kDirectMmaMaxSmem)
-DIRECT_MMA_MAX_STAGES = 5  # the five tap pairs of a 3x3 filter (kDirectMmaMaxStages)
+DIRECT_MMA_MAX_STAGES = 3  # filter rows in flight (kDirectMmaMaxStages)
+DIRECT_MMA_MAX_TAPS = 9  # taps whose weights are staged at once (kDirectMmaMaxTaps)
+DIRECT_MMA_COLUMN_SLACK = 16  # staged columns per filter row beyond tile M (kDirectMmaColumnSlack)
 DIRECT_MAX_PIXELS_PER_THREAD = 8
 # The filter taps the direct kernel holds in registers (a compile-time 3x3 path; other filters
 # take the generic path that reads the taps' weights per pixel step).
@@ -191,14 +193,21 @@ def is_direct_mma(i: KernelInstance) -> bool:
 
 
 def direct_mma_stage_bytes(i: KernelInstance) -> int:
-    """One stage of the matrix path: two taps of A (tile M x tile N) and B (tile N x 8)."""
-    return 2 * (i.tile[0] + 8) * i.tile[1] * DATATYPE_BYTES[i.datatype]
+    """One stage of the matrix path: a filter row's tile M + DIRECT_MMA_COLUMN_SLACK source
+    columns of tile N channels (DirectMmaTraits::kRowBytes)."""
+    return (i.tile[0] + DIRECT_MMA_COLUMN_SLACK) * i.tile[1] * DATATYPE_BYTES[i.datatype]
+
+
+def direct_mma_weight_bytes(i: KernelInstance) -> int:
+    """The matrix path's staged weights: every tap's tile N x 8 (DirectMmaTraits::kWeightBytes)."""
+    return DIRECT_MMA_MAX_TAPS * i.tile[1] * 8 * DATATYPE_BYTES[i.datatype]
 
 
 def direct_mma_stages(i: KernelInstance) -> int:
-    """As many stages as the static shared memory holds, at most one per tap pair of a 3x3
-    filter (DirectMmaTraits::kStages)."""
-    return min(DIRECT_MMA_MAX_STAGES, DIRECT_MMA_MAX_LDS // direct_mma_stage_bytes(i))
+    """As many staged filter rows as the static shared memory holds beside the weights, at most
+    DIRECT_MMA_MAX_STAGES (DirectMmaTraits::kStages)."""
+    room = DIRECT_MMA_MAX_LDS - direct_mma_weight_bytes(i)
+    return min(DIRECT_MMA_MAX_STAGES, max(0, room) // direct_mma_stage_bytes(i))
 
 
 def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
@@ -206,7 +215,7 @@ def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
     floats (= threads x vector); forward / backward_data with Cg > 1 hold the block's 3x3 filter
     as fp32 (taps x Cg rows of Ct + 4), depthwise forward / backward_data use no shared memory."""
     if is_direct_mma(i):
-        return direct_mma_stages(i) * direct_mma_stage_bytes(i)
+        return direct_mma_stages(i) * direct_mma_stage_bytes(i) + direct_mma_weight_bytes(i)
     if i.variant is not Variant.BACKWARD_WEIGHT:
         cg = i.tile[2]
         return DIRECT_REGISTER_TAPS * cg * (i.tile[1] + 4) * 4 if cg > 1 else 0
@@ -223,11 +232,10 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     180 used; forward 4 pixels -> 150, 125-146 used (bf16 182)."""
     e = DATATYPE_BYTES[i.datatype]
     if is_direct_mma(i):  # m16 x n8 accumulators, two fragments, per-pixel copy coordinates
-        threads = i.waves[0] * a.warp_size
-        chunks = i.tile[1] // 8
-        acc = i.tile[0] // 16 // max(1, i.waves[0]) * chunks * 4
-        copies = max(1, i.tile[0] * chunks // threads)
-        return acc + 6 + copies * 6 + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
+        w, tiles, chunks = max(1, i.waves[0]), max(1, i.tile[0] // 16), i.tile[1] // 8
+        wm = min(w, tiles)
+        acc = (tiles // wm) * (chunks // max(1, w // wm)) * 4
+        return 2 * acc + 16 + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
     _, _, pp = direct_layout(i, a)
     v = i.vec_c
     loaded = pp * -(-v * e // 4)
@@ -311,11 +319,14 @@ def _direct_mma_layout(i: KernelInstance, a: ArchSpec) -> str | None:
         return "direct matrix path: vector must be [8, 8, 8] (16-byte group chunks)"
     if chans % DIRECT_MMA_CHANNEL_STEP:
         return f"direct matrix path: tile N={chans} is not a multiple of {DIRECT_MMA_CHANNEL_STEP} channels"
-    if pixels % (16 * i.waves[0]):
-        return f"direct matrix path: tile M={pixels} is not a multiple of 16 pixels x {i.waves[0]} warps"
+    w, tiles, chunks = i.waves[0], pixels // 16, chans // 8
+    if pixels % 16 or (tiles % w and w % tiles) or (w > tiles and chunks % (w // tiles)):
+        return (f"direct matrix path: {w} warps must divide the {pixels} / 16 pixel tiles of tile M "
+                f"or be a multiple of them that splits the {chunks} groups evenly")
     if direct_mma_stages(i) < 2:
-        return (f"direct matrix path: a stage of {direct_mma_stage_bytes(i)} bytes (two taps) leaves no "
-                f"room for two stages in {DIRECT_MMA_MAX_LDS} bytes of static shared memory")
+        return (f"direct matrix path: two staged filter rows of {direct_mma_stage_bytes(i)} bytes and "
+                f"{direct_mma_weight_bytes(i)} bytes of weights do not fit {DIRECT_MMA_MAX_LDS} bytes "
+                "of static shared memory")
     return None
 
 

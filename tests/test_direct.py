@@ -149,10 +149,11 @@ def test_matrix_path_is_valid_on_mma_sync_targets(variant: Variant, datatype: Da
     assert i.name.endswith("_t64x64x8_w4x1x1_wt16x8x16_direct_v8x8x8") and parse_name(i.name) == i
     assert rules.check(i, ARCHS[arch]) is None
     assert rules.math_unit(i, ARCHS[arch]) is MathUnit.MMA_SYNC
-    # stages x two taps x (64 + 8) rows x 64 channels x 2 bytes: DirectMmaTraits::kSmemBytes
-    assert rules.lds_bytes(i, ARCHS[arch]) == 2 * 18432
-    assert rules.lds_bytes(replace(i, tile=(32, 64, 8), waves=(2, 1, 1)), ARCHS[arch]) == 4 * 10240
-    assert rules.lds_bytes(replace(i, tile=(16, 64, 8), waves=(1, 1, 1)), ARCHS[arch]) == 5 * 6144
+    # stages x (64 + 16) columns x 64 channels x 2 bytes + 9 taps x 64 x 8 x 2 bytes of
+    # weights: DirectMmaTraits::kSmemBytes
+    assert rules.lds_bytes(i, ARCHS[arch]) == 3 * 10240 + 9216
+    assert rules.lds_bytes(replace(i, tile=(32, 64, 8), waves=(2, 1, 1)), ARCHS[arch]) == 3 * 6144 + 9216
+    assert rules.lds_bytes(replace(i, tile=(16, 128, 8), waves=(1, 1, 1)), ARCHS[arch]) == 3 * 8192 + 18432
 
 
 @pytest.mark.parametrize("arch", [a for a in ALL_ARCHS if not a.startswith("sm_")])
@@ -168,8 +169,9 @@ def test_matrix_path_is_refused_where_there_is_no_mma_sync(arch: str) -> None:
         (dict(variant=Variant.BACKWARD_WEIGHT, k_batch=0), "direct_fields", "forward / backward_data only"),
         (dict(tile=(64, 64, 4)), "direct_fields", "tile K must be 8"),
         (dict(tile=(64, 32, 8)), "direct_layout", "not a multiple of 64 channels"),
-        (dict(tile=(48, 64, 8)), "direct_layout", "not a multiple of 16 pixels x 4 warps"),
-        (dict(tile=(128, 64, 8), waves=(8, 1, 1)), "direct_layout", "no room for two stages in 49152 bytes"),
+        (dict(tile=(48, 64, 8)), "direct_layout", "4 warps must divide the 48 / 16 pixel tiles"),
+        (dict(tile=(16, 64, 8), waves=(16, 1, 1)), "direct_layout", "splits the 8 groups evenly"),
+        (dict(tile=(128, 128, 8), waves=(8, 1, 1)), "direct_layout", "do not fit 49152 bytes of static shared memory"),
     ],
 )
 def test_matrix_path_fields_are_checked(change: dict, rule: str, words: str) -> None:

@@ -15,7 +15,7 @@ mkdir -p "$OUT"
 GTEST_FILTER='-*_support.*' GEN_ARGS="--variant forward --variant backward_data --kernels *direct*" \
   BUILD_SETS="tests default" SHAPE_SETS=coverage OUT=$OUT bash "$ROOT/bench/device.sh" build test bench peer
 bin=${WORK:-/tmp/ckgen-work}/gen_default/build/bin/ckgen_profiler_forward
-for t in t64x64x8_w4x1x1 t32x64x8_w2x1x1; do
+for t in ${NCU_TILES:-t32x64x8_w2x1x1}; do
   [ "${NCU:-1}" = 1 ] || break
   timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy --section WarpStateStats \
     --section MemoryWorkloadAnalysis "$bin" --shapes "$ROOT/templates/project/shapes/coverage.csv" \

@@ -75,7 +75,13 @@ struct DirectTraits {
                 "ckgen: direct needs Tile<P, Ct, Cg> with Cg in 1/2/4/8 dividing V, Waves<w, 1, 1>");
   // WarpTile<16, 8, 16>: the matrix path (direct_mma.hpp), else plain FMA (WarpTile<1, 1, 1>).
   static constexpr bool kMma = Cfg::WarpTile::kM == 16;
-  static constexpr int kMinBlocks = kMma ? 512 / kThreads : 1;
+  // Matrix path: 1024 threads per SM (64 registers) where a warp holds at most 16 accumulators
+  // (pixel tiles x groups x 4, see DirectMmaTraits), else 512 (128 registers; 64 spill).
+  static constexpr int kMmaTilesM = P / 16 > 0 ? P / 16 : 1;
+  static constexpr int kMmaWM = Cfg::Waves::kM < kMmaTilesM ? Cfg::Waves::kM : kMmaTilesM;
+  static constexpr int kMmaAcc = kMmaTilesM / kMmaWM * (Gt / 8) / (Cfg::Waves::kM / kMmaWM) * 4;
+  static constexpr int kMinBlocks =
+      kMma ? ((kMmaAcc <= 16 ? 1024 : 512) / kThreads > 0 ? (kMmaAcc <= 16 ? 1024 : 512) / kThreads : 1) : 1;
   static_assert((Cfg::WarpTile::kM == 1 && Cfg::WarpTile::kN == 1 && Cfg::WarpTile::kK == 1) ||
                     (kMma && Cfg::WarpTile::kN == 8 && Cfg::WarpTile::kK == 16 &&
                      kVariant != Variant::BackwardWeight),
@@ -465,14 +471,15 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
 // KZ, KY, KX > 0: compile-time filter size (else 0, 0, 0); Path: forward / backward_data only.
 // FMA: one block per SM is enough: registers up to the per-thread maximum (without the minimum
 // ptxas caps 256-thread blocks at 64 registers and spills the register-held filter). The matrix
-// path: 512 threads per SM (at most 128 registers), so that enough warps cover the copies.
+// path: see DirectTraits::kMinBlocks (its warps wait on shared and global loads, and small layers
+// give each SM only a few blocks, so register room for all of them matters).
 template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
 CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, DirectTraits<Cfg>::kMinBlocks)
     depthwise_conv_kernel(const CKGEN_GRID_CONSTANT DirectArgs a) {
   if constexpr (Cfg::kVariant == Variant::BackwardWeight)
     direct::bwd_weight<Cfg, KZ, KY, KX>(a);
   else if constexpr (DirectTraits<Cfg>::kMma)
-    direct::fwd_bwd_data_mma<Cfg, Path == DirectPath::Gather>(a);
+    direct::fwd_bwd_data_mma<Cfg>(a);
   else
     direct::fwd_bwd_data<Cfg, KZ, KY, KX, Path>(a);
 }
@@ -546,6 +553,20 @@ class DepthwiseKernel final : public KernelBase {
         return "G * K * Z * Y * X * C too large for the workspace index";
     } else {
       if ((pixels + Tr::P - 1) / Tr::P > kMax32) return "too many pixel blocks for grid.x";
+      if constexpr (Tr::kMma) {
+        constexpr bool kFwd = kVariant == Variant::Forward;
+        if (!kFwd && (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1))
+          return "the direct matrix path takes backward_data with unit strides only";
+        if (p.filter_spatial() > kDirectMmaMaxTaps)
+          return "the direct matrix path stages at most " + str(kDirectMmaMaxTaps) + " filter taps (problem has " +
+                 str(p.filter_spatial()) + ")";
+        const int64_t cols = direct::mma_staged_cols(kFwd, Tr::P, p.stride[2], p.dilation[2], p.filter[2]);
+        if (cols > DirectMmaTraits<Cfg>::kCols)
+          return "the direct matrix path stages " + str(DirectMmaTraits<Cfg>::kCols) +
+                 " source columns per filter row (this stride / dilation needs " + str(cols) + ")";
+        const int64_t wlen = kFwd ? p.out[2] : p.in[2];
+        if (pixels / wlen * ((wlen + Tr::P - 1) / Tr::P) > kMax32) return "too many row segments for grid.x";
+      }
     }
     return {};
   }
@@ -599,11 +620,10 @@ class DepthwiseKernel final : public KernelBase {
                           (kVariant == Variant::Forward ? p.out[2] : p.in[2]) % Tr::PP == 0;
       constexpr DirectPath kG = kVariant == Variant::BackwardData ? DirectPath::Gather
                                                                   : DirectPath::Linear;
-      if constexpr (Tr::kMma) {  // the matrix path: any filter (runtime taps)
-        if (gather)
-          depthwise_conv_kernel<Cfg, 0, 0, 0, kG><<<grid, Tr::kThreads, 0, stream>>>(a);
-        else
-          depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+      if constexpr (Tr::kMma) {  // the matrix path: a block per row segment (direct_mma.hpp)
+        const int64_t wlen = kVariant == Variant::Forward ? p.out[2] : p.in[2];
+        const dim3 rgrid(unsigned(pixels / wlen * ((wlen + Tr::P - 1) / Tr::P)), gtiles, 1);
+        depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<rgrid, Tr::kThreads, 0, stream>>>(a);
       } else {
         if (window)
           depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window><<<grid, Tr::kThreads, 0, stream>>>(a);

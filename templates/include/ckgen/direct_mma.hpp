@@ -1,21 +1,23 @@
 // The direct kernel's matrix path: Pipeline::Direct with WarpTile<16, 8, 16> (NVIDIA sm_80+,
-// fp16 / bf16, C = K = 8 per group, forward / backward_data). Per group the convolution is a
-// GEMM of P pixels x 8 output channels over taps x 8 input channels, so two taps make one
-// mma.sync m16n8k16 step (k = tap pair x channel; an odd last tap pairs with zeros).
+// fp16 / bf16, C = K = 8 per group, forward and unit-stride backward_data, filters of up to
+// kDirectMmaMaxTaps taps whose staged columns fit, see mma_staged_cols). Per group the convolution is a GEMM of pixels x 8 output channels
+// over taps x 8 input channels: one mma.sync m16n8k8 per tap and m16 pixel tile.
 //
-// Per step the block stages, with 16-byte cp.async (zeros where a tap reads outside the source
-// tensor or past the filter):
-//   A  [tap][P pixels][Ct]: the two taps' source pixels, every channel of the block; each
-//      16-byte group chunk sits at chunk (group ^ pixel) % 8 of its row, so ldmatrix's eight
-//      rows of one group fall into eight different bank quads;
-//   B  [tap][Ct rows of 8]: row q of tap t is the 16 bytes GKZYXC holds at (channel ch0 + q, t).
-//      forward: row j = w(j, t, 0..7), read by ldmatrix as B[c][j]; backward_data: row
-//      (group base + c) = w(group base + c, t, 0..7) indexed by the input-gradient channel,
-//      read transposed (ldmatrix.trans) as B[c][j].
-// A ring of up to five stages (as many as 48 KB of shared memory holds): the next pairs' copies
-// fly while the current pair multiplies. Warp w takes
-// the m16 pixel tiles w, w + W, ... of the block and every group; each lane stores its
-// accumulators as channel pairs.
+// A block covers P consecutive pixels of one row of the iterated tensor (forward: an output row
+// (n, d, h), backward_data: an input-gradient row) and Ct channels (Ct / 8 groups). Per filter
+// row (kz, ky) the source pixels of all its taps are one run of source columns: forward
+// w0 * s - pl .. + (P - 1) * s + (X - 1) * dil, backward_data w0 + pl - (X - 1) * dil .. + P - 1
+// + (X - 1) * dil. The block stages that run once per filter row (16-byte cp.async, zeros outside
+// the tensor) into a ring of up to three stages, and tap kx of pixel p reads staged column
+// p * s + kx * dil (backward_data: p + (X - 1 - kx) * dil): no re-copy per tap. Each 16-byte
+// group chunk of a staged column sits at chunk (group ^ column) % 8, so ldmatrix's eight rows of
+// one group fall into eight bank quads. The weights of every tap are staged once: row q of tap t
+// holds the 16 bytes GKZYXC stores at (channel ch0 + q, t): forward row j = w(j, t, 0..7) read
+// as B[c][j]; backward_data row (group base + c) = w(group base + c, t, 0..7), read transposed
+// (ldmatrix.trans) as B[c][j].
+// Warps: WM of them along the pixels (warp w % WM takes the m16 tiles w % WM, + WM, ...), and
+// where there are more warps than m16 tiles, w / WM picks one of WN equal sets of the block's
+// groups; each lane stores its accumulators as channel pairs.
 #pragma once
 
 #include "ckgen/portability.hpp"
@@ -31,185 +33,177 @@
 
 namespace ckgen {
 
-// The channels per group and vector of the matrix path, and its one warp tile.
-inline constexpr int kDirectMmaGroupChannels = 8;
-inline constexpr int kDirectMmaMaxStages = 5;
+inline constexpr int kDirectMmaGroupChannels = 8;  // C = K per group
+inline constexpr int kDirectMmaMaxTaps = 9;        // filter taps staged at once
+inline constexpr int kDirectMmaMaxStages = 3;      // filter rows in flight (a 3x3 filter's three)
 inline constexpr int kDirectMmaMaxSmem = 48 * 1024;  // static shared memory
+// Staged columns per filter row beyond the block's pixels: (X - 1) * dil up to 16 at stride 1
+// (larger W strides take the FMA path); a small stage keeps every block of a ResNeXt layer
+// resident at once (8 blocks of 2 warps per SM at 32 pixels).
+inline constexpr int kDirectMmaColumnSlack = 16;
 
 template <class Cfg>
 struct DirectMmaTraits {
   using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
-  static constexpr int P = Cfg::Tile::kM;       // pixels of a block
-  static constexpr int Gt = Cfg::Tile::kN;      // channels of a block
-  static constexpr int W = Cfg::Waves::kM;      // warps
+  static constexpr int P = Cfg::Tile::kM;   // pixels of a block (one row segment)
+  static constexpr int Gt = Cfg::Tile::kN;  // channels of a block
+  static constexpr int W = Cfg::Waves::kM;  // warps
   static constexpr int kThreads = W * 32;
-  static constexpr int kChunks = Gt / 8;         // 16-byte group chunks per pixel row
-  static constexpr int kTilesPerWarp = P / 16 / W;
-  static constexpr int kPixelsPerThread = P * kChunks / kThreads;  // A copies per tap
-  // One stage: two taps of A (P x Gt) and B (Gt x 8); as many stages as 48 KB holds, up to
-  // the five tap pairs of a 3x3 filter (every copy of a 3x3 block in flight at once).
-  static constexpr int kStageBytes = 2 * (P + 8) * Gt * int(sizeof(Raw));
-  static constexpr int kStages = std::min(kDirectMmaMaxStages, kDirectMmaMaxSmem / kStageBytes);
-  static constexpr int kSmemBytes = kStages * kStageBytes;
+  static constexpr int kChunks = Gt / 8;  // 16-byte group chunks per staged column
+  // Warps over (m16 pixel tiles) x (group sets): WM warps along the pixels, each with MT tiles;
+  // more warps than tiles split the block's groups into WN sets of GW.
+  static constexpr int kTilesM = P / 16;
+  static constexpr int WM = W < kTilesM ? W : kTilesM;
+  static constexpr int WN = W / WM;
+  static constexpr int MT = kTilesM / WM;
+  static constexpr int GW = kChunks / WN;
+  static constexpr int kCols = P + kDirectMmaColumnSlack;  // staged source columns per filter row
+  static constexpr int kRowBytes = kCols * Gt * int(sizeof(Raw));
+  static constexpr int kWeightBytes = kDirectMmaMaxTaps * Gt * 8 * int(sizeof(Raw));
+  static constexpr int kStages =
+      std::min(kDirectMmaMaxStages, (kDirectMmaMaxSmem - kWeightBytes) / kRowBytes);
+  static constexpr int kSmemBytes = kStages * kRowBytes + kWeightBytes;
   static_assert(Cfg::Tile::kK == kDirectMmaGroupChannels && Cfg::kVecC == 8,
                 "ckgen: the direct matrix path serves C = K = 8 per group with vector 8");
-  static_assert(Gt % 64 == 0 && P % (16 * W) == 0 && kThreads % kChunks == 0 &&
-                    (P * kChunks) % kThreads == 0,
-                "ckgen: direct matrix path needs Ct % 64 == 0, P % (16 x warps) == 0 and threads "
-                "that tile the staged rows");
-  static_assert(kStages >= 2, "ckgen: direct matrix path needs two stages within 48 KB");
+  static_assert(Gt % 64 == 0 && P % 16 == 0 && kTilesM % WM == 0 && W % WM == 0 && kChunks % WN == 0,
+                "ckgen: direct matrix path needs Ct % 64 == 0, P % 16 == 0, and warps that divide "
+                "(or are a multiple of) the m16 tiles and split the groups evenly");
+  static_assert(kStages >= 2, "ckgen: direct matrix path needs two staged filter rows within 48 KB");
 };
 
 namespace direct {
 
-// XOR swizzle of a pixel row's 16-byte chunk g (within each run of 8 chunks).
-CKGEN_HOST_DEVICE constexpr int mma_chunk(int g, int pixel) { return (g & ~7) | ((g ^ pixel) & 7); }
+// XOR swizzle of a staged column's 16-byte chunk g (within each run of 8 chunks).
+CKGEN_HOST_DEVICE constexpr int mma_chunk(int g, int col) { return (g & ~7) | ((g ^ col) & 7); }
 
-template <class Cfg, bool kGather>
+// Source columns a block stages per filter row (its P pixels with all X taps), and whether the
+// matrix path takes the problem (host and device share them).
+CKGEN_HOST_DEVICE constexpr int64_t mma_staged_cols(bool fwd, int P, int64_t stride, int64_t dil,
+                                                    int64_t taps_x) {
+  return (P - 1) * (fwd ? stride : 1) + (taps_x - 1) * dil + 1;
+}
+
+template <class Cfg>
 CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
 #if defined(CKGEN_NVIDIA)
   using Tr = DirectMmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
   constexpr DataType D = Cfg::kDataType;
   constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
-  constexpr int P = Tr::P, Gt = Tr::Gt, NP = Tr::kPixelsPerThread, MT = Tr::kTilesPerWarp;
-  static_assert(!(kFwd && kGather), "ckgen: forward never gathers");
-  constexpr int S = Tr::kStages;
-  __shared__ __attribute__((aligned(128))) Raw sA[S][2][P][Gt];
-  __shared__ __attribute__((aligned(128))) Raw sB[S][2][Gt][8];
+  constexpr int P = Tr::P, Gt = Tr::Gt, MT = Tr::MT, GW = Tr::GW, S = Tr::kStages;
+  __shared__ __attribute__((aligned(128))) Raw sA[S][Tr::kCols][Gt];
+  __shared__ __attribute__((aligned(128))) Raw sB[kDirectMmaMaxTaps][Gt][8];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp % Tr::WM, g0 = warp / Tr::WM * GW;  // first m16 tile, first group
   const int ch0 = int(blockIdx.y) * Gt;
-  const int m0 = int(blockIdx.x) * P;
-  const int taps = a.taps;
+  const int taps = a.taps, fy = a.fil[1], fx = a.fil[2];
   const Raw* __restrict__ src = static_cast<const Raw*>(kFwd ? a.x : a.y);
   const Raw* __restrict__ wg = static_cast<const Raw*>(a.w);
   const int sz = kFwd ? a.in_[0] : a.out_[0], sy = kFwd ? a.in_[1] : a.out_[1],
             sx = kFwd ? a.in_[2] : a.out_[2];
   const int src_spatial = kFwd ? a.in_spatial : a.out_spatial;
 
-  // This thread's A copies: chunk g of pixels p0 + i * (threads / chunks), for both taps; per
-  // pixel the tap-0 coordinates and (linear paths) the tap-0 source pointer.
+  // The block's row (n, d, h) of the iterated tensor and its first pixel w0 in that row.
+  const int wlen = kFwd ? a.out_[2] : a.in_[2];
+  const int segs = (wlen + P - 1) / P;
+  const int row = int(blockIdx.x) / segs, w0 = (int(blockIdx.x) - row * segs) * P;
+  int q, n, d, h;
+  a.fd_pix[1].divmod(row, q, h);
+  a.fd_pix[0].divmod(q, n, d);
+  // Filter row (0, 0)'s source row and first staged column; kz / ky move them by +-dil.
+  const int z0 = kFwd ? d * a.s[0] - a.pl[0] : d + a.pl[0];
+  const int y0 = kFwd ? h * a.s[1] - a.pl[1] : h + a.pl[1];
+  const int c0 = kFwd ? w0 * a.s[2] - a.pl[2] : w0 + a.pl[2] - (fx - 1) * a.dil[2];
+  const int cols = int(mma_staged_cols(kFwd, P, a.s[2], a.dil[2], fx));
+  const int colstep = kFwd ? a.s[2] : 1;
+
   const int g = tid % Tr::kChunks;
   const bool chunk_ok = ch0 + g * 8 < a.chans;
-  int64_t nbase[NP];
-  const Raw* base[NP];
-  int cz[NP], cy[NP], cx[NP];
-  bool live[NP];
-#pragma unroll
-  for (int i = 0; i < NP; ++i) {
-    const int m = m0 + tid / Tr::kChunks + i * (Tr::kThreads / Tr::kChunks);
-    live[i] = m < a.pixels && chunk_ok;
-    int n, d, h, w;
-    split_pixel(a, m < a.pixels ? m : 0, n, d, h, w);
-    nbase[i] = int64_t(n) * src_spatial;
-    cz[i] = kFwd ? d * a.s[0] - a.pl[0] : d + a.pl[0];
-    cy[i] = kFwd ? h * a.s[1] - a.pl[1] : h + a.pl[1];
-    cx[i] = kFwd ? w * a.s[2] - a.pl[2] : w + a.pl[2];
-    base[i] = src + ((nbase[i] + (int64_t(cz[i]) * sy + cy[i]) * sx + cx[i]) * a.chans + ch0 + g * 8);
-  }
-  // Linear source steps per tap index (backward_data with unit strides walks the filter backwards).
-  const int stz = kFwd ? a.dil[0] : -a.dil[0], sty = kFwd ? a.dil[1] : -a.dil[1],
-            stx = kFwd ? a.dil[2] : -a.dil[2];
-  int tk[3] = {0, 0, 0};  // the next tap to stage as (z, y, x): stage() runs in tap order
+  const Raw* const img = src + (int64_t(n) * src_spatial * a.chans + ch0 + g * 8);
 
-  // Stages tap pair `step` into buffer `buf`.
-  auto stage = [&](int step, int buf) {
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int t = 2 * step + u;
-      const bool tap_ok = t < taps;
-      const int kz = tk[0], ky = tk[1], kx = tk[2];
-      if (tap_ok && ++tk[2] == a.fil[2]) {
-        tk[2] = 0;
-        if (++tk[1] == a.fil[1]) {
-          tk[1] = 0;
-          ++tk[0];
-        }
-      }
-      const int dz = kz * stz, dy = ky * sty, dx = kx * stx;
-      const int64_t delta = ((int64_t(dz) * sy + dy) * sx + dx) * a.chans;
-#pragma unroll
-      for (int i = 0; i < NP; ++i) {
-        const int p = tid / Tr::kChunks + i * (Tr::kThreads / Tr::kChunks);
-        bool ok;
-        const Raw* from;
-        if constexpr (kGather) {
-          int iz = 0, iy = 0, ix = 0;
-          const bool okz = gather_coord(cz[i] - kz * a.dil[0], a.fd_s[0], a.s[0], sz, iz);
-          const bool oky = gather_coord(cy[i] - ky * a.dil[1], a.fd_s[1], a.s[1], sy, iy);
-          const bool okx = gather_coord(cx[i] - kx * a.dil[2], a.fd_s[2], a.s[2], sx, ix);
-          ok = okz && oky && okx && tap_ok && live[i];
-          from = src + (ok ? (nbase[i] + (int64_t(iz) * sy + iy) * sx + ix) * a.chans + ch0 + g * 8 : 0);
-        } else {
-          ok = tap_ok && live[i] && unsigned(cz[i] + dz) < unsigned(sz) &&
-               unsigned(cy[i] + dy) < unsigned(sy) && unsigned(cx[i] + dx) < unsigned(sx);
-          from = ok ? base[i] + delta : src;
-        }
-        async_copy_zfill<16, true>(&sA[buf][u][p][mma_chunk(g, p) * 8], from, ok);
-      }
-      for (int q = tid; q < Gt; q += Tr::kThreads) {
-        const bool ok = tap_ok && ch0 + q < a.chans;
-        const int64_t off = ok ? (int64_t(ch0 + q) * taps + t) * 8 : 0;
-        async_copy_zfill<16, true>(&sB[buf][u][q][0], wg + off, ok);
-      }
+  // Stages filter row r = (kz, ky) into buffer `buf`: its `cols` source columns.
+  auto stage = [&](int r, int buf) {
+    const int kz = r / fy, ky = r - kz * fy;
+    const int iz = kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0];
+    const int iy = kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1];
+    const bool row_ok = chunk_ok && unsigned(iz) < unsigned(sz) && unsigned(iy) < unsigned(sy);
+    const Raw* rowp = img + (int64_t(iz) * sy + iy) * sx * a.chans;
+    for (int c = tid / Tr::kChunks; c < cols; c += Tr::kThreads / Tr::kChunks) {
+      const int ix = c0 + c;
+      const bool ok = row_ok && unsigned(ix) < unsigned(sx);
+      async_copy_zfill<16, true>(&sA[buf][c][mma_chunk(g, c) * 8], ok ? rowp + int64_t(ix) * a.chans : src, ok);
     }
   };
 
-  float acc[MT][Tr::kChunks][4];
+  float acc[MT][GW][4];
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
-    for (int gi = 0; gi < Tr::kChunks; ++gi)
+    for (int gi = 0; gi < GW; ++gi)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) acc[mi][gi][r] = 0.f;
+      for (int e = 0; e < 4; ++e) acc[mi][gi][e] = 0.f;
 
-  // The ring: S - 1 tap pairs in flight ahead of the one multiplied (one commit group per
-  // pair, empty past the last, so wait<S - 2> always means "pair `step` has landed").
-  const int steps = (taps + 1) / 2;
+  // The weights of every tap (with the first filter row's commit group).
+  for (int e = tid; e < taps * Gt; e += Tr::kThreads) {
+    const int t = e / Gt, qc = e - t * Gt;
+    const bool ok = ch0 + qc < a.chans;
+    async_copy_zfill<16, true>(&sB[t][qc][0], wg + (ok ? (int64_t(ch0 + qc) * taps + t) * 8 : 0), ok);
+  }
+  // The ring: S - 1 filter rows in flight ahead of the one multiplied (one commit group per
+  // row, empty past the last, so wait<S - 2> always means "row `r` has landed").
+  const int frows = a.fil[0] * fy;
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    if (s < steps) stage(s, s);
+    if (s < frows) stage(s, s);
     async_commit();
   }
-  for (int step = 0; step < steps; ++step) {
-    const int buf = step % S;
+  const int lrow = lane & 15;  // the A row this lane addresses (ldmatrix.x2: rows 0-7, 8-15)
+  for (int r = 0; r < frows; ++r) {
+    const int buf = r % S;
     async_wait<S - 2>();
-    __syncthreads();  // pair `step` visible to all; every warp is done with pair step - 1
-    if (step + S - 1 < steps) stage(step + S - 1, (step + S - 1) % S);
+    __syncthreads();  // row r visible to all; every warp is done with row r - 1
+    if (r + S - 1 < frows) stage(r + S - 1, (r + S - 1) % S);
     async_commit();
-    const int mat = lane >> 3, r = lane & 7;
+    for (int kx = 0; kx < fx; ++kx) {
+      const int t = r * fx + kx;
+      const int cofs = (kFwd ? kx : fx - 1 - kx) * a.dil[2];
+      // Every fragment of the tap first, then the MMAs: the shared loads overlap instead of
+      // each MMA waiting on its own two loads.
+      uint32_t b[GW], af[MT][GW][2];
 #pragma unroll
-    for (int gi = 0; gi < Tr::kChunks; ++gi) {
-      uint32_t b[2];  // k 0-7: the pair's first tap, k 8-15: its second
-      const uint32_t baddr = nvmma::smem_addr(&sB[buf][mat & 1][gi * 8 + r][0]);
-      if constexpr (kFwd)
-        nvmma::ldsm_x2(b, baddr);
-      else
-        nvmma::ldsm_x2_t(b, baddr);
+      for (int gi = 0; gi < GW; ++gi) {
+        const uint32_t baddr = nvmma::smem_addr(&sB[t][(g0 + gi) * 8 + (lane & 7)][0]);
+        if constexpr (kFwd)
+          nvmma::ldsm_x1(b[gi], baddr);
+        else
+          nvmma::ldsm_x1_t(b[gi], baddr);
 #pragma unroll
-      for (int mi = 0; mi < MT; ++mi) {
-        // Matrices: rows 0-7 / 8-15 of the m16 tile x the first / second tap.
-        const int p = (warp + mi * Tr::W) * 16 + (mat & 1) * 8 + r;
-        uint32_t af[4];
-        nvmma::ldsm_x4(af, nvmma::smem_addr(&sA[buf][mat >> 1][p][mma_chunk(gi, p) * 8]));
-        nvmma::mma_m16n8k16<D>(acc[mi][gi], af, b[0], b[1]);
+        for (int mi = 0; mi < MT; ++mi) {
+          const int col = ((wm + mi * Tr::WM) * 16 + lrow) * colstep + cofs;
+          nvmma::ldsm_x2(af[mi][gi], nvmma::smem_addr(&sA[buf][col][mma_chunk(g0 + gi, col) * 8]));
+        }
       }
+#pragma unroll
+      for (int gi = 0; gi < GW; ++gi)
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) nvmma::mma_m16n8k8<D>(acc[mi][gi], af[mi][gi], b[gi]);
     }
   }
 
   // Lane (row l / 4, pair l % 4) of each m16 x n8 tile: pixels +0 / +8, channels 2 (l % 4) + 0, 1.
   Raw* __restrict__ dst = static_cast<Raw*>(a.dst);
+  const int64_t m_row = int64_t(row) * wlen;
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
-    for (int gi = 0; gi < Tr::kChunks; ++gi) {
-      const int ch = ch0 + gi * 8 + (lane & 3) * 2;
+    for (int gi = 0; gi < GW; ++gi) {
+      const int ch = ch0 + (g0 + gi) * 8 + (lane & 3) * 2;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int m = m0 + (warp + mi * Tr::W) * 16 + (lane >> 2) + h * 8;
-        const float f[2] = {acc[mi][gi][2 * h], acc[mi][gi][2 * h + 1]};
-        if (m < a.pixels && ch < a.chans) store<D, 2>(dst + int64_t(m) * a.chans + ch, f);
+      for (int hh = 0; hh < 2; ++hh) {
+        const int w = w0 + (wm + mi * Tr::WM) * 16 + (lane >> 2) + hh * 8;
+        const float f[2] = {acc[mi][gi][2 * hh], acc[mi][gi][2 * hh + 1]};
+        if (w < wlen && ch < a.chans) store<D, 2>(dst + (m_row + w) * a.chans + ch, f);
       }
     }
 #else

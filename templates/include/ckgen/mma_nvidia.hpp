@@ -39,6 +39,28 @@ CKGEN_DEVICE inline void ldsm_x2_t(uint32_t (&r)[2], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
 }
+CKGEN_DEVICE inline void ldsm_x1(uint32_t& r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r) : "r"(addr));
+}
+CKGEN_DEVICE inline void ldsm_x1_t(uint32_t& r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r) : "r"(addr));
+}
+// c += a * b: one m16n8k8 (fp16 / bf16 in, fp32 accumulate).
+template <DataType D>
+CKGEN_DEVICE inline void mma_m16n8k8(float (&c)[4], const uint32_t (&a)[2], uint32_t b) {
+  static_assert(D == DataType::FP16 || D == DataType::BF16, "ckgen: mma.sync takes fp16 / bf16");
+  if constexpr (D == DataType::FP16) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b));
+  }
+}
 // c += a * b: one m16n8k16 (fp16 / bf16 in, fp32 accumulate).
 template <DataType D>
 CKGEN_DEVICE inline void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
