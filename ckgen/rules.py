@@ -110,6 +110,8 @@ DIRECT_REGISTER_TAPS = 9
 # The channels per group (C = K) a direct instance may serve: tile K. 1 = depthwise, 2 / 4 / 8 =
 # small groups (backward_weight: one tap at a time, Cg x vector accumulators).
 DIRECT_GROUP_CHANNELS = (1, 2, 4, 8)
+# Floats of padding per row of the small-group filter in shared memory (depthwise.hpp kRow).
+DIRECT_FILTER_ROW_PAD = 4
 
 
 @dataclass(frozen=True)
@@ -218,7 +220,7 @@ def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
         return direct_mma_stages(i) * direct_mma_stage_bytes(i) + direct_mma_weight_bytes(i)
     if i.variant is not Variant.BACKWARD_WEIGHT:
         cg = i.tile[2]
-        return DIRECT_REGISTER_TAPS * cg * (i.tile[1] + 4) * 4 if cg > 1 else 0
+        return DIRECT_REGISTER_TAPS * cg * (i.tile[1] + DIRECT_FILTER_ROW_PAD) * 4 if cg > 1 else 0
     return i.waves[0] * i.waves[1] * i.waves[2] * warp_size * i.vec_c * 4
 
 

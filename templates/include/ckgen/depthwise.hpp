@@ -4,7 +4,8 @@
 // G * Cg channels of a pixel are contiguous, and output channel j of group j / Cg reads the input
 // channels of the same group, so a thread's V output channels (whole groups) read the V input
 // channels at the same positions. Any filter size, stride, dilation and (asymmetric) padding,
-// 1D/2D/3D.
+// 1D/2D/3D. WarpTile<16, 8, 16> instances (Cg = 8, 16-bit, forward / backward_data) run the
+// matrix path instead (direct_mma.hpp: mma.sync per tap, its own limits in is_supported).
 //
 // Config fields (ckgen/rules.py checks them; DirectTraits static_asserts them):
 //   Tile<P, Ct, Cg>  a block covers Ct channels (Ct / Cg groups) and P pixels; Cg: the channels
@@ -25,9 +26,10 @@
 // backward_weight: block (slice, channel tile) reduces dy * x over its slice of the N*Do*Ho*Wo
 //   output pixels for its Gt channels and all taps (depthwise 1x3x3: all 9 x V accumulators in
 //   registers; otherwise, and for small groups, one tap at a time with Cg x V accumulators),
-//   combines its threads through shared memory ([Rows][Gt] floats), then: one slice -> converted straight into dw; Stage::One -> fp32 atomics into a
-//   zeroed workspace of G * taps floats + convert; Stage::Two -> its slice of a [slices][G * taps]
-//   fp32 workspace + reduce/convert (splitk_finish.hpp). Slices: RunOptions::k_batch, else the
+//   combines its threads through shared memory ([Rows][Gt] floats), then: one slice -> converted
+//   straight into dw; Stage::One -> fp32 atomics into a zeroed workspace of G * taps floats +
+//   convert; Stage::Two -> its slice of a [slices][G * taps] fp32 workspace + reduce/convert
+//   (splitk_finish.hpp). Slices: RunOptions::k_batch, else the
 //   instance's kKBatch, else direct_auto_slices (direct_plan.hpp).
 #pragma once
 
@@ -165,6 +167,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
   static_assert(!(kFwd && kGather), "ckgen: forward never gathers");
   static_assert(!kWindow || kCT, "ckgen: the window path needs a compile-time filter");
   constexpr int kRow = Tr::Gt + 4;  // wsm row: 16-byte aligned, the fill's banks 4 apart per row
+                                   // (rules.py DIRECT_FILTER_ROW_PAD)
   __shared__ __attribute__((aligned(16))) float wsm[kSmemW ? kTaps * Cg * kRow : 1];
 
   const int tid = threadIdx.x;
@@ -515,7 +518,7 @@ class DepthwiseKernel final : public KernelBase {
     } else {
       if (opts.k_batch > 0) return opts.k_batch;
       if (Cfg::kKBatch > 0) return Cfg::kKBatch;
-      return direct_auto_slices(direct_pixels(kVariant, p), Tr::P, (chans(p) + Tr::Gt - 1) / Tr::Gt,
+      return direct_auto_slices(direct_pixels(kVariant, p), Tr::P, channel_tiles(p),
                                 Tr::kThreads, detail::device_sm_count());
     }
   }
@@ -544,7 +547,7 @@ class DepthwiseKernel final : public KernelBase {
       if (p.in[i] + p.pad_l[i] + p.pad_r[i] > lim || (p.filter[i] - 1) * p.dilation[i] > lim ||
           p.stride[i] > lim)
         return "a spatial size exceeds 2^30";
-    if ((chans(p) + Tr::Gt - 1) / Tr::Gt > 65535) return "G * C / tile N exceeds 65535 (grid.y limit)";
+    if (channel_tiles(p) > 65535) return "G * C / tile N exceeds 65535 (grid.y limit)";
     const int64_t pixels = direct_pixels(kVariant, p);
     if constexpr (kVariant == Variant::BackwardWeight) {
       if (opts.k_batch < 0 || opts.k_batch > kDirectMaxSlices)
@@ -608,7 +611,7 @@ class DepthwiseKernel final : public KernelBase {
     a.pixels = int(pixels);
     a.mode = OutMode::Direct;
     a.ws_stride = p.weight_elems();
-    const unsigned gtiles = unsigned((chans(p) + Tr::Gt - 1) / Tr::Gt);
+    const unsigned gtiles = unsigned(channel_tiles(p));
     const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
     gpuError_t e;
     if constexpr (kVariant != Variant::BackwardWeight) {
@@ -669,6 +672,7 @@ class DepthwiseKernel final : public KernelBase {
 
  private:
   static int64_t chans(const ConvProblem& p) { return p.G * p.C; }  // channels per pixel
+  static int64_t channel_tiles(const ConvProblem& p) { return (chans(p) + Tr::Gt - 1) / Tr::Gt; }
   static gpuError_t invalid_value() {
 #if defined(CKGEN_NVIDIA)
     return cudaErrorInvalidValue;
