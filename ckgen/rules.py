@@ -90,7 +90,8 @@ GEMM, DIRECT, ALL = "gemm", "direct", "all"
 #   warp_tile         [1, 1, 1]: plain fp32 FMA; [16, 8, 16]: the matrix path (direct_mma.hpp,
 #                     mma.sync targets, fp16 / bf16, forward / backward_data, C = K = 8 per group):
 #                     tile K 8, vector 8, tile N a multiple of 64 channels, tile M (pixels of
-#                     one row segment) a multiple of 16 x w; per filter row M + 16 staged source
+#                     one row segment) a multiple of 16; w warps divide its m16 tiles or are a
+#                     multiple of them that splits the groups; per filter row M + 16 staged source
 #                     columns, 2-3 such stages plus 9 taps of weights within 48 KB
 # Everything else takes its default (no LDS pipeline, no merged groups, no epilogue choice, no
 # specialization); backward_weight splits its reduction over N*Do*Ho*Wo with k_batch (0 = per
@@ -213,7 +214,8 @@ def direct_mma_stages(i: KernelInstance) -> int:
 
 
 def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
-    """The matrix path: its stages (DirectMmaTraits::kSmemBytes). backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Ct]
+    """The matrix path: its staged filter rows and weights (DirectMmaTraits::kSmemBytes).
+    backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Ct]
     floats (= threads x vector); forward / backward_data with Cg > 1 hold the block's 3x3 filter
     as fp32 (taps x Cg rows of Ct + 4), depthwise forward / backward_data use no shared memory."""
     if is_direct_mma(i):
@@ -233,7 +235,7 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     backward_weight 4 pixels/thread -> 278 estimated, 255 used + spills (rejected); 2 -> 190,
     180 used; forward 4 pixels -> 150, 125-146 used (bf16 182)."""
     e = DATATYPE_BYTES[i.datatype]
-    if is_direct_mma(i):  # m16 x n8 accumulators, two fragments, per-pixel copy coordinates
+    if is_direct_mma(i):  # m16 x n8 accumulators, as many fragment registers, addresses
         w, tiles, chunks = max(1, i.waves[0]), max(1, i.tile[0] // 16), i.tile[1] // 8
         wm = min(w, tiles)
         acc = (tiles // wm) * (chunks // max(1, w // wm)) * 4
@@ -315,7 +317,7 @@ def _direct_layout(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _direct_mma_layout(i: KernelInstance, a: ArchSpec) -> str | None:
-    # (tile M x tile N / 8) chunks are then a multiple of 4 x threads: every thread copies as many.
+    # Mirrors DirectMmaTraits' static_asserts (warps over m16 pixel tiles x group sets).
     pixels, chans, _ = i.tile
     if i.vec_c != 8:
         return "direct matrix path: vector must be [8, 8, 8] (16-byte group chunks)"
