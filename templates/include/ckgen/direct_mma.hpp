@@ -1,7 +1,9 @@
 // The direct kernel's matrix path: Pipeline::Direct with WarpTile<16, 8, 16> (NVIDIA sm_80+,
 // fp16 / bf16, C = K = 8 per group, forward and unit-stride backward_data, filters of up to
-// kDirectMmaMaxTaps taps whose staged columns fit, see mma_staged_cols). Per group the convolution is a GEMM of pixels x 8 output channels
-// over taps x 8 input channels: one mma.sync m16n8k8 per tap and m16 pixel tile.
+// kDirectMmaMaxTaps taps whose staged columns fit, see mma_staged_cols; DepthwiseKernel::
+// is_supported refuses the rest with the reason). Per group the convolution is a GEMM of pixels
+// x 8 output channels over taps x 8 input channels: one mma.sync m16n8k8 per tap and m16 pixel
+// tile.
 //
 // A block covers P consecutive pixels of one row of the iterated tensor (forward: an output row
 // (n, d, h), backward_data: an input-gradient row) and Ct channels (Ct / 8 groups). Per filter
@@ -76,8 +78,8 @@ namespace direct {
 // XOR swizzle of a staged column's 16-byte chunk g (within each run of 8 chunks).
 CKGEN_HOST_DEVICE constexpr int mma_chunk(int g, int col) { return (g & ~7) | ((g ^ col) & 7); }
 
-// Source columns a block stages per filter row (its P pixels with all X taps), and whether the
-// matrix path takes the problem (host and device share them).
+// Source columns a block stages per filter row: its P pixels with all X taps (the host's
+// is_supported compares them with DirectMmaTraits::kCols, the kernel stages that many).
 CKGEN_HOST_DEVICE constexpr int64_t mma_staged_cols(bool fwd, int P, int64_t stride, int64_t dil,
                                                     int64_t taps_x) {
   return (P - 1) * (fwd ? stride : 1) + (taps_x - 1) * dil + 1;
