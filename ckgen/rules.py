@@ -87,12 +87,15 @@ GEMM, DIRECT, ALL = "gemm", "direct", "all"
 #                     pixels, each thread P / (threads / (Ct / vector)) pixels
 #   vector [v, v, v]  v consecutive channels (whole groups) per thread, one access of v elements
 #                     per tensor
-#   warp_tile         [1, 1, 1]: plain fp32 FMA; [16, 8, 16]: the matrix path (direct_mma.hpp,
-#                     mma.sync targets, fp16 / bf16, forward / backward_data, C = K = 8 per group):
-#                     tile K 8, vector 8, tile N a multiple of 64 channels, tile M (pixels of
-#                     one row segment) a multiple of 16; w warps divide its m16 tiles or are a
-#                     multiple of them that splits the groups; per filter row M + 16 staged source
-#                     columns, 2-3 such stages plus 9 taps of weights within 48 KB
+#   warp_tile         [1, 1, 1]: plain fp32 FMA; [16, 8, 16]: the matrix path (mma.sync targets,
+#                     fp16 / bf16; vector 8, tile N a multiple of 64 channels, tile M the pixels
+#                     of one row segment, a multiple of 16). forward / backward_data
+#                     (direct_mma.hpp): C = K = 8 per group (tile K 8); w warps divide its m16
+#                     tiles or are a multiple of them that splits the groups; per filter row M + 16
+#                     staged source columns, 2-3 such stages plus 9 taps of weights within 48 KB.
+#                     backward_weight (direct_mma_bwd_weight.hpp): tile K 1, 2, 4 or 8; w warps
+#                     split the tile N / 8 channel chunks; per unit 3 filter rows of M + 16 source
+#                     columns plus M gradient pixels, 2-6 such stages within 96 KB (dynamic)
 # Everything else takes its default (no LDS pipeline, no merged groups, no epilogue choice, no
 # specialization); backward_weight splits its reduction over N*Do*Ho*Wo with k_batch (0 = per
 # problem) and stage one (fp32 atomics) or two (per-split partials + reduce).
@@ -104,6 +107,10 @@ DIRECT_MMA_MAX_LDS = 48 * 1024  # static shared memory (kDirectMmaMaxSmem)
 DIRECT_MMA_MAX_STAGES = 3  # filter rows in flight (kDirectMmaMaxStages)
 DIRECT_MMA_MAX_TAPS = 9  # taps whose weights are staged at once (kDirectMmaMaxTaps)
 DIRECT_MMA_COLUMN_SLACK = 16  # staged columns per filter row beyond tile M (kDirectMmaColumnSlack)
+DIRECT_MMA_BWD_FILTER_ROWS = 3  # backward_weight: filter rows staged per unit (kDirectMmaBwdFilterRows)
+DIRECT_MMA_BWD_MAX_STAGES = 6  # backward_weight: units in flight + one (kDirectMmaBwdMaxStages)
+DIRECT_MMA_BWD_MAX_LDS = 96 * 1024  # backward_weight: dynamic shared memory (kDirectMmaBwdMaxSmem)
+DIRECT_MMA_BWD_TAP_TILES = (DIRECT_MMA_MAX_TAPS + 1) // 2  # m16 tiles of two taps (kTapTiles)
 DIRECT_MAX_PIXELS_PER_THREAD = 8
 # The filter taps the direct kernel holds in registers (a compile-time 3x3 path; other filters
 # take the generic path that reads the taps' weights per pixel step).
@@ -196,21 +203,43 @@ def is_direct_mma(i: KernelInstance) -> bool:
 
 
 def direct_mma_stage_bytes(i: KernelInstance) -> int:
-    """One stage of the matrix path: a filter row's tile M + DIRECT_MMA_COLUMN_SLACK source
-    columns of tile N channels (DirectMmaTraits::kRowBytes)."""
-    return (i.tile[0] + DIRECT_MMA_COLUMN_SLACK) * i.tile[1] * DATATYPE_BYTES[i.datatype]
+    """One stage of the matrix path: forward / backward_data a filter row's tile M +
+    DIRECT_MMA_COLUMN_SLACK source columns of tile N channels (DirectMmaTraits::kRowBytes);
+    backward_weight DIRECT_MMA_BWD_FILTER_ROWS such rows plus tile M gradient pixels
+    (DirectMmaBwdTraits::kStageBytes)."""
+    cols = i.tile[0] + DIRECT_MMA_COLUMN_SLACK
+    if i.variant is Variant.BACKWARD_WEIGHT:
+        cols = DIRECT_MMA_BWD_FILTER_ROWS * cols + i.tile[0]
+    return cols * i.tile[1] * DATATYPE_BYTES[i.datatype]
 
 
 def direct_mma_weight_bytes(i: KernelInstance) -> int:
-    """The matrix path's staged weights: every tap's tile N x 8 (DirectMmaTraits::kWeightBytes)."""
+    """The matrix path's staged weights: every tap's tile N x 8 (DirectMmaTraits::kWeightBytes);
+    backward_weight stages none."""
+    if i.variant is Variant.BACKWARD_WEIGHT:
+        return 0
     return DIRECT_MMA_MAX_TAPS * i.tile[1] * 8 * DATATYPE_BYTES[i.datatype]
 
 
 def direct_mma_stages(i: KernelInstance) -> int:
     """As many staged filter rows as the static shared memory holds beside the weights, at most
     DIRECT_MMA_MAX_STAGES (DirectMmaTraits::kStages)."""
+    if i.variant is Variant.BACKWARD_WEIGHT:  # DirectMmaBwdTraits::kStages
+        return min(DIRECT_MMA_BWD_MAX_STAGES, DIRECT_MMA_BWD_MAX_LDS // direct_mma_stage_bytes(i))
     room = DIRECT_MMA_MAX_LDS - direct_mma_weight_bytes(i)
     return min(DIRECT_MMA_MAX_STAGES, max(0, room) // direct_mma_stage_bytes(i))
+
+
+def direct_mma_accumulators(i: KernelInstance) -> int:
+    """fp32 accumulators per lane of a matrix-path instance: forward / backward_data its m16
+    pixel tiles x group chunks (DirectMmaTraits MT x GW x 4), backward_weight its channel chunks x
+    DIRECT_MMA_BWD_TAP_TILES x 4 (DirectMmaBwdTraits::kAcc)."""
+    w, chunks = max(1, i.waves[0]), i.tile[1] // 8
+    if i.variant is Variant.BACKWARD_WEIGHT:
+        return max(1, chunks // w) * DIRECT_MMA_BWD_TAP_TILES * 4
+    tiles = max(1, i.tile[0] // 16)
+    wm = min(w, tiles)
+    return (tiles // wm) * (chunks // max(1, w // wm)) * 4
 
 
 def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
@@ -236,10 +265,7 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     180 used; forward 4 pixels -> 150, 125-146 used (bf16 182)."""
     e = DATATYPE_BYTES[i.datatype]
     if is_direct_mma(i):  # m16 x n8 accumulators, as many fragment registers, addresses
-        w, tiles, chunks = max(1, i.waves[0]), max(1, i.tile[0] // 16), i.tile[1] // 8
-        wm = min(w, tiles)
-        acc = (tiles // wm) * (chunks // max(1, w // wm)) * 4
-        return 2 * acc + 16 + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
+        return 2 * direct_mma_accumulators(i) + 16 + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
     _, _, pp = direct_layout(i, a)
     v = i.vec_c
     loaded = pp * -(-v * e // 4)
@@ -259,11 +285,10 @@ def _direct_fields(i: KernelInstance, a: ArchSpec) -> str | None:
         if a.math_unit_for(i.datatype, DIRECT_MMA_WARP_TILE) is not MathUnit.MMA_SYNC:
             return (f"direct warp_tile {list(DIRECT_MMA_WARP_TILE)} is the mma.sync path: not for "
                     f"{i.datatype.value} on {a.name} (use [1, 1, 1])")
-        if i.variant is Variant.BACKWARD_WEIGHT:
-            return f"direct warp_tile {list(DIRECT_MMA_WARP_TILE)} is forward / backward_data only"
-        if i.tile[2] != DIRECT_MMA_GROUP_CHANNELS:
+        if i.variant is not Variant.BACKWARD_WEIGHT and i.tile[2] != DIRECT_MMA_GROUP_CHANNELS:
             return (f"direct warp_tile {list(DIRECT_MMA_WARP_TILE)} serves C = K = "
-                    f"{DIRECT_MMA_GROUP_CHANNELS} per group: tile K must be {DIRECT_MMA_GROUP_CHANNELS}")
+                    f"{DIRECT_MMA_GROUP_CHANNELS} per group in forward / backward_data: tile K must be "
+                    f"{DIRECT_MMA_GROUP_CHANNELS}")
     elif i.warp_tile != DIRECT_WARP_TILE:
         return (f"direct warp_tile must be {list(DIRECT_WARP_TILE)} (FMA) or "
                 f"{list(DIRECT_MMA_WARP_TILE)} (mma.sync, C = K = 8 per group)")
@@ -317,20 +342,27 @@ def _direct_layout(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _direct_mma_layout(i: KernelInstance, a: ArchSpec) -> str | None:
-    # Mirrors DirectMmaTraits' static_asserts (warps over m16 pixel tiles x group sets).
+    # Mirrors DirectMmaTraits' (forward / backward_data: warps over m16 pixel tiles x group sets)
+    # and DirectMmaBwdTraits' static_asserts.
     pixels, chans, _ = i.tile
     if i.vec_c != 8:
         return "direct matrix path: vector must be [8, 8, 8] (16-byte group chunks)"
     if chans % DIRECT_MMA_CHANNEL_STEP:
         return f"direct matrix path: tile N={chans} is not a multiple of {DIRECT_MMA_CHANNEL_STEP} channels"
     w, tiles, chunks = i.waves[0], pixels // 16, chans // 8
-    if pixels % 16 or (tiles % w and w % tiles) or (w > tiles and chunks % (w // tiles)):
+    if i.variant is Variant.BACKWARD_WEIGHT:
+        if pixels % 16 or chunks % w:
+            return (f"direct matrix path: tile M={pixels} must be a multiple of 16 and the {w} warps "
+                    f"must split the {chunks} channel chunks of tile N evenly")
+    elif pixels % 16 or (tiles % w and w % tiles) or (w > tiles and chunks % (w // tiles)):
         return (f"direct matrix path: {w} warps must divide the {pixels} / 16 pixel tiles of tile M "
                 f"or be a multiple of them that splits the {chunks} groups evenly")
     if direct_mma_stages(i) < 2:
-        return (f"direct matrix path: two staged filter rows of {direct_mma_stage_bytes(i)} bytes and "
-                f"{direct_mma_weight_bytes(i)} bytes of weights do not fit {DIRECT_MMA_MAX_LDS} bytes "
-                "of static shared memory")
+        bw = i.variant is Variant.BACKWARD_WEIGHT
+        return (f"direct matrix path: two stages of {direct_mma_stage_bytes(i)} bytes and "
+                f"{direct_mma_weight_bytes(i)} bytes of weights do not fit "
+                f"{DIRECT_MMA_BWD_MAX_LDS if bw else DIRECT_MMA_MAX_LDS} bytes of "
+                f"{'dynamic' if bw else 'static'} shared memory")
     return None
 
 

@@ -52,7 +52,7 @@ def test_direct_instances_are_valid_on_every_target(arch: str, variant: Variant,
     "change,rule,words",
     [
         (dict(warp_tile=(32, 32, 8)), "direct_fields", "warp_tile must be [1, 1, 1] (FMA) or [16, 8, 16]"),
-        (dict(warp_tile=(16, 8, 16)), "direct_fields", "serves C = K = 8 per group: tile K must be 8"),
+        (dict(warp_tile=(16, 8, 16)), "direct_fields", "serves C = K = 8 per group in forward / backward_data: tile K must be 8"),
         (dict(waves=(2, 2, 1)), "direct_fields", "waves must be [w, 1, 1]"),
         (dict(tile=(64, 64, 32)), "direct_fields", "tile K is the channels per group (C = K) served, one of (1, 2, 4, 8)"),
         (dict(tile=(64, 64, 3)), "direct_fields", "one of (1, 2, 4, 8)"),
@@ -166,7 +166,6 @@ def test_matrix_path_is_refused_where_there_is_no_mma_sync(arch: str) -> None:
     "change,rule,words",
     [
         (dict(datatype=DataType.FP32, vec_a=4, vec_b=4, vec_c=4), "direct_fields", "mma.sync path: not for fp32"),
-        (dict(variant=Variant.BACKWARD_WEIGHT, k_batch=0), "direct_fields", "forward / backward_data only"),
         (dict(tile=(64, 64, 4)), "direct_fields", "tile K must be 8"),
         (dict(tile=(64, 32, 8)), "direct_layout", "not a multiple of 64 channels"),
         (dict(tile=(48, 64, 8)), "direct_layout", "4 warps must divide the 48 / 16 pixel tiles"),
@@ -179,8 +178,46 @@ def test_matrix_path_fields_are_checked(change: dict, rule: str, words: str) -> 
     assert bad is not None and bad[0] == rule and words in bad[1], bad
 
 
+def mma_weight(cg: int = 8, datatype: DataType = DataType.FP16, **kw) -> KernelInstance:
+    return direct(Variant.BACKWARD_WEIGHT, datatype, 8,
+                  **{"tile": (32, 64, cg), "waves": (8, 1, 1), "warp_tile": (16, 8, 16), **kw})
+
+
+@pytest.mark.parametrize("cg", [1, 2, 4, 8])
+@pytest.mark.parametrize("datatype", [DataType.FP16, DataType.BF16])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_matrix_backward_weight_takes_every_group_size(cg: int, datatype: DataType, arch: str) -> None:
+    i = mma_weight(cg, datatype=datatype, stage=Stage.TWO)
+    assert i.name.endswith(f"_t32x64x{cg}_w8x1x1_wt16x8x16_direct_v8x8x8_2st") and parse_name(i.name) == i
+    assert rules.check(i, ARCHS[arch]) is None
+    assert rules.math_unit(i, ARCHS[arch]) is MathUnit.MMA_SYNC
+    # stages x (3 filter rows x (M + 16) columns + M gradient pixels) x 64 channels x 2 bytes,
+    # as many stages (at most 6) as 96 KB of dynamic shared memory hold: DirectMmaBwdTraits
+    assert rules.lds_bytes(i, ARCHS[arch]) == 4 * (3 * 48 + 32) * 64 * 2 == 90112
+    assert rules.lds_bytes(replace(i, tile=(16, 64, cg)), ARCHS[arch]) == 6 * (3 * 32 + 16) * 64 * 2 == 86016
+    assert rules.lds_bytes(replace(i, tile=(64, 64, cg)), ARCHS[arch]) == 2 * (3 * 80 + 64) * 64 * 2
+    # one chunk per warp: 20 accumulators (64 registers by ptxas, no spills); two: 40
+    assert rules.direct_mma_accumulators(i) == 20
+    assert rules.direct_mma_accumulators(replace(i, waves=(4, 1, 1))) == 40
+
+
+@pytest.mark.parametrize(
+    "change,words",
+    [
+        (dict(waves=(3, 1, 1)), "3 warps must split the 8 channel chunks"),
+        (dict(tile=(24, 64, 8)), "tile M=24 must be a multiple of 16"),
+        (dict(tile=(32, 96, 8)), "not a multiple of 64 channels"),
+        (dict(tile=(128, 64, 8)), "two stages of 71680 bytes and 0 bytes of weights do not fit 98304 bytes of dynamic"),
+        (dict(vec_a=4, vec_b=4, vec_c=4), "vector must be [8, 8, 8]"),
+    ],
+)
+def test_matrix_backward_weight_layout_is_checked(change: dict, words: str) -> None:
+    bad = rules.check(replace(mma_weight(), **change), ARCHS["sm_90a"])
+    assert bad is not None and bad[0] == "direct_layout" and words in bad[1], bad
+
+
 def test_matrix_path_is_in_the_default_and_test_sets_for_nvidia_only() -> None:
-    for variant in (Variant.FORWARD, Variant.BACKWARD_DATA):
+    for variant in (Variant.FORWARD, Variant.BACKWARD_DATA, Variant.BACKWARD_WEIGHT):
         for config_set in ("default", "tests"):
             for arch in ("sm_90a", "gfx942"):
                 cfgs = load_configs(default_config_paths([variant], config_set))

@@ -13,6 +13,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/ckgen-out}
 mkdir -p "$OUT"
+. "$ROOT/bench/dev/ncu_direct.sh"
 if [ "${TESTS:-1}" = 1 ]; then
   GTEST_FILTER='-*_support.*' GEN_ARGS="--kernels *direct*" BUILD_SETS=tests PHASES="build test" \
     OUT=$OUT/dev bash "$ROOT/bench/device.sh"
@@ -26,10 +27,7 @@ tar czf "$OUT/sweep_csv.tar.gz" -C "$OUT/sweep" . && rm -rf "$OUT/sweep"
 bin=/tmp/sweep-work/gen/build/bin/ckgen_profiler_forward
 for t in t64x64x4_w4x1x1 t32x64x8_w4x1x1; do
   [ "${NCU:-1}" = 1 ] || break
-  timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy --section WarpStateStats \
-    --section MemoryWorkloadAnalysis "$bin" --shapes "$ROOT/templates/project/shapes/coverage.csv" \
-    --shape 'resnext*' --kernels "*fp16_2d_${t}_wt1x1x1_direct*" --datatype fp16 --verify none \
-    --warmup 0 --repeat 1 --iters 1 --timing loop > "$OUT/ncu_sg_$t.txt" 2>&1
+  ncu_direct "$bin" 'resnext*' "*fp16_2d_${t}_wt1x1x1_direct*" "$OUT/ncu_sg_$t.txt"
 done
 cat "$OUT"/tests_summary.txt "$OUT/sweep.txt"
 grep -hE "Duration|Throughput|Achieved Occupancy|Registers|Stall|Warp Cycles|Theoretical Occ|Block Limit" "$OUT"/ncu_sg_*.txt | head -60

@@ -46,6 +46,7 @@
 #include "ckgen/conv_maps.hpp"
 #include "ckgen/direct_common.hpp"
 #include "ckgen/direct_mma.hpp"
+#include "ckgen/direct_mma_bwd_weight.hpp"
 #include "ckgen/direct_plan.hpp"
 #include "ckgen/fast_div.hpp"
 #include "ckgen/kernel_base.hpp"
@@ -75,21 +76,25 @@ struct DirectTraits {
   static_assert((Cg == 1 || Cg == 2 || Cg == 4 || Cg == 8) && V % Cg == 0 &&
                     Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1,
                 "ckgen: direct needs Tile<P, Ct, Cg> with Cg in 1/2/4/8 dividing V, Waves<w, 1, 1>");
-  // WarpTile<16, 8, 16>: the matrix path (direct_mma.hpp), else plain FMA (WarpTile<1, 1, 1>).
+  // WarpTile<16, 8, 16>: the matrix path (forward / backward_data direct_mma.hpp, backward_weight
+  // direct_mma_bwd_weight.hpp), else plain FMA (WarpTile<1, 1, 1>).
   static constexpr bool kMma = Cfg::WarpTile::kM == 16;
-  // Matrix path: 1024 threads per SM (64 registers) where a warp holds at most 16 accumulators
-  // (pixel tiles x groups x 4, see DirectMmaTraits), else 512 (128 registers; 64 spill).
-  static constexpr int kMmaTilesM = P / 16 > 0 ? P / 16 : 1;
-  static constexpr int kMmaWM = Cfg::Waves::kM < kMmaTilesM ? Cfg::Waves::kM : kMmaTilesM;
-  static constexpr int kMmaAcc = kMmaTilesM / kMmaWM * (Gt / 8) / (Cfg::Waves::kM / kMmaWM) * 4;
-  static constexpr int kMinBlocks =
-      kMma ? ((kMmaAcc <= 16 ? 1024 : 512) / kThreads > 0 ? (kMmaAcc <= 16 ? 1024 : 512) / kThreads : 1) : 1;
   static_assert((Cfg::WarpTile::kM == 1 && Cfg::WarpTile::kN == 1 && Cfg::WarpTile::kK == 1) ||
-                    (kMma && Cfg::WarpTile::kN == 8 && Cfg::WarpTile::kK == 16 &&
-                     kVariant != Variant::BackwardWeight),
-                "ckgen: direct takes WarpTile<1, 1, 1> (FMA) or, forward / backward_data, <16, 8, 16> (mma.sync)");
-  static_assert(Gt % V == 0 && kThreads % TG == 0 && P % Rows == 0 && PP >= 1,
+                    (kMma && Cfg::WarpTile::kN == 8 && Cfg::WarpTile::kK == 16),
+                "ckgen: direct takes WarpTile<1, 1, 1> (FMA) or <16, 8, 16> (mma.sync)");
+  // The FMA path's thread layout (the matrix paths lay out their warps in their own traits).
+  static_assert(kMma || (Gt % V == 0 && kThreads % TG == 0 && P % Rows == 0 && PP >= 1),
                 "ckgen: direct threads must tile the block's groups and pixels");
+  // Blocks per SM the launch bounds ask for: FMA 1 (see depthwise_conv_kernel), the matrix
+  // paths their traits' kMinBlocks (named lazily: only the chosen traits are instantiated).
+  struct FmaBlocks {
+    static constexpr int kMinBlocks = 1;
+  };
+  using MinBlocksFrom =
+      std::conditional_t<!kMma, FmaBlocks,
+                         std::conditional_t<kVariant == Variant::BackwardWeight, DirectMmaBwdTraits<Cfg>,
+                                            DirectMmaTraits<Cfg>>>;
+  static constexpr int kMinBlocks = MinBlocksFrom::kMinBlocks;
   static_assert(kThreads <= 1024, "ckgen: too many threads per block");
   static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kEpilogue == Epilogue::Default &&
                     Cfg::kSpecialization == Specialization::Default &&
@@ -474,12 +479,13 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
 // KZ, KY, KX > 0: compile-time filter size (else 0, 0, 0); Path: forward / backward_data only.
 // FMA: one block per SM is enough: registers up to the per-thread maximum (without the minimum
 // ptxas caps 256-thread blocks at 64 registers and spills the register-held filter). The matrix
-// path: see DirectTraits::kMinBlocks (its warps wait on shared and global loads, and small layers
-// give each SM only a few blocks, so register room for all of them matters).
+// paths: see their traits' kMinBlocks.
 template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
 CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, DirectTraits<Cfg>::kMinBlocks)
     depthwise_conv_kernel(const CKGEN_GRID_CONSTANT DirectArgs a) {
-  if constexpr (Cfg::kVariant == Variant::BackwardWeight)
+  if constexpr (Cfg::kVariant == Variant::BackwardWeight && DirectTraits<Cfg>::kMma)
+    direct::bwd_weight_mma<Cfg>(a);
+  else if constexpr (Cfg::kVariant == Variant::BackwardWeight)
     direct::bwd_weight<Cfg, KZ, KY, KX>(a);
   else if constexpr (DirectTraits<Cfg>::kMma)
     direct::fwd_bwd_data_mma<Cfg>(a);
@@ -522,6 +528,9 @@ class DepthwiseKernel final : public KernelBase {
                                 Tr::kThreads, detail::device_sm_count());
     }
   }
+  DirectSlices slices(const ConvProblem& p, const RunOptions& opts) const {
+    return direct_weight_slices(p, Tr::P, Tr::kMma, resolve_slices(p, opts));
+  }
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
@@ -554,6 +563,18 @@ class DepthwiseKernel final : public KernelBase {
         return "k_batch " + str(opts.k_batch) + " out of range 0..1024 (0 = chosen per problem)";
       if (p.weight_elems() * kDirectMaxSlices > kMax32)
         return "G * K * Z * Y * X * C too large for the workspace index";
+      if constexpr (Tr::kMma) {
+        if (p.filter_spatial() > kDirectMmaMaxTaps)
+          return "the direct matrix path takes at most " + str(kDirectMmaMaxTaps) + " filter taps (problem has " +
+                 str(p.filter_spatial()) + ")";
+        if (p.filter[0] * p.filter[1] > kDirectMmaBwdFilterRows)
+          return "the direct matrix path for backward_weight stages at most " + str(kDirectMmaBwdFilterRows) +
+                 " filter rows (Z * Y; problem has " + str(p.filter[0] * p.filter[1]) + ")";
+        const int64_t cols = direct::mma_staged_cols(true, Tr::P, p.stride[2], p.dilation[2], p.filter[2]);
+        if (cols > DirectMmaBwdTraits<Cfg>::kCols)
+          return "the direct matrix path stages " + str(DirectMmaBwdTraits<Cfg>::kCols) +
+                 " source columns per filter row (this stride / dilation needs " + str(cols) + ")";
+      }
     } else {
       if ((pixels + Tr::P - 1) / Tr::P > kMax32) return "too many pixel blocks for grid.x";
       if constexpr (Tr::kMma) {
@@ -567,8 +588,7 @@ class DepthwiseKernel final : public KernelBase {
         if (cols > DirectMmaTraits<Cfg>::kCols)
           return "the direct matrix path stages " + str(DirectMmaTraits<Cfg>::kCols) +
                  " source columns per filter row (this stride / dilation needs " + str(cols) + ")";
-        const int64_t wlen = kFwd ? p.out[2] : p.in[2];
-        if (pixels / wlen * ((wlen + Tr::P - 1) / Tr::P) > kMax32) return "too many row segments for grid.x";
+        if (direct_row_segments(kVariant, p, Tr::P) > kMax32) return "too many row segments for grid.x";
       }
     }
     return {};
@@ -578,7 +598,7 @@ class DepthwiseKernel final : public KernelBase {
     if constexpr (kVariant != Variant::BackwardWeight) {
       return 0;
     } else {
-      const DirectSlices s = direct_slices(direct_pixels(kVariant, p), Tr::P, resolve_slices(p, opts));
+      const DirectSlices s = slices(p, opts);
       if (s.count <= 1) return 0;
       const std::size_t elems = std::size_t(p.weight_elems());
       return (Cfg::kStage == Stage::One ? 1 : std::size_t(s.count)) * elems * sizeof(float);
@@ -616,18 +636,17 @@ class DepthwiseKernel final : public KernelBase {
     gpuError_t e;
     if constexpr (kVariant != Variant::BackwardWeight) {
       a.slice_pixels = 0;
-      const dim3 grid(unsigned((pixels + Tr::P - 1) / Tr::P), gtiles, 1);
-      const bool gather = kVariant == Variant::BackwardData &&
-                          (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
-      const bool window = k3x3 && !gather && p.stride[2] == 1 && p.dilation[2] == 1 &&
-                          (kVariant == Variant::Forward ? p.out[2] : p.in[2]) % Tr::PP == 0;
-      constexpr DirectPath kG = kVariant == Variant::BackwardData ? DirectPath::Gather
-                                                                  : DirectPath::Linear;
       if constexpr (Tr::kMma) {  // the matrix path: a block per row segment (direct_mma.hpp)
-        const int64_t wlen = kVariant == Variant::Forward ? p.out[2] : p.in[2];
-        const dim3 rgrid(unsigned(pixels / wlen * ((wlen + Tr::P - 1) / Tr::P)), gtiles, 1);
+        const dim3 rgrid(unsigned(direct_row_segments(kVariant, p, Tr::P)), gtiles, 1);
         depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<rgrid, Tr::kThreads, 0, stream>>>(a);
       } else {
+        const dim3 grid(unsigned((pixels + Tr::P - 1) / Tr::P), gtiles, 1);
+        const bool gather = kVariant == Variant::BackwardData &&
+                            (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
+        const bool window = k3x3 && !gather && p.stride[2] == 1 && p.dilation[2] == 1 &&
+                            (kVariant == Variant::Forward ? p.out[2] : p.in[2]) % Tr::PP == 0;
+        constexpr DirectPath kG = kVariant == Variant::BackwardData ? DirectPath::Gather
+                                                                    : DirectPath::Linear;
         if (window)
           depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window><<<grid, Tr::kThreads, 0, stream>>>(a);
         else if (k3x3 && !gather)
@@ -641,8 +660,8 @@ class DepthwiseKernel final : public KernelBase {
       }
       return gpuGetLastError();
     } else {
-      const DirectSlices s = direct_slices(pixels, Tr::P, resolve_slices(p, opts));
-      a.slice_pixels = int(s.chunk);
+      const DirectSlices s = slices(p, opts);
+      a.slice_pixels = int(s.chunk);  // the matrix path: row segments per slice
       if (s.count > 1) {
         if (workspace == nullptr) return invalid_value();
         a.mode = Cfg::kStage == Stage::One ? OutMode::AtomicF32 : OutMode::PartialF32;
@@ -653,7 +672,15 @@ class DepthwiseKernel final : public KernelBase {
       }
       const dim3 grid(unsigned(s.count), gtiles, 1);
       bool launched = false;
-      if constexpr (Tr::Cg == 1) {  // small groups take one tap at a time (any filter)
+      if constexpr (Tr::kMma) {  // the matrix path: its ring of units in dynamic shared memory
+        constexpr int kSmem = DirectMmaBwdTraits<Cfg>::kSmemBytes;
+        auto* kernel = depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>;
+        static std::atomic<uint64_t> done{0};
+        if ((e = detail::allow_dynamic_smem(kernel, kSmem, done)) != gpuSuccess) return e;
+        depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<grid, Tr::kThreads, kSmem, stream>>>(a);
+        launched = true;
+      }
+      if constexpr (Tr::Cg == 1 && !Tr::kMma) {  // small groups take one tap at a time (any filter)
         if (k3x3) {
           depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
           launched = true;

@@ -28,7 +28,7 @@ struct DirectArgs {
   int pixels;                   // the iterated pixels (direct_pixels)
   FastDiv fd_pix[3];            // the iterated tensor's D, H, W sizes
   FastDiv fd_s[3];              // strides (backward_data)
-  int slice_pixels;             // backward_weight: pixels per slice (a multiple of P)
+  int slice_pixels;             // backward_weight: pixels per slice (a multiple of P; matrix path: row segments)
   int64_t ws_stride;            // backward_weight two-stage: floats per slice (G * taps)
   OutMode mode;
 };

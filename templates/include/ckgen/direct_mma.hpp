@@ -65,6 +65,10 @@ struct DirectMmaTraits {
   static constexpr int kStages =
       std::min(kDirectMmaMaxStages, (kDirectMmaMaxSmem - kWeightBytes) / kRowBytes);
   static constexpr int kSmemBytes = kStages * kRowBytes + kWeightBytes;
+  // 1024 threads per SM (64 registers) where a lane holds at most 16 accumulators, else 512
+  // (128 registers; 64 spill): its warps wait on shared and global loads, and small layers give
+  // each SM only a few blocks, so register room for all of them matters.
+  static constexpr int kMinBlocks = std::max(1, (MT * GW * 4 <= 16 ? 1024 : 512) / kThreads);
   static_assert(Cfg::Tile::kK == kDirectMmaGroupChannels && Cfg::kVecC == 8,
                 "ckgen: the direct matrix path serves C = K = 8 per group with vector 8");
   static_assert(Gt % 64 == 0 && P % 16 == 0 && kTilesM % WM == 0 && W % WM == 0 && kChunks % WN == 0,

@@ -20,6 +20,13 @@ inline int64_t direct_pixels(Variant v, const ConvProblem& p) {
   return v == Variant::BackwardData ? p.N * p.in_spatial() : p.N * p.out_spatial();
 }
 
+// The matrix path's units (direct_mma.hpp, direct_mma_bwd_weight.hpp): row segments of
+// tile_pixels pixels along the W rows of the iterated tensor, rows x ceil(W / tile_pixels).
+inline int64_t direct_row_segments(Variant v, const ConvProblem& p, int tile_pixels) {
+  const int64_t wlen = v == Variant::BackwardData ? p.in[2] : p.out[2];
+  return direct_pixels(v, p) / wlen * ((wlen + tile_pixels - 1) / tile_pixels);
+}
+
 // backward_weight: the slice count (k_batch) when none is given. Slices x group tiles blocks
 // of `threads` threads are sized to about kDirectThreadsPerCU threads per compute unit: more
 // slices shorten each block's loop but add partials to combine, and on an H200 the optimum
@@ -47,6 +54,14 @@ inline DirectSlices direct_slices(int64_t pixels, int tile_pixels, int kb) {
   s.chunk = std::max<int64_t>(tile_pixels, (per + tile_pixels - 1) / tile_pixels * tile_pixels);
   s.count = int((pixels + s.chunk - 1) / s.chunk);
   return s;
+}
+
+// backward_weight's slices for k_batch kb: the FMA path slices pixels (chunks of whole tiles),
+// the matrix path row segments (chunk = segments per slice).
+inline DirectSlices direct_weight_slices(const ConvProblem& p, int tile_pixels, bool matrix, int kb) {
+  const Variant v = Variant::BackwardWeight;
+  return matrix ? direct_slices(direct_row_segments(v, p, tile_pixels), 1, kb)
+                : direct_slices(direct_pixels(v, p), tile_pixels, kb);
 }
 
 }  // namespace ckgen

@@ -526,8 +526,9 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   const int threads = std::max(1, k.wave_m) * a.warp_size;
   c.blocks_per_cu = std::max(1, 2048 / threads);
   int64_t active_threads;
+  const bool matrix = k.warp_m > 1;  // a block per row segment (direct_plan.hpp)
   if (k.variant == Variant::BackwardWeight) {
-    const DirectSlices sl = direct_slices(pixels, k.tile_m, std::max(1, k_batch));
+    const DirectSlices sl = direct_weight_slices(p, k.tile_m, matrix, std::max(1, k_batch));
     c.k_batch = sl.count;
     c.tiles = int64_t(sl.count) * gtiles;
     active_threads = c.tiles * threads;
@@ -538,17 +539,19 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
       extra_us += k.stage == Stage::One ? 4.0 : 2.0;
     }
   } else {
-    c.tiles = cdiv(pixels, k.tile_m) * gtiles;
+    c.tiles = (matrix ? direct_row_segments(k.variant, p, k.tile_m) : cdiv(pixels, k.tile_m)) * gtiles;
     active_threads = c.tiles * threads;
     c.k_batch = 1;
   }
   c.waves = cdiv(c.tiles, int64_t(a.compute_units) * c.blocks_per_cu);
   c.tile_efficiency = 1.0 / overhang;
+  if (matrix)  // idle pixels past each row's last segment
+    c.tile_efficiency *= double(pixels) /
+                         double(direct_row_segments(k.variant, p, k.tile_m) * k.tile_m);
   const double warps_per_cu = double(active_threads) / a.warp_size / a.compute_units;
   const double latency = std::max(1.0, 16.0 / std::max(1.0, std::min(64.0, warps_per_cu)));
   const double mem_us = bytes * overhang / (a.bandwidth_gbs * 1e9) * 1e6 * std::sqrt(latency);
   const double fmas = double(pixels) * double(chans) * double(p.C) * taps;
-  const bool matrix = k.warp_m > 1;
   const double fma_us = matrix ? 0.0 : fmas * 2.0 / (a.peak_tflops(DataType::FP32) * 1e12) * 1e6;
   c.us = std::max(mem_us, fma_us) + extra_us;
   return c;
