@@ -354,6 +354,9 @@ def _direct_mma_layout(i: KernelInstance, a: ArchSpec) -> str | None:
         if pixels % 16 or chunks % w:
             return (f"direct matrix path: tile M={pixels} must be a multiple of 16 and the {w} warps "
                     f"must split the {chunks} channel chunks of tile N evenly")
+        if (w * a.warp_size) % chans:  # copies: threads / chunks a multiple of 8 (one swizzle each)
+            return (f"direct matrix path: {w * a.warp_size} threads must be a multiple of tile N={chans} "
+                    "(each thread copies every 8th-aligned column of one channel chunk)")
     elif pixels % 16 or (tiles % w and w % tiles) or (w > tiles and chunks % (w // tiles)):
         return (f"direct matrix path: {w} warps must divide the {pixels} / 16 pixel tiles of tile M "
                 f"or be a multiple of them that splits the {chunks} groups evenly")

@@ -205,6 +205,7 @@ def test_matrix_backward_weight_takes_every_group_size(cg: int, datatype: DataTy
     "change,words",
     [
         (dict(waves=(3, 1, 1)), "3 warps must split the 8 channel chunks"),
+        (dict(waves=(1, 1, 1)), "32 threads must be a multiple of tile N=64"),
         (dict(tile=(24, 64, 8)), "tile M=24 must be a multiple of 16"),
         (dict(tile=(32, 96, 8)), "not a multiple of 64 channels"),
         (dict(tile=(128, 64, 8)), "two stages of 71680 bytes and 0 bytes of weights do not fit 98304 bytes of dynamic"),

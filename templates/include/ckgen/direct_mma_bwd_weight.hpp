@@ -53,7 +53,9 @@ struct DirectMmaBwdTraits {
   static constexpr int kTapTiles = (kDirectMmaMaxTaps + 1) / 2;  // m16 tiles: two taps each
   static constexpr int kRows = kDirectMmaBwdFilterRows;
   static constexpr int kCols = P + kDirectMmaColumnSlack;  // staged source columns per filter row
-  static constexpr int kStageBytes = (kRows * kCols + P) * Gt * int(sizeof(Raw));
+  static constexpr int kPixelBytes = Gt * int(sizeof(Raw));  // one staged column / pixel
+  static constexpr int kYOffset = kRows * kCols * kPixelBytes;  // the gradient pixels in a stage
+  static constexpr int kStageBytes = (kRows * kCols + P) * kPixelBytes;
   static constexpr int kStages = std::min(kDirectMmaBwdMaxStages, kDirectMmaBwdMaxSmem / kStageBytes);
   static constexpr int kSmemBytes = kStages * kStageBytes;
   // Accumulators per lane: GW chunks x kTapTiles x 4. One chunk (20) fits 64 registers, so
@@ -76,15 +78,17 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   using Tr = DirectMmaBwdTraits<Cfg>;
   using Raw = typename Tr::Raw;
   constexpr DataType D = Cfg::kDataType;
-  constexpr int P = Tr::P, Gt = Tr::Gt, GW = Tr::GW, S = Tr::kStages, R = Tr::kRows;
+  constexpr int P = Tr::P, Gt = Tr::Gt, GW = Tr::GW, S = Tr::kStages;
   constexpr int T2 = Tr::kTapTiles, Cg = Tr::Cg, kChunks = Tr::kChunks;
+  // Stage b: [R][kCols] staged columns, then [P] gradient pixels, Gt channels each (byte
+  // offsets below: the swizzle of column c depends on c % 8 only, so a lane's offsets are
+  // computed once and move by whole 8-column steps).
   extern __shared__ __attribute__((aligned(128))) unsigned char direct_bw_smem[];
-  auto& sX = *reinterpret_cast<Raw(*)[S][R][Tr::kCols][Gt]>(direct_bw_smem);
-  auto& sY = *reinterpret_cast<Raw(*)[S][P][Gt]>(direct_bw_smem + sizeof(Raw) * S * R * Tr::kCols * Gt);
+  constexpr int kPB = Tr::kPixelBytes;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int ch0 = int(blockIdx.y) * Gt;
-  const int taps = a.taps, fy = a.fil[1], fx = a.fil[2], frows = a.fil[0] * fy;
+  const int taps = a.taps, fy = a.fil[1], fx = a.fil[2];
   const Raw* __restrict__ x = static_cast<const Raw*>(a.x);
   const Raw* __restrict__ dy = static_cast<const Raw*>(a.y);
   const int wo = a.out_[2];
@@ -94,49 +98,77 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   const int u1 = units - u0 < a.slice_pixels ? units : u0 + a.slice_pixels;
   const int cols = int(mma_staged_cols(true, P, a.s[2], a.dil[2], fx));
 
-  // The copies: thread tid moves chunk g of every kThreads / kChunks-th column.
-  const int g = tid % kChunks;
+  // The copies: thread tid moves chunk g of columns cq, cq + kColStep, ... of every staged row
+  // and of the gradient pixels (kColStep is a multiple of 8: one swizzled chunk offset sw).
+  const int g = tid % kChunks, cq = tid / kChunks;
   const bool chunk_ok = ch0 + g * 8 < a.chans;
   constexpr int kColStep = Tr::kThreads / kChunks;
+  static_assert(kColStep % 8 == 0, "ckgen: the copies keep one swizzle per thread");
+  constexpr int kColIters = (Tr::kCols + kColStep - 1) / kColStep, kPixIters = (P + kColStep - 1) / kColStep;
+  const int sw = mma_chunk(g, cq) * 16;
+  const int64_t col_stride = int64_t(kColStep) * a.chans;  // source elements between a thread's columns
+  unsigned char* const my_smem = direct_bw_smem + cq * kPB + sw;
+  const int fz = a.fil[0];
   auto stage = [&](int u, int buf) {
-    const int row = u / segs, w0 = (u - row * segs) * P;
+    const int row = segs == 1 ? u : u / segs, w0 = (u - row * segs) * P;
     int q, n, d, h;
     a.fd_pix[1].divmod(row, q, h);
     a.fd_pix[0].divmod(q, n, d);
-    const Raw* const img = x + (int64_t(n) * a.in_spatial * a.chans + ch0 + g * 8);
-    const int z0 = d * a.s[0] - a.pl[0], y0 = h * a.s[1] - a.pl[1], c0 = w0 * a.s[2] - a.pl[2];
-    for (int r = 0; r < frows; ++r) {
-      const int kz = r / fy, ky = r - kz * fy;
-      const int iz = z0 + kz * a.dil[0], iy = y0 + ky * a.dil[1];
-      const bool row_ok = chunk_ok && unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
-      const Raw* rowp = img + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] * a.chans;
-      for (int c = tid / kChunks; c < cols; c += kColStep) {
-        const int ix = c0 + c;
-        const bool ok = row_ok && unsigned(ix) < unsigned(a.in_[2]);
-        async_copy_zfill<16, true>(&sX[buf][r][c][mma_chunk(g, c) * 8], ok ? rowp + int64_t(ix) * a.chans : x, ok);
+    const int z0 = d * a.s[0] - a.pl[0], y0 = h * a.s[1] - a.pl[1], c0 = w0 * a.s[2] - a.pl[2] + cq;
+    const Raw* const img = x + (int64_t(n) * a.in_spatial * a.chans + int64_t(c0) * a.chans + ch0 + g * 8);
+    unsigned char* const dst0 = my_smem + buf * Tr::kStageBytes;
+    int r = 0;
+    for (int kz = 0; kz < fz; ++kz) {
+      const int iz = z0 + kz * a.dil[0];
+      for (int ky = 0; ky < fy; ++ky, ++r) {
+        const int iy = y0 + ky * a.dil[1];
+        const bool row_ok = chunk_ok && unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
+        const Raw* src = img + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] * a.chans;
+        unsigned char* dst = dst0 + r * Tr::kCols * kPB;
+#pragma unroll
+        for (int k = 0; k < kColIters; ++k) {
+          if (cq + k * kColStep < cols) {
+            const bool ok = row_ok && unsigned(c0 + k * kColStep) < unsigned(a.in_[2]);
+            async_copy_zfill<16, true>(dst, ok ? src : x, ok);
+          }
+          src += col_stride;
+          dst += kColStep * kPB;
+        }
       }
     }
-    const Raw* const yrow = dy + (int64_t(row) * wo * a.chans + ch0 + g * 8);
-    for (int p = tid / kChunks; p < P; p += kColStep) {
-      const bool ok = chunk_ok && w0 + p < wo;  // pixels past the row: zero gradient
-      async_copy_zfill<16, true>(&sY[buf][p][mma_chunk(g, p) * 8], ok ? yrow + int64_t(w0 + p) * a.chans : dy, ok);
+    const Raw* ysrc = dy + (int64_t(row) * wo + w0 + cq) * a.chans + ch0 + g * 8;
+    unsigned char* ydst = dst0 + Tr::kYOffset;
+#pragma unroll
+    for (int k = 0; k < kPixIters; ++k) {
+      if (cq + k * kColStep < P) {
+        const bool ok = chunk_ok && w0 + cq + k * kColStep < wo;  // past the row: zero gradient
+        async_copy_zfill<16, true>(ydst, ok ? ysrc : dy, ok);
+      }
+      ysrc += col_stride;
+      ydst += kColStep * kPB;
     }
   };
 
   // This lane's ldmatrix rows. A (x4.trans): matrix j = lane / 8 holds tap 2i + (j & 1) at
   // pixels (j / 2) * 8 + lane % 8 of the k16 step; taps past the last read a valid column (their
   // rows are never stored). B (x2.trans): pixels lane % 16 of the step.
+  // k16 step ks moves A by 16 * s columns and B by 16 pixels: whole 8-column steps.
   const int j = lane >> 3;
-  int a_row[T2], a_col[T2];
+  const int cw = warp * GW;  // this warp's first chunk
+  uint32_t a_off[GW][T2], b_off[GW];
 #pragma unroll
   for (int i = 0; i < T2; ++i) {
     const int t = 2 * i + (j & 1) < taps ? 2 * i + (j & 1) : taps - 1;
     const int r = t / fx, kx = t - r * fx;
-    a_row[i] = r;
-    a_col[i] = ((j >> 1) * 8 + (lane & 7)) * a.s[2] + kx * a.dil[2];
+    const int col = ((j >> 1) * 8 + (lane & 7)) * a.s[2] + kx * a.dil[2];
+#pragma unroll
+    for (int gi = 0; gi < GW; ++gi)
+      a_off[gi][i] = uint32_t((r * Tr::kCols + col) * kPB + mma_chunk(cw + gi, col) * 16);
   }
-  const int b_pix = lane & 15;
-  const int cw = warp * GW;  // this warp's first chunk
+#pragma unroll
+  for (int gi = 0; gi < GW; ++gi)
+    b_off[gi] = uint32_t(Tr::kYOffset + (lane & 15) * kPB + mma_chunk(cw + gi, lane & 15) * 16);
+  const uint32_t a_step = uint32_t(16 * a.s[2] * kPB), smem0 = nvmma::smem_addr(direct_bw_smem);
 
   float acc[GW][T2][4];
 #pragma unroll
@@ -159,21 +191,18 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
     __syncthreads();  // unit u visible to all; every warp is done with unit u - 1
     if (u + S - 1 < u1) stage(u + S - 1, (u + S - 1 - u0) % S);
     async_commit();
+    const uint32_t base = smem0 + uint32_t(buf * Tr::kStageBytes);
 #pragma unroll
     for (int ks = 0; ks < P / 16; ++ks) {
-      const int kcol = ks * 16 * a.s[2];
 #pragma unroll
       for (int gi = 0; gi < GW; ++gi) {
-        const int gc = cw + gi;
         uint32_t b[2];
-        const int bp = ks * 16 + b_pix;
-        nvmma::ldsm_x2_t(b, nvmma::smem_addr(&sY[buf][bp][mma_chunk(gc, bp) * 8]));
+        nvmma::ldsm_x2_t(b, base + b_off[gi] + uint32_t(ks * 16 * kPB));
 #pragma unroll
         for (int i = 0; i < T2; ++i) {
           if (2 * i < taps) {
-            const int col = a_col[i] + kcol;
             uint32_t af[4];
-            nvmma::ldsm_x4_t(af, nvmma::smem_addr(&sX[buf][a_row[i]][col][mma_chunk(gc, col) * 8]));
+            nvmma::ldsm_x4_t(af, base + a_off[gi][i] + ks * a_step);
             nvmma::mma_m16n8k16<D>(acc[gi][i], af, b[0], b[1]);
           }
         }
