@@ -94,8 +94,9 @@ GEMM, DIRECT, ALL = "gemm", "direct", "all"
 #                     tiles or are a multiple of them that splits the groups; per filter row M + 16
 #                     staged source columns, 2-3 such stages plus 9 taps of weights within 48 KB.
 #                     backward_weight (direct_mma_bwd_weight.hpp): tile K 1, 2, 4 or 8; w warps
-#                     split the tile N / 8 channel chunks; per unit 3 filter rows of M + 16 source
-#                     columns plus M gradient pixels, 2-6 such stages within 96 KB (dynamic)
+#                     split the tile N / 8 channel chunks; a ring of source rows (M + 16 columns)
+#                     beside 2-8 buffers of M gradient pixels within 112 KB (dynamic), at least
+#                     6 rows
 # Everything else takes its default (no LDS pipeline, no merged groups, no epilogue choice, no
 # specialization); backward_weight splits its reduction over N*Do*Ho*Wo with k_batch (0 = per
 # problem) and stage one (fp32 atomics) or two (per-split partials + reduce).
@@ -108,8 +109,8 @@ DIRECT_MMA_MAX_STAGES = 3  # filter rows in flight (kDirectMmaMaxStages)
 DIRECT_MMA_MAX_TAPS = 9  # taps whose weights are staged at once (kDirectMmaMaxTaps)
 DIRECT_MMA_COLUMN_SLACK = 16  # staged columns per filter row beyond tile M (kDirectMmaColumnSlack)
 DIRECT_MMA_BWD_FILTER_ROWS = 3  # backward_weight: filter rows staged per unit (kDirectMmaBwdFilterRows)
-DIRECT_MMA_BWD_MAX_STAGES = 6  # backward_weight: units in flight + one (kDirectMmaBwdMaxStages)
-DIRECT_MMA_BWD_MAX_LDS = 96 * 1024  # backward_weight: dynamic shared memory (kDirectMmaBwdMaxSmem)
+DIRECT_MMA_BWD_MAX_STAGES = 8  # backward_weight: gradient buffers (kDirectMmaBwdMaxStages)
+DIRECT_MMA_BWD_MAX_LDS = 112 * 1024  # backward_weight: dynamic shared memory (kDirectMmaBwdMaxSmem)
 DIRECT_MMA_BWD_TAP_TILES = (DIRECT_MMA_MAX_TAPS + 1) // 2  # m16 tiles of two taps (kTapTiles)
 DIRECT_MAX_PIXELS_PER_THREAD = 8
 # The filter taps the direct kernel holds in registers (a compile-time 3x3 path; other filters
@@ -203,14 +204,25 @@ def is_direct_mma(i: KernelInstance) -> bool:
 
 
 def direct_mma_stage_bytes(i: KernelInstance) -> int:
-    """One stage of the matrix path: forward / backward_data a filter row's tile M +
-    DIRECT_MMA_COLUMN_SLACK source columns of tile N channels (DirectMmaTraits::kRowBytes);
-    backward_weight DIRECT_MMA_BWD_FILTER_ROWS such rows plus tile M gradient pixels
-    (DirectMmaBwdTraits::kStageBytes)."""
-    cols = i.tile[0] + DIRECT_MMA_COLUMN_SLACK
-    if i.variant is Variant.BACKWARD_WEIGHT:
-        cols = DIRECT_MMA_BWD_FILTER_ROWS * cols + i.tile[0]
-    return cols * i.tile[1] * DATATYPE_BYTES[i.datatype]
+    """One staged source row of the matrix path: tile M + DIRECT_MMA_COLUMN_SLACK columns of tile
+    N channels (DirectMmaTraits / DirectMmaBwdTraits::kRowBytes)."""
+    return (i.tile[0] + DIRECT_MMA_COLUMN_SLACK) * i.tile[1] * DATATYPE_BYTES[i.datatype]
+
+
+def direct_mma_bwd_ring(i: KernelInstance) -> tuple[int, int]:
+    """backward_weight's (gradient buffers, ring rows) (DirectMmaBwdTraits::kStages / kRing,
+    direct_bwd_stages): the most buffers S <= DIRECT_MMA_BWD_MAX_STAGES whose ring of source
+    rows, in what DIRECT_MMA_BWD_MAX_LDS leaves, holds S + 2 * rows - 2 rows."""
+    row = direct_mma_stage_bytes(i)
+    pixels = i.tile[0] * i.tile[1] * DATATYPE_BYTES[i.datatype]
+
+    def ring(s: int) -> int:
+        return (DIRECT_MMA_BWD_MAX_LDS - s * pixels) // row
+
+    s = DIRECT_MMA_BWD_MAX_STAGES
+    while s > 2 and ring(s) < s + 2 * DIRECT_MMA_BWD_FILTER_ROWS - 2:
+        s -= 1
+    return s, ring(s)
 
 
 def direct_mma_weight_bytes(i: KernelInstance) -> int:
@@ -224,8 +236,6 @@ def direct_mma_weight_bytes(i: KernelInstance) -> int:
 def direct_mma_stages(i: KernelInstance) -> int:
     """As many staged filter rows as the static shared memory holds beside the weights, at most
     DIRECT_MMA_MAX_STAGES (DirectMmaTraits::kStages)."""
-    if i.variant is Variant.BACKWARD_WEIGHT:  # DirectMmaBwdTraits::kStages
-        return min(DIRECT_MMA_BWD_MAX_STAGES, DIRECT_MMA_BWD_MAX_LDS // direct_mma_stage_bytes(i))
     room = DIRECT_MMA_MAX_LDS - direct_mma_weight_bytes(i)
     return min(DIRECT_MMA_MAX_STAGES, max(0, room) // direct_mma_stage_bytes(i))
 
@@ -247,6 +257,9 @@ def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
     backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Ct]
     floats (= threads x vector); forward / backward_data with Cg > 1 hold the block's 3x3 filter
     as fp32 (taps x Cg rows of Ct + 4), depthwise forward / backward_data use no shared memory."""
+    if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT:  # ring + gradient buffers
+        stages, ring = direct_mma_bwd_ring(i)
+        return ring * direct_mma_stage_bytes(i) + stages * i.tile[0] * i.tile[1] * DATATYPE_BYTES[i.datatype]
     if is_direct_mma(i):
         return direct_mma_stages(i) * direct_mma_stage_bytes(i) + direct_mma_weight_bytes(i)
     if i.variant is not Variant.BACKWARD_WEIGHT:
@@ -360,12 +373,15 @@ def _direct_mma_layout(i: KernelInstance, a: ArchSpec) -> str | None:
     elif pixels % 16 or (tiles % w and w % tiles) or (w > tiles and chunks % (w // tiles)):
         return (f"direct matrix path: {w} warps must divide the {pixels} / 16 pixel tiles of tile M "
                 f"or be a multiple of them that splits the {chunks} groups evenly")
-    if direct_mma_stages(i) < 2:
-        bw = i.variant is Variant.BACKWARD_WEIGHT
+    if i.variant is Variant.BACKWARD_WEIGHT:
+        if direct_mma_bwd_ring(i)[1] < 2 * DIRECT_MMA_BWD_FILTER_ROWS:
+            return (f"direct matrix path: two gradient buffers and {2 * DIRECT_MMA_BWD_FILTER_ROWS} source "
+                    f"rows of {direct_mma_stage_bytes(i)} bytes do not fit {DIRECT_MMA_BWD_MAX_LDS} bytes "
+                    "of dynamic shared memory")
+    elif direct_mma_stages(i) < 2:
         return (f"direct matrix path: two stages of {direct_mma_stage_bytes(i)} bytes and "
-                f"{direct_mma_weight_bytes(i)} bytes of weights do not fit "
-                f"{DIRECT_MMA_BWD_MAX_LDS if bw else DIRECT_MMA_MAX_LDS} bytes of "
-                f"{'dynamic' if bw else 'static'} shared memory")
+                f"{direct_mma_weight_bytes(i)} bytes of weights do not fit {DIRECT_MMA_MAX_LDS} bytes "
+                "of static shared memory")
     return None
 
 

@@ -191,11 +191,12 @@ def test_matrix_backward_weight_takes_every_group_size(cg: int, datatype: DataTy
     assert i.name.endswith(f"_t32x64x{cg}_w8x1x1_wt16x8x16_direct_v8x8x8_2st") and parse_name(i.name) == i
     assert rules.check(i, ARCHS[arch]) is None
     assert rules.math_unit(i, ARCHS[arch]) is MathUnit.MMA_SYNC
-    # stages x (3 filter rows x (M + 16) columns + M gradient pixels) x 64 channels x 2 bytes,
-    # as many stages (at most 6) as 96 KB of dynamic shared memory hold: DirectMmaBwdTraits
-    assert rules.lds_bytes(i, ARCHS[arch]) == 4 * (3 * 48 + 32) * 64 * 2 == 90112
-    assert rules.lds_bytes(replace(i, tile=(16, 64, cg)), ARCHS[arch]) == 6 * (3 * 32 + 16) * 64 * 2 == 86016
-    assert rules.lds_bytes(replace(i, tile=(64, 64, cg)), ARCHS[arch]) == 2 * (3 * 80 + 64) * 64 * 2
+    # a ring of source rows ((M + 16) columns x 64 channels x 2 bytes) beside S buffers of M
+    # gradient pixels within 112 KB: DirectMmaBwdTraits (M 32: S 8, 13 rows; 16: 8, 24; 64: 4, 8)
+    assert rules.direct_mma_bwd_ring(i) == (8, 13)
+    assert rules.lds_bytes(i, ARCHS[arch]) == 13 * 48 * 128 + 8 * 32 * 128 == 112640
+    assert rules.lds_bytes(replace(i, tile=(16, 64, cg)), ARCHS[arch]) == 24 * 32 * 128 + 8 * 16 * 128
+    assert rules.direct_mma_bwd_ring(replace(i, tile=(64, 64, cg))) == (4, 8)
     # one chunk per warp: 20 accumulators (64 registers by ptxas, no spills); two: 40
     assert rules.direct_mma_accumulators(i) == 20
     assert rules.direct_mma_accumulators(replace(i, waves=(4, 1, 1))) == 40
@@ -208,7 +209,7 @@ def test_matrix_backward_weight_takes_every_group_size(cg: int, datatype: DataTy
         (dict(waves=(1, 1, 1)), "32 threads must be a multiple of tile N=64"),
         (dict(tile=(24, 64, 8)), "tile M=24 must be a multiple of 16"),
         (dict(tile=(32, 96, 8)), "not a multiple of 64 channels"),
-        (dict(tile=(128, 64, 8)), "two stages of 71680 bytes and 0 bytes of weights do not fit 98304 bytes of dynamic"),
+        (dict(tile=(128, 64, 8)), "two gradient buffers and 6 source rows of 18432 bytes do not fit 114688"),
         (dict(vec_a=4, vec_b=4, vec_c=4), "vector must be [8, 8, 8]"),
     ],
 )

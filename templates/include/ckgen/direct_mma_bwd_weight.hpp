@@ -11,12 +11,14 @@
 // chunk; only the pairs of one group are stored (Cg = 8: all, depthwise: the diagonal), so
 // smaller groups spend more of the (idle) tensor core, none of the memory traffic.
 //
-// A unit of work is one row segment: P consecutive output pixels of an output row (n, d, h).
-// Per unit the block stages, 16-byte cp.async with zeros outside the tensors, the source columns
-// of every filter row ((P - 1) * s + (X - 1) * dil + 1 columns each) and the P output-gradient
-// pixels, into a ring of kStages units in dynamic shared memory (up to kDirectMmaBwdMaxSmem: the
-// copies of one unit take a global-memory latency and its math is short, so units in flight
-// are what hides it). A block reduces its slice of consecutive units for Ct
+// A unit of work is one row segment: P consecutive output pixels of an output row (n, d, h);
+// units run segment-major, so consecutive units are consecutive output rows. Per unit the block
+// stages, 16-byte cp.async with zeros outside the tensors, the P output-gradient pixels and the
+// source rows it reads that are not staged yet ((P - 1) * s + (X - 1) * dil + 1 columns each; at
+// H stride 1 and a 3-row filter one new row per unit instead of three, see DirectRowCursor),
+// kStages units ahead, in dynamic shared memory (up to kDirectMmaBwdMaxSmem: the copies of one
+// unit take a global-memory latency and its math is short, so units in flight are what hides
+// it). A block reduces its slice of consecutive units for Ct
 // channels; warp w owns the chunks w * GW .. + GW - 1 over all of the slice's pixels, so no
 // reduction crosses warps. The result leaves as in the FMA path: one slice -> dw directly,
 // Stage::One -> fp32 atomics into a zeroed workspace, Stage::Two -> the slice's partials.
@@ -36,9 +38,21 @@
 
 namespace ckgen {
 
-inline constexpr int kDirectMmaBwdFilterRows = 3;  // filter rows (Z * Y) staged per unit
-inline constexpr int kDirectMmaBwdMaxStages = 6;    // units in flight + the one multiplied
-inline constexpr int kDirectMmaBwdMaxSmem = 96 * 1024;  // dynamic shared memory per block
+inline constexpr int kDirectMmaBwdFilterRows = 3;  // filter rows (Z * Y) a unit reads
+inline constexpr int kDirectMmaBwdMaxStages = 8;    // gradient buffers: units in flight + 1
+inline constexpr int kDirectMmaBwdMaxSmem = 112 * 1024;  // dynamic shared memory (2 blocks per SM)
+
+// The ring of staged source rows beside `stages` gradient buffers within kDirectMmaBwdMaxSmem.
+CKGEN_HOST_DEVICE constexpr int direct_bwd_ring_rows(int stages, int row_bytes, int pixel_bytes) {
+  return (kDirectMmaBwdMaxSmem - stages * pixel_bytes) / row_bytes;
+}
+// The most gradient buffers S whose ring still holds S - 1 units ahead in the reuse mode (each
+// new unit one row, one of them a fresh unit of kRows rows: S + 2 kRows - 2 rows), at least 2.
+CKGEN_HOST_DEVICE constexpr int direct_bwd_stages(int row_bytes, int unit_pixel_bytes) {
+  int s = kDirectMmaBwdMaxStages;
+  while (s > 2 && direct_bwd_ring_rows(s, row_bytes, unit_pixel_bytes) < s + 2 * kDirectMmaBwdFilterRows - 2) --s;
+  return s;
+}
 
 template <class Cfg>
 struct DirectMmaBwdTraits {
@@ -54,23 +68,51 @@ struct DirectMmaBwdTraits {
   static constexpr int kRows = kDirectMmaBwdFilterRows;
   static constexpr int kCols = P + kDirectMmaColumnSlack;  // staged source columns per filter row
   static constexpr int kPixelBytes = Gt * int(sizeof(Raw));  // one staged column / pixel
-  static constexpr int kYOffset = kRows * kCols * kPixelBytes;  // the gradient pixels in a stage
-  static constexpr int kStageBytes = (kRows * kCols + P) * kPixelBytes;
-  static constexpr int kStages = std::min(kDirectMmaBwdMaxStages, kDirectMmaBwdMaxSmem / kStageBytes);
-  static constexpr int kSmemBytes = kStages * kStageBytes;
-  // Accumulators per lane: GW chunks x kTapTiles x 4. One chunk (20) fits 64 registers, so
-  // 1024 threads per SM; more take 128 (512 threads).
-  static constexpr int kAcc = GW * kTapTiles * 4;
-  static constexpr int kMinBlocks = std::max(1, (kAcc <= 20 ? 1024 : 512) / kThreads);
+  // kStages gradient buffers of P pixels and a ring of kRing staged source rows.
+  static constexpr int kRowBytes = kCols * kPixelBytes;
+  static constexpr int kStages = direct_bwd_stages(kRowBytes, P * kPixelBytes);
+  static constexpr int kRing = direct_bwd_ring_rows(kStages, kRowBytes, P * kPixelBytes);
+  static constexpr int kRingBytes = kRing * kRowBytes;
+  static constexpr int kSmemBytes = kRingBytes + kStages * P * kPixelBytes;
+  // Two blocks per SM (the shared memory allows no more): up to 128 registers for 256 threads,
+  // so the lane's ldmatrix offsets stay in registers instead of being recomputed per load.
+  static constexpr int kAcc = GW * kTapTiles * 4;  // accumulators per lane
+  static constexpr int kMinBlocks = 2;
   static_assert(Cfg::kVecC == 8 && (Cg == 1 || Cg == 2 || Cg == 4 || Cg == 8),
                 "ckgen: the direct matrix path for backward_weight takes vector 8 and Cg in 1/2/4/8");
   static_assert(Gt % 64 == 0 && P % 16 == 0 && kChunks % W == 0,
                 "ckgen: direct matrix backward_weight needs Ct % 64 == 0, P % 16 == 0 and warps "
                 "that split the Ct / 8 channel chunks evenly");
-  static_assert(kStages >= 2, "ckgen: direct matrix backward_weight needs two staged units within 96 KB");
+  static_assert(kRing >= 2 * kRows, "ckgen: direct matrix backward_weight needs a ring of two units' rows within 112 KB");
 };
 
 namespace direct {
+
+// Which staged source rows a unit reads, as ring positions (the ring holds kRing rows). Units
+// are walked in order; in the reuse mode (Z = 1, H dilation 1, H stride <= Y) a unit that
+// continues the previous one (same segment, next output row of the same image) reads its rows
+// iy0 .. iy0 + Y - 1 at positions first .. first + Y - 1 where the previous unit's first was
+// first - s: only its last s rows are new. Otherwise its Z * Y rows are all new, at the next
+// free positions. The kernel stages as many units ahead as keep the rows of every unit in
+// flight within kRing consecutive positions, so no copy overwrites a row still to be read.
+struct DirectRowCursor {
+  int prev_row = -2, prev_seg = -1, first = 0, next = 0;
+  // Moves to unit (row, seg); returns its first row's position, `fresh` the first new row index.
+  template <int kRing>
+  CKGEN_DEVICE CKGEN_FORCEINLINE int advance(bool reuse, int row, int seg, int h, int sy, int rows, int& fresh) {
+    const bool cont = reuse && seg == prev_seg && row == prev_row + 1 && h != 0;
+    int f = cont ? first + sy : next;
+    if (f >= kRing) f -= kRing;
+    fresh = cont ? rows - sy : 0;
+    int nx = f + rows;
+    if (nx >= kRing) nx -= kRing;
+    first = f;
+    next = nx;
+    prev_row = row;
+    prev_seg = seg;
+    return f;
+  }
+};
 
 template <class Cfg>
 CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
@@ -78,25 +120,35 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   using Tr = DirectMmaBwdTraits<Cfg>;
   using Raw = typename Tr::Raw;
   constexpr DataType D = Cfg::kDataType;
-  constexpr int P = Tr::P, Gt = Tr::Gt, GW = Tr::GW, S = Tr::kStages;
-  constexpr int T2 = Tr::kTapTiles, Cg = Tr::Cg, kChunks = Tr::kChunks;
-  // Stage b: [R][kCols] staged columns, then [P] gradient pixels, Gt channels each (byte
+  constexpr int P = Tr::P, GW = Tr::GW, S = Tr::kStages;
+  constexpr int T2 = Tr::kTapTiles, Cg = Tr::Cg, kChunks = Tr::kChunks, kRing = Tr::kRing;
+  // [kRing][kCols] staged source rows, then [S][P] gradient pixels, Gt channels each (byte
   // offsets below: the swizzle of column c depends on c % 8 only, so a lane's offsets are
   // computed once and move by whole 8-column steps).
   extern __shared__ __attribute__((aligned(128))) unsigned char direct_bw_smem[];
-  constexpr int kPB = Tr::kPixelBytes;
+  constexpr int kPB = Tr::kPixelBytes, kRowBytes = Tr::kCols * kPB;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int ch0 = int(blockIdx.y) * Gt;
-  const int taps = a.taps, fy = a.fil[1], fx = a.fil[2];
+  const int ch0 = int(blockIdx.y) * Tr::Gt;
+  const int taps = a.taps, fz = a.fil[0], fy = a.fil[1], fx = a.fil[2];
   const Raw* __restrict__ x = static_cast<const Raw*>(a.x);
   const Raw* __restrict__ dy = static_cast<const Raw*>(a.y);
   const int wo = a.out_[2];
   const int segs = (wo + P - 1) / P;
-  const int units = a.pixels / wo * segs;
-  const int u0 = int(blockIdx.x) * a.slice_pixels;  // the matrix path slices row segments
+  const int rows_total = a.pixels / wo;  // output rows N * Do * Ho
+  const int units = rows_total * segs;   // unit u: segment u / rows_total of row u % rows_total
+  const int u0 = int(blockIdx.x) * a.slice_pixels;  // the matrix path slices units
   const int u1 = units - u0 < a.slice_pixels ? units : u0 + a.slice_pixels;
   const int cols = int(mma_staged_cols(true, P, a.s[2], a.dil[2], fx));
+  const bool reuse = fz == 1 && a.dil[1] == 1 && a.s[1] <= fy;
+  const int unit_rows = reuse ? fy : fz * fy;  // rows a fresh unit stages (at most kRows)
+  // Units staged ahead of the one multiplied: the rows of those L + 1 units must fit the ring.
+  // Every unit may start afresh: (L + 1) * rows <= kRing. Reuse mode with L <= Ho (at most one
+  // fresh unit among L consecutive ones): (L - 1) * s + 2 * rows <= kRing.
+  auto imin = [](int p, int q) { return p < q ? p : q; };
+  const int ahead_fresh = imin(S - 1, kRing / unit_rows - 1);
+  const int ahead_reuse = imin(imin(S - 1, (kRing - 2 * unit_rows) / a.s[1] + 1), a.out_[1]);
+  const int ahead = reuse && ahead_reuse > ahead_fresh ? ahead_reuse : ahead_fresh;
 
   // The copies: thread tid moves chunk g of columns cq, cq + kColStep, ... of every staged row
   // and of the gradient pixels (kColStep is a multiple of 8: one swizzled chunk offset sw).
@@ -107,42 +159,48 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   constexpr int kColIters = (Tr::kCols + kColStep - 1) / kColStep, kPixIters = (P + kColStep - 1) / kColStep;
   const int sw = mma_chunk(g, cq) * 16;
   const int64_t col_stride = int64_t(kColStep) * a.chans;  // source elements between a thread's columns
-  unsigned char* const my_smem = direct_bw_smem + cq * kPB + sw;
-  const int fz = a.fil[0];
-  auto stage = [&](int u, int buf) {
-    const int row = segs == 1 ? u : u / segs, w0 = (u - row * segs) * P;
-    int q, n, d, h;
+  const uint32_t smem0 = nvmma::smem_addr(direct_bw_smem), my_smem = smem0 + uint32_t(cq * kPB + sw);
+  // Unit u's output row (n, d, h) and segment.
+  auto locate = [&](int u, int& row, int& seg, int& n, int& d, int& h) {
+    seg = segs == 1 ? 0 : u / rows_total;
+    row = u - seg * rows_total;
+    int q;
     a.fd_pix[1].divmod(row, q, h);
     a.fd_pix[0].divmod(q, n, d);
+  };
+  DirectRowCursor stage_cursor, math_cursor;
+  auto stage = [&](int u, int buf) {
+    int row, seg, n, d, h, fresh;
+    locate(u, row, seg, n, d, h);
+    const int first = stage_cursor.advance<kRing>(reuse, row, seg, h, a.s[1], unit_rows, fresh);
+    const int w0 = seg * P;
     const int z0 = d * a.s[0] - a.pl[0], y0 = h * a.s[1] - a.pl[1], c0 = w0 * a.s[2] - a.pl[2] + cq;
     const Raw* const img = x + (int64_t(n) * a.in_spatial * a.chans + int64_t(c0) * a.chans + ch0 + g * 8);
-    unsigned char* const dst0 = my_smem + buf * Tr::kStageBytes;
-    int r = 0;
-    for (int kz = 0; kz < fz; ++kz) {
-      const int iz = z0 + kz * a.dil[0];
-      for (int ky = 0; ky < fy; ++ky, ++r) {
-        const int iy = y0 + ky * a.dil[1];
-        const bool row_ok = chunk_ok && unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
-        const Raw* src = img + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] * a.chans;
-        unsigned char* dst = dst0 + r * Tr::kCols * kPB;
+    // Row j of the unit: (kz, ky) = (j / Y, j % Y) (reuse: Z = 1, ky = j), ring position first + j.
+    for (int j = fresh; j < unit_rows; ++j) {
+      const int kz = fz == 1 ? 0 : j / fy, ky = j - kz * fy;
+      const int iz = z0 + kz * a.dil[0], iy = y0 + ky * a.dil[1];
+      const bool row_ok = chunk_ok && unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
+      const Raw* src = img + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] * a.chans;
+      const int pos = first + j < kRing ? first + j : first + j - kRing;
+      uint32_t dst = my_smem + uint32_t(pos * kRowBytes);
 #pragma unroll
-        for (int k = 0; k < kColIters; ++k) {
-          if (cq + k * kColStep < cols) {
-            const bool ok = row_ok && unsigned(c0 + k * kColStep) < unsigned(a.in_[2]);
-            async_copy_zfill<16, true>(dst, ok ? src : x, ok);
-          }
-          src += col_stride;
-          dst += kColStep * kPB;
+      for (int k = 0; k < kColIters; ++k) {
+        if (cq + k * kColStep < cols) {
+          const bool ok = row_ok && unsigned(c0 + k * kColStep) < unsigned(a.in_[2]);
+          async_copy_zfill_shared<16, true>(dst, ok ? src : x, ok);
         }
+        src += col_stride;
+        dst += kColStep * kPB;
       }
     }
     const Raw* ysrc = dy + (int64_t(row) * wo + w0 + cq) * a.chans + ch0 + g * 8;
-    unsigned char* ydst = dst0 + Tr::kYOffset;
+    uint32_t ydst = my_smem + uint32_t(Tr::kRingBytes + buf * P * kPB);
 #pragma unroll
     for (int k = 0; k < kPixIters; ++k) {
       if (cq + k * kColStep < P) {
         const bool ok = chunk_ok && w0 + cq + k * kColStep < wo;  // past the row: zero gradient
-        async_copy_zfill<16, true>(ydst, ok ? ysrc : dy, ok);
+        async_copy_zfill_shared<16, true>(ydst, ok ? ysrc : dy, ok);
       }
       ysrc += col_stride;
       ydst += kColStep * kPB;
@@ -150,25 +208,26 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   };
 
   // This lane's ldmatrix rows. A (x4.trans): matrix j = lane / 8 holds tap 2i + (j & 1) at
-  // pixels (j / 2) * 8 + lane % 8 of the k16 step; taps past the last read a valid column (their
-  // rows are never stored). B (x2.trans): pixels lane % 16 of the step.
-  // k16 step ks moves A by 16 * s columns and B by 16 pixels: whole 8-column steps.
+  // pixels (j / 2) * 8 + lane % 8 of the k16 step, in the unit's row kz * Y + ky; taps past the
+  // last read a valid column (their rows are never stored). B (x2.trans): pixels lane % 16 of
+  // the step. k16 step ks moves A by 16 * s columns and B by 16 pixels: whole 8-column steps.
   const int j = lane >> 3;
   const int cw = warp * GW;  // this warp's first chunk
   uint32_t a_off[GW][T2], b_off[GW];
+  int a_row[T2];
 #pragma unroll
   for (int i = 0; i < T2; ++i) {
     const int t = 2 * i + (j & 1) < taps ? 2 * i + (j & 1) : taps - 1;
     const int r = t / fx, kx = t - r * fx;
     const int col = ((j >> 1) * 8 + (lane & 7)) * a.s[2] + kx * a.dil[2];
+    a_row[i] = r;
 #pragma unroll
-    for (int gi = 0; gi < GW; ++gi)
-      a_off[gi][i] = uint32_t((r * Tr::kCols + col) * kPB + mma_chunk(cw + gi, col) * 16);
+    for (int gi = 0; gi < GW; ++gi) a_off[gi][i] = uint32_t(col * kPB + mma_chunk(cw + gi, col) * 16);
   }
 #pragma unroll
   for (int gi = 0; gi < GW; ++gi)
-    b_off[gi] = uint32_t(Tr::kYOffset + (lane & 15) * kPB + mma_chunk(cw + gi, lane & 15) * 16);
-  const uint32_t a_step = uint32_t(16 * a.s[2] * kPB), smem0 = nvmma::smem_addr(direct_bw_smem);
+    b_off[gi] = uint32_t(Tr::kRingBytes + (lane & 15) * kPB + mma_chunk(cw + gi, lane & 15) * 16);
+  const uint32_t a_step = uint32_t(16 * a.s[2] * kPB);
 
   float acc[GW][T2][4];
 #pragma unroll
@@ -178,31 +237,40 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[gi][i][e] = 0.f;
 
-  // The ring: S - 1 units in flight ahead of the one multiplied (one commit group per unit,
-  // empty past the slice's last, so wait<S - 2> always means "unit u has landed").
-#pragma unroll
-  for (int s = 0; s < S - 1; ++s) {
+  // The pipeline: `ahead` units in flight beyond the one multiplied (one commit group per
+  // unit, empty past the slice's last, so waiting for ahead - 1 pending groups always means
+  // "unit u has landed").
+  for (int s = 0; s < ahead; ++s) {
     if (u0 + s < u1) stage(u0 + s, s);
     async_commit();
   }
   for (int u = u0; u < u1; ++u) {
     const int buf = (u - u0) % S;
-    async_wait<S - 2>();
+    async_wait_n<kDirectMmaBwdMaxStages - 2>(ahead - 1);
     __syncthreads();  // unit u visible to all; every warp is done with unit u - 1
-    if (u + S - 1 < u1) stage(u + S - 1, (u + S - 1 - u0) % S);
+    if (u + ahead < u1) stage(u + ahead, (u + ahead - u0) % S);
     async_commit();
-    const uint32_t base = smem0 + uint32_t(buf * Tr::kStageBytes);
+    int row, seg, n, d, h, fresh;
+    locate(u, row, seg, n, d, h);
+    const int first = math_cursor.advance<kRing>(reuse, row, seg, h, a.s[1], unit_rows, fresh);
+    uint32_t a_base[T2];
+#pragma unroll
+    for (int i = 0; i < T2; ++i) {
+      const int pos = first + a_row[i] < kRing ? first + a_row[i] : first + a_row[i] - kRing;
+      a_base[i] = smem0 + uint32_t(pos * kRowBytes);
+    }
+    const uint32_t b_base = smem0 + uint32_t(buf * P * kPB);
 #pragma unroll
     for (int ks = 0; ks < P / 16; ++ks) {
 #pragma unroll
       for (int gi = 0; gi < GW; ++gi) {
         uint32_t b[2];
-        nvmma::ldsm_x2_t(b, base + b_off[gi] + uint32_t(ks * 16 * kPB));
+        nvmma::ldsm_x2_t(b, b_base + b_off[gi] + uint32_t(ks * 16 * kPB));
 #pragma unroll
         for (int i = 0; i < T2; ++i) {
           if (2 * i < taps) {
             uint32_t af[4];
-            nvmma::ldsm_x4_t(af, base + a_off[gi][i] + ks * a_step);
+            nvmma::ldsm_x4_t(af, a_base[i] + a_off[gi][i] + ks * a_step);
             nvmma::mma_m16n8k16<D>(acc[gi][i], af, b[0], b[1]);
           }
         }
