@@ -94,7 +94,7 @@ GEMM, DIRECT, ALL = "gemm", "direct", "all"
 #                     tiles or are a multiple of them that splits the groups; per filter row M + 16
 #                     staged source columns, 2-3 such stages plus 9 taps of weights within 48 KB.
 #                     backward_weight (direct_mma_bwd_weight.hpp): tile K 1, 2, 4 or 8; w warps
-#                     split the tile N / 8 channel chunks; a ring of source rows (M + 16 columns)
+#                     split the tile N / 8 channel chunks; a ring of source rows (M + 16 columns, 16-pixel M + 24)
 #                     beside 2-8 buffers of M gradient pixels within 112 KB (dynamic), at least
 #                     6 rows
 # Everything else takes its default (no LDS pipeline, no merged groups, no epilogue choice, no
@@ -111,6 +111,8 @@ DIRECT_MMA_COLUMN_SLACK = 16  # staged columns per filter row beyond tile M (kDi
 DIRECT_MMA_BWD_FILTER_ROWS = 3  # backward_weight: filter rows staged per unit (kDirectMmaBwdFilterRows)
 DIRECT_MMA_BWD_MAX_STAGES = 8  # backward_weight: gradient buffers (kDirectMmaBwdMaxStages)
 DIRECT_MMA_BWD_MAX_LDS = 112 * 1024  # backward_weight: dynamic shared memory (kDirectMmaBwdMaxSmem)
+# backward_weight: staged columns beyond tile M (direct_bwd_cols): 24 for 16-pixel units, else 16
+DIRECT_MMA_BWD_COLUMN_SLACK = {16: 24}
 DIRECT_MMA_BWD_TAP_TILES = (DIRECT_MMA_MAX_TAPS + 1) // 2  # m16 tiles of two taps (kTapTiles)
 DIRECT_MAX_PIXELS_PER_THREAD = 8
 # The filter taps the direct kernel holds in registers (a compile-time 3x3 path; other filters
@@ -204,9 +206,12 @@ def is_direct_mma(i: KernelInstance) -> bool:
 
 
 def direct_mma_stage_bytes(i: KernelInstance) -> int:
-    """One staged source row of the matrix path: tile M + DIRECT_MMA_COLUMN_SLACK columns of tile
-    N channels (DirectMmaTraits / DirectMmaBwdTraits::kRowBytes)."""
-    return (i.tile[0] + DIRECT_MMA_COLUMN_SLACK) * i.tile[1] * DATATYPE_BYTES[i.datatype]
+    """One staged source row of the matrix path: tile M + DIRECT_MMA_COLUMN_SLACK (backward_weight
+    DIRECT_MMA_BWD_COLUMN_SLACK) columns of tile N channels (DirectMmaTraits /
+    DirectMmaBwdTraits::kRowBytes)."""
+    bw = i.variant is Variant.BACKWARD_WEIGHT
+    slack = DIRECT_MMA_BWD_COLUMN_SLACK.get(i.tile[0], DIRECT_MMA_COLUMN_SLACK) if bw else DIRECT_MMA_COLUMN_SLACK
+    return (i.tile[0] + slack) * i.tile[1] * DATATYPE_BYTES[i.datatype]
 
 
 def direct_mma_bwd_ring(i: KernelInstance) -> tuple[int, int]:

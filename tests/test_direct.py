@@ -192,10 +192,11 @@ def test_matrix_backward_weight_takes_every_group_size(cg: int, datatype: DataTy
     assert rules.check(i, ARCHS[arch]) is None
     assert rules.math_unit(i, ARCHS[arch]) is MathUnit.MMA_SYNC
     # a ring of source rows ((M + 16) columns x 64 channels x 2 bytes) beside S buffers of M
-    # gradient pixels within 112 KB: DirectMmaBwdTraits (M 32: S 8, 13 rows; 16: 8, 24; 64: 4, 8)
+    # gradient pixels within 112 KB: DirectMmaBwdTraits (M 32: S 8, 13 rows; 16: 8, 19 rows of
+    # 40 columns; 64: 4, 8)
     assert rules.direct_mma_bwd_ring(i) == (8, 13)
     assert rules.lds_bytes(i, ARCHS[arch]) == 13 * 48 * 128 + 8 * 32 * 128 == 112640
-    assert rules.lds_bytes(replace(i, tile=(16, 64, cg)), ARCHS[arch]) == 24 * 32 * 128 + 8 * 16 * 128
+    assert rules.lds_bytes(replace(i, tile=(16, 64, cg)), ARCHS[arch]) == 19 * 40 * 128 + 8 * 16 * 128
     assert rules.direct_mma_bwd_ring(replace(i, tile=(64, 64, cg))) == (4, 8)
     # one chunk per warp: 20 accumulators (64 registers by ptxas, no spills); two: 40
     assert rules.direct_mma_accumulators(i) == 20

@@ -525,7 +525,7 @@ class DepthwiseKernel final : public KernelBase {
       if (opts.k_batch > 0) return opts.k_batch;
       if (Cfg::kKBatch > 0) return Cfg::kKBatch;
       return direct_auto_slices(direct_pixels(kVariant, p), Tr::P, channel_tiles(p),
-                                Tr::kThreads, detail::device_sm_count());
+                                Tr::kThreads, detail::device_sm_count(), Tr::kMma);
     }
   }
   DirectSlices slices(const ConvProblem& p, const RunOptions& opts) const {

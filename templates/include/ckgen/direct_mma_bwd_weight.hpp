@@ -41,6 +41,12 @@ namespace ckgen {
 inline constexpr int kDirectMmaBwdFilterRows = 3;  // filter rows (Z * Y) a unit reads
 inline constexpr int kDirectMmaBwdMaxStages = 8;    // gradient buffers: units in flight + 1
 inline constexpr int kDirectMmaBwdMaxSmem = 112 * 1024;  // dynamic shared memory (2 blocks per SM)
+// Staged columns per row, of which a unit reads (M - 1) * s + (X - 1) * dil + 1: M + 16, and
+// M + 24 for 16-pixel units (a 3-wide filter at W stride 2 reads 33 columns, e.g. the 28x28
+// depthwise stride-2 layer; larger units keep M + 16 so that 64-pixel ones hold four buffers).
+CKGEN_HOST_DEVICE constexpr int direct_bwd_cols(int unit_pixels) {
+  return unit_pixels + (unit_pixels <= 16 ? 24 : 16);
+}
 
 // The ring of staged source rows beside `stages` gradient buffers within kDirectMmaBwdMaxSmem.
 CKGEN_HOST_DEVICE constexpr int direct_bwd_ring_rows(int stages, int row_bytes, int pixel_bytes) {
@@ -66,7 +72,7 @@ struct DirectMmaBwdTraits {
   static constexpr int GW = kChunks / W;  // chunks per warp
   static constexpr int kTapTiles = (kDirectMmaMaxTaps + 1) / 2;  // m16 tiles: two taps each
   static constexpr int kRows = kDirectMmaBwdFilterRows;
-  static constexpr int kCols = P + kDirectMmaColumnSlack;  // staged source columns per filter row
+  static constexpr int kCols = direct_bwd_cols(P);  // staged source columns per row
   static constexpr int kPixelBytes = Gt * int(sizeof(Raw));  // one staged column / pixel
   // kStages gradient buffers of P pixels and a ring of kRing staged source rows.
   static constexpr int kRowBytes = kCols * kPixelBytes;
@@ -99,7 +105,8 @@ struct DirectRowCursor {
   int prev_row = -2, prev_seg = -1, first = 0, next = 0;
   // Moves to unit (row, seg); returns its first row's position, `fresh` the first new row index.
   template <int kRing>
-  CKGEN_DEVICE CKGEN_FORCEINLINE int advance(bool reuse, int row, int seg, int h, int sy, int rows, int& fresh) {
+  CKGEN_DEVICE CKGEN_FORCEINLINE int advance(bool reuse, int row, int seg, int h, int sy, int rows,
+                                             int& fresh) {
     const bool cont = reuse && seg == prev_seg && row == prev_row + 1 && h != 0;
     int f = cont ? first + sy : next;
     if (f >= kRing) f -= kRing;

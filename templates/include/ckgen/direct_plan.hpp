@@ -32,11 +32,16 @@ inline int64_t direct_row_segments(Variant v, const ConvProblem& p, int tile_pix
 // slices shorten each block's loop but add partials to combine, and on an H200 the optimum
 // sat at ~256 threads per SM for every tile and shape swept (bench/NOTES.md, "Direct
 // backward_weight slices": 128 slices for 256-thread tiles with one group tile, 64 for
-// 128-thread tiles with four). At least tile_pixels / 2 pixels per slice.
+// 128-thread tiles with four). At least tile_pixels / 2 pixels per slice. The matrix path
+// (direct_mma_bwd_weight.hpp) fits two 256-thread blocks per SM and wants both: on an H200 the
+// depthwise 56x56 row took 16.7 us at 512 threads per SM against 19.2 at 256, the ResNeXt rows
+// within 2 % either way (bench/NOTES.md, "Direct matrix path for backward_weight").
 inline constexpr int kDirectThreadsPerCU = 256;
+inline constexpr int kDirectMmaThreadsPerCU = 512;
 inline int direct_auto_slices(int64_t pixels, int tile_pixels, int64_t group_tiles, int threads,
-                              int compute_units) {
-  const int64_t blocks = int64_t(std::max(1, compute_units)) * kDirectThreadsPerCU / std::max(1, threads);
+                              int compute_units, bool matrix = false) {
+  const int per_cu = matrix ? kDirectMmaThreadsPerCU : kDirectThreadsPerCU;
+  const int64_t blocks = int64_t(std::max(1, compute_units)) * per_cu / std::max(1, threads);
   const int64_t want = (blocks + group_tiles - 1) / std::max<int64_t>(1, group_tiles);
   const int64_t min_pixels = std::max(1, tile_pixels / 2);
   const int64_t cap = (pixels + min_pixels - 1) / min_pixels;

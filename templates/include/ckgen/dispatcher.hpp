@@ -859,8 +859,9 @@ class Dispatcher {
     if (key.pipeline == Pipeline::Direct)  // depthwise.hpp resolve_slices
       return key.variant == Variant::BackwardWeight
                  ? direct_auto_slices(direct_pixels(key.variant, p), key.tile_m,
-                                      (p.G + key.tile_n - 1) / std::max(1, key.tile_n),
-                                      std::max(1, key.wave_m) * arch_.warp_size, arch_.compute_units)
+                                      (p.G * p.C + key.tile_n - 1) / std::max(1, key.tile_n),
+                                      std::max(1, key.wave_m) * arch_.warp_size, arch_.compute_units,
+                                      key.warp_m > 1)
                  : 1;
     const GemmDims g = gemm_dims(key.variant, p);
     auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
