@@ -262,9 +262,10 @@ def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
     backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Ct]
     floats (= threads x vector); forward / backward_data with Cg > 1 hold the block's 3x3 filter
     as fp32 (taps x Cg rows of Ct + 4), depthwise forward / backward_data use no shared memory."""
-    if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT:  # ring + gradient buffers
+    if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT:  # ring, gradient buffers, their units
         stages, ring = direct_mma_bwd_ring(i)
-        return ring * direct_mma_stage_bytes(i) + stages * i.tile[0] * i.tile[1] * DATATYPE_BYTES[i.datatype]
+        return (ring * direct_mma_stage_bytes(i) + stages * i.tile[0] * i.tile[1] * DATATYPE_BYTES[i.datatype]
+                + -(-4 * stages // 128) * 128)  # ptxas -v: the ints take 128 bytes (dynamic part aligned)
     if is_direct_mma(i):
         return direct_mma_stages(i) * direct_mma_stage_bytes(i) + direct_mma_weight_bytes(i)
     if i.variant is not Variant.BACKWARD_WEIGHT:

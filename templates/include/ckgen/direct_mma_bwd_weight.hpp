@@ -133,6 +133,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   // offsets below: the swizzle of column c depends on c % 8 only, so a lane's offsets are
   // computed once and move by whole 8-column steps).
   extern __shared__ __attribute__((aligned(128))) unsigned char direct_bw_smem[];
+  // The ring position of each buffered unit's first row, written when it is staged, read
+  // after the barrier that makes its copies visible (the math skips the cursor's bookkeeping).
+  __shared__ int unit_first[S];
   constexpr int kPB = Tr::kPixelBytes, kRowBytes = Tr::kCols * kPB;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -175,11 +178,12 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
     a.fd_pix[1].divmod(row, q, h);
     a.fd_pix[0].divmod(q, n, d);
   };
-  DirectRowCursor stage_cursor, math_cursor;
+  DirectRowCursor cursor;
   auto stage = [&](int u, int buf) {
     int row, seg, n, d, h, fresh;
     locate(u, row, seg, n, d, h);
-    const int first = stage_cursor.advance<kRing>(reuse, row, seg, h, a.s[1], unit_rows, fresh);
+    const int first = cursor.advance<kRing>(reuse, row, seg, h, a.s[1], unit_rows, fresh);
+    if (tid == 0) unit_first[buf] = first;
     const int w0 = seg * P;
     const int z0 = d * a.s[0] - a.pl[0], y0 = h * a.s[1] - a.pl[1], c0 = w0 * a.s[2] - a.pl[2] + cq;
     const Raw* const img = x + (int64_t(n) * a.in_spatial * a.chans + int64_t(c0) * a.chans + ch0 + g * 8);
@@ -257,9 +261,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
     __syncthreads();  // unit u visible to all; every warp is done with unit u - 1
     if (u + ahead < u1) stage(u + ahead, (u + ahead - u0) % S);
     async_commit();
-    int row, seg, n, d, h, fresh;
-    locate(u, row, seg, n, d, h);
-    const int first = math_cursor.advance<kRing>(reuse, row, seg, h, a.s[1], unit_rows, fresh);
+    const int first = unit_first[buf];
     uint32_t a_base[T2];
 #pragma unroll
     for (int i = 0; i < T2; ++i) {
