@@ -283,8 +283,15 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     backward_weight 4 pixels/thread -> 278 estimated, 255 used + spills (rejected); 2 -> 190,
     180 used; forward 4 pixels -> 150, 125-146 used (bf16 182)."""
     e = DATATYPE_BYTES[i.datatype]
+    overhead = REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
+    if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT:
+        # accumulators, the lane's ldmatrix offsets per chunk and tap tile, 6 fragment registers,
+        # ~40 for the copies' pointers and the ring cursor (ptxas -v, sm_90a: 101-112 for one
+        # chunk per warp; this gives 102)
+        chunks = max(1, i.tile[1] // 8 // max(1, i.waves[0]))
+        return direct_mma_accumulators(i) + chunks * (DIRECT_MMA_BWD_TAP_TILES + 1) + 6 + 40 + overhead
     if is_direct_mma(i):  # m16 x n8 accumulators, as many fragment registers, addresses
-        return 2 * direct_mma_accumulators(i) + 16 + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
+        return 2 * direct_mma_accumulators(i) + 16 + overhead
     _, _, pp = direct_layout(i, a)
     v = i.vec_c
     loaded = pp * -(-v * e // 4)
