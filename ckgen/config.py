@@ -134,7 +134,7 @@ FIELDS: dict[str, FieldSpec] = {
     "ndim": FieldSpec(_int(1, 3), "spatial dimensions: 1, 2 or 3", 2),
     "tile": FieldSpec(_triple(1, 1024), "block tile [M, N, K] of the implicit GEMM (direct: [pixels, channels, channels per group])", (128, 128, 32), True),
     "waves": FieldSpec(_triple(1, 16), "waves (warps) per block along [M, N, K] (direct: [w, 1, 1])", (2, 2, 1), True),
-    "warp_tile": FieldSpec(_warp_tile, "matrix instruction [M, N, K], or 'auto' for every legal one (direct: [1, 1, 1] FMA, [16, 8, 16] mma.sync for 8-channel groups)", "auto", True),
+    "warp_tile": FieldSpec(_warp_tile, "matrix instruction [M, N, K], or 'auto' for every legal one (direct: [1, 1, 1] FMA, [16, 8, 16] mma.sync: forward / backward_data 8-channel groups, backward_weight groups of 1-8)", "auto", True),
     "pipeline": FieldSpec(_word(Pipeline), "main loop: " + ", ".join(Pipeline.allowed()), Pipeline.BASIC),
     "stages": FieldSpec(_int(1, 16), "buffers in flight (basic, direct: 1; multistage, wavelet, wavelet_tma: 2..8)", 1),
     "scheduler": FieldSpec(_word(Scheduler), "instruction scheduling (AMD): " + ", ".join(Scheduler.allowed()), Scheduler.INTRAWAVE),
