@@ -8,7 +8,8 @@
 //     * without (clang -x hip -nogpuinc): this header defines __global__, threadIdx,
 //       __syncthreads, ... from clang builtins and declares the few runtime entry points
 //       (device-only compiles never link them)                            -> CKGEN_AMD_NOGPUINC
-//   - anything else: host-only declarations (types only; runtime calls unavailable).
+//   - a host compiler with CKGEN_PLATFORM_HOST defined (checked first), or anything else:
+//     host-only declarations (types; the runtime calls answer "no device").
 //
 // Macros: CKGEN_HOST_DEVICE, CKGEN_DEVICE, CKGEN_HOST, CKGEN_GLOBAL, CKGEN_FORCEINLINE,
 //         CKGEN_DEVICE_PASS (1 while compiling device code), CKGEN_NVIDIA / CKGEN_AMD.
@@ -28,7 +29,9 @@
 // ------------------------------------------------------------------------------------------
 // Platform detection
 // ------------------------------------------------------------------------------------------
-#if defined(__CUDACC__) && !defined(__HIP__)
+#if defined(CKGEN_PLATFORM_HOST) && !defined(__CUDACC__) && !defined(__HIP__)
+// host-only on request, whatever runtime headers the include path has
+#elif defined(__CUDACC__) && !defined(__HIP__)
 #define CKGEN_NVIDIA 1
 #elif defined(__HIP__) || defined(__HIPCC__) || defined(CKGEN_PLATFORM_AMD)
 #define CKGEN_AMD 1
@@ -334,6 +337,19 @@ __attribute__((device)) inline void __syncthreads() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
 __attribute__((device)) inline void __threadfence() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+#else   // a plain host compiler without a GPU runtime
+// The device queries host code makes answer "no device", so host-side logic (the dispatcher's
+// ranking, tests/host) builds and runs; anything that launches needs a runtime.
+#define gpuErrorNoDevice 100
+inline gpuError_t gpuGetDevice(int* d) {
+  if (d != nullptr) *d = 0;
+  return gpuErrorNoDevice;
+}
+inline gpuError_t gpuDeviceGetAttribute(int* v, int, int) {
+  if (v != nullptr) *v = 0;
+  return gpuErrorNoDevice;
+}
+inline gpuError_t gpuGetLastError() { return gpuSuccess; }
 #endif  // __HIP__
 #endif  // platform
 
