@@ -56,6 +56,7 @@ TMA_TILE_N = (64, 128, 256)
 TMA_ROW_BYTES = 128
 TMA_MAX_TILE_M = 256
 TMA_SMEM_SLACK = 1024
+TMA_PATCH_BUFFERS = 2  # stride1: staged input patches (double-buffered across channel chunks)
 # cshuffle epilogue: a slab of 16 rows x 40 elements per math warp.
 TMA_SLAB_ELEMS_PER_WARP = 16 * 40
 # Shared-memory rows are padded by 16 bytes against bank conflicts.
@@ -156,6 +157,11 @@ def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
     pad_b = max(LDS_ROW_PAD_BYTES // e, i.vec_b)
     if i.pipeline is Pipeline.WAVELET_TMA:
         slabs = i.math_waves * TMA_SLAB_ELEMS_PER_WARP * e if i.epilogue is Epilogue.CSHUFFLE else 0
+        if i.specialization is Specialization.STRIDE1:
+            # B ring + two staged input patches of at least tile M pixels each (the patch grows
+            # with the problem's row width; the kernel refuses problems whose patch does not fit)
+            return ((i.stages * tn + TMA_PATCH_BUFFERS * tm) * TMA_ROW_BYTES + 16 * (i.stages + TMA_PATCH_BUFFERS)
+                    + slabs + TMA_SMEM_SLACK)
         return i.stages * (tm + tn) * TMA_ROW_BYTES + 16 * i.stages + slabs + TMA_SMEM_SLACK
     if a is not None and a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA:
         pad_a = pad_b = 0
@@ -504,7 +510,10 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
          "wavelet_tma splits its reduction with fp32 reductions into one workspace: split-K, "
          "stage one (k_batch 1, auto or fixed)"),
         (i.groups_to_merge == 1, "wavelet_tma does not merge groups"),
-        (i.specialization is Specialization.DEFAULT, "wavelet_tma has no 1x1 specializations (the im2col map covers them)"),
+        (i.specialization in (Specialization.DEFAULT, Specialization.STRIDE1),
+         "wavelet_tma has no 1x1 specializations (the im2col map covers them): default or stride1"),
+        (i.specialization is not Specialization.STRIDE1 or i.variant is not Variant.BACKWARD_WEIGHT,
+         "stride1 stages the input rows of forward / backward_data; backward_weight has no such path"),
     )
     for ok, reason in checks:
         if not ok:
@@ -580,6 +589,8 @@ def _epilogue(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _specialization(i: KernelInstance, a: ArchSpec) -> str | None:
+    if i.specialization is Specialization.STRIDE1 and i.pipeline is not Pipeline.WAVELET_TMA:
+        return "stride1 is a wavelet_tma specialization (staged input rows read by every tap)"
     if i.specialization is not Specialization.DEFAULT and i.variant is Variant.BACKWARD_DATA and i.groups_to_merge > 1:
         return "1x1 specializations do not combine with merged groups in backward_data"
     return None

@@ -88,6 +88,9 @@ class Specialization(Word):
     DEFAULT = ("default", "spdef", "Default")
     FILTER1X1_PAD0 = ("filter1x1_pad0", "f1x1p0", "Filter1x1Pad0")
     FILTER1X1_STRIDE1_PAD0 = ("filter1x1_stride1_pad0", "f1x1s1p0", "Filter1x1Stride1Pad0")
+    # wavelet_tma forward / backward_data at stride 1: a block stages its input rows once per
+    # channel chunk and reads every filter tap from them (no im2col copy per tap)
+    STRIDE1 = ("stride1", "s1", "Stride1")
 
 
 class Reduction(Word):

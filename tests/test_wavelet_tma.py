@@ -98,6 +98,25 @@ def test_cshuffle_counts_against_the_shared_memory_limit() -> None:
     assert bad is not None and bad[0] == "lds"
 
 
+@pytest.mark.parametrize("variant", [Variant.FORWARD, Variant.BACKWARD_DATA])
+def test_stride1_stages_input_rows_for_forward_launches(variant: Variant) -> None:
+    i = tma(variant, specialization=Specialization.STRIDE1)
+    assert rules.check(i, ARCHS["sm_90a"]) is None
+    assert i.name.endswith("_s1") and parse_name(i.name) == i
+    # the ring holds B only; two patches of at least tile M pixels each (TmaTraits::kPatchFixedBytes)
+    assert rules.lds_bytes(i) == (3 * 128 + 2 * 128) * 128 + 16 * 5 + 1024
+
+
+def test_stride1_is_refused_where_no_path_stages_rows() -> None:
+    bad = rules.check(tma(Variant.BACKWARD_WEIGHT, specialization=Specialization.STRIDE1, k_batch=0), ARCHS["sm_90a"])
+    assert bad is not None and "backward_weight" in bad[1], bad
+    ms = KernelInstance(variant=Variant.FORWARD, datatype=DataType.FP16, ndim=2, tile=(128, 128, 32),
+                        waves=(2, 2, 1), warp_tile=(16, 8, 16), pipeline=Pipeline.MULTISTAGE, stages=3,
+                        specialization=Specialization.STRIDE1)
+    bad = rules.check(ms, ARCHS["sm_90a"])
+    assert bad is not None and "wavelet_tma specialization" in bad[1], bad
+
+
 def test_fp32_is_rejected() -> None:
     bad = rules.check(tma(datatype=DataType.FP32, vec_a=4, vec_b=4, vec_c=4), ARCHS["sm_90a"])
     assert bad is not None

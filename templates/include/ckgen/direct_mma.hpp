@@ -142,13 +142,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
     }
   };
 
-  float acc[MT][GW][4];
-#pragma unroll
-  for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-    for (int gi = 0; gi < GW; ++gi)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][gi][e] = 0.f;
+  float acc[MT][GW][4] = {};
 
   // The weights of every tap (with the first filter row's commit group).
   for (int e = tid; e < taps * Gt; e += Tr::kThreads) {

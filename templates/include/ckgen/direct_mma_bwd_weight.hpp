@@ -240,13 +240,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
     b_off[gi] = uint32_t(Tr::kRingBytes + (lane & 15) * kPB + mma_chunk(cw + gi, lane & 15) * 16);
   const uint32_t a_step = uint32_t(16 * a.s[2] * kPB);
 
-  float acc[GW][T2][4];
-#pragma unroll
-  for (int gi = 0; gi < GW; ++gi)
-#pragma unroll
-    for (int i = 0; i < T2; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[gi][i][e] = 0.f;
+  float acc[GW][T2][4] = {};
 
   // The pipeline: `ahead` units in flight beyond the one multiplied (one commit group per
   // unit, empty past the slice's last, so waiting for ahead - 1 pending groups always means

@@ -166,20 +166,6 @@ CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
 // ------------------------------------------------------------------------------------------
 // Host side
 // ------------------------------------------------------------------------------------------
-namespace detail {
-inline int device_smem_optin() {
-  static const int bytes = [] {
-    int dev = 0, v = 0;
-    if (gpuGetDevice(&dev) != gpuSuccess) return 48 * 1024;
-    if (gpuDeviceGetAttribute(&v, gpuDevAttrMaxSharedMemoryPerBlockOptin, dev) != gpuSuccess ||
-        v < 1)
-      return 48 * 1024;
-    return v;
-  }();
-  return bytes;
-}
-}  // namespace detail
-
 template <class Cfg>
 class GroupedConvKernel final : public KernelBase {
  public:

@@ -57,6 +57,18 @@ inline int device_sm_count() {
   }();
   return count;
 }
+// The most dynamic shared memory one block may opt in to (48 KB when there is no device).
+inline int device_smem_optin() {
+  static const int bytes = [] {
+    int dev = 0, v = 0;
+    if (gpuGetDevice(&dev) != gpuSuccess) return 48 * 1024;
+    if (gpuDeviceGetAttribute(&v, gpuDevAttrMaxSharedMemoryPerBlockOptin, dev) != gpuSuccess ||
+        v < 1)
+      return 48 * 1024;
+    return v;
+  }();
+  return bytes;
+}
 // Blocks of a grid-stride launch over `items` with `threads` per block: one item per thread,
 // at most `per_sm` blocks per compute unit (the finish and staging copies use it).
 inline int64_t grid_stride_blocks(int64_t items, int threads, int per_sm) {

@@ -97,10 +97,19 @@ struct TmaConvArgs : ConvGeometry2D {
   int out_dense;
   int plain_x;  // backward_weight, 1x1 at stride 1 without padding: x read through a 2D tiled
                 // map (G*C x pixels) instead of the im2col map (the kernel's kPlainX)
+  // Specialization::Stride1 (forward launches at stride 1, TmaTraits::kPatch): GEMM row m of an
+  // image is the position oh * wp + ow of its output rows padded to wp = Q + (X - 1) * d_w
+  // pixels (ow >= Q: no pixel; M = P * wp); tiles_m = N * tiles_img. Per 64-channel chunk a
+  // block stages patch_rows input rows of wp pixels from row m0 / wp - pl_h, column -pl_w (one
+  // 4D tiled copy of patch_box bytes; the engine zero-fills the padding) into one of two
+  // buffers patch_stride bytes apart, and tap (fy, fx) reads its A tile from position
+  // m - (m0 / wp) * wp + fy * d_h * wp + fx * d_w of it. k tiles run tap-fastest (ftaps taps
+  // per chunk), so a split covers whole chunks.
+  int wp, patch_rows, patch_box, patch_stride, tiles_img, ftaps;
   // The divisors of the unit decode and the pixel maps as multiply-shift reciprocals (a run-time
   // integer division is a ~20-instruction dependent chain; the math warps decode every unit
   // between two units' MMA). Set by set_divisors() from the fields above.
-  FastDiv by_k_split, by_tiles_mn, by_taps, by_tiles_n, by_pq, by_q, by_c_chunks, by_x;
+  FastDiv by_k_split, by_tiles_mn, by_taps, by_tiles_n, by_pq, by_q, by_c_chunks, by_x, by_wp, by_tiles_img;
   void set_divisors() {
     by_k_split.init(k_split);
     by_tiles_mn.init(int64_t(tiles_m) * tiles_n);
@@ -110,6 +119,8 @@ struct TmaConvArgs : ConvGeometry2D {
     by_q.init(Q);
     by_c_chunks.init(c_chunks);
     by_x.init(X);
+    by_wp.init(wp);
+    by_tiles_img.init(tiles_img);
   }
 };
 
@@ -142,6 +153,14 @@ struct TmaTraits {
   static constexpr bool kAMMajor = kWeightGrad;
   static constexpr bool kBNMajor = Cfg::kVariant != Variant::Forward;
   static constexpr int kBlockBytes = BK * kRowBytes;  // 64 rows of 128 bytes
+  // Specialization::Stride1: the ring holds B only; two staged input patches (run-time size,
+  // TmaConvArgs::patch_stride each) lead the shared memory, two more mbarrier pairs follow the
+  // ring's. kPatchFixedBytes: everything but the patches.
+  static constexpr bool kPatch = Cfg::kSpecialization == Specialization::Stride1;
+  static constexpr int kPatchBuffers = 2;
+  static constexpr int kRingStage = kPatch ? kBBytes : kStageBytes;
+  static constexpr int kPatchFixedBytes = S * kBBytes + 2 * (S + kPatchBuffers) * 8 +
+                                          (kStaged ? (kMathThreads / 32) * kSlabBytes : 0) + 1024;
   // Cluster reduction: a block's fp32 partial tile in the ring (free once its one unit is
   // done), rows kPartLd floats apart (8 floats of padding: a half-warp's 8-byte stores of four
   // rows fall in distinct banks).
@@ -166,9 +185,10 @@ struct TmaTraits {
   static_assert(Cfg::kLoadWaves == 1 && Cfg::kMathWaves == Cfg::Waves::kM,
                 "ckgen: wavelet_tma has one load warp (load waves 1)");
   static_assert(S >= 2 && S <= 8, "ckgen: wavelet_tma needs 2..8 stages");
-  static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK &&
-                    Cfg::kSpecialization == Specialization::Default && !Cfg::kPersistent,
-                "ckgen: wavelet_tma: no merged groups, no specialization, split-K only");
+  static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK && !Cfg::kPersistent &&
+                    (Cfg::kSpecialization == Specialization::Default || (kPatch && !kWeightGrad)),
+                "ckgen: wavelet_tma: no merged groups, split-K only, specialization default or "
+                "stride1 (forward / backward_data)");
   static_assert(BN % kSlabCols == 0, "ckgen: wavelet_tma cshuffle stages 32-column slabs");
   static_assert(Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
                 "ckgen: wavelet_tma moves 16-byte rows (vector 8, 8, 8)");
@@ -198,6 +218,14 @@ CKGEN_DEVICE inline void load_tile_3d(void* dst, const CUtensorMap* map, uint64_
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(mbar::addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(mbar::addr(bar))
+      : "memory");
+}
+CKGEN_DEVICE inline void load_tile_4d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0,
+                                      int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(mbar::addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(mbar::addr(bar))
       : "memory");
 }
 CKGEN_DEVICE inline void load_tile_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0,
@@ -268,10 +296,14 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   extern __shared__ __attribute__((aligned(1024))) unsigned char tma_smem_raw[];
 #if defined(CKGEN_HAS_TMA) && defined(CKGEN_HAS_WGMMA)
   const uint32_t raw_addr = mbar::addr(tma_smem_raw);
-  unsigned char* smem = tma_smem_raw + ((1024u - (raw_addr & 1023u)) & 1023u);
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + Tr::S * Tr::kStageBytes);
+  unsigned char* base = tma_smem_raw + ((1024u - (raw_addr & 1023u)) & 1023u);
+  // stride1: the patches, then the ring (B tiles only), then the ring's and the patches' barriers
+  unsigned char* smem = base + (Tr::kPatch ? Tr::kPatchBuffers * p.patch_stride : 0);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + Tr::S * Tr::kRingStage);
   uint64_t* empty = full + Tr::S;
-  unsigned char* slabs = reinterpret_cast<unsigned char*>(empty + Tr::S);
+  uint64_t* pfull = empty + Tr::S;  // stride1's patch barriers
+  uint64_t* pempty = pfull + Tr::kPatchBuffers;
+  unsigned char* slabs = reinterpret_cast<unsigned char*>(empty + Tr::S + (Tr::kPatch ? 2 * Tr::kPatchBuffers : 0));
   const int tid = threadIdx.x;
   // Persistent: block b takes work units b, b + gridDim.x, ...; unit = (tile, split), split
   // fastest; tile = (g, tap, tm, tn), tn fastest (tap only for backward_weight). The ring's
@@ -280,7 +312,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   const int tiles_mn = p.tiles_m * p.tiles_n;
   const int num_units = tiles_mn * p.G * p.taps * p.k_split;
   struct Unit {
-    int g, tap, m0, n0, kt0, kt1;
+    int g, tap, m0, n0, kt0, kt1, img;  // img: stride1's image (m0 is then a row of it)
   };
   auto decode = [&](int unit) {
     Unit u;
@@ -289,6 +321,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     p.by_tiles_mn.divmod(tile, gt, r);
     p.by_taps.divmod(gt, u.g, u.tap);
     p.by_tiles_n.divmod(r, tm, tn);
+    u.img = 0;
+    if constexpr (Tr::kPatch) p.by_tiles_img.divmod(tm, u.img, tm);
     u.m0 = tm * Tr::BM;
     u.n0 = tn * Tr::BN;
     u.kt0 = split * p.kt_per_split;
@@ -301,6 +335,11 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       mbar::init(full + s, 1);
       mbar::init(empty + s, Tr::kMathThreads / 32);
     }
+    if constexpr (Tr::kPatch)
+      for (int b = 0; b < Tr::kPatchBuffers; ++b) {
+        mbar::init(pfull + b, 1);
+        mbar::init(pempty + b, Tr::kMathThreads / 32);
+      }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -309,7 +348,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     if (tid == Tr::kMathThreads) {
       tma::prefetch_map(&p.a);
       tma::prefetch_map(&p.b);
-      int t = 0;
+      int t = 0, pc = 0;  // k tiles and (stride1) patches issued
       for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
         const Unit u = decode(unit);
         if constexpr (Tr::kWeightGrad) {
@@ -338,6 +377,43 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
                 tma::load_im2col_4d(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64,
                                     ow * p.s_w - p.pl_w, oh * p.s_h - p.pl_h, img,
                                     uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
+            }
+          }
+        } else if constexpr (Tr::kPatch) {
+          // Per chunk: the patch (when its buffer is free), then the chunk's taps' B tiles.
+          int j0, unused;
+          p.by_wp.divmod(u.m0, j0, unused);
+          const int cbase = u.g * p.C, nrow = u.g * p.K + u.n0;
+          int cc = u.kt0 / p.ftaps, tap = 0, fy = 0, fx = 0;
+          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
+            if (tap == 0) {
+              const int b = pc % Tr::kPatchBuffers;
+              if (pc >= Tr::kPatchBuffers) mbar::wait(pempty + b, uint32_t((pc / Tr::kPatchBuffers - 1) & 1));
+              tma::expect_tx(pfull + b, uint32_t(p.patch_box));
+              tma::load_tile_4d(base + b * p.patch_stride, &p.a, pfull + b, cbase + cc * Tr::BK, -p.pl_w,
+                                j0 - p.pl_h, u.img);
+              ++pc;
+            }
+            const int s = t % Tr::S;
+            if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
+            unsigned char* sb = smem + s * Tr::kRingStage;
+            tma::expect_tx(full + s, Tr::kBBytes);
+            const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw;
+            if constexpr (Tr::kBNMajor) {
+#pragma unroll
+              for (int nb = 0; nb < Tr::BN / 64; ++nb)
+                tma::load_tile_3d(sb + nb * Tr::kBlockBytes, &p.b, full + s, u.n0 + nb * 64, wtap,
+                                  cbase + cc * Tr::BK);
+            } else {
+              tma::load_tile_3d(sb, &p.b, full + s, cc * Tr::BK, wtap, nrow);
+            }
+            if (++fx == p.X) {
+              fx = 0;
+              ++fy;
+            }
+            if (++tap == p.ftaps) {
+              tap = fy = fx = 0;
+              ++cc;
             }
           }
         } else {
@@ -397,11 +473,19 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       for (int e = 0; e < Tr::BN / 2; ++e) asm volatile("" : "+f"(acc[i][e])::"memory");
   };
   const uint32_t ring = mbar::addr(smem);
+  const uint32_t patches = mbar::addr(base);
   Raw* y = static_cast<Raw*>(p.y);
-  int t = 0;
+  int t = 0, pc = 0;  // k tiles and (stride1) patches consumed
   for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
     const Unit u = decode(unit);
     const int g = u.g, m0 = u.m0, n0 = u.n0;
+    // stride1: this warpgroup's first A row in the patch (tap 0), and the tap walk
+    int a_row = 0, tap = 0, fy = 0, fx = 0;
+    if constexpr (Tr::kPatch) {
+      int j0, col;
+      p.by_wp.divmod(m0, j0, col);
+      a_row = col + wg * Tr::RepM * 64;
+    }
 #pragma unroll
     for (int i = 0; i < Tr::RepM; ++i)
 #pragma unroll
@@ -409,10 +493,17 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
       const int s = t % Tr::S;
       mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
+      if constexpr (Tr::kPatch)
+        if (tap == 0) mbar::wait(pfull + pc % Tr::kPatchBuffers, uint32_t((pc / Tr::kPatchBuffers) & 1));
       fence_acc();
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-      const uint32_t a0 = ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
-      const uint32_t b0 = ring + s * Tr::kStageBytes + Tr::kABytes;
+      // A: the stage's tile, or (stride1) the tap's rows of the chunk's patch: any start row of
+      // the 128-byte swizzled patch (the swizzle follows the shared-memory address bits)
+      const uint32_t a0 =
+          Tr::kPatch ? patches + (pc % Tr::kPatchBuffers) * p.patch_stride +
+                           uint32_t(a_row + fy * p.d_h * p.wp + fx * p.d_w) * Tr::kRowBytes
+                     : ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
+      const uint32_t b0 = ring + s * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes);
 #pragma unroll
       for (int kk = 0; kk < Tr::BK / 16; ++kk) {
         const uint64_t db = Tr::kBNMajor ? tma::sw128_desc_mn(b0 + kk * 2048, Tr::kBlockBytes)
@@ -429,18 +520,49 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
       fence_acc();
-      if (kt > u.kt0 && lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);
+      if (kt > u.kt0 && lane == 0) {
+        mbar::arrive(empty + (t - 1) % Tr::S);
+        // stride1: the last k tile was the previous chunk's last tap; its patch is read
+        if (Tr::kPatch && tap == 0) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);
+      }
+      if constexpr (Tr::kPatch) {
+        if (++fx == p.X) {
+          fx = 0;
+          ++fy;
+        }
+        if (++tap == p.ftaps) {
+          tap = fy = fx = 0;
+          ++pc;
+        }
+      }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_acc();
-    if (lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);  // the unit's last stage
+    if (lane == 0) {
+      mbar::arrive(empty + (t - 1) % Tr::S);  // the unit's last stage
+      if (Tr::kPatch) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);  // and its last patch
+    }
 
     // Epilogue: accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column
     // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block). Row r, column c of the tile
     // land at element row_base(r) + c of y (or of the fp32 split workspace).
+    // row_ok: the row is a pixel (stride1: a position ow < Q of an output row).
+    auto row_ok = [&](int row) -> bool {
+      if constexpr (Tr::kPatch) {
+        int oh, ow;
+        p.by_wp.divmod(row, oh, ow);
+        return row < p.M && ow < p.Q;
+      } else {
+        return row < p.M;
+      }
+    };
     auto row_base = [&](int row) -> int64_t {
       if constexpr (Tr::kWeightGrad) {
         return (int64_t(g) * p.M + row) * p.ld_row + int64_t(u.tap) * p.K;
+      } else if constexpr (Tr::kPatch) {  // dense output (stride1 takes no stride phases)
+        int oh, ow;
+        p.by_wp.divmod(row, oh, ow);
+        return ((int64_t(u.img) * p.P + oh) * p.Q + ow) * p.GK + int64_t(g) * p.K;
       } else {
         int64_t pix = row;
         if (!p.out_dense) {
@@ -511,7 +633,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = r0 + h * 8;
-          if (row >= p.M) continue;
+          if (!row_ok(row)) continue;
           float* dst = p.ws + row_base(row);
 #pragma unroll
           for (int j = 0; j < Tr::BN / 8; ++j) {
@@ -550,7 +672,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
           for (int q = 0; q < 2; ++q) {  // 16 rows x 4 vectors of 8, two per lane
             const int v = lane + 32 * q, rr = v >> 2, col = n0 + c0 + (v & 3) * 8;
             const int row = r0 + rr;
-            if (row < p.M && col < p.K) {
+            if (row_ok(row) && col < p.K) {
               const Raw* src = slab + rr * Tr::kSlabStride + (v & 3) * 8;
               Raw* dst = y + base[q] + col;  // base[q] is row r0 + rr's
               if (vec && col + 8 <= p.K) {
@@ -571,7 +693,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = r0 + h * 8;
-          if (row >= p.M) continue;
+          if (!row_ok(row)) continue;
           Raw* dst_row = y + row_base(row);
 #pragma unroll
           for (int j = 0; j < Tr::BN / 8; ++j) {
@@ -724,6 +846,7 @@ class TmaConvKernel final : public KernelBase {
       if (!pl.error.empty()) return pl.error;
       for (const Phase& ph : pl.phase) {
         if (std::string e = forward_supported(ph.q); !e.empty()) return e;
+        if (std::string e = patch_refusal(p, ph); !e.empty()) return e;
         if (ph.q.K % 2 != 0 && phase_split(ph, 0, opts, 1).k_split > 1)
           return std::string("wavelet_tma: a split reduction needs an even ") +
                  (Cfg::kVariant == Variant::Forward ? "K" : "C") + " (" + str(ph.q.K) +
@@ -838,10 +961,11 @@ class TmaConvKernel final : public KernelBase {
     bool cluster;
   };
   static Split split_of(int64_t k_tiles, int64_t tiles, int64_t elems, int kb,
-                        const int64_t* cluster_slots = nullptr, SplitReduce mode = SplitReduce::Workspace) {
+                        const int64_t* cluster_slots = nullptr, SplitReduce mode = SplitReduce::Workspace,
+                        int blocks_per_sm = 0) {
     Split s{};
     s.k_tiles = int(std::max<int64_t>(1, k_tiles));
-    const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();
+    const int64_t slots = int64_t(detail::device_sm_count()) * (blocks_per_sm > 0 ? blocks_per_sm : resident_blocks());
     if (kb <= 0) {
       const detail::ReductionSplit c =
           detail::tma_reduction_choice(s.k_tiles, tiles, slots, cluster_slots, elems, kMaxSplits, mode);
@@ -867,9 +991,75 @@ class TmaConvKernel final : public KernelBase {
     const ConvProblem& q = ph.q;
     int kb = requested_splits(opts);
     if (kb == 0 && q.K % 2 != 0) kb = 1;
+    if constexpr (Tr::kPatch) {  // whole chunks per split (a chunk's taps share its patch)
+      const Patch pt = patch_of(q);
+      const int64_t tiles = q.N * detail::ceil_div(int64_t(q.out[1]) * pt.wp, Tr::BM) *
+                            detail::ceil_div(q.K, Tr::BN) * q.G;
+      Split sp = split_of(detail::ceil_div(q.C, Tr::BK), tiles * int64_t(phases), elems, kb,
+                          nullptr, SplitReduce::Workspace, patch_resident_blocks(pt.smem));
+      sp.k_tiles *= int(q.filter_spatial());
+      sp.kt_per_split *= int(q.filter_spatial());
+      return sp;
+    }
     const int64_t tiles =
         detail::ceil_div(q.N * q.out_spatial(), Tr::BM) * detail::ceil_div(q.K, Tr::BN) * q.G;
     return split_of(q.filter_spatial() * detail::ceil_div(q.C, Tr::BK), tiles * int64_t(phases), elems, kb);
+  }
+  // Specialization::Stride1: the patch a block stages per 64-channel chunk of the forward
+  // launch q (TmaConvArgs): rows of wp pixels, enough rows for any tile's BM positions under
+  // every tap, 1 KB-aligned buffers; smem = the block's dynamic shared memory.
+  struct Patch {
+    int wp, rows, box, stride;
+    int smem;
+  };
+  static Patch patch_of(const ConvProblem& q) {
+    Patch pt{};
+    pt.wp = int(q.out[2] + (q.filter[2] - 1) * q.dilation[2]);
+    const int64_t reach = (q.filter[1] - 1) * q.dilation[1] * pt.wp + (q.filter[2] - 1) * q.dilation[2];
+    pt.rows = int((pt.wp - 1 + Tr::BM - 1 + reach) / pt.wp + 1);
+    pt.box = pt.rows * pt.wp * Tr::kRowBytes;
+    pt.stride = (pt.box + 1023) / 1024 * 1024;
+    pt.smem = Tr::kPatchFixedBytes + Tr::kPatchBuffers * pt.stride;
+    return pt;
+  }
+  static std::string patch_refusal(const ConvProblem& p, const Phase& ph) {
+    if constexpr (!Tr::kPatch) {
+      (void)p;
+      (void)ph;
+      return {};
+    } else {
+      using detail::str;
+      for (int i = 0; i < 3; ++i)
+        if (p.stride[i] != 1)
+          return "specialization stride1 needs stride 1 (got " + str(p.stride[1]) + "x" + str(p.stride[2]) + ")";
+      if (!ph.dense) return "specialization stride1 needs a stride-1 problem (one dense launch)";
+      const Patch pt = patch_of(ph.q);
+      if (pt.wp > 256)
+        return "specialization stride1: an output row plus the filter's width spans " + str(pt.wp) +
+               " pixels; the copy engine's box holds at most 256";
+      if (pt.rows > 256) return "specialization stride1: the staged patch needs more than 256 rows";
+      if (pt.smem > detail::device_smem_optin())
+        return "specialization stride1: two staged patches of " + str(pt.rows) + " x " + str(pt.wp) +
+               " pixels need " + str(pt.smem) + " bytes of shared memory; the device allows " +
+               str(detail::device_smem_optin());
+      if (ph.q.N * ph.q.out[1] * int64_t(pt.wp) > kMax32) return "problem too large for 32-bit GEMM rows";
+      return {};
+    }
+  }
+  // Blocks of the stride1 kernel with `smem` bytes one SM holds (occupancy query; the last
+  // answer is kept).
+  static int patch_resident_blocks(int smem) {
+    static std::atomic<uint64_t> memo{0};  // smem << 8 | blocks
+    const uint64_t m = memo.load(std::memory_order_relaxed);
+    if (m != 0 && int(m >> 8) == smem) return int(m & 255);
+    int b = 0;
+    if (prepare_launch() != gpuSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, tma_conv_kernel<Cfg, false>, Tr::kThreads, smem) !=
+            cudaSuccess ||
+        b < 1)
+      b = 1;
+    memo.store((uint64_t(smem) << 8) | uint64_t(std::min(b, 255)), std::memory_order_relaxed);
+    return b;
   }
   static bool splits_any(const Plan& pl, const ConvProblem& p, const RunOptions& opts) {
     if (requested_splits(opts) == 1) return false;
@@ -1027,13 +1217,14 @@ class TmaConvKernel final : public KernelBase {
     return encode_tiled(map, x, 2, dims, box);
   }
 
-  // A dense tensor of rank 2 or 3 (dims innermost first, 16-bit elements) in tiled mode.
+  // A dense tensor of rank 2..4 (dims innermost first, 16-bit elements) in tiled mode.
   static bool encode_tiled(CUtensorMap* map, const void* ptr, int rank, const cuuint64_t* dims,
                            const cuuint32_t* box) {
     static const auto enc = detail::driver_entry<detail::EncodeTiledFn>("cuTensorMapEncodeTiled");
     if (!enc) return false;
-    cuuint64_t strides[2] = {dims[0] * 2, rank > 2 ? dims[0] * 2 * dims[1] : 0};
-    const cuuint32_t estr[3] = {1, 1, 1};
+    cuuint64_t strides[3] = {dims[0] * 2, 0, 0};
+    for (int i = 1; i + 1 < rank; ++i) strides[i] = strides[i - 1] * dims[i];
+    const cuuint32_t estr[4] = {1, 1, 1, 1};
     return enc(map, map_type(), cuuint32_t(rank), const_cast<void*>(ptr), dims, strides, box, estr,
                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
@@ -1073,7 +1264,8 @@ class TmaConvKernel final : public KernelBase {
 
   // Persistent grid: every resident block slot once, at most one block per work unit. A cluster
   // reduction: one block per unit, clusters of a.cluster blocks (a tile's splits).
-  static gpuError_t launch(const TmaConvArgs& args, gpuStream_t stream) {
+  // smem: stride1's (Patch::smem), else 0 (the instance's fixed size).
+  static gpuError_t launch(const TmaConvArgs& args, gpuStream_t stream, int smem = 0) {
     TmaConvArgs a = args;
     a.set_divisors();
     const int64_t units = int64_t(a.tiles_m) * a.tiles_n * a.G * a.taps * a.k_split;
@@ -1081,9 +1273,10 @@ class TmaConvKernel final : public KernelBase {
       const ClusterLaunch cl(unsigned(units), a.cluster, stream);
       return cudaLaunchKernelEx(&cl.cfg, kernel_of(a), a);
     }
-    const int64_t slots = int64_t(detail::device_sm_count()) * resident_blocks();
+    const int per_sm = smem > 0 ? patch_resident_blocks(smem) : resident_blocks();
+    const int64_t slots = int64_t(detail::device_sm_count()) * per_sm;
     const dim3 grid(unsigned(std::min(units, slots)), 1, 1);
-    kernel_of(a)<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+    kernel_of(a)<<<grid, Tr::kThreads, smem > 0 ? smem : Tr::kSmemBytes, stream>>>(a);
     return gpuGetLastError();
   }
 
@@ -1097,7 +1290,19 @@ class TmaConvKernel final : public KernelBase {
     if (!aligned16({x, w, y})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
-    if (!encode_x(&a.a, x, p, Tr::BM)) return cudaErrorInvalidValue;
+    Patch pt{};
+    if constexpr (Tr::kPatch) {  // x {G*C, W, H, N}, box 64 x wp x rows x 1 from (c, -pl_w, row - pl_h, n)
+      pt = patch_of(p);
+      const cuuint64_t dims[4] = {cuuint64_t(p.G * p.C), cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
+      const cuuint32_t box[4] = {cuuint32_t(Tr::BK), cuuint32_t(pt.wp), cuuint32_t(pt.rows), 1};
+      if (!encode_tiled(&a.a, x, 4, dims, box)) return cudaErrorInvalidValue;
+      a.wp = pt.wp;
+      a.patch_rows = pt.rows;
+      a.patch_box = pt.box;
+      a.patch_stride = pt.stride;
+    } else if (!encode_x(&a.a, x, p, Tr::BM)) {
+      return cudaErrorInvalidValue;
+    }
     {  // forward w: {C, taps, G*K}, box 64 x 1 x BN; backward_data w: {C, taps, G*K} as it lies
        // (K = w_k, the filter's, even when dy is padded), box 64 x 1 x 64
       const cuuint64_t dims[3] = {cuuint64_t(Tr::kBNMajor ? p.K : p.C), cuuint64_t(ph.w_taps),
@@ -1117,6 +1322,12 @@ class TmaConvKernel final : public KernelBase {
     a.k_tiles = int(p.filter[1] * p.filter[2]) * a.c_chunks;
     a.tiles_n = int(detail::ceil_div(p.K, Tr::BN));
     a.tiles_m = int(detail::ceil_div(a.M, Tr::BM));
+    a.ftaps = int(p.filter_spatial());
+    if constexpr (Tr::kPatch) {  // rows: positions of one image's padded output rows
+      a.M = int(p.out[1] * pt.wp);
+      a.tiles_img = int(detail::ceil_div(a.M, Tr::BM));
+      a.tiles_m = int(p.N) * a.tiles_img;
+    }
     a.taps = 1;
     a.k_split = ws != nullptr ? sp.k_split : 1;
     a.kt_per_split = ws != nullptr ? sp.kt_per_split : a.k_tiles;
@@ -1126,7 +1337,7 @@ class TmaConvKernel final : public KernelBase {
     a.out_sh = ph.out_sh;
     a.out_sw = ph.out_sw;
     a.out_base = ph.out_base;
-    return launch(a, stream);
+    return launch(a, stream, Tr::kPatch ? pt.smem : 0);
   }
 
   // dw[g][k][tap][c] = sum over output pixels of dy[pixel][g][k] * x[pixel at tap][g][c]: A = dy
@@ -1239,7 +1450,8 @@ class TmaConvKernel final : public KernelBase {
   }
   static gpuError_t prepare_launch() {
     static std::atomic<uint64_t> done{0}, done_plain{0};
-    const gpuError_t e = detail::allow_dynamic_smem(tma_conv_kernel<Cfg, false>, int(Tr::kSmemBytes), done);
+    const int bytes = Tr::kPatch ? detail::device_smem_optin() : int(Tr::kSmemBytes);
+    const gpuError_t e = detail::allow_dynamic_smem(tma_conv_kernel<Cfg, false>, bytes, done);
     if constexpr (Tr::kWeightGrad)
       if (e == gpuSuccess)
         return detail::allow_dynamic_smem(tma_conv_kernel<Cfg, true>, int(Tr::kSmemBytes), done_plain);

@@ -304,14 +304,16 @@ inline void register_problem_tests(Variant v, const std::string& suite,
 
 // wavelet_tma's explicit im2col path (C % 8 != 0, one group) on output lines of 240 pixels
 // (N=2, 480 x 480, 7x7 stride 2): every 2D wavelet_tma instance of the variant must run it
-// (k_batch 0, and 3 where it splits).
+// (k_batch 0, and 3 where it splits); stride1 instances refuse its stride 2.
 inline void register_im2col_wide_tests(Variant v) {
   if (v == Variant::BackwardData) return;
   const ConvProblem p = make_problem(2, 1, 2, 3, 24, {480, 480}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3});
   const std::string suite = std::string(to_string(v)) + "_im2col_wide";
   uint64_t counter = 0;
   for (const KernelBase* k : instances_of(v)) {
-    if (k->key().pipeline != Pipeline::WaveletTma || k->key().ndim != 2) continue;
+    if (k->key().pipeline != Pipeline::WaveletTma || k->key().ndim != 2 ||
+        k->key().specialization == Specialization::Stride1)
+      continue;
     std::vector<RunOptions> runs;
     for (int kb : takes_k_batch(v, *k) ? std::vector<int>{0, 3} : std::vector<int>{0}) {
       RunOptions o;
