@@ -140,6 +140,7 @@ FIELDS: dict[str, FieldSpec] = {
     "scheduler": FieldSpec(_word(Scheduler), "instruction scheduling (AMD): " + ", ".join(Scheduler.allowed()), Scheduler.INTRAWAVE),
     "wavelet": FieldSpec(_pair(0, 16), "[load_waves, math_waves] of the wavelet pipeline", (0, 0), True),
     "epilogue": FieldSpec(_word(Epilogue), "how C is stored: " + ", ".join(Epilogue.allowed()), Epilogue.DEFAULT),
+    "swap_ab": FieldSpec(_bool, "wavelet_tma forward / backward_data with tile N 64: the MMA computes the transposed tile (output channels on the instruction's M, tile M / warpgroups pixels on its N): fewer shared-memory bytes per FLOP", False),
     "vector": FieldSpec(_vector, "elements per global access [a, b, c] (or one integer for all)", (8, 8, 8), True),
     "specialization": FieldSpec(_word(Specialization), "problem specialization: " + ", ".join(Specialization.allowed()), Specialization.DEFAULT),
     "groups_to_merge": FieldSpec(_int(1, 1024), "groups computed by one tile (1, 2, 4, ..., 32)", 1),

@@ -106,6 +106,7 @@ def _candidates(entry: Entry, variant: Variant, arch: ArchSpec) -> Iterator[Kern
                     load_waves=load,
                     math_waves=math,
                     epilogue=v["epilogue"],
+                    swap_ab=v["swap_ab"],
                     vec_a=va,
                     vec_b=vb,
                     vec_c=vc,

@@ -36,6 +36,7 @@ class KernelInstance:
     load_waves: int = 0
     math_waves: int = 0
     epilogue: Epilogue = Epilogue.DEFAULT
+    swap_ab: bool = False
     vec_a: int = 8
     vec_b: int = 8
     vec_c: int = 8

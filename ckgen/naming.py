@@ -1,7 +1,7 @@
 """Deterministic instance names that encode every non-default parameter and parse back.
 
     grouped_conv_<variant>_<dtype>_<ndim>d_t<M>x<N>x<K>_w<M>x<N>x<K>_wt<M>x<N>x<K>_<pipeline>
-        [_inter][_lm<load>x<math>][_cshuffle]_v<a>x<b>x<c>[_<specialization>][_gm<n>]
+        [_inter][_lm<load>x<math>][_swapab][_cshuffle]_v<a>x<b>x<c>[_<specialization>][_gm<n>]
         [_kb<n>][_sklin|_sktree][_persist][_2st]
 
 The pipeline token is the short name of a single-stage pipeline (``basic``, ``direct``) or the
@@ -51,6 +51,8 @@ def instance_name(i: KernelInstance) -> str:
         parts.append(i.scheduler.short)
     if i.pipeline in (Pipeline.WAVELET, Pipeline.WAVELET_TMA):
         parts.append(f"lm{i.load_waves}x{i.math_waves}")
+    if i.swap_ab:
+        parts.append("swapab")
     if i.epilogue is not Epilogue.DEFAULT:
         parts.append(i.epilogue.short)
     parts.append(f"v{i.vec_a}x{i.vec_b}x{i.vec_c}")
@@ -119,6 +121,8 @@ def parse_name(name: str) -> KernelInstance:
         kw["scheduler"] = Scheduler.INTERWAVE
     if m := take(r"lm(\d+)x(\d+)"):
         kw["load_waves"], kw["math_waves"] = int(m.group(1)), int(m.group(2))
+    if take("swapab"):
+        kw["swap_ab"] = True
     if take(Epilogue.CSHUFFLE.short):
         kw["epilogue"] = Epilogue.CSHUFFLE
     vm = need("v" + _TRIPLE, "vector sizes")

@@ -56,6 +56,7 @@ TMA_TILE_N = (64, 128, 256)
 TMA_ROW_BYTES = 128
 TMA_MAX_TILE_M = 256
 TMA_SMEM_SLACK = 1024
+TMA_SWAP_TILE_N = 64  # swap_ab: the output channels of a tile fill one wgmma M
 TMA_PATCH_BUFFERS = 2  # stride1: staged input patches (double-buffered across channel chunks)
 # cshuffle epilogue: a slab of 16 rows x 40 elements per math warp.
 TMA_SLAB_ELEMS_PER_WARP = 16 * 40
@@ -440,8 +441,10 @@ def _block_size(i: KernelInstance, a: ArchSpec) -> str | None:
 
 def _divisible(i: KernelInstance, a: ArchSpec) -> str | None:
     group = 4 if a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA else 1
+    # swap_ab: the instruction's M covers the tile's N (channels), its N the tile's M (pixels)
+    wt = (i.warp_tile[1], i.warp_tile[0], i.warp_tile[2]) if i.swap_ab else i.warp_tile
     for d, name in enumerate("MNK"):
-        step = i.waves[d] * i.warp_tile[d] // (group if d == 0 else 1)  # wgmma: per warpgroup
+        step = i.waves[d] * wt[d] // (group if d == 0 else 1)  # wgmma: per warpgroup
         if i.tile[d] % step:
             return f"tile {name}={i.tile[d]} is not a multiple of waves x warp tile = {step}"
     return None
@@ -502,9 +505,18 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
         (i.math_waves == math_waves and math_waves in TMA_MATH_WAVES and i.waves[1:] == (1, 1),
          f"wavelet_tma math waves = waves M in {TMA_MATH_WAVES}, waves (M, 1, 1)"),
         (tk * DATATYPE_BYTES[i.datatype] == TMA_ROW_BYTES, f"wavelet_tma needs tile K x element bytes = {TMA_ROW_BYTES}"),
-        (tn in TMA_TILE_N and i.warp_tile == (64, tn, 16), f"wavelet_tma needs tile N in {TMA_TILE_N} and warp tile (64, tile N, 16)"),
-        (groups > 0 and tm % (64 * groups) == 0 and tm // (64 * groups) in (1, 2) and tm <= TMA_MAX_TILE_M,
+        (i.swap_ab or (tn in TMA_TILE_N and i.warp_tile == (64, tn, 16)),
+         f"wavelet_tma needs tile N in {TMA_TILE_N} and warp tile (64, tile N, 16)"),
+        (i.swap_ab or (groups > 0 and tm % (64 * groups) == 0 and tm // (64 * groups) in (1, 2) and tm <= TMA_MAX_TILE_M),
          f"wavelet_tma needs tile M = 64 or 128 per math warpgroup, at most {TMA_MAX_TILE_M}"),
+        # swap_ab: the instruction's M is the tile's 64 output channels, its N the warpgroup's pixels
+        (not i.swap_ab or (tn == TMA_SWAP_TILE_N and groups > 0 and tm % groups == 0 and tm <= TMA_MAX_TILE_M
+                           and i.warp_tile == (64, tm // groups, 16) and tm // groups in TMA_TILE_N),
+         f"swap_ab needs tile N {TMA_SWAP_TILE_N} and warp tile (64, tile M / warpgroups, 16), "
+         f"tile M / warpgroups in {TMA_TILE_N}, tile M at most {TMA_MAX_TILE_M}"),
+        (not i.swap_ab or i.variant is not Variant.BACKWARD_WEIGHT, "swap_ab is for forward / backward_data"),
+        (not i.swap_ab or i.epilogue is Epilogue.DEFAULT,
+         "swap_ab stores from registers (epilogue default): a thread's values of a pixel are 8 channels apart"),
         ((i.vec_a, i.vec_b, i.vec_c) == (8, 8, 8), "wavelet_tma moves 16-byte rows: vector [8, 8, 8]"),
         (i.reduction is Reduction.SPLITK and i.stage is Stage.ONE,
          "wavelet_tma splits its reduction with fp32 reductions into one workspace: split-K, "
@@ -588,6 +600,12 @@ def _epilogue(i: KernelInstance, a: ArchSpec) -> str | None:
     return None
 
 
+def _swap_ab(i: KernelInstance, a: ArchSpec) -> str | None:
+    if i.swap_ab and i.pipeline is not Pipeline.WAVELET_TMA:
+        return "swap_ab is a wavelet_tma option (the wgmma math warpgroups)"
+    return None
+
+
 def _specialization(i: KernelInstance, a: ArchSpec) -> str | None:
     if i.specialization is Specialization.STRIDE1 and i.pipeline is not Pipeline.WAVELET_TMA:
         return "stride1 is a wavelet_tma specialization (staged input rows read by every tap)"
@@ -664,6 +682,7 @@ RULES: tuple[Rule, ...] = (
     Rule("merge", "groups_to_merge in the allowed set; forward / backward_data only", _merge, GEMM),
     Rule("epilogue", "cshuffle combines with the pipeline", _epilogue, GEMM),
     Rule("specialization", "specialization combines with the rest", _specialization, GEMM),
+    Rule("swap_ab", "swap_ab only for wavelet_tma", _swap_ab),
     Rule("lds", "shared memory of the pipeline fits the target", _lds, GEMM),
     Rule("registers", "register estimate fits the target", _registers, GEMM),
     Rule("direct_resources", "direct: shared memory and register estimate fit the target", _direct_resources, DIRECT),

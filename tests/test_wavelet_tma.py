@@ -117,6 +117,37 @@ def test_stride1_is_refused_where_no_path_stages_rows() -> None:
     assert bad is not None and "wavelet_tma specialization" in bad[1], bad
 
 
+@pytest.mark.parametrize("variant", [Variant.FORWARD, Variant.BACKWARD_DATA])
+@pytest.mark.parametrize("tile,waves,warp_tile", [
+    ((256, 64, 64), (8, 1, 1), (64, 128, 16)),
+    ((128, 64, 64), (8, 1, 1), (64, 64, 16)),
+    ((256, 64, 64), (4, 1, 1), (64, 256, 16)),
+])
+def test_swap_ab_puts_the_pixels_on_the_instruction_n(variant: Variant, tile, waves, warp_tile) -> None:
+    i = tma(variant, tile=tile, waves=waves, warp_tile=warp_tile, math_waves=waves[0], swap_ab=True)
+    assert rules.check(i, ARCHS["sm_90a"]) is None
+    assert "_swapab_" in i.name and parse_name(i.name) == i
+
+
+@pytest.mark.parametrize("change,words", [
+    (dict(variant=Variant.BACKWARD_WEIGHT, k_batch=0), "forward / backward_data"),
+    (dict(tile=(256, 128, 64)), "swap_ab needs tile N 64"),
+    (dict(warp_tile=(64, 64, 16)), "swap_ab needs tile N 64"),
+    (dict(epilogue=Epilogue.CSHUFFLE), "epilogue default"),
+])
+def test_swap_ab_refusals(change: dict, words: str) -> None:
+    base = tma(tile=(256, 64, 64), warp_tile=(64, 128, 16), swap_ab=True)
+    bad = rules.check(replace(base, **change), ARCHS["sm_90a"])
+    assert bad is not None and words in bad[1], bad
+
+
+def test_swap_ab_is_a_wavelet_tma_option() -> None:
+    ms = KernelInstance(variant=Variant.FORWARD, datatype=DataType.FP16, ndim=2, tile=(128, 128, 32),
+                        waves=(2, 2, 1), warp_tile=(16, 8, 16), pipeline=Pipeline.MULTISTAGE, stages=3, swap_ab=True)
+    bad = rules.check(ms, ARCHS["sm_90a"])
+    assert bad is not None and "swap_ab is a wavelet_tma option" in bad[1], bad
+
+
 def test_fp32_is_rejected() -> None:
     bad = rules.check(tma(datatype=DataType.FP32, vec_a=4, vec_b=4, vec_c=4), ARCHS["sm_90a"])
     assert bad is not None
@@ -126,7 +157,8 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
     found = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
-    assert by_variant[Variant.FORWARD] == 56 and by_variant[Variant.BACKWARD_DATA] == 44
+    assert by_variant[Variant.FORWARD] == 60 and by_variant[Variant.BACKWARD_DATA] == 44
+    assert {i.tile for i in found if i.swap_ab} == {(256, 64, 64)}, "swap_ab: the K=36 head's tile"
     split = [i for i in found if i.variant is not Variant.BACKWARD_WEIGHT and i.k_batch != 1]
     assert len(split) == 16 and all(i.k_batch == 0 and i.stage is Stage.ONE for i in split)
     staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]

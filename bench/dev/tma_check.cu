@@ -42,6 +42,7 @@ struct TmaCfg {
   static constexpr Scheduler kScheduler = Scheduler::Intrawave;
   static constexpr int kLoadWaves = 1, kMathWaves = WM;
   static constexpr Epilogue kEpilogue = E;
+  static constexpr bool kSwapAB = false;
   static constexpr int kVecA = 8, kVecB = 8, kVecC = 8;
   static constexpr Specialization kSpecialization = Specialization::Default;
   static constexpr int kGroupsToMerge = 1;

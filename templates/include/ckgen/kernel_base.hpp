@@ -221,6 +221,7 @@ struct KernelKey {
   Scheduler scheduler;
   int load_waves, math_waves;
   Epilogue epilogue;
+  bool swap_ab = false;  // wavelet_tma: the MMA computes the transposed tile (pipeline_tma.hpp)
   int vec_a, vec_b, vec_c;
   Specialization specialization;
   int groups_to_merge;

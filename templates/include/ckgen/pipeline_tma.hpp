@@ -130,6 +130,13 @@ struct TmaTraits {
   static constexpr int BM = Cfg::Tile::kM, BN = Cfg::Tile::kN, BK = Cfg::Tile::kK;
   static constexpr int kMathGroups = Cfg::Waves::kM / 4;
   static constexpr int RepM = BM / (64 * kMathGroups);
+  // swap_ab (Cfg::kSwapAB): each warpgroup computes the transposed tile, its 64 output channels
+  // on the instruction's M and its PN pixels on the instruction's N (the weight tile is the
+  // instruction's A, the pixel tile its B); one accumulator row of kAccN / 2 floats.
+  static constexpr bool kSwap = Cfg::kSwapAB;
+  static constexpr int PN = BM / kMathGroups;
+  static constexpr int kAccRows = kSwap ? 1 : RepM;
+  static constexpr int kAccN = kSwap ? PN : Cfg::Tile::kN;
   static constexpr int S = Cfg::kStages;
   static constexpr int kMathThreads = kMathGroups * 128;
   static constexpr int kThreads = kMathThreads + 32;  // + one load warp
@@ -176,10 +183,13 @@ struct TmaTraits {
   static_assert(Cfg::Waves::kM % 4 == 0 && Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1 &&
                     (kMathGroups == 1 || kMathGroups == 2),
                 "ckgen: wavelet_tma needs Waves (4|8, 1, 1)");
-  static_assert(Cfg::WarpTile::kM == 64 && Cfg::WarpTile::kN == BN && Cfg::WarpTile::kK == 16,
-                "ckgen: wavelet_tma needs WarpTile (64, Tile N, 16)");
+  static_assert(Cfg::WarpTile::kM == 64 && Cfg::WarpTile::kN == kAccN && Cfg::WarpTile::kK == 16,
+                "ckgen: wavelet_tma needs WarpTile (64, Tile N, 16) (swap_ab: (64, Tile M / warpgroups, 16))");
+  static_assert(!kSwap || (BN == 64 && !kWeightGrad && !kStaged && (PN == 64 || PN == 128 || PN == 256)),
+                "ckgen: swap_ab needs forward / backward_data, Tile N 64, Tile M / warpgroups 64, 128 or 256, "
+                "epilogue default");
   static_assert(BN == 64 || BN == 128 || BN == 256, "ckgen: wavelet_tma needs Tile N 64, 128 or 256");
-  static_assert(BM % (64 * kMathGroups) == 0 && (RepM == 1 || RepM == 2),
+  static_assert(kSwap || (BM % (64 * kMathGroups) == 0 && (RepM == 1 || RepM == 2)),
                 "ckgen: wavelet_tma needs Tile M = 64 or 128 per math warpgroup");
   static_assert(BM <= 256, "ckgen: an im2col box holds at most 256 pixels");
   static_assert(Cfg::kLoadWaves == 1 && Cfg::kMathWaves == Cfg::Waves::kM,
@@ -463,14 +473,15 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   }
 
   // Math warpgroups.
-  using Op = wgmma_detail::Op<Tr::BN, Tr::kBF16, Tr::kAMMajor ? 1 : 0, Tr::kBNMajor ? 1 : 0>;
+  using Op = wgmma_detail::Op<Tr::kAccN, Tr::kBF16, Tr::kSwap ? (Tr::kBNMajor ? 1 : 0) : (Tr::kAMMajor ? 1 : 0),
+                              Tr::kSwap ? 0 : (Tr::kBNMajor ? 1 : 0)>;
   const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
-  float acc[Tr::RepM][Tr::BN / 2];
+  float acc[Tr::kAccRows][Tr::kAccN / 2];
   auto fence_acc = [&] {
 #pragma unroll
-    for (int i = 0; i < Tr::RepM; ++i)
+    for (int i = 0; i < Tr::kAccRows; ++i)
 #pragma unroll
-      for (int e = 0; e < Tr::BN / 2; ++e) asm volatile("" : "+f"(acc[i][e])::"memory");
+      for (int e = 0; e < Tr::kAccN / 2; ++e) asm volatile("" : "+f"(acc[i][e])::"memory");
   };
   const uint32_t ring = mbar::addr(smem);
   const uint32_t patches = mbar::addr(base);
@@ -487,9 +498,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       a_row = col + wg * Tr::RepM * 64;
     }
 #pragma unroll
-    for (int i = 0; i < Tr::RepM; ++i)
+    for (int i = 0; i < Tr::kAccRows; ++i)
 #pragma unroll
-      for (int e = 0; e < Tr::BN / 2; ++e) acc[i][e] = 0.f;
+      for (int e = 0; e < Tr::kAccN / 2; ++e) acc[i][e] = 0.f;
     for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
       const int s = t % Tr::S;
       mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
@@ -508,13 +519,17 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       for (int kk = 0; kk < Tr::BK / 16; ++kk) {
         const uint64_t db = Tr::kBNMajor ? tma::sw128_desc_mn(b0 + kk * 2048, Tr::kBlockBytes)
                                          : tma::sw128_desc(b0 + kk * 32);
+        if constexpr (Tr::kSwap) {  // weights as the instruction's A, the PN pixels as its B
+          Op::run(acc[0], db, tma::sw128_desc(a0 + kk * 32));
+        } else {
 #pragma unroll
-        for (int i = 0; i < Tr::RepM; ++i) {
-          const uint32_t ai = a0 + i * Tr::kBlockBytes;
-          Op::run(acc[i],
-                  Tr::kAMMajor ? tma::sw128_desc_mn(ai + kk * 2048, Tr::kBlockBytes)
-                               : tma::sw128_desc(ai + kk * 32),
-                  db);
+          for (int i = 0; i < Tr::RepM; ++i) {
+            const uint32_t ai = a0 + i * Tr::kBlockBytes;
+            Op::run(acc[i],
+                    Tr::kAMMajor ? tma::sw128_desc_mn(ai + kk * 2048, Tr::kBlockBytes)
+                                 : tma::sw128_desc(ai + kk * 32),
+                    db);
+          }
         }
       }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -575,7 +590,30 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         return pix * p.GK + int64_t(g) * p.K;
       }
     };
-    if (Tr::kWeightGrad && p.cluster > 1) {
+    if constexpr (Tr::kSwap) {
+      // swap_ab: accumulator 4j + 2h + q holds channel warp * 16 + lane / 4 + 8h of pixel
+      // wg * PN + 8j + 2 (lane % 4) + q (the m16n8 layout of the transposed tile): 2-byte stores
+      // (or 4-byte fp32 reductions into the split workspace), 8 channels x 4 pixels a warp.
+#pragma unroll
+      for (int j = 0; j < Tr::PN / 8; ++j) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int row = m0 + wg * Tr::PN + j * 8 + (lane & 3) * 2 + q;
+          if (!row_ok(row)) continue;
+          const int64_t rb = row_base(row);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int col = n0 + warp * 16 + (lane >> 2) + 8 * h;
+            if (col >= p.K) continue;
+            const float v = acc[0][j * 4 + h * 2 + q];
+            if (p.ws != nullptr)
+              asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;\n" ::"l"(p.ws + rb + col), "f"(v) : "memory");
+            else
+              y[rb + col] = float_to_raw<Cfg::kDataType>(v);
+          }
+        }
+      }
+    } else if (Tr::kWeightGrad && p.cluster > 1) {
       // Cluster reduction (one unit per block): every math warp done with the ring, the fp32
       // partial tile into it, cluster barrier; block `rank` of the cluster sums rows
       // [rank * BM / c, (rank + 1) * BM / c) over the c partial tiles (ranks in order: the same
@@ -784,7 +822,8 @@ class TmaConvKernel final : public KernelBase {
     key_.wave_n = 1;
     key_.wave_k = 1;
     key_.warp_m = 64;
-    key_.warp_n = Tr::BN;
+    key_.warp_n = Tr::kAccN;
+    key_.swap_ab = Tr::kSwap;
     key_.warp_k = 16;
     key_.vec_a = key_.vec_b = key_.vec_c = 8;
   }
