@@ -106,6 +106,10 @@ struct TmaConvArgs : ConvGeometry2D {
   // m - (m0 / wp) * wp + fy * d_h * wp + fx * d_w of it. k tiles run tap-fastest (ftaps taps
   // per chunk), so a split covers whole chunks.
   int wp, patch_rows, patch_box, patch_stride, tiles_img, ftaps;
+  // forward / backward_data: bytes a ring stage's copies land (forward's B box holds
+  // min(BN, K rounded up to 8) filter rows: the tile's rows past them only feed output columns
+  // past K, which are never stored, so they are not copied)
+  int stage_tx;
   // The divisors of the unit decode and the pixel maps as multiply-shift reciprocals (a run-time
   // integer division is a ~20-instruction dependent chain; the math warps decode every unit
   // between two units' MMA). Set by set_divisors() from the fields above.
@@ -358,7 +362,40 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     if (tid == Tr::kMathThreads) {
       tma::prefetch_map(&p.a);
       tma::prefetch_map(&p.b);
-      int t = 0, pc = 0;  // k tiles and (stride1) patches issued
+      int t = 0, pc = 0, bc = 0;  // k tiles, (stride1) patches issued, chunks of the B stream
+      // stride1's patch cursor: the next (unit, chunk) to stage, up to two chunks ahead of the B
+      // stream (the two buffers), across units; issue_patch(block) stages it when its buffer
+      // is free (block: waits for that), so a patch's copy overlaps the previous chunk's taps.
+      int pu = blockIdx.x, pcc = 0, pcc1 = 0, pj0 = 0, pimg = 0, pg = 0;
+      auto cursor_unit = [&](int unit) {
+        const Unit v = decode(unit);
+        int col;
+        p.by_wp.divmod(v.m0, pj0, col);
+        pcc = v.kt0 / p.ftaps;
+        pcc1 = v.kt1 / p.ftaps;
+        pimg = v.img;
+        pg = v.g;
+      };
+      if (Tr::kPatch && pu < num_units) cursor_unit(pu);
+      auto issue_patch = [&](bool block) {
+        if (pu >= num_units) return;
+        const int b = pc % Tr::kPatchBuffers;
+        if (pc >= Tr::kPatchBuffers) {
+          const uint32_t ph = uint32_t((pc / Tr::kPatchBuffers - 1) & 1);
+          if (block)
+            mbar::wait(pempty + b, ph);
+          else if (!mbar::test(pempty + b, ph))
+            return;
+        }
+        tma::expect_tx(pfull + b, uint32_t(p.patch_box));
+        tma::load_tile_4d(base + b * p.patch_stride, &p.a, pfull + b, pg * p.C + pcc * Tr::BK, -p.pl_w,
+                          pj0 - p.pl_h, pimg);
+        ++pc;
+        if (++pcc == pcc1) {
+          pu += gridDim.x;
+          if (pu < num_units) cursor_unit(pu);
+        }
+      };
       for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
         const Unit u = decode(unit);
         if constexpr (Tr::kWeightGrad) {
@@ -390,24 +427,20 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             }
           }
         } else if constexpr (Tr::kPatch) {
-          // Per chunk: the patch (when its buffer is free), then the chunk's taps' B tiles.
-          int j0, unused;
-          p.by_wp.divmod(u.m0, j0, unused);
+          // Per chunk the chunk's taps' B tiles; the chunk's patch was issued by the patch
+          // cursor (below), at the latest here, at its first tap.
           const int cbase = u.g * p.C, nrow = u.g * p.K + u.n0;
           int cc = u.kt0 / p.ftaps, tap = 0, fy = 0, fx = 0;
           for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
-            if (tap == 0) {
-              const int b = pc % Tr::kPatchBuffers;
-              if (pc >= Tr::kPatchBuffers) mbar::wait(pempty + b, uint32_t((pc / Tr::kPatchBuffers - 1) & 1));
-              tma::expect_tx(pfull + b, uint32_t(p.patch_box));
-              tma::load_tile_4d(base + b * p.patch_stride, &p.a, pfull + b, cbase + cc * Tr::BK, -p.pl_w,
-                                j0 - p.pl_h, u.img);
-              ++pc;
-            }
+            if (tap == 0)
+              while (pc <= bc) issue_patch(true);
             const int s = t % Tr::S;
-            if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
+            if (t >= Tr::S) {  // waiting for the slot, stage the next patch once its buffer frees
+              const uint32_t ph = uint32_t((t / Tr::S - 1) & 1);
+              while (!mbar::test(empty + s, ph)) issue_patch(false);
+            }
             unsigned char* sb = smem + s * Tr::kRingStage;
-            tma::expect_tx(full + s, Tr::kBBytes);
+            tma::expect_tx(full + s, uint32_t(p.stage_tx));
             const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw;
             if constexpr (Tr::kBNMajor) {
 #pragma unroll
@@ -424,6 +457,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             if (++tap == p.ftaps) {
               tap = fy = fx = 0;
               ++cc;
+              ++bc;
             }
           }
         } else {
@@ -439,7 +473,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             const int s = t % Tr::S;
             if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
             unsigned char* sa = smem + s * Tr::kStageBytes;
-            tma::expect_tx(full + s, Tr::kStageBytes);
+            tma::expect_tx(full + s, uint32_t(p.stage_tx));
             tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
                                 uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
             const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw;
@@ -1346,8 +1380,10 @@ class TmaConvKernel final : public KernelBase {
        // (K = w_k, the filter's, even when dy is padded), box 64 x 1 x 64
       const cuuint64_t dims[3] = {cuuint64_t(Tr::kBNMajor ? p.K : p.C), cuuint64_t(ph.w_taps),
                                   cuuint64_t(p.G * (Tr::kBNMajor ? w_k : p.K))};
-      const cuuint32_t box[3] = {cuuint32_t(Tr::BK), 1, cuuint32_t(Tr::kBNMajor ? Tr::BK : Tr::BN)};
+      const int b_rows = Tr::kBNMajor ? Tr::BK : int(std::min<int64_t>(Tr::BN, (p.K + 7) / 8 * 8));
+      const cuuint32_t box[3] = {cuuint32_t(Tr::BK), 1, cuuint32_t(b_rows)};
       if (!encode_tiled(&a.b, w, 3, dims, box)) return cudaErrorInvalidValue;
+      a.stage_tx = (Tr::kPatch ? 0 : Tr::kABytes) + (Tr::kBNMajor ? Tr::kBBytes : b_rows * Tr::kRowBytes);
     }
     set_geometry(a, p);
     a.y = y;

@@ -66,6 +66,17 @@ CKGEN_DEVICE inline void wait(uint64_t* b, uint32_t parity) {
   }
 #endif
 }
+// Whether the barrier's phase `parity` has completed, without waiting.
+CKGEN_DEVICE inline bool test(uint64_t* b, uint32_t parity) {
+  uint32_t done = 0;
+  asm volatile(
+      "{\n.reg .pred P1;\nmbarrier.test_wait.parity.shared.b64 P1, [%1], %2;\n"
+      "selp.b32 %0, 1, 0, P1;\n}\n"
+      : "=r"(done)
+      : "r"(addr(b)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 #endif
 }  // namespace mbar
 
