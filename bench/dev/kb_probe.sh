@@ -8,7 +8,9 @@ OUT=${OUT:-/tmp/ckgen-out}
 WORK=${WORK:-/tmp/kb-work}
 mkdir -p "$OUT" "$WORK"
 export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
-python3 -m ckgen.cli generate --arch sm_90a --variant forward --datatype fp16 --ndim 2 --pipeline wavelet_tma \
+# CONFIG (optional): a candidates file added to the default configs
+extra=(); [ -n "${CONFIG:-}" ] && extra=(--config "$ROOT/configs/forward/default.yaml" --config "$ROOT/$CONFIG")
+python3 -m ckgen.cli generate --arch sm_90a --variant forward "${extra[@]}" --datatype fp16 --ndim 2 --pipeline wavelet_tma \
   --kernels '*_kb0' -o "$WORK/gen" -q || exit 1
 python3 -m ckgen.cli emit-cmake -o "$WORK/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
 cmake -S "$WORK/gen" -B "$WORK/gen/build" -G Ninja -DCKGEN_BUILD_TESTS=OFF > "$OUT/kb_build.log" 2>&1 || exit 1
