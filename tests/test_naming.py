@@ -95,6 +95,7 @@ def instances(draw: st.DrawFn) -> KernelInstance:
         load_waves=load,
         math_waves=math,
         epilogue=draw(st.sampled_from(list(Epilogue))),
+        swap_ab=draw(st.booleans()),
         vec_a=draw(st.sampled_from(rules.VECTOR_SIZES)),
         vec_b=draw(st.sampled_from(rules.VECTOR_SIZES)),
         vec_c=draw(st.sampled_from(rules.VECTOR_SIZES)),
