@@ -117,6 +117,11 @@ DIRECT_MMA_BWD_MAX_LDS = 112 * 1024  # backward_weight: dynamic shared memory (k
 DIRECT_MMA_BWD_COLUMN_SLACK = {16: 24}
 DIRECT_MMA_BWD_TAP_TILES = (DIRECT_MMA_MAX_TAPS + 1) // 2  # m16 tiles of two taps (kTapTiles)
 DIRECT_MAX_PIXELS_PER_THREAD = 8
+# backward_weight depthwise: the Linear 1x3x3 path (all nine taps' loads hoisted) serves up to
+# this many pixels per thread; beyond, 3x3 problems take the window path (per filter row the
+# (pp - 1) * stride + 3 columns, W stride 1 / 2) or the one-tap path (kDirectBwdLinearMaxPixels)
+DIRECT_BWD_LINEAR_MAX_PIXELS = 2
+DIRECT_BWD_WINDOW_MAX_STRIDE = 2
 # The filter taps the direct kernel holds in registers (a compile-time 3x3 path; other filters
 # take the generic path that reads the taps' weights per pixel step).
 DIRECT_REGISTER_TAPS = 9
@@ -288,7 +293,9 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     backward_data: one per pixel; backward_weight: the pixels' dy in fp32 and all their taps'
     inputs, which ptxas hoists), and the fixed overhead. Against ptxas -v (sm_90a, fp16 v8):
     backward_weight 4 pixels/thread -> 278 estimated, 255 used + spills (rejected); 2 -> 190,
-    180 used; forward 4 pixels -> 150, 125-146 used (bf16 182)."""
+    180 used; forward 4 pixels -> 150, 125-146 used (bf16 182). backward_weight beyond
+    DIRECT_BWD_LINEAR_MAX_PIXELS holds the window's three filter rows at W stride 2: 4 pixels ->
+    242 estimated, 204 (stride 1) / 213 (stride 2) used; 7 -> 338, 243 / 255 + spills (rejected)."""
     e = DATATYPE_BYTES[i.datatype]
     overhead = REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
     if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT:
@@ -304,8 +311,11 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     loaded = pp * -(-v * e // 4)
     if i.variant is Variant.BACKWARD_WEIGHT and i.tile[2] > 1:  # one tap: Cg x v accumulators
         regs = i.tile[2] * v + pp * v + loaded
-    elif i.variant is Variant.BACKWARD_WEIGHT:
+    elif i.variant is Variant.BACKWARD_WEIGHT and pp <= DIRECT_BWD_LINEAR_MAX_PIXELS:
         regs = DIRECT_REGISTER_TAPS * v + pp * v + DIRECT_REGISTER_TAPS * loaded
+    elif i.variant is Variant.BACKWARD_WEIGHT:  # window: three filter rows' columns in flight
+        cols = (pp - 1) * DIRECT_BWD_WINDOW_MAX_STRIDE + 3
+        regs = DIRECT_REGISTER_TAPS * v + pp * v + 3 * cols * -(-v * e // 4)
     elif i.tile[2] > 1:  # filter in shared memory: one tap's v weights, the pixels' inputs in fp32
         regs = pp * v + v + pp * v + loaded
     else:

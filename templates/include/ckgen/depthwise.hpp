@@ -56,6 +56,11 @@
 
 namespace ckgen {
 
+// backward_weight's depthwise Linear 1x3x3 path holds all nine taps' loads of a thread's pixels
+// (ptxas hoists them): up to this many pixels per thread (rules.py DIRECT_BWD_LINEAR_MAX_PIXELS).
+// Tiles with more take the window path (DirectPath::Window / WindowS2) for 1x3x3 filters.
+inline constexpr int kDirectBwdLinearMaxPixels = 2;
+
 template <class Cfg>
 struct DirectTraits {
   using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
@@ -112,7 +117,12 @@ struct DirectTraits {
 //           in one row (Wo % PP == 0): per filter row the PP + X - 1 source columns are loaded
 //           and converted once and shared by the PP pixels (instead of PP * X loads);
 //   Gather  backward_data with a stride > 1: o = (i + pl - k * dil) / s where exact and in range.
-enum class DirectPath { Linear, Window, Gather };
+//   WindowS2  backward_weight only: Window at W stride 2 (the PP pixels read 2 * PP + KX - 2
+//           columns per filter row). backward_weight takes Window / WindowS2 for the depthwise
+//           compile-time filter: per filter row a thread loads and converts the (PP - 1) * s + KX
+//           input columns its PP output pixels read once, instead of PP * KX loads.
+enum class DirectPath { Linear, Window, Gather, WindowS2 };
+
 
 namespace direct {
 
@@ -357,8 +367,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
     if (live[j]) store<D, V>(dst + int64_t(m0 + j) * a.chans + g0, acc[j]);
 }
 
-// backward_weight: one block = one slice of output pixels x one group tile.
-template <class Cfg, int KZ, int KY, int KX>
+// backward_weight: one block = one slice of output pixels x one group tile. Path: Linear, or
+// Window / WindowS2 (compile-time depthwise filter, W dilation 1, W stride 1 / 2, Wo % PP == 0:
+// a thread's PP pixels lie in one output row).
+template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
 CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   using Tr = DirectTraits<Cfg>;
   using Raw = typename Tr::Raw;
@@ -366,6 +378,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   constexpr int V = Tr::V, PP = Tr::PP, Cg = Tr::Cg;
   constexpr bool kCT = KZ > 0;
   static_assert(!kCT || Cg == 1, "ckgen: small groups take one tap at a time (Cg x V accumulators)");
+  constexpr bool kWin = Path == DirectPath::Window || Path == DirectPath::WindowS2;
+  static_assert(Path == DirectPath::Linear || (kWin && kCT), "ckgen: backward_weight windows need a compile-time filter");
   constexpr int kTaps = kCT ? KZ * KY * KX : 1;  // taps accumulated at once
   __shared__ float red[Tr::Rows * Tr::Gt];
 
@@ -397,6 +411,49 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
       ry = (t0 - rz * yx) / a.fil[2];
       rx = t0 - rz * yx - ry * a.fil[2];
     }
+    if constexpr (kWin) {
+      // PP pixels of one output row (m0 % PP == 0, Wo % PP == 0); per filter row the kCols
+      // source columns from the first pixel's leftmost one, each loaded and converted once.
+      // (One filter row of lookahead across pixel groups measured 3 % slower on an H200 and
+      // took more registers: bench/NOTES.md, "Depthwise backward_weight: a window per filter row".)
+      constexpr int S = Path == DirectPath::WindowS2 ? 2 : 1;
+      constexpr int kCols = (PP - 1) * S + KX;
+      for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
+        float gy[PP][V];
+#pragma unroll
+        for (int j = 0; j < PP; ++j) to_floats<D, V>(load_if<D, V>(true, dy + int64_t(m0 + j) * a.chans + g0), gy[j]);
+        int n, d, h, w;
+        split_pixel(a, m0, n, d, h, w);
+        const int cz = d * a.s[0] - a.pl[0], cy = h * a.s[1] - a.pl[1], cx = w * S - a.pl[2];
+#pragma unroll
+        for (int kz = 0; kz < KZ; ++kz) {
+#pragma unroll
+          for (int ky = 0; ky < KY; ++ky) {
+            const int iz = cz + kz * a.dil[0], iy = cy + ky * a.dil[1];
+            const bool row_ok = unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
+            const Raw* rowp = x + ((int64_t(n) * a.in_spatial + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + cx) *
+                                       a.chans + g0);
+            packet_t<D, V> r[kCols];
+#pragma unroll
+            for (int q = 0; q < kCols; ++q)
+              r[q] = load_if<D, V>(row_ok && unsigned(cx + q) < unsigned(a.in_[2]), rowp + int64_t(q) * a.chans);
+#pragma unroll
+            for (int q = 0; q < kCols; ++q) {
+              float f[V];
+              to_floats<D, V>(r[q], f);
+#pragma unroll
+              for (int kx = 0; kx < KX; ++kx) {  // column q feeds pixel j = (q - kx) / S at tap kx
+                if ((q - kx) % S != 0 || q < kx || (q - kx) / S >= PP) continue;
+                const int j = (q - kx) / S;
+                const int t = (kz * KY + ky) * KX + kx;
+#pragma unroll
+                for (int k = 0; k < V; ++k) acc[t][0][k] = fmaf(f[k], gy[j][k], acc[t][0][k]);
+              }
+            }
+          }
+        }
+      }
+    } else {
     for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
       float gy[PP][V];
       int64_t nbase[PP];
@@ -434,6 +491,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
         }
       }
     }
+    }  // Linear
   };
 
   // Sums acc over the block's pixel rows and writes taps [t0, t0 + kTaps) of the Gt channels.
@@ -486,7 +544,7 @@ CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, Di
   if constexpr (Cfg::kVariant == Variant::BackwardWeight && DirectTraits<Cfg>::kMma)
     direct::bwd_weight_mma<Cfg>(a);
   else if constexpr (Cfg::kVariant == Variant::BackwardWeight)
-    direct::bwd_weight<Cfg, KZ, KY, KX>(a);
+    direct::bwd_weight<Cfg, KZ, KY, KX, Path>(a);
   else if constexpr (DirectTraits<Cfg>::kMma)
     direct::fwd_bwd_data_mma<Cfg>(a);
   else
@@ -681,9 +739,21 @@ class DepthwiseKernel final : public KernelBase {
         launched = true;
       }
       if constexpr (Tr::Cg == 1 && !Tr::kMma) {  // small groups take one tap at a time (any filter)
+        // 1x3x3: a window when the thread's pixels share a row and read neighbouring columns,
+        // else the Linear 9-tap path up to kDirectBwdLinearMaxPixels pixels per thread (its
+        // hoisted loads spill beyond); otherwise the generic one-tap-at-a-time path below.
         if (k3x3) {
-          depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
-          launched = true;
+          const bool win = p.dilation[2] == 1 && p.out[2] % Tr::PP == 0;
+          if (win && p.stride[2] == 1) {
+            depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window><<<grid, Tr::kThreads, 0, stream>>>(a);
+            launched = true;
+          } else if (win && p.stride[2] == 2) {
+            depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::WindowS2><<<grid, Tr::kThreads, 0, stream>>>(a);
+            launched = true;
+          } else if constexpr (Tr::PP <= kDirectBwdLinearMaxPixels) {
+            depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+            launched = true;
+          }
         }
       }
       if (!launched)
