@@ -622,16 +622,10 @@ class DepthwiseKernel final : public KernelBase {
       if (p.weight_elems() * kDirectMaxSlices > kMax32)
         return "G * K * Z * Y * X * C too large for the workspace index";
       if constexpr (Tr::kMma) {
-        if (p.filter_spatial() > kDirectMmaMaxTaps)
-          return "the direct matrix path takes at most " + str(kDirectMmaMaxTaps) + " filter taps (problem has " +
-                 str(p.filter_spatial()) + ")";
+        if (std::string e = mma_staging_refusal(p, true, DirectMmaBwdTraits<Cfg>::kCols); !e.empty()) return e;
         if (p.filter[0] * p.filter[1] > kDirectMmaBwdFilterRows)
           return "the direct matrix path for backward_weight stages at most " + str(kDirectMmaBwdFilterRows) +
                  " filter rows (Z * Y; problem has " + str(p.filter[0] * p.filter[1]) + ")";
-        const int64_t cols = direct::mma_staged_cols(true, Tr::P, p.stride[2], p.dilation[2], p.filter[2]);
-        if (cols > DirectMmaBwdTraits<Cfg>::kCols)
-          return "the direct matrix path stages " + str(DirectMmaBwdTraits<Cfg>::kCols) +
-                 " source columns per filter row (this stride / dilation needs " + str(cols) + ")";
       }
     } else {
       if ((pixels + Tr::P - 1) / Tr::P > kMax32) return "too many pixel blocks for grid.x";
@@ -639,13 +633,7 @@ class DepthwiseKernel final : public KernelBase {
         constexpr bool kFwd = kVariant == Variant::Forward;
         if (!kFwd && (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1))
           return "the direct matrix path takes backward_data with unit strides only";
-        if (p.filter_spatial() > kDirectMmaMaxTaps)
-          return "the direct matrix path stages at most " + str(kDirectMmaMaxTaps) + " filter taps (problem has " +
-                 str(p.filter_spatial()) + ")";
-        const int64_t cols = direct::mma_staged_cols(kFwd, Tr::P, p.stride[2], p.dilation[2], p.filter[2]);
-        if (cols > DirectMmaTraits<Cfg>::kCols)
-          return "the direct matrix path stages " + str(DirectMmaTraits<Cfg>::kCols) +
-                 " source columns per filter row (this stride / dilation needs " + str(cols) + ")";
+        if (std::string e = mma_staging_refusal(p, kFwd, DirectMmaTraits<Cfg>::kCols); !e.empty()) return e;
         if (direct_row_segments(kVariant, p, Tr::P) > kMax32) return "too many row segments for grid.x";
       }
     }
@@ -729,35 +717,13 @@ class DepthwiseKernel final : public KernelBase {
         if (e != gpuSuccess) return e;
       }
       const dim3 grid(unsigned(s.count), gtiles, 1);
-      bool launched = false;
+      int smem = 0;
+      const auto kernel = bwd_kernel(p, smem);
       if constexpr (Tr::kMma) {  // the matrix path: its ring of units in dynamic shared memory
-        constexpr int kSmem = DirectMmaBwdTraits<Cfg>::kSmemBytes;
-        auto* kernel = depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>;
         static std::atomic<uint64_t> done{0};
-        if ((e = detail::allow_dynamic_smem(kernel, kSmem, done)) != gpuSuccess) return e;
-        depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<grid, Tr::kThreads, kSmem, stream>>>(a);
-        launched = true;
+        if ((e = detail::allow_dynamic_smem(kernel, smem, done)) != gpuSuccess) return e;
       }
-      if constexpr (Tr::Cg == 1 && !Tr::kMma) {  // small groups take one tap at a time (any filter)
-        // 1x3x3: a window when the thread's pixels share a row and read neighbouring columns,
-        // else the Linear 9-tap path up to kDirectBwdLinearMaxPixels pixels per thread (its
-        // hoisted loads spill beyond); otherwise the generic one-tap-at-a-time path below.
-        if (k3x3) {
-          const bool win = p.dilation[2] == 1 && p.out[2] % Tr::PP == 0;
-          if (win && p.stride[2] == 1) {
-            depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window><<<grid, Tr::kThreads, 0, stream>>>(a);
-            launched = true;
-          } else if (win && p.stride[2] == 2) {
-            depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::WindowS2><<<grid, Tr::kThreads, 0, stream>>>(a);
-            launched = true;
-          } else if constexpr (Tr::PP <= kDirectBwdLinearMaxPixels) {
-            depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
-            launched = true;
-          }
-        }
-      }
-      if (!launched)
-        depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+      kernel<<<grid, Tr::kThreads, smem, stream>>>(a);
       e = gpuGetLastError();
       if (e != gpuSuccess || a.mode == OutMode::Direct) return e;
       const int64_t n = p.weight_elems();
@@ -768,6 +734,45 @@ class DepthwiseKernel final : public KernelBase {
   }
 
  private:
+  // backward_weight's kernel for p and its dynamic shared memory: the matrix path (its ring of
+  // units), or for depthwise FMA tiles with a 1x3x3 filter a window when the thread's pixels share
+  // a row and read neighbouring columns, else the Linear 9-tap path up to
+  // kDirectBwdLinearMaxPixels pixels per thread (its hoisted loads spill beyond); otherwise the
+  // generic one-tap-at-a-time path.
+  static auto bwd_kernel(const ConvProblem& p, int& smem) {
+    auto kernel = depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>;
+    smem = 0;
+    if constexpr (Tr::kMma) {
+      smem = DirectMmaBwdTraits<Cfg>::kSmemBytes;
+    } else if constexpr (Tr::Cg == 1) {
+      if (p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3) {
+        const bool win = p.dilation[2] == 1 && p.out[2] % Tr::PP == 0;
+        if (win && p.stride[2] == 1)
+          kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window>;
+        else if (win && p.stride[2] == 2)
+          kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::WindowS2>;
+        else if constexpr (Tr::PP <= kDirectBwdLinearMaxPixels)
+          kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>;
+      }
+    }
+    return kernel;
+  }
+
+  // The matrix paths' staging limits (forward / backward_data: direct_mma.hpp, backward_weight:
+  // direct_mma_bwd_weight.hpp): the taps whose weights are staged at once and the source
+  // columns a filter row stages (cols_staged); the refusal, or empty.
+  static std::string mma_staging_refusal(const ConvProblem& p, bool fwd_map, int cols_staged) {
+    using detail::str;
+    if (p.filter_spatial() > kDirectMmaMaxTaps)
+      return "the direct matrix path stages at most " + str(kDirectMmaMaxTaps) + " filter taps (problem has " +
+             str(p.filter_spatial()) + ")";
+    const int64_t cols = direct::mma_staged_cols(fwd_map, Tr::P, p.stride[2], p.dilation[2], p.filter[2]);
+    if (cols > cols_staged)
+      return "the direct matrix path stages " + str(cols_staged) +
+             " source columns per filter row (this stride / dilation needs " + str(cols) + ")";
+    return {};
+  }
+
   static int64_t chans(const ConvProblem& p) { return p.G * p.C; }  // channels per pixel
   static int64_t channel_tiles(const ConvProblem& p) { return (chans(p) + Tr::Gt - 1) / Tr::Gt; }
   static gpuError_t invalid_value() {
