@@ -25,7 +25,9 @@
 //   division is exact and in range (no zero insertion).
 // backward_weight: block (slice, channel tile) reduces dy * x over its slice of the N*Do*Ho*Wo
 //   output pixels for its Gt channels and all taps (depthwise 1x3x3: all 9 x V accumulators in
-//   registers; otherwise, and for small groups, one tap at a time with Cg x V accumulators),
+//   registers, the source read per filter row as a window of the thread's pixels where they
+//   share a row (DirectPath::Window / WindowS2) or per tap (Linear, up to 2 pixels per thread);
+//   otherwise, and for small groups, one tap at a time with Cg x V accumulators),
 //   combines its threads through shared memory ([Rows][Gt] floats), then: one slice -> converted
 //   straight into dw; Stage::One -> fp32 atomics into a zeroed workspace of G * taps floats +
 //   convert; Stage::Two -> its slice of a [slices][G * taps] fp32 workspace + reduce/convert
