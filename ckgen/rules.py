@@ -308,14 +308,15 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
         return 2 * direct_mma_accumulators(i) + 16 + overhead
     _, _, pp = direct_layout(i, a)
     v = i.vec_c
-    loaded = pp * -(-v * e // 4)
+    packet = -(-v * e // 4)  # 32-bit registers of one loaded vector
+    loaded = pp * packet
     if i.variant is Variant.BACKWARD_WEIGHT and i.tile[2] > 1:  # one tap: Cg x v accumulators
         regs = i.tile[2] * v + pp * v + loaded
     elif i.variant is Variant.BACKWARD_WEIGHT and pp <= DIRECT_BWD_LINEAR_MAX_PIXELS:
         regs = DIRECT_REGISTER_TAPS * v + pp * v + DIRECT_REGISTER_TAPS * loaded
     elif i.variant is Variant.BACKWARD_WEIGHT:  # window: three filter rows' columns in flight
         cols = (pp - 1) * DIRECT_BWD_WINDOW_MAX_STRIDE + 3
-        regs = DIRECT_REGISTER_TAPS * v + pp * v + 3 * cols * -(-v * e // 4)
+        regs = DIRECT_REGISTER_TAPS * v + pp * v + 3 * cols * packet
     elif i.tile[2] > 1:  # filter in shared memory: one tap's v weights, the pixels' inputs in fp32
         regs = pp * v + v + pp * v + loaded
     else:

@@ -4,14 +4,21 @@
 # ./ab_prev_include (old: copy a previous commit's templates/include there; carry it), profiled
 # old, new, old, new on the RetinaNet set without verification: $OUT/ab.tgz holds
 # ab_<variant>_<old|new>_<run>.csv, $OUT/ab.txt the geomean ratios.
+#   PIPELINE (default wavelet_tma; empty: every pipeline), KERNELS (a name glob), SHAPES (a shapes
+#   CSV, default the RetinaNet set), W (the work folder) select other instances and problems
+#   (bench/dev/finish_ab.sh).
 set -u
 ROOT=$(pwd)
 export PYTHONPATH=$ROOT
 VARIANTS=${VARIANTS:-backward_weight}
-W=/tmp/ab2; mkdir -p $W $OUT
+PIPELINE=${PIPELINE-wavelet_tma}
+SHAPES=${SHAPES:-templates/project/shapes/retinanet_r50fpn_n2.csv}
+W=${W:-/tmp/ab2}; mkdir -p $W $OUT
 vargs=(); for v in $VARIANTS; do vargs+=(--variant "$v"); done
+[ -n "$PIPELINE" ] && vargs+=(--pipeline "$PIPELINE")
+[ -n "${KERNELS:-}" ] && vargs+=(--kernels "$KERNELS")
 for side in new old; do
-  python3 -m ckgen.cli generate --arch sm_90a "${vargs[@]}" --datatype fp16 --ndim 2 --pipeline wavelet_tma -o $W/$side -q
+  python3 -m ckgen.cli generate --arch sm_90a "${vargs[@]}" --datatype fp16 --ndim 2 -o $W/$side -q
   python3 -m ckgen.cli emit-cmake -o $W/$side --platform nvidia --gpu-targets 90a > /dev/null
   if [ $side = old ]; then cp -r ab_prev_include/ckgen/. $W/$side/include/ckgen/; fi
   cmake -S $W/$side -B $W/$side/build -G Ninja -DCKGEN_BUILD_TESTS=OFF > $OUT/cmake_$side.log 2>&1
@@ -19,7 +26,7 @@ done
 ninja -C $W/new/build -j 8 > $OUT/build_new.log 2>&1 &
 ninja -C $W/old/build -j 8 > $OUT/build_old.log 2>&1; wait
 for v in $VARIANTS; do for i in 1 2; do for side in old new; do
-  $W/$side/build/bin/ckgen_profiler_$v --shapes templates/project/shapes/retinanet_r50fpn_n2.csv --datatype fp16 \
+  $W/$side/build/bin/ckgen_profiler_$v --shapes "$SHAPES" --datatype fp16 \
     --verify none --warmup 3 --repeat 10 --csv $OUT/ab_${v}_${side}_$i.csv > $OUT/ab_${v}_${side}_$i.log 2>&1
   echo "$v $side $i rc=$?"
 done; done; done

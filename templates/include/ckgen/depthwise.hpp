@@ -125,7 +125,6 @@ struct DirectTraits {
 //           input columns its PP output pixels read once, instead of PP * KX loads.
 enum class DirectPath { Linear, Window, Gather, WindowS2 };
 
-
 namespace direct {
 
 // The weight that output channel j (forward; backward_data: input-gradient channel j) multiplies
