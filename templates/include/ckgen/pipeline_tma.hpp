@@ -36,7 +36,8 @@
 // phase (tma_phases.hpp), each reading its flipped sub-filter's taps straight from w (a tap map)
 // and writing through an output map that places its rows on every stride-th dx pixel; the
 // phases run side by side on forked streams (detail::PhaseStreams).
-// backward_weight: one launch. Any variant may split its reduction (k_batch, Split below): the
+// backward_weight: one launch (after a copy of dy with K padded to a multiple of 8 when K % 8 != 0
+// in one group, as backward_data). Any variant may split its reduction (k_batch, Split below): the
 // launches then add into a zeroed fp32 copy of the written tensor and splitk_finish converts it.
 // backward_weight may instead run a tile's c = 2..8 splits as one thread-block cluster
 // (SplitReduce::Cluster, one unit per block): each block leaves its fp32 partial tile in its
@@ -918,9 +919,9 @@ class TmaConvKernel final : public KernelBase {
         !e.empty())
       return e;
     if constexpr (Tr::kWeightGrad) {
-      if (p.K % 8 != 0 || (p.C % 8 != 0 && im2col_width(p) == 0))
-        return "wavelet_tma backward_weight needs K (" + str(p.K) + ") to be a multiple of 8 and C (" +
-               str(p.C) + ") too, or one group with taps x C <= 512 (16-byte rows of x and dy)";
+      if ((p.K % 8 != 0 && padded_k(p) == 0) || (p.C % 8 != 0 && im2col_width(p) == 0))
+        return "wavelet_tma backward_weight needs K (" + str(p.K) + ") and C (" + str(p.C) +
+               ") to be multiples of 8, or one group (K padded; C with taps x C <= 512): 16-byte rows of x and dy";
       if (std::string e = im2col_staging_limits(p); !e.empty()) return e;
       const ConvProblem q = gemm_view(p);
       if (std::string e = im2col_limits(q); !e.empty()) return e;
@@ -948,7 +949,7 @@ class TmaConvKernel final : public KernelBase {
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
     if constexpr (Tr::kWeightGrad) {
       const ConvProblem q = gemm_view(p);
-      return weight_sum_bytes(q, weight_split(q, opts)) + im2col_bytes(p);
+      return weight_sum_bytes(q, weight_split(q, opts)) + pad_bytes(p) + im2col_bytes(p);
     } else {
       const Plan pl = plan(p);
       if (pl.error.empty()) return split_bytes(pl, p, opts) + pad_bytes(p) + im2col_bytes(p);
@@ -1161,12 +1162,13 @@ class TmaConvKernel final : public KernelBase {
     if (!splits_any(pl, p, opts)) return 0;
     return (std::size_t(written_elems(p)) * sizeof(float) + 255) / 256 * 256;
   }
-  // backward_data with K % 8 != 0 in one group (the K=36 box heads): dy's rows are not 16-byte
-  // multiples, which the copy engine needs; dy is copied into the workspace with K padded to a
-  // multiple of 8 (zeros) and the launches reduce over the padded channels. w is read as it
-  // lies: the boxes' rows past K are zero-filled by the engine. 0 = no padding.
+  // backward_data / backward_weight with K % 8 != 0 in one group (the K=36 box heads): dy's rows
+  // are not 16-byte multiples, which the copy engine needs; dy is copied into the workspace with
+  // K padded to a multiple of 8 (zeros). backward_data reduces over the padded channels (w is
+  // read as it lies: the boxes' rows past K are zero-filled by the engine); backward_weight's
+  // tiles compute the padded rows of dw as zeros and store only the K real ones. 0 = no padding.
   static int64_t padded_k(const ConvProblem& p) {
-    if constexpr (Cfg::kVariant != Variant::BackwardData) {
+    if constexpr (Cfg::kVariant == Variant::Forward) {
       (void)p;
       return 0;
     } else {
@@ -1450,12 +1452,21 @@ class TmaConvKernel final : public KernelBase {
     const ConvProblem q = gemm_view(p);
     const Split sp = weight_split(q, opts);
     const std::size_t sum_bytes = weight_sum_bytes(q, sp);
-    if ((sum_bytes > 0 || cp > 0) && workspace == nullptr) return cudaErrorInvalidValue;
+    const int64_t kp = padded_k(p);
+    if ((sum_bytes > 0 || cp > 0 || kp > 0) && workspace == nullptr) return cudaErrorInvalidValue;
     float* ws = sum_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
+    const void* dy = t.out;
     const void* x = t.in;
     void* dw = t.wei;
+    if (kp > 0) {  // dy with K padded to kp, after the split sums
+      Raw* padded = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + sum_bytes);
+      if (gpuError_t e = pad_channels(static_cast<const Raw*>(t.out), padded, p.N * p.out_spatial(), p.K, kp, stream);
+          e != gpuSuccess)
+        return e;
+      dy = padded;
+    }
     if (cp > 0) {
-      Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + sum_bytes);
+      Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + sum_bytes + pad_bytes(p));
       if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, stream); e != gpuSuccess) return e;
       x = col;
       dw = col + p.N * p.out_spatial() * cp;
@@ -1464,7 +1475,8 @@ class TmaConvKernel final : public KernelBase {
       if (gpuError_t e = gpuMemsetAsync(ws, 0, std::size_t(q.weight_elems()) * sizeof(float), stream);
           e != gpuSuccess)
         return e;
-    if (gpuError_t e = launch_weight_grad(q, t.out, x, dw, ws, sp, stream); e != gpuSuccess) return e;
+    if (gpuError_t e = launch_weight_grad(q, dy, kp > 0 ? kp : q.G * q.K, x, dw, ws, sp, stream); e != gpuSuccess)
+      return e;
     if (ws != nullptr)
       if (gpuError_t e = launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dw), q.weight_elems(), stream);
           e != gpuSuccess)
@@ -1473,15 +1485,15 @@ class TmaConvKernel final : public KernelBase {
     return pad_channels(static_cast<const Raw*>(dw), static_cast<Raw*>(t.wei), p.K, cp, p.filter_spatial() * p.C,
                         stream);
   }
-  // One launch of the weight-gradient GEMM over dy and x into dw, or (ws not null) adding into
-  // the fp32 sums ws, with split sp.
-  static gpuError_t launch_weight_grad(const ConvProblem& p, const void* dy, const void* x, void* dw, float* ws,
-                                       const Split& sp, gpuStream_t stream) {
+  // One launch of the weight-gradient GEMM over dy (rows of dy_row elements: G*K, or K padded)
+  // and x into dw, or (ws not null) adding into the fp32 sums ws, with split sp.
+  static gpuError_t launch_weight_grad(const ConvProblem& p, const void* dy, int64_t dy_row, const void* x,
+                                       void* dw, float* ws, const Split& sp, gpuStream_t stream) {
     if (!aligned16({dy, x, dw})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
-    {  // dy: {G*K, N*P*Q}, box 64 x 64
-      const cuuint64_t dims[2] = {cuuint64_t(p.G * p.K), cuuint64_t(p.N * p.out_spatial())};
+    {  // dy: {dy_row, N*P*Q}, box 64 x 64
+      const cuuint64_t dims[2] = {cuuint64_t(dy_row), cuuint64_t(p.N * p.out_spatial())};
       const cuuint32_t box[2] = {cuuint32_t(Tr::BK), cuuint32_t(Tr::BK)};
       if (!encode_tiled(&a.a, dy, 2, dims, box)) return cudaErrorInvalidValue;
     }

@@ -41,12 +41,39 @@ CKGEN_GLOBAL void pad_channels_kernel(const Raw* __restrict__ src, Raw* __restri
     dst[i] = c < k ? src[r * k + c] : Raw(0);
   }
 }
+// kp % 8 == 0 (the padding copies): a thread writes one 16-byte vector of a row (the 8 source
+// elements it covers are read as they lie; a warp's reads are one contiguous run of src). The
+// element-wise kernel above took 5.6 us for the K = 36 box head's dy (20,000 rows, 36 -> 40) on
+// an H200: a 64-bit division and a 2-byte store per element.
+template <class Raw>
+CKGEN_GLOBAL void pad_channels_vec_kernel(const Raw* __restrict__ src, Raw* __restrict__ dst, int64_t vecs, int k,
+                                          int row_vecs) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs; i += step) {
+    const int64_t r = i / row_vecs;
+    const int c0 = int(i - r * row_vecs) * 8;
+    const Raw* s = src + r * k + c0;
+    union {
+      uint4 u;
+      Raw e[8];
+    } v;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v.e[j] = c0 + j < k ? s[j] : Raw(0);
+    reinterpret_cast<uint4*>(dst)[i] = v.u;
+  }
+}
 // dst[r][c] = c < k ? src[r][c] : 0 for rows x kp elements (src rows k elements apart).
 template <class Raw>
 gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64_t kp, gpuStream_t stream) {
   constexpr int kThreads = 256;
-  pad_channels_kernel<Raw><<<unsigned(detail::grid_stride_blocks(rows * kp, kThreads, 8)), kThreads, 0, stream>>>(
-      src, dst, rows, int(k), int(kp));
+  if (kp % 8 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+    const int64_t vecs = rows * (kp / 8);
+    pad_channels_vec_kernel<Raw><<<unsigned(detail::grid_stride_blocks(vecs, kThreads, 8)), kThreads, 0, stream>>>(
+        src, dst, vecs, int(k), int(kp / 8));
+  } else {
+    pad_channels_kernel<Raw><<<unsigned(detail::grid_stride_blocks(rows * kp, kThreads, 8)), kThreads, 0, stream>>>(
+        src, dst, rows, int(k), int(kp));
+  }
   return gpuGetLastError();
 }
 

@@ -14,7 +14,8 @@
 //   <variant>_support     <problem>__<datatype> FAILS when no instance supports a problem;
 //                         no_instances__<datatype> FAILS when a datatype has no instance
 //   <variant>_negative    is_supported must refuse (with a reason): ndim mismatch; vector > 1
-//                         instance vs C = K = 3 (not wavelet_tma forward: its im2col copy);
+//                         instance vs C = K = 3 (not wavelet_tma forward / backward_weight: their
+//                         im2col copy and padded dy);
 //                         StreamK: k_batch != 0, streamk_blocks < 0;
 //                         split-K backward_weight: streamk_blocks != 0
 //   <variant>_reference   GPU fp32 reference vs CPU fp64 reference on tests.csv
@@ -388,9 +389,9 @@ inline void register_negative_tests(Variant v) {
       refuses("split_reduce_workspace", o, "split_reduce workspace is for wavelet_tma backward_weight");
     }
     const int vec = std::max({key.vec_a, key.vec_b, key.vec_c});
-    // (wavelet_tma forward runs C % 8 != 0 through an explicit im2col copy: it accepts C = 3;
-    // backward_weight, which copies the same way, still refuses K = 3)
-    const bool im2col = key.pipeline == Pipeline::WaveletTma && v == Variant::Forward;
+    // (wavelet_tma forward and backward_weight run C % 8 != 0 through an explicit im2col copy
+    // and backward_weight pads K: they accept C = 3, K = 3)
+    const bool im2col = key.pipeline == Pipeline::WaveletTma && v != Variant::BackwardData;
     if (vec > 1 && nd >= 1 && nd <= 3 && !im2col) {
       const ConvProblem p = small_problem(nd, 3, 3);
       add_test(suite, "vector" + std::to_string(vec) + "_refuses_c3_k3__" + k->name(), [k, p, vec] {
