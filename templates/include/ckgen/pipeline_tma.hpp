@@ -974,14 +974,7 @@ class TmaConvKernel final : public KernelBase {
       if (!pl.error.empty()) return cudaErrorInvalidValue;
       const int64_t n = written_elems(p);
       const std::size_t ws_bytes = split_bytes(pl, p, opts);  // the split sums lead the workspace
-      if (const int64_t kp = padded_k(p); kp > 0) {  // dy with K padded to kp, after the split sums
-        if (workspace == nullptr) return cudaErrorInvalidValue;
-        Raw* padded = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
-        if (gpuError_t e = pad_channels(static_cast<const Raw*>(src), padded, p.N * p.out_spatial(), p.K, kp, stream);
-            e != gpuSuccess)
-          return e;
-        src = padded;
-      }
+      if (gpuError_t e = pad_dy(p, src, workspace, ws_bytes, stream); e != gpuSuccess) return e;
       if (const int64_t cp = im2col_width(p); cp > 0) {  // forward: the explicit im2col GEMM
         if (workspace == nullptr) return cudaErrorInvalidValue;
         Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
@@ -1215,6 +1208,21 @@ class TmaConvKernel final : public KernelBase {
       return "wavelet_tma: the im2col copy stages one window's input rows in 48 KB of shared memory; "
              "this filter's (dilated) extent x C needs more";
     return {};
+  }
+  // dy -> its copy with K padded (at `offset` bytes into the workspace) when padded_k says so;
+  // dy is then the copy.
+  static gpuError_t pad_dy(const ConvProblem& p, const void*& dy, void* workspace, std::size_t offset,
+                           gpuStream_t stream) {
+    using Raw = typename Tr::Raw;
+    const int64_t kp = padded_k(p);
+    if (kp == 0) return gpuSuccess;
+    if (workspace == nullptr) return cudaErrorInvalidValue;
+    Raw* padded = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + offset);
+    if (gpuError_t e = pad_channels(static_cast<const Raw*>(dy), padded, p.N * p.out_spatial(), p.K, kp, stream);
+        e != gpuSuccess)
+      return e;
+    dy = padded;
+    return gpuSuccess;
   }
   static std::size_t pad_bytes(const ConvProblem& p) {
     const int64_t kp = padded_k(p);
@@ -1453,18 +1461,12 @@ class TmaConvKernel final : public KernelBase {
     const Split sp = weight_split(q, opts);
     const std::size_t sum_bytes = weight_sum_bytes(q, sp);
     const int64_t kp = padded_k(p);
-    if ((sum_bytes > 0 || cp > 0 || kp > 0) && workspace == nullptr) return cudaErrorInvalidValue;
+    if ((sum_bytes > 0 || cp > 0) && workspace == nullptr) return cudaErrorInvalidValue;
     float* ws = sum_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
     const void* dy = t.out;
     const void* x = t.in;
     void* dw = t.wei;
-    if (kp > 0) {  // dy with K padded to kp, after the split sums
-      Raw* padded = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + sum_bytes);
-      if (gpuError_t e = pad_channels(static_cast<const Raw*>(t.out), padded, p.N * p.out_spatial(), p.K, kp, stream);
-          e != gpuSuccess)
-        return e;
-      dy = padded;
-    }
+    if (gpuError_t e = pad_dy(p, dy, workspace, sum_bytes, stream); e != gpuSuccess) return e;
     if (cp > 0) {
       Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + sum_bytes + pad_bytes(p));
       if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, stream); e != gpuSuccess) return e;
