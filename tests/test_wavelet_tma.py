@@ -157,13 +157,13 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
     found = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
-    assert by_variant[Variant.FORWARD] == 60 and by_variant[Variant.BACKWARD_DATA] == 44
+    assert by_variant[Variant.FORWARD] == 60 and by_variant[Variant.BACKWARD_DATA] == 48
     assert not any(i.swap_ab or i.specialization is Specialization.STRIDE1 for i in found), "test sets only"
     split = [i for i in found if i.variant is not Variant.BACKWARD_WEIGHT and i.k_batch != 1]
     assert len(split) == 16 and all(i.k_batch == 0 and i.stage is Stage.ONE for i in split)
     staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]
-    assert by_variant[Variant.BACKWARD_WEIGHT] == 36
-    assert len(staged) == 68 + 16 + 36, "every ring ships with the cshuffle epilogue; 128x64 with both"
+    assert by_variant[Variant.BACKWARD_WEIGHT] == 40
+    assert len(staged) == 72 + 16 + 40, "every ring ships with the cshuffle epilogue; 128x64 with both"
     deep = {(i.tile[0], i.tile[1], i.stages) for i in found if i.variant is Variant.BACKWARD_WEIGHT and i.stages > 4}
     assert deep == {(64, 128, 8), (64, 64, 8), (128, 64, 6)}, "the deep rings of the small bw layers"
     assert all(i.k_batch == 0 and i.stage is Stage.ONE for i in found if i.variant is Variant.BACKWARD_WEIGHT)
