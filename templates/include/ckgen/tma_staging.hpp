@@ -1,8 +1,8 @@
 // Copies wavelet_tma stages in its workspace when a tensor's rows are not the 16-byte multiples
 // the copy engine needs (one group only):
 //   pad_channels: rows of k 16-bit elements re-laid as rows of kp (zeros past k; kp < k crops):
-//     backward_data's dy with K padded, forward's w padded to the im2col width, and the crop of
-//     backward_weight's padded dw.
+//     backward_data's and backward_weight's dy with K padded, forward's w padded to the im2col
+//     width, and the crop of backward_weight's padded dw.
 //   im2col: x as a dense matrix, row (n, oh, ow), column j = tap * C + c (zeros past taps * C),
 //     cp columns (cp % 8 == 0): forward and backward_weight with C % 8 != 0 run as 1x1 GEMMs
 //     over it. A block takes T output pixels of one output line (n, oh): it stages the Y input rows they read (the span of input pixels under the T windows,
