@@ -47,7 +47,7 @@ WAVELET_RATIOS = ((4, 4), (4, 2), (2, 2), (2, 1), (1, 1))
 # The warp-specialized pipelines (load waves + math waves).
 WAVELET_PIPELINES = (Pipeline.WAVELET, Pipeline.WAVELET_TMA)
 # wavelet_tma (templates/include/ckgen/pipeline_tma.hpp, TmaTraits): one load warp, one or
-# two wgmma math warpgroups of one or two m64 slices each, one 128-byte swizzle row per tile
+# two wgmma math warpgroups of one to three m64 slices each, one 128-byte swizzle row per tile
 # row (tile K x element bytes), an im2col box of at most 256 pixels, 1024 bytes of alignment
 # slack in shared memory.
 TMA_LOAD_WAVES = 1
@@ -55,6 +55,7 @@ TMA_MATH_WAVES = (4, 8)
 TMA_TILE_N = (64, 128, 256)
 TMA_ROW_BYTES = 128
 TMA_MAX_TILE_M = 256
+TMA_SLICES_M = (1, 2, 3)  # m64 slices per math warpgroup
 TMA_SMEM_SLACK = 1024
 TMA_SWAP_TILE_N = 64  # swap_ab: the output channels of a tile fill one wgmma M
 TMA_PATCH_BUFFERS = 2  # stride1: staged input patches (double-buffered across channel chunks)
@@ -518,8 +519,8 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
         (tk * DATATYPE_BYTES[i.datatype] == TMA_ROW_BYTES, f"wavelet_tma needs tile K x element bytes = {TMA_ROW_BYTES}"),
         (i.swap_ab or (tn in TMA_TILE_N and i.warp_tile == (64, tn, 16)),
          f"wavelet_tma needs tile N in {TMA_TILE_N} and warp tile (64, tile N, 16)"),
-        (i.swap_ab or (groups > 0 and tm % (64 * groups) == 0 and tm // (64 * groups) in (1, 2) and tm <= TMA_MAX_TILE_M),
-         f"wavelet_tma needs tile M = 64 or 128 per math warpgroup, at most {TMA_MAX_TILE_M}"),
+        (i.swap_ab or (groups > 0 and tm % (64 * groups) == 0 and tm // (64 * groups) in TMA_SLICES_M and tm <= TMA_MAX_TILE_M),
+         f"wavelet_tma needs tile M = 64 x {TMA_SLICES_M} per math warpgroup, at most {TMA_MAX_TILE_M}"),
         # swap_ab: the instruction's M is the tile's 64 output channels, its N the warpgroup's pixels
         (not i.swap_ab or (tn == TMA_SWAP_TILE_N and groups > 0 and tm % groups == 0 and tm <= TMA_MAX_TILE_M
                            and i.warp_tile == (64, tm // groups, 16) and tm // groups in TMA_TILE_N),

@@ -39,6 +39,7 @@ def test_name_round_trips() -> None:
     ((128, 128, 64), (8, 1, 1), (64, 128, 16)),
     ((256, 128, 64), (8, 1, 1), (64, 128, 16)),
     ((64, 64, 64), (4, 1, 1), (64, 64, 16)),
+    ((192, 64, 64), (4, 1, 1), (64, 64, 16)),  # one warpgroup of three m64 slices
 ])
 def test_valid_on_sm90a(variant: Variant, datatype: DataType, ndim: int, tile, waves, warp_tile) -> None:
     kb = 0 if variant is Variant.BACKWARD_WEIGHT else 1
@@ -70,6 +71,8 @@ def test_rejected_off_hopper(arch: str) -> None:
     (dict(tile=(128, 128, 32)), "tile K"),
     (dict(warp_tile=(64, 64, 16)), "tile N"),
     (dict(tile=(384, 128, 64)), "tile M"),
+    (dict(tile=(256, 64, 64), waves=(4, 1, 1), math_waves=4, warp_tile=(64, 64, 16)), "tile M"),  # 4 slices
+    (dict(tile=(192, 128, 64)), "tile M"),  # 96 rows per warpgroup
     (dict(vec_a=4, vec_b=4, vec_c=4), "vector [8, 8, 8]"),
     (dict(reduction=Reduction.STREAMK_LINEAR), "split-K"),
     (dict(groups_to_merge=2), "merge groups"),
@@ -157,13 +160,13 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
     found = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
-    assert by_variant[Variant.FORWARD] == 60 and by_variant[Variant.BACKWARD_DATA] == 48
+    assert by_variant[Variant.FORWARD] == 64 and by_variant[Variant.BACKWARD_DATA] == 48
     assert not any(i.swap_ab or i.specialization is Specialization.STRIDE1 for i in found), "test sets only"
     split = [i for i in found if i.variant is not Variant.BACKWARD_WEIGHT and i.k_batch != 1]
     assert len(split) == 16 and all(i.k_batch == 0 and i.stage is Stage.ONE for i in split)
     staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]
     assert by_variant[Variant.BACKWARD_WEIGHT] == 40
-    assert len(staged) == 72 + 16 + 40, "every ring ships with the cshuffle epilogue; 128x64 with both"
+    assert len(staged) == 72 + 16 + 40, "every ring but 192x64 ships with the cshuffle epilogue; 128x64 with both"
     deep = {(i.tile[0], i.tile[1], i.stages) for i in found if i.variant is Variant.BACKWARD_WEIGHT and i.stages > 4}
     assert deep == {(64, 128, 8), (64, 64, 8), (128, 64, 6)}, "the deep rings of the small bw layers"
     assert all(i.k_batch == 0 and i.stage is Stage.ONE for i in found if i.variant is Variant.BACKWARD_WEIGHT)

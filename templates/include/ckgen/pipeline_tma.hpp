@@ -195,8 +195,8 @@ struct TmaTraits {
                 "ckgen: swap_ab needs forward / backward_data, Tile N 64, Tile M / warpgroups 64, 128 or 256, "
                 "epilogue default");
   static_assert(BN == 64 || BN == 128 || BN == 256, "ckgen: wavelet_tma needs Tile N 64, 128 or 256");
-  static_assert(kSwap || (BM % (64 * kMathGroups) == 0 && (RepM == 1 || RepM == 2)),
-                "ckgen: wavelet_tma needs Tile M = 64 or 128 per math warpgroup");
+  static_assert(kSwap || (BM % (64 * kMathGroups) == 0 && RepM >= 1 && RepM <= 3),
+                "ckgen: wavelet_tma needs Tile M = 64, 128 or 192 per math warpgroup");
   static_assert(BM <= 256, "ckgen: an im2col box holds at most 256 pixels");
   static_assert(Cfg::kLoadWaves == 1 && Cfg::kMathWaves == Cfg::Waves::kM,
                 "ckgen: wavelet_tma has one load warp (load waves 1)");
