@@ -119,11 +119,18 @@ struct DirectTraits {
 //           in one row (Wo % PP == 0): per filter row the PP + X - 1 source columns are loaded
 //           and converted once and shared by the PP pixels (instead of PP * X loads);
 //   Gather  backward_data with a stride > 1: o = (i + pl - k * dil) / s where exact and in range.
+//   QuadS2  backward_data, 1x3x3 filter, H and W stride 2, dilation 1, depth stride 1 without
+//           depth padding: a thread's pixel m is a quad of 2 x 2 input-gradient pixels (a.pixels
+//           and a.fd_pix count quads). Over the quad's rows 2 qa + u (u = 0, 1) and the taps
+//           ky = 0..2 the numerators 2 qa + u + pl - ky are four consecutive integers, so the
+//           quad reads two dy rows r0, r0 + 1 (r0 = qa + (pl - 2 + (pl & 1)) / 2), and likewise
+//           two dy columns: 4 loads for 4 pixels instead of 36 gathered taps. Which (u, ky) pairs
+//           meet, and in which of the two rows, follows from the padding's parity alone.
 //   WindowS2  backward_weight only: Window at W stride 2 (the PP pixels read 2 * PP + KX - 2
 //           columns per filter row). backward_weight takes Window / WindowS2 for the depthwise
 //           compile-time filter: per filter row a thread loads and converts the (PP - 1) * s + KX
 //           input columns its PP output pixels read once, instead of PP * KX loads.
-enum class DirectPath { Linear, Window, Gather, WindowS2 };
+enum class DirectPath { Linear, Window, Gather, WindowS2, QuadS2 };
 
 namespace direct {
 
@@ -176,11 +183,13 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
   constexpr int kTaps = kCT ? KZ * KY * KX : 1;
   constexpr bool kGather = Path == DirectPath::Gather;
   constexpr bool kWindow = Path == DirectPath::Window;
+  constexpr bool kQuad = Path == DirectPath::QuadS2;
   // Where a tap's weights live: depthwise compile-time filter in registers (wr), Cg > 1
   // compile-time filter in shared memory (wsm), generic filter read per tap.
   constexpr bool kRegW = kCT && Cg == 1;
   constexpr bool kSmemW = kCT && Cg > 1;
-  static_assert(!(kFwd && kGather), "ckgen: forward never gathers");
+  static_assert(!(kFwd && (kGather || kQuad)), "ckgen: forward never gathers");
+  static_assert(!kQuad || (KZ == 1 && KY == 3 && KX == 3), "ckgen: the quad path is for 1x3x3 filters");
   static_assert(!kWindow || kCT, "ckgen: the window path needs a compile-time filter");
   constexpr int kRow = Tr::Gt + 4;  // wsm row: 16-byte aligned, the fill's banks 4 apart per row
                                    // (rules.py DIRECT_FILTER_ROW_PAD)
@@ -244,6 +253,68 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
       load_tap_weights<D, V, kFwd, Cg>(wg, g0, taps, t, c, wv);
     }
   };
+
+  if constexpr (kQuad) {
+    // One quad at a time: dy's 2 x 2 pixels in registers, the quad's four sums, then the stores.
+    const Raw* __restrict__ src = static_cast<const Raw*>(a.y);
+    Raw* __restrict__ dst = static_cast<Raw*>(a.dst);
+    const int ho = a.out_[1], wo = a.out_[2], hi = a.in_[1], wi = a.in_[2];
+    auto quad = [&](auto ph_c, auto pw_c) {
+      constexpr int PH = decltype(ph_c)::value, PW = decltype(pw_c)::value;
+#pragma unroll 1
+      for (int j = 0; j < PP; ++j) {
+        const int m = m0 + j;
+        if (m >= a.pixels) break;
+        int n, d, qa, qb;
+        split_pixel(a, m, n, d, qa, qb);
+        const int r0 = qa + (a.pl[1] - 2 + PH) / 2, c0 = qb + (a.pl[2] - 2 + PW) / 2;
+        const int64_t img = int64_t(n) * a.out_spatial + int64_t(d) * ho * wo;
+        float f[2][2][V];
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr)
+#pragma unroll
+          for (int cc = 0; cc < 2; ++cc) {
+            const bool ok = unsigned(r0 + rr) < unsigned(ho) && unsigned(c0 + cc) < unsigned(wo);
+            const int64_t off = ok ? (img + int64_t(r0 + rr) * wo + c0 + cc) * a.chans + g0 : 0;
+            to_floats<D, V>(load_if<D, V>(ok, src + off), f[rr][cc]);
+          }
+        const int64_t out_img = int64_t(n) * a.in_spatial + int64_t(d) * hi * wi;
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+#pragma unroll
+          for (int v = 0; v < 2; ++v) {
+            float acc[V];
+#pragma unroll
+            for (int k = 0; k < V; ++k) acc[k] = 0.f;
+#pragma unroll
+            for (int ky = 0; ky < 3; ++ky)
+#pragma unroll
+              for (int kx = 0; kx < 3; ++kx) {
+                // constant once unrolled: which taps meet this pixel, in which row / column
+                if (((PH + u + ky) & 1) == 0 && ((PW + v + kx) & 1) == 0) {
+                  const int ri = (u - ky + 2 - PH) / 2, ci = (v - kx + 2 - PW) / 2;
+#pragma unroll
+                  for (int c = 0; c < Cg; ++c) {
+                    float wv[V];
+                    tap_weights(ky * 3 + kx, c, wv);
+                    group_fma<V, Cg>(acc, f[ri][ci], wv, c);
+                  }
+                }
+              }
+            const int ih = 2 * qa + u, iw = 2 * qb + v;
+            if (ih < hi && iw < wi) store<D, V>(dst + (out_img + int64_t(ih) * wi + iw) * a.chans + g0, acc);
+          }
+      }
+    };
+    using Zero = std::integral_constant<int, 0>;
+    using One = std::integral_constant<int, 1>;
+    const int ph = a.pl[1] & 1, pw = a.pl[2] & 1;  // the same for every thread
+    if (ph == 0 && pw == 0) quad(Zero{}, Zero{});
+    else if (ph == 0) quad(Zero{}, One{});
+    else if (pw == 0) quad(One{}, Zero{});
+    else quad(One{}, One{});
+    return;
+  }
 
   // The read tensor: sizes, per-pixel coordinates of tap 0 and (linear) base pointers.
   const Raw* __restrict__ src = static_cast<const Raw*>(kFwd ? a.x : a.y);
@@ -694,7 +765,18 @@ class DepthwiseKernel final : public KernelBase {
                             (kVariant == Variant::Forward ? p.out[2] : p.in[2]) % Tr::PP == 0;
         constexpr DirectPath kG = kVariant == Variant::BackwardData ? DirectPath::Gather
                                                                     : DirectPath::Linear;
-        if (window)
+        constexpr DirectPath kQ = kVariant == Variant::BackwardData ? DirectPath::QuadS2
+                                                                    : DirectPath::Linear;
+        const bool quad = gather && k3x3 && p.stride[0] == 1 && p.stride[1] == 2 && p.stride[2] == 2 &&
+                          p.dilation[1] == 1 && p.dilation[2] == 1 && p.pad_l[0] == 0;
+        if (quad) {  // the grid and the pixel split count 2 x 2 quads of dx (DirectPath::QuadS2)
+          const int64_t qh = (p.in[1] + 1) / 2, qw = (p.in[2] + 1) / 2;
+          a.fd_pix[1].init(qh);
+          a.fd_pix[2].init(qw);
+          a.pixels = int(p.N * p.in[0] * qh * qw);
+          const dim3 qgrid(unsigned((a.pixels + Tr::P - 1) / Tr::P), gtiles, 1);
+          depthwise_conv_kernel<Cfg, 1, 3, 3, kQ><<<qgrid, Tr::kThreads, 0, stream>>>(a);
+        } else if (window)
           depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window><<<grid, Tr::kThreads, 0, stream>>>(a);
         else if (k3x3 && !gather)
           depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
