@@ -505,14 +505,15 @@ def _wavelet(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
-    """What TmaTraits (pipeline_tma.hpp) accepts, as one list of reasons."""
+    """What TmaTraits (pipeline_tma.hpp) accepts, as one list of reasons. Any ndim: the maps are 4D
+    im2col maps, and a 3D instance takes the problems whose depth is one tap (filter 1, stride 1, no
+    depth padding) as 2D over N x D images (kernel_base.hpp, fold_depth); it refuses the others."""
     math_waves = i.waves[0] * i.waves[1] * i.waves[2]
     tm, tn, tk = i.tile
     groups = i.waves[0] // 4
     checks = (
         (a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA,
          "wavelet_tma needs a wgmma warp tile (64 x tile N x 16)"),
-        (i.ndim in (1, 2), "wavelet_tma is 1D / 2D (4D im2col tensor maps)"),
         (i.load_waves == TMA_LOAD_WAVES, f"wavelet_tma has one load warp: load waves {TMA_LOAD_WAVES}"),
         (i.math_waves == math_waves and math_waves in TMA_MATH_WAVES and i.waves[1:] == (1, 1),
          f"wavelet_tma math waves = waves M in {TMA_MATH_WAVES}, waves (M, 1, 1)"),

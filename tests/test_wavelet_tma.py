@@ -34,7 +34,7 @@ def test_name_round_trips() -> None:
 
 @pytest.mark.parametrize("variant", list(Variant))
 @pytest.mark.parametrize("datatype", [DataType.FP16, DataType.BF16])
-@pytest.mark.parametrize("ndim", [1, 2])
+@pytest.mark.parametrize("ndim", [1, 2, 3])
 @pytest.mark.parametrize("tile,waves,warp_tile", [
     ((128, 128, 64), (8, 1, 1), (64, 128, 16)),
     ((256, 128, 64), (8, 1, 1), (64, 128, 16)),
@@ -64,7 +64,6 @@ def test_rejected_off_hopper(arch: str) -> None:
 
 
 @pytest.mark.parametrize("change,words", [
-    (dict(ndim=3), "1D / 2D"),
     (dict(load_waves=4), "load waves 1"),
     (dict(math_waves=4), "math waves"),
     (dict(tile=(256, 256, 64), waves=(4, 2, 1)), "waves (M, 1, 1)"),
@@ -158,10 +157,11 @@ def test_fp32_is_rejected() -> None:
 
 def test_shipped_default_set_has_tma_for_every_variant() -> None:
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
-    found = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
+    every = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
+    found = [i for i in every if i.ndim < 3]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
     assert by_variant[Variant.FORWARD] == 64 and by_variant[Variant.BACKWARD_DATA] == 48
-    assert not any(i.swap_ab or i.specialization is Specialization.STRIDE1 for i in found), "test sets only"
+    assert not any(i.swap_ab or i.specialization is Specialization.STRIDE1 for i in every), "test sets only"
     split = [i for i in found if i.variant is not Variant.BACKWARD_WEIGHT and i.k_batch != 1]
     assert len(split) == 16 and all(i.k_batch == 0 and i.stage is Stage.ONE for i in split)
     staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]
@@ -169,7 +169,14 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     assert len(staged) == 72 + 16 + 40, "every ring but 192x64 ships with the cshuffle epilogue; 128x64 with both"
     deep = {(i.tile[0], i.tile[1], i.stages) for i in found if i.variant is Variant.BACKWARD_WEIGHT and i.stages > 4}
     assert deep == {(64, 128, 8), (64, 64, 8), (128, 64, 6)}, "the deep rings of the small bw layers"
-    assert all(i.k_batch == 0 and i.stage is Stage.ONE for i in found if i.variant is Variant.BACKWARD_WEIGHT)
+    assert all(i.k_batch == 0 and i.stage is Stage.ONE for i in every if i.variant is Variant.BACKWARD_WEIGHT)
+    # 3D (depth folded into the batch): three cshuffle tiles per variant and datatype, forward and
+    # backward_data with the 128 x 128 ring also split
+    folded = [i for i in every if i.ndim == 3]
+    assert {v: sum(i.variant is v for i in folded) for v in Variant} == {
+        Variant.FORWARD: 8, Variant.BACKWARD_DATA: 8, Variant.BACKWARD_WEIGHT: 6}
+    assert all(i.epilogue is Epilogue.CSHUFFLE for i in folded)
+    assert sum(i.k_batch == 0 for i in folded if i.variant is not Variant.BACKWARD_WEIGHT) == 4
 
 
 def test_no_tma_instances_off_hopper() -> None:

@@ -5,6 +5,7 @@
 #   CAND_PREFIX=stem_ VARIANTS=backward_data bash bench/dev/perf_sweep.sh   # candidates/stem_backward_data.yaml
 #   GEN_EXTRA / PROF_ARGS: extra `ckgen generate` / profiler arguments (word-split), e.g.
 #   GEN_EXTRA="--pipeline wavelet_tma" PROF_ARGS="--k-batch 0,1,2,4,8"
+#   NDIM=3 SHAPES=...: the 3D instances (default 2D)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/sweep-out}
@@ -17,7 +18,7 @@ export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
 args=()
 for v in $VARIANTS; do args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/$CAND_PREFIX$v.yaml"); done
 # shellcheck disable=SC2086
-python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --datatype fp16 --ndim 2 ${GEN_EXTRA:-} -o "$WORK/gen" -q || exit 1
+python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --datatype fp16 --ndim "${NDIM:-2}" ${GEN_EXTRA:-} -o "$WORK/gen" -q || exit 1
 python3 -m ckgen.cli emit-cmake -o "$WORK/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
 cmake -S "$WORK/gen" -B "$WORK/gen/build" -G Ninja -DCKGEN_BUILD_TESTS=OFF > "$OUT/build.log" 2>&1 || exit 1
 t0=$SECONDS; ninja -C "$WORK/gen/build" -j "$(nproc)" >> "$OUT/build.log" 2>&1 || { grep -m20 -A5 error "$OUT/build.log"; exit 1; }

@@ -107,6 +107,23 @@ std::string common_refusal(const ConvProblem& p, int ndim, Options&& options) {
   return {};
 }
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// A 3D problem whose depth is one tap (filter 1, stride 1, no depth padding) is a 2D problem
+// over N x D images: output depth d reads input depth d only, and NDHWGC puts the D slices of an
+// image one after the other. depth_fold_refusal: why p's depth does not fold ("" when it does).
+inline std::string depth_fold_refusal(const ConvProblem& p) {
+  if (p.ndim != 3 || (p.filter[0] == 1 && p.stride[0] == 1 && p.pad_l[0] == 0 && p.pad_r[0] == 0)) return {};
+  return "a 3D problem runs here as 2D over N x D images: it needs depth filter 1, depth stride 1 and no "
+         "depth padding (got filter " + str(p.filter[0]) + ", stride " + str(p.stride[0]) + ", pads " +
+         str(p.pad_l[0]) + " / " + str(p.pad_r[0]) + ")";
+}
+inline ConvProblem fold_depth(const ConvProblem& p) {
+  if (p.ndim != 3) return p;
+  ConvProblem q = p;
+  q.ndim = 2;
+  q.N = p.N * p.in[0];
+  q.in[0] = q.out[0] = q.filter[0] = q.stride[0] = q.dilation[0] = 1;
+  return q;
+}
 // Shared memory of a wavelet_tma block (pipeline_tma.hpp, TmaTraits; the dispatcher's occupancy
 // estimate): a ring of 128-byte rows (tile M + tile N per stage), two mbarriers per stage, with
 // the cshuffle epilogue a slab of 16 rows x 40 elements per math warp, 1 KB of alignment slack.

@@ -208,7 +208,10 @@ struct TmaTraits {
   static_assert(BN % kSlabCols == 0, "ckgen: wavelet_tma cshuffle stages 32-column slabs");
   static_assert(Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
                 "ckgen: wavelet_tma moves 16-byte rows (vector 8, 8, 8)");
-  static_assert(Cfg::kNDim == 1 || Cfg::kNDim == 2, "ckgen: wavelet_tma is 1D / 2D");
+  static_assert(Cfg::kNDim >= 1 && Cfg::kNDim <= 3,
+                "ckgen: wavelet_tma is 1D / 2D (3D: problems whose depth folds into the batch)");
+  // the dimensions the maps and launches see: a 3D instance runs its problems folded to 2D
+  static constexpr int kMapNDim = Cfg::kNDim == 3 ? 2 : Cfg::kNDim;
 };
 
 namespace tma {
@@ -893,29 +896,51 @@ class TmaConvKernel final : public KernelBase {
     }
   }
 
+  // 3D instances: the problem as validated, then folded to 2D (detail::fold_depth); everything
+  // below sees the folded problem.
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    if constexpr (Cfg::kNDim == 3) {
+      if (std::string e = detail::common_refusal(p, 3, [&] { return options_refusal(opts); }); !e.empty())
+        return e;
+      if (std::string e = detail::depth_fold_refusal(p); !e.empty()) return e;
+    }
+    return supported_2d(detail::fold_depth(p), opts);
+  }
+  std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    return workspace_2d(detail::fold_depth(p), opts);
+  }
+  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
+                 const RunOptions& opts = {}) const override {
+    return run_2d(detail::fold_depth(p), t, workspace, stream, opts);
+  }
+
+ private:
+  // The call's options, refused whatever problem they come with (common_refusal's order).
+  std::string options_refusal(const RunOptions& opts) const {
     using detail::str;
-    if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&]() -> std::string {
-          if (opts.streamk_blocks != 0)
-            return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
-          if (kTakesKBatch && (opts.k_batch < 0 || opts.k_batch > kMaxSplits))
-            return "k_batch " + str(opts.k_batch) + " out of range 0..64 (0 = chosen per problem)";
-          if constexpr (!Tr::kWeightGrad) {
-            return detail::split_reduce_refusal(opts.split_reduce);
-          } else {
-            if (opts.split_reduce != SplitReduce::Cluster) return {};
-            if (!Tr::kClusterFits)
-              return "split_reduce cluster: this instance's ring (" + str(Tr::S) +
-                     " stages) cannot hold its fp32 tile";
-            if (opts.k_batch > 8)
-              return "split_reduce cluster takes k_batch 0..8 (a cluster holds at most 8 blocks), got " +
-                     str(opts.k_batch);
-            if (opts.k_batch > 1 && cluster_slots()[opts.k_batch] == 0)
-              return "split_reduce cluster: the device keeps no cluster of " + str(opts.k_batch) +
-                     " blocks of this instance resident";
-          }
-          return {};
-        });
+    if (opts.streamk_blocks != 0)
+      return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
+    if (kTakesKBatch && (opts.k_batch < 0 || opts.k_batch > kMaxSplits))
+      return "k_batch " + str(opts.k_batch) + " out of range 0..64 (0 = chosen per problem)";
+    if constexpr (!Tr::kWeightGrad) {
+      return detail::split_reduce_refusal(opts.split_reduce);
+    } else {
+      if (opts.split_reduce != SplitReduce::Cluster) return {};
+      if (!Tr::kClusterFits)
+        return "split_reduce cluster: this instance's ring (" + str(Tr::S) +
+               " stages) cannot hold its fp32 tile";
+      if (opts.k_batch > 8)
+        return "split_reduce cluster takes k_batch 0..8 (a cluster holds at most 8 blocks), got " +
+               str(opts.k_batch);
+      if (opts.k_batch > 1 && cluster_slots()[opts.k_batch] == 0)
+        return "split_reduce cluster: the device keeps no cluster of " + str(opts.k_batch) +
+               " blocks of this instance resident";
+    }
+    return {};
+  }
+  std::string supported_2d(const ConvProblem& p, const RunOptions& opts) const {
+    using detail::str;
+    if (std::string e = detail::common_refusal(p, Tr::kMapNDim, [&] { return options_refusal(opts); });
         !e.empty())
       return e;
     if constexpr (Tr::kWeightGrad) {
@@ -946,7 +971,7 @@ class TmaConvKernel final : public KernelBase {
   }
 
   // A split reduction: fp32 sums in the written tensor's layout, converted by splitk_finish.
-  std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
+  std::size_t workspace_2d(const ConvProblem& p, const RunOptions& opts) const {
     if constexpr (Tr::kWeightGrad) {
       const ConvProblem q = gemm_view(p);
       return weight_sum_bytes(q, weight_split(q, opts)) + pad_bytes(p) + im2col_bytes(p);
@@ -957,8 +982,8 @@ class TmaConvKernel final : public KernelBase {
     return 0;
   }
 
-  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
-                 const RunOptions& opts = {}) const override {
+  gpuError_t run_2d(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
+                    const RunOptions& opts) const {
     if constexpr (Tr::kWeightGrad) {
       return run_weight_grad(p, t, workspace, stream, opts);
     } else {
