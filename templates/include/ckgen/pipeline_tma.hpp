@@ -897,21 +897,22 @@ class TmaConvKernel final : public KernelBase {
   }
 
   // 3D instances: the problem as validated, then folded to 2D (detail::fold_depth); everything
-  // below sees the folded problem.
+  // below sees the folded problem (a 1D / 2D instance sees its problem as given).
+  static ConvProblem view(const ConvProblem& p) { return Cfg::kNDim == 3 ? detail::fold_depth(p) : p; }
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     if constexpr (Cfg::kNDim == 3) {
       if (std::string e = detail::common_refusal(p, 3, [&] { return options_refusal(opts); }); !e.empty())
         return e;
       if (std::string e = detail::depth_fold_refusal(p); !e.empty()) return e;
     }
-    return supported_2d(detail::fold_depth(p), opts);
+    return supported_2d(view(p), opts);
   }
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
-    return workspace_2d(detail::fold_depth(p), opts);
+    return workspace_2d(view(p), opts);
   }
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                  const RunOptions& opts = {}) const override {
-    return run_2d(detail::fold_depth(p), t, workspace, stream, opts);
+    return run_2d(view(p), t, workspace, stream, opts);
   }
 
  private:

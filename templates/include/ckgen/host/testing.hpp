@@ -13,7 +13,8 @@
 //                         <problem>__<instance>__sk<blocks>
 //   <variant>_support     <problem>__<datatype> FAILS when no instance supports a problem;
 //                         no_instances__<datatype> FAILS when a datatype has no instance
-//   <variant>_negative    is_supported must refuse (with a reason): ndim mismatch; vector > 1
+//   <variant>_negative    is_supported must refuse (with a reason): ndim mismatch (and a 1D / 2D
+//                         instance a 3D problem whose depth folds into the batch); vector > 1
 //                         instance vs C = K = 3 (not wavelet_tma forward / backward_weight: their
 //                         im2col copy and padded dy);
 //                         StreamK: k_batch != 0, streamk_blocks < 0;
@@ -350,6 +351,15 @@ inline void register_negative_tests(Variant v) {
         const std::string why = k->is_supported(p, RunOptions{});
         EXPECT_FALSE(why.empty()) << k->name() << " (" << k->key().ndim
                                   << "D) accepts a " << p.ndim << "D problem";
+      });
+    }
+    if (nd != 3) {  // a 3D problem whose depth folds into the batch: 3D instances only
+      const ConvProblem p = make_problem(3, 1, 1, 8, 8, {2, 5, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1},
+                                         {0, 1, 1}, {0, 1, 1});
+      add_test(suite, "ndim3_foldable_refused__" + k->name(), [k, p] {
+        CKGEN_REQUIRE_GPU();
+        const std::string why = k->is_supported(p, RunOptions{});
+        EXPECT_FALSE(why.empty()) << k->name() << " (" << k->key().ndim << "D) accepts a foldable 3D problem";
       });
     }
     const KernelKey& key = k->key();
