@@ -9,6 +9,9 @@ benchmark CSV, the inputs of `ckgen report`, and the issue's target summary.
 Each RUN holds device.sh's compare.csv, cudnn.csv and logs.tar.gz (the profiler CSVs
 prof_<set>_<variant>_<dt>.csv). A variant's rows and cuDNN times come from the same run; a
 variant found in two runs is an error (exit 2), as is a run without those files.
+--override RUN (repeatable): a later run over some shapes (e.g. GEN_ARGS="--ndim 3"
+SHAPE_SETS=coverage); every (shape, variant, datatype) it measured replaces the base runs' row,
+profiler rows and cuDNN time, so each row's ratio still comes from one run.
 """
 
 from __future__ import annotations
@@ -93,6 +96,25 @@ def merge(runs: list[Run]) -> tuple[list[dict[str, str]], list[dict[str, str]], 
     return rows, profiles, cudnn
 
 
+def _key(r: dict[str, str]) -> tuple[str, str, str]:
+    return r.get("shape", ""), r.get("variant", ""), r.get("datatype", "")
+
+
+def override(merged: tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]],
+             runs: list[Run]) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
+    """merged with every (shape, variant, datatype) an override run measured taken from that run."""
+    rows, profiles, cudnn = merged
+    for run in runs:
+        keys = {_key(r) for r in run.compare}
+        if not keys:
+            raise MergeError(f"{run.path}: the override run has no benchmark rows")
+        rows = [r for r in rows if _key(r) not in keys] + run.compare
+        profiles = [r for r in profiles if _key(r) not in keys] + [r for r in run.profiles if _key(r) in keys]
+        cudnn = [r for r in cudnn if _key(r) not in keys] + [r for r in run.cudnn if _key(r) in keys]
+    rows.sort(key=lambda r: (r["shape"], r["variant"], r["datatype"]))
+    return rows, profiles, cudnn
+
+
 def _write(path: Path, rows: list[dict[str, str]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fields: list[str] = []
@@ -133,10 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="merged benchmark CSV (DESIGN.md's columns)")
     ap.add_argument("--report-inputs", type=Path, help="folder for profiles.csv and cudnn.csv (ckgen report's inputs)")
     ap.add_argument("--retinanet", type=Path, default=RETINANET, help="the RetinaNet shapes CSV (its names)")
+    ap.add_argument("--override", type=Path, action="append", default=[],
+                    help="a later run over some shapes: its rows replace the base runs' (repeatable)")
     ap.add_argument("runs", type=Path, nargs="+", help="bench/device.sh output folders, one variant each")
     a = ap.parse_args(argv)
     try:
-        rows, profiles, cudnn = merge([load_run(p) for p in a.runs])
+        rows, profiles, cudnn = override(merge([load_run(p) for p in a.runs]), [load_run(p) for p in a.override])
     except (MergeError, OSError, tarfile.TarError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

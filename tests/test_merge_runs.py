@@ -82,3 +82,16 @@ def test_a_folder_without_the_run_files_is_an_error(tmp_path: Path, capsys, miss
     (a / missing).unlink()
     assert merge_runs.main(["--out", str(tmp_path / "all.csv"), str(a)]) == 2
     assert f"no {missing}" in capsys.readouterr().err
+
+
+def test_an_override_run_replaces_the_rows_it_measured(tmp_path: Path) -> None:
+    fwd = _run(tmp_path, "fwd", "forward", {"r50_a": 0.5, "conv3d_a": 0.4}, ("forward",))
+    late = _run(tmp_path, "late", "forward", {"conv3d_a": 1.2}, ("forward",))
+    out, rep = tmp_path / "all.csv", tmp_path / "rep"
+    assert merge_runs.main(["--out", str(out), "--report-inputs", str(rep), "--override", str(late), str(fwd)]) == 0
+    assert {r["shape"]: r["speedup"] for r in _rows(out)} == {"conv3d_a": "1.200", "r50_a": "0.500"}
+    assert {r["shape"]: r["cudnn_ms"] for r in _rows(rep / "cudnn.csv")} == {"conv3d_a": "1.2", "r50_a": "0.5"}
+    assert sorted((r["shape"], r["instance"]) for r in _rows(rep / "profiles.csv")) == [
+        ("conv3d_a", "inst_conv3d_a"), ("conv3d_a", "slow_conv3d_a"), ("r50_a", "inst_r50_a"), ("r50_a", "slow_r50_a")]
+    # the base run's conv3d_a profiler rows are gone: the override's two are the only ones
+    assert len(_rows(rep / "profiles.csv")) == 4
