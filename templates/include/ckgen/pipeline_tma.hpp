@@ -32,6 +32,8 @@
 //   Persistent grid (#SMs x resident blocks): each block walks work units b, b + grid, ...
 //   (unit = tile x split); the ring runs on across units, so the next unit's copies overlap the
 //   last unit's epilogue.
+// 1D / 2D problems; a 3D instance takes those whose depth is one tap (filter 1, stride 1, no depth
+// padding), folded to 2D over N x D images (detail::fold_depth), and refuses the others.
 // No merged groups. forward: one launch. backward_data: one forward launch over dy per stride
 // phase (tma_phases.hpp), each reading its flipped sub-filter's taps straight from w (a tap map)
 // and writing through an output map that places its rows on every stride-th dx pixel; the
