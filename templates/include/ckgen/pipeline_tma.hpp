@@ -212,8 +212,6 @@ struct TmaTraits {
                 "ckgen: wavelet_tma moves 16-byte rows (vector 8, 8, 8)");
   static_assert(Cfg::kNDim >= 1 && Cfg::kNDim <= 3,
                 "ckgen: wavelet_tma is 1D / 2D (3D: problems whose depth folds into the batch)");
-  // the dimensions the maps and launches see: a 3D instance runs its problems folded to 2D
-  static constexpr int kMapNDim = Cfg::kNDim == 3 ? 2 : Cfg::kNDim;
 };
 
 namespace tma {
@@ -902,12 +900,11 @@ class TmaConvKernel final : public KernelBase {
   // below sees the folded problem (a 1D / 2D instance sees its problem as given).
   static ConvProblem view(const ConvProblem& p) { return Cfg::kNDim == 3 ? detail::fold_depth(p) : p; }
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
-    if constexpr (Cfg::kNDim == 3) {
-      if (std::string e = detail::common_refusal(p, 3, [&] { return options_refusal(opts); }); !e.empty())
-        return e;
-      if (std::string e = detail::depth_fold_refusal(p); !e.empty()) return e;
-    }
-    return supported_2d(view(p), opts);
+    if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&] { return options_refusal(opts); });
+        !e.empty())
+      return e;
+    if (std::string e = detail::depth_fold_refusal(p); !e.empty()) return e;  // 3D only
+    return shape_refusal(view(p), opts);
   }
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
     return workspace_2d(view(p), opts);
@@ -941,11 +938,9 @@ class TmaConvKernel final : public KernelBase {
     }
     return {};
   }
-  std::string supported_2d(const ConvProblem& p, const RunOptions& opts) const {
+  // What the (folded) problem's shape leaves out, once common_refusal has passed.
+  std::string shape_refusal(const ConvProblem& p, const RunOptions& opts) const {
     using detail::str;
-    if (std::string e = detail::common_refusal(p, Tr::kMapNDim, [&] { return options_refusal(opts); });
-        !e.empty())
-      return e;
     if constexpr (Tr::kWeightGrad) {
       if ((p.K % 8 != 0 && padded_k(p) == 0) || (p.C % 8 != 0 && im2col_width(p) == 0))
         return "wavelet_tma backward_weight needs K (" + str(p.K) + ") and C (" + str(p.C) +
