@@ -114,11 +114,19 @@ struct TmaConvArgs : ConvGeometry2D {
   // past K, which are never stored, so they are not copied)
   int stage_tx;
   int b_rows;  // rows of a B box (backward_data: rows past it are zeroed once per launch)
+  // 3D problems whose depth does not fold (a 3D instance's TmaConvKernel::view): x through a 5D
+  // im2col map {G*C, W, H, D, N}; a GEMM row (img, oh, ow) has img = n * Do + od; the tap walk
+  // runs over (fz, fy, fx) (Y * X taps per fz) and reads w's tap
+  // tap0 + fz * tap_dd + fy * tap_dh + fx * tap_dw. deep 0: the 4D maps (Z = 1, fz = 0).
+  int deep, Do, Y, YX, s_d, pl_d, d_d, tap_dd;
   // The divisors of the unit decode and the pixel maps as multiply-shift reciprocals (a run-time
   // integer division is a ~20-instruction dependent chain; the math warps decode every unit
   // between two units' MMA). Set by set_divisors() from the fields above.
-  FastDiv by_k_split, by_tiles_mn, by_taps, by_tiles_n, by_pq, by_q, by_c_chunks, by_x, by_wp, by_tiles_img;
+  FastDiv by_k_split, by_tiles_mn, by_taps, by_tiles_n, by_pq, by_q, by_c_chunks, by_x, by_wp, by_tiles_img,
+      by_do, by_yx;
   void set_divisors() {
+    by_do.init(Do);
+    by_yx.init(YX);
     by_k_split.init(k_split);
     by_tiles_mn.init(int64_t(tiles_m) * tiles_n);
     by_taps.init(taps);
@@ -229,6 +237,17 @@ CKGEN_DEVICE inline void load_im2col_4d(void* dst, const CUtensorMap* map, uint6
       " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(mbar::addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(mbar::addr(bar)),
       "h"(off_w), "h"(off_h)
+      : "memory");
+}
+// The 5D form (3D problems, TmaConvArgs::deep): corner (c, w, h, d, n), offsets (w, h, d).
+CKGEN_DEVICE inline void load_im2col_5d(void* dst, const CUtensorMap* map, uint64_t* bar, int c,
+                                        int w, int h, int d, int n, uint16_t off_w, uint16_t off_h,
+                                        uint16_t off_d) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5, %6}], [%7], {%8, %9, %10};\n" ::"r"(mbar::addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(w), "r"(h), "r"(d), "r"(n), "r"(mbar::addr(bar)),
+      "h"(off_w), "h"(off_h), "h"(off_d)
       : "memory");
 }
 CKGEN_DEVICE inline void load_tile_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0,
@@ -377,6 +396,42 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   }
   __syncthreads();
 
+  // x's im2col copies: the corner of GEMM row pm (its output pixel's first input pixel) and one
+  // copy of 64 channels from channel ch at tap (fz, fy, fx); 3D instances on a problem whose
+  // depth does not fold (p.deep) take the 5D map (row pm = (n * Do + od, oh, ow)).
+  constexpr bool kDeep = Cfg::kNDim == 3;
+  struct Corner {
+    int w, h, d, n;
+  };
+  auto corner = [&](int pm) {
+    Corner c;
+    int img, rem, oh, ow;
+    p.by_pq.divmod(pm, img, rem);
+    p.by_q.divmod(rem, oh, ow);
+    c.w = ow * p.s_w - p.pl_w;
+    c.h = oh * p.s_h - p.pl_h;
+    c.d = 0;
+    c.n = img;
+    if constexpr (kDeep)
+      if (p.deep) {
+        int od;
+        p.by_do.divmod(img, c.n, od);
+        c.d = od * p.s_d - p.pl_d;
+      }
+    return c;
+  };
+  auto load_x = [&](void* dst, const CUtensorMap* map, uint64_t* bar, int ch, const Corner& c, int fz, int fy,
+                    int fx) {
+    if constexpr (kDeep)
+      if (p.deep) {
+        tma::load_im2col_5d(dst, map, bar, ch, c.w, c.h, c.d, c.n, uint16_t(fx * p.d_w), uint16_t(fy * p.d_h),
+                            uint16_t(fz * p.d_d));
+        return;
+      }
+    (void)fz;
+    tma::load_im2col_4d(dst, map, bar, ch, c.w, c.h, c.n, uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
+  };
+
   if (tid >= Tr::kMathThreads) {  // the load warp: one thread issues every copy
     if (tid == Tr::kMathThreads) {
       tma::prefetch_map(&p.a);
@@ -420,16 +475,15 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         if constexpr (Tr::kWeightGrad) {
           // A: dy rows of 64 pixels x 64 output channels (BM / 64 boxes); B: x through the im2col
           // map, the same 64 pixels at this tap, 64 input channels per box (BN / 64 boxes).
-          int fy, fx;
-          p.by_x.divmod(u.tap, fy, fx);
+          int fz = 0, fyx = u.tap, fy, fx;
+          if constexpr (kDeep) p.by_yx.divmod(u.tap, fz, fyx);
+          p.by_x.divmod(fyx, fy, fx);
           for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
             const int s = t % Tr::S;
             if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
             unsigned char* sa = smem + s * Tr::kStageBytes;
             const int pm = kt * Tr::BK;
-            int img, rem, oh, ow;
-            p.by_pq.divmod(pm, img, rem);
-            p.by_q.divmod(rem, oh, ow);
+            const Corner c = corner(pm);
             tma::expect_tx(full + s, Tr::kStageBytes);
 #pragma unroll
             for (int mb = 0; mb < Tr::BM / 64; ++mb)
@@ -440,9 +494,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
               if constexpr (kPlainX)
                 tma::load_tile_2d(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64, pm);
               else
-                tma::load_im2col_4d(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64,
-                                    ow * p.s_w - p.pl_w, oh * p.s_h - p.pl_h, img,
-                                    uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
+                load_x(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64, c, fz, fy, fx);
             }
           }
         } else if constexpr (Tr::kPatch) {
@@ -480,22 +532,20 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             }
           }
         } else {
-          int img, rem, oh, ow;
-          p.by_pq.divmod(u.m0, img, rem);
-          p.by_q.divmod(rem, oh, ow);
-          const int w0 = ow * p.s_w - p.pl_w, h0 = oh * p.s_h - p.pl_h;
+          const Corner c0 = corner(u.m0);
           const int cbase = u.g * p.C, nrow = u.g * p.K + u.n0;
-          int tap, cc, fy, fx;
+          int tap, cc, fz = 0, fyx, fy, fx;
           p.by_c_chunks.divmod(u.kt0, tap, cc);
-          p.by_x.divmod(tap, fy, fx);
+          fyx = tap;
+          if constexpr (kDeep) p.by_yx.divmod(tap, fz, fyx);
+          p.by_x.divmod(fyx, fy, fx);
           for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
             const int s = t % Tr::S;
             if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
             unsigned char* sa = smem + s * Tr::kStageBytes;
             tma::expect_tx(full + s, uint32_t(p.stage_tx));
-            tma::load_im2col_4d(sa, &p.a, full + s, cbase + cc * Tr::BK, w0, h0, img,
-                                uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
-            const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw;
+            load_x(sa, &p.a, full + s, cbase + cc * Tr::BK, c0, fz, fy, fx);
+            const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw + (kDeep ? fz * p.tap_dd : 0);
             if constexpr (Tr::kBNMajor) {
 #pragma unroll
               for (int nb = 0; nb < Tr::BN / 64; ++nb)
@@ -508,7 +558,10 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
               cc = 0;
               if (++fx == p.X) {
                 fx = 0;
-                ++fy;
+                if (++fy == p.Y && kDeep) {
+                  fy = 0;
+                  ++fz;
+                }
               }
             }
           }
@@ -896,14 +949,16 @@ class TmaConvKernel final : public KernelBase {
     }
   }
 
-  // 3D instances: the problem as validated, then folded to 2D (detail::fold_depth); everything
-  // below sees the folded problem (a 1D / 2D instance sees its problem as given).
-  static ConvProblem view(const ConvProblem& p) { return Cfg::kNDim == 3 ? detail::fold_depth(p) : p; }
+  // 3D instances: a problem whose depth folds (detail::depth_fold_refusal) runs folded to 2D
+  // (detail::fold_depth), any other as 3D through 5D im2col maps (TmaConvArgs::deep);
+  // everything below sees this view (a 1D / 2D instance sees its problem as given).
+  static ConvProblem view(const ConvProblem& p) {
+    return Cfg::kNDim == 3 && detail::depth_fold_refusal(p).empty() ? detail::fold_depth(p) : p;
+  }
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&] { return options_refusal(opts); });
         !e.empty())
       return e;
-    if (std::string e = detail::depth_fold_refusal(p); !e.empty()) return e;  // 3D only
     return shape_refusal(view(p), opts);
   }
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
@@ -938,9 +993,17 @@ class TmaConvKernel final : public KernelBase {
     }
     return {};
   }
-  // What the (folded) problem's shape leaves out, once common_refusal has passed.
+  // What the problem's view leaves out, once common_refusal has passed.
   std::string shape_refusal(const ConvProblem& p, const RunOptions& opts) const {
     using detail::str;
+    if (p.ndim == 3) {  // unfolded: the 5D maps
+      if (Tr::kPatch)
+        return "specialization stride1 stages 2D input rows: a 3D problem needs depth filter 1, depth stride 1 "
+               "and no depth padding (it then runs as 2D over N x D images)";
+      if (im2col_width(p) > 0)
+        return "wavelet_tma: a 3D problem whose depth does not fold needs C (" + str(p.C) +
+               ") to be a multiple of 8 (the explicit im2col copy is 2D)";
+    }
     if constexpr (Tr::kWeightGrad) {
       if ((p.K % 8 != 0 && padded_k(p) == 0) || (p.C % 8 != 0 && im2col_width(p) == 0))
         return "wavelet_tma backward_weight needs K (" + str(p.K) + ") and C (" + str(p.C) +
@@ -1267,13 +1330,16 @@ class TmaConvKernel final : public KernelBase {
     return (std::size_t(q.weight_elems()) * sizeof(float) + 255) / 256 * 256;
   }
 
-  // The engine's limits on an im2col map of x: corner offsets in [-128, 127] (4D maps),
-  // traversal strides <= 8, 16-bit tap offsets.
+  // The engine's limits on an im2col map of x: corner offsets in [-128, 127] (4D maps; 5D maps
+  // of 3D problems: [-16, 15]), traversal strides <= 8, 16-bit tap offsets.
   static std::string im2col_limits(const ConvProblem& p) {
-    for (int i = 1; i < 3; ++i) {
+    const bool deep = p.ndim == 3;
+    const int64_t lim = deep ? 16 : 128;
+    for (int i = deep ? 0 : 1; i < 3; ++i) {
       const int64_t lo = -p.pad_l[i], hi = p.pad_r[i] - (p.filter[i] - 1) * p.dilation[i];
-      if (lo < -128 || lo > 127 || hi < -128 || hi > 127)
-        return "wavelet_tma: padding / filter extent outside the im2col corner range [-128, 127]";
+      if (lo < -lim || lo >= lim || hi < -lim || hi >= lim)
+        return std::string("wavelet_tma: padding / filter extent outside the im2col corner range ") +
+               (deep ? "[-16, 15] (5D maps of 3D problems)" : "[-128, 127]");
       if (p.stride[i] > 8) return "wavelet_tma needs strides <= 8";
       if ((p.filter[i] - 1) * p.dilation[i] > 65535) return "wavelet_tma: filter extent > 65535";
     }
@@ -1307,11 +1373,28 @@ class TmaConvKernel final : public KernelBase {
     return Tr::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   }
 
-  // x (NHWGC) as {G*C, W, H, N} in im2col mode: `pixels` output pixels x 64 channels per copy.
+  // x (NHWGC) as {G*C, W, H, N} in im2col mode: `pixels` output pixels x 64 channels per copy
+  // (3D problems: NDHWGC as {G*C, W, H, D, N}).
   static bool encode_x(CUtensorMap* map, const void* x, const ConvProblem& p, int pixels) {
     static const auto enc = detail::driver_entry<detail::EncodeIm2colFn>("cuTensorMapEncodeIm2col");
     if (!enc) return false;
     const cuuint64_t es = 2, gc = cuuint64_t(p.G * p.C);
+    if (p.ndim == 3) {
+      const cuuint64_t dims[5] = {gc, cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.in[0]),
+                                  cuuint64_t(p.N)};
+      const cuuint64_t strides[4] = {gc * es, gc * es * dims[1], gc * es * dims[1] * dims[2],
+                                     gc * es * dims[1] * dims[2] * dims[3]};
+      int lo[3], hi[3];
+      for (int j = 0; j < 3; ++j) {  // innermost (W) first
+        const int i = 2 - j;
+        lo[j] = int(-p.pad_l[i]);
+        hi[j] = int(p.pad_r[i] - (p.filter[i] - 1) * p.dilation[i]);
+      }
+      const cuuint32_t estr[5] = {1, cuuint32_t(p.stride[2]), cuuint32_t(p.stride[1]), cuuint32_t(p.stride[0]), 1};
+      return enc(map, map_type(), 5, const_cast<void*>(x), dims, strides, lo, hi, cuuint32_t(Tr::BK),
+                 cuuint32_t(pixels), estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                 CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    }
     const cuuint64_t dims[4] = {gc, cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
     const cuuint64_t strides[3] = {gc * es, gc * es * dims[1], gc * es * dims[1] * dims[2]};
     const int lo[2] = {int(-p.pad_l[2]), int(-p.pad_l[1])};
@@ -1361,6 +1444,13 @@ class TmaConvKernel final : public KernelBase {
   static void set_geometry(TmaConvArgs& a, const ConvProblem& p) {
     static_cast<ConvGeometry2D&>(a) = conv_geometry_2d(p);
     a.G = int(p.G);
+    a.deep = p.ndim == 3 ? 1 : 0;  // a view is 3D only when its depth does not fold
+    a.Do = int(p.out[0]);
+    a.Y = int(p.filter[1]);
+    a.YX = int(p.filter[1] * p.filter[2]);
+    a.s_d = int(p.stride[0]);
+    a.pl_d = int(p.pad_l[0]);
+    a.d_d = int(p.dilation[0]);
   }
 
   // The launch configuration of `grid` blocks in clusters of c along x (cfg points at attr:
@@ -1447,10 +1537,11 @@ class TmaConvKernel final : public KernelBase {
     a.K = int(p.K);
     a.GK = int(p.G * p.K);
     a.tap0 = int(ph.tap0);
+    a.tap_dd = int(ph.tap_dd);
     a.tap_dh = int(ph.tap_dh);
     a.tap_dw = int(ph.tap_dw);
     a.c_chunks = int(detail::ceil_div(p.C, Tr::BK));
-    a.k_tiles = int(p.filter[1] * p.filter[2]) * a.c_chunks;
+    a.k_tiles = int(p.filter_spatial()) * a.c_chunks;
     a.tiles_n = int(detail::ceil_div(p.K, Tr::BN));
     a.tiles_m = int(detail::ceil_div(a.M, Tr::BM));
     a.ftaps = int(p.filter_spatial());

@@ -10,9 +10,13 @@
 // (t = taps - 1 - j), padded by taps - 1 - shift on the left. A phase with dx pixels but no tap
 // leaves them zero (the plan asks for dx to be cleared first). Stride 1 is the single phase with
 // pads (filter extent - 1) * dilation - pads.
-// No filter is rewritten: each phase names, per sub-filter tap (t_h, t_w), the tap of w it reads,
-//   tap0 + t_h * tap_dh + t_w * tap_dw   (an index into w's Y * X taps),
+// No filter is rewritten: each phase names, per sub-filter tap (t_d, t_h, t_w), the tap of w it
+// reads,
+//   tap0 + t_d * tap_dd + t_h * tap_dh + t_w * tap_dw   (an index into w's Z * Y * X taps),
 // and the kernel reads that tap's K x C slice as it lies (C contiguous: an N-major operand).
+// 3D problems whose depth does not fold (the 5D maps) take depth stride 1: the depth is flipped
+// like the other dimensions but never split into phases (a phase's output map is 2D per image,
+// and with depth stride 1 its image (n, d) is dx's).
 #pragma once
 
 #include <cstdint>
@@ -33,7 +37,7 @@ CKGEN_HOST_DEVICE inline int phase_taps(int Y, int s, int r) { return r < Y ? (Y
 // n*out_sn + oh*out_sh + ow*out_sw + out_base.
 struct Phase {
   ConvProblem q;
-  int64_t tap0 = 0, tap_dh = 0, tap_dw = 1, w_taps = 1;
+  int64_t tap0 = 0, tap_dd = 0, tap_dh = 0, tap_dw = 1, w_taps = 1;
   int64_t out_sn = 0, out_sh = 0, out_sw = 0, out_base = 0;
   bool dense = true;  // the identity map (forward, stride-1 backward_data)
 };
@@ -51,7 +55,8 @@ inline Phase forward_phase(const ConvProblem& p) {
   Phase ph;
   ph.q = p;
   ph.tap_dh = p.filter[2];
-  ph.w_taps = p.filter[1] * p.filter[2];
+  ph.tap_dd = p.filter[1] * p.filter[2];
+  ph.w_taps = p.filter_spatial();
   return ph;
 }
 
@@ -68,7 +73,11 @@ inline Plan backward_data_plan(const ConvProblem& p) {
     pl.error = "wavelet_tma backward_data: stride_h x stride_w exceeds 64 phases";
     return pl;
   }
-  for (int i = 1; i < 3; ++i) {
+  if (p.stride[0] != 1) {
+    pl.error = "wavelet_tma backward_data: 3D problems need depth stride 1";
+    return pl;
+  }
+  for (int i = 0; i < 3; ++i) {
     const int64_t ext = (p.filter[i] - 1) * p.dilation[i];
     if (p.stride[i] > 1 && p.dilation[i] != 1) {
       pl.error = "wavelet_tma backward_data: stride > 1 needs dilation 1";
@@ -90,7 +99,7 @@ inline Plan backward_data_plan(const ConvProblem& p) {
       ph.q.K = p.C;
       int r[3] = {0, 0, 0};
       bool no_pixel = false, no_tap = false;
-      for (int i = 1; i < 3; ++i) {
+      for (int i = 0; i < 3; ++i) {
         const int64_t s = p.stride[i], d = p.dilation[i];
         r[i] = int((b[i] + p.pad_l[i]) % s);
         const int64_t shift = (b[i] + p.pad_l[i]) / s;
@@ -111,11 +120,12 @@ inline Plan backward_data_plan(const ConvProblem& p) {
         continue;
       }
       // Sub-filter tap t reads filter tap r + s * (taps - 1 - t) (flipped) in each dimension.
-      const int64_t X = p.filter[2];
-      ph.tap0 = (r[1] + sh * (ph.q.filter[1] - 1)) * X + r[2] + sw * (ph.q.filter[2] - 1);
+      const int64_t X = p.filter[2], YX = p.filter[1] * X;
+      ph.tap0 = (ph.q.filter[0] - 1) * YX + (r[1] + sh * (ph.q.filter[1] - 1)) * X + r[2] + sw * (ph.q.filter[2] - 1);
+      ph.tap_dd = -YX;
       ph.tap_dh = -sh * X;
       ph.tap_dw = -sw;
-      ph.w_taps = p.filter[1] * X;
+      ph.w_taps = p.filter_spatial();
       ph.dense = sh == 1 && sw == 1;
       ph.out_sn = p.in[1] * p.in[2];
       ph.out_sh = sh * p.in[2];
