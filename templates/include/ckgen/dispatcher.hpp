@@ -834,7 +834,7 @@ class Dispatcher {
       int64_t k_tiles, tiles, elems;
       if (key.variant == Variant::BackwardWeight) {
         k_tiles = detail::ceil_div(p.N * p.out_spatial(), key.tile_k);
-        tiles = detail::ceil_div(p.K, key.tile_m) * detail::ceil_div(p.C, key.tile_n) * p.G * p.filter_spatial();
+        tiles = detail::tma_weight_tiles(p, key.tile_m, key.tile_n);
         elems = p.weight_elems();
       } else {
         const bool fwd = key.variant == Variant::Forward;

@@ -124,6 +124,18 @@ inline ConvProblem fold_depth(const ConvProblem& p) {
   q.in[0] = q.out[0] = q.filter[0] = q.stride[0] = q.dilation[0] = 1;
   return q;
 }
+// wavelet_tma backward_weight's tiles (pipeline_tma.hpp; the dispatcher's split estimate): per
+// group K x C columns per tap, taps tile grids; or, with C % 64 == 0 not a multiple of the tile's
+// N and several taps, dw's taps * C columns in one grid (tap packing: each 64-column block of a
+// tile is copied at its own tap).
+inline bool tma_weight_packs_taps(const ConvProblem& p, int tile_n) {
+  return p.C % 64 == 0 && p.C % tile_n != 0 && p.filter_spatial() > 1;
+}
+inline int64_t tma_weight_tiles(const ConvProblem& p, int tile_m, int tile_n) {
+  const bool pack = tma_weight_packs_taps(p, tile_n);
+  return ceil_div(p.K, tile_m) * ceil_div(pack ? p.filter_spatial() * p.C : p.C, tile_n) * p.G *
+         (pack ? 1 : p.filter_spatial());
+}
 // Shared memory of a wavelet_tma block (pipeline_tma.hpp, TmaTraits; the dispatcher's occupancy
 // estimate): a ring of 128-byte rows (tile M + tile N per stage), two mbarriers per stage, with
 // the cshuffle epilogue a slab of 16 rows x 40 elements per math warp, 1 KB of alignment slack.

@@ -94,6 +94,9 @@ struct TmaConvArgs : ConvGeometry2D {
   int cluster;         // backward_weight: k_split blocks per cluster that add their partial
                        // tiles through distributed shared memory (1 = none); one unit a block
   int64_t ld_row;      // backward_weight: elements between dw rows (taps * C)
+  int pack;            // backward_weight with C % 64 == 0 and several taps: the GEMM columns are
+                       // dw's taps * C (K = taps * C, one tap-less tile grid), each 64-column
+                       // block of a tile copied at its own tap (column n: tap n / C, channel n % C)
   // Output map: GEMM row (n, oh, ow) -> y pixel n*out_sn + oh*out_sh + ow*out_sw + out_base
   // (dense: the row itself; backward_data phases write every stride-th dx pixel).
   int64_t out_sn, out_sh, out_sw, out_base;
@@ -123,8 +126,9 @@ struct TmaConvArgs : ConvGeometry2D {
   // integer division is a ~20-instruction dependent chain; the math warps decode every unit
   // between two units' MMA). Set by set_divisors() from the fields above.
   FastDiv by_k_split, by_tiles_mn, by_taps, by_tiles_n, by_pq, by_q, by_c_chunks, by_x, by_wp, by_tiles_img,
-      by_do, by_yx;
+      by_do, by_yx, by_c;
   void set_divisors() {
+    by_c.init(C);
     by_do.init(Do);
     by_yx.init(YX);
     by_k_split.init(k_split);
@@ -475,9 +479,19 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         if constexpr (Tr::kWeightGrad) {
           // A: dy rows of 64 pixels x 64 output channels (BM / 64 boxes); B: x through the im2col
           // map, the same 64 pixels at this tap, 64 input channels per box (BN / 64 boxes).
-          int fz = 0, fyx = u.tap, fy, fx;
-          if constexpr (kDeep) p.by_yx.divmod(u.tap, fz, fyx);
-          p.by_x.divmod(fyx, fy, fx);
+          // B block nb: channel bch and tap (bfz, bfy, bfx): the unit's tap, or (p.pack) the tap
+          // of its columns (a last tile's blocks past K repeat the last block: never stored)
+          int bch[Tr::BN / 64], bfz[Tr::BN / 64], bfy[Tr::BN / 64], bfx[Tr::BN / 64];
+#pragma unroll
+          for (int nb = 0; nb < Tr::BN / 64; ++nb) {
+            int tap = u.tap, c = u.n0 + nb * 64;
+            if (p.pack) p.by_c.divmod(min(c, p.K - 64), tap, c);
+            int fyx = tap;
+            bfz[nb] = 0;
+            if constexpr (kDeep) p.by_yx.divmod(tap, bfz[nb], fyx);
+            p.by_x.divmod(fyx, bfy[nb], bfx[nb]);
+            bch[nb] = u.g * p.C + c;
+          }
           for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
             const int s = t % Tr::S;
             if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
@@ -494,7 +508,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
               if constexpr (kPlainX)
                 tma::load_tile_2d(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64, pm);
               else
-                load_x(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64, c, fz, fy, fx);
+                load_x(dst, &p.b, full + s, bch[nb], c, bfz[nb], bfy[nb], bfx[nb]);
             }
           }
         } else if constexpr (Tr::kPatch) {
@@ -1011,8 +1025,7 @@ class TmaConvKernel final : public KernelBase {
       if (std::string e = im2col_staging_limits(p); !e.empty()) return e;
       const ConvProblem q = gemm_view(p);
       if (std::string e = im2col_limits(q); !e.empty()) return e;
-      const int64_t tiles = detail::ceil_div(q.K, Tr::BM) * detail::ceil_div(q.C, Tr::BN) *
-                            q.G * q.filter_spatial();
+      const int64_t tiles = weight_tiles(q);
       if (tiles * kMaxSplits > kMax32) return "too many tiles for a 32-bit work-unit index";
       return {};
     } else {
@@ -1320,11 +1333,12 @@ class TmaConvKernel final : public KernelBase {
   // explicit k_batch of 2..8 allows it) when the ring holds the fp32 tile and the device keeps
   // such clusters resident.
   static Split weight_split(const ConvProblem& p, const RunOptions& opts) {
-    return split_of(detail::ceil_div(p.N * p.out_spatial(), Tr::BK),
-                    detail::ceil_div(p.K, Tr::BM) * detail::ceil_div(p.C, Tr::BN) * p.G * p.filter_spatial(),
+    return split_of(detail::ceil_div(p.N * p.out_spatial(), Tr::BK), weight_tiles(p),
                     p.weight_elems(), requested_splits(opts), Tr::kClusterFits ? cluster_slots() : nullptr,
                     opts.split_reduce);
   }
+  static bool weight_packs_taps(const ConvProblem& p) { return detail::tma_weight_packs_taps(p, Tr::BN); }
+  static int64_t weight_tiles(const ConvProblem& p) { return detail::tma_weight_tiles(p, Tr::BM, Tr::BN); }
   static std::size_t weight_sum_bytes(const ConvProblem& q, const Split& sp) {
     if (sp.k_split == 1 || sp.cluster) return 0;
     return (std::size_t(q.weight_elems()) * sizeof(float) + 255) / 256 * 256;
@@ -1617,13 +1631,14 @@ class TmaConvKernel final : public KernelBase {
     if (!(a.plain_x ? encode_x_rows(&a.b, x, p, Tr::BK) : encode_x(&a.b, x, p, Tr::BK))) return cudaErrorInvalidValue;
     set_geometry(a, p);
     a.y = dw;
+    a.pack = weight_packs_taps(p) ? 1 : 0;
     a.M = int(p.K);
-    a.K = int(p.C);
+    a.K = int(a.pack ? p.filter_spatial() * p.C : p.C);
     a.GK = int(p.G * p.K);
     a.k_tiles = sp.k_tiles;
     a.tiles_m = int(detail::ceil_div(p.K, Tr::BM));
-    a.tiles_n = int(detail::ceil_div(p.C, Tr::BN));
-    a.taps = int(p.filter_spatial());
+    a.tiles_n = int(detail::ceil_div(a.K, Tr::BN));
+    a.taps = a.pack ? 1 : int(p.filter_spatial());
     const bool split = ws != nullptr || sp.cluster;
     a.k_split = split ? sp.k_split : 1;
     a.kt_per_split = split ? sp.kt_per_split : sp.k_tiles;
