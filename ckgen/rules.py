@@ -505,9 +505,9 @@ def _wavelet(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
-    """What TmaTraits (pipeline_tma.hpp) accepts, as one list of reasons. Any ndim: the maps are 4D
-    im2col maps, and a 3D instance takes the problems whose depth is one tap (filter 1, stride 1, no
-    depth padding) as 2D over N x D images (kernel_base.hpp, fold_depth); it refuses the others."""
+    """What TmaTraits (pipeline_tma.hpp) accepts, as one list of reasons. Any ndim: a 3D instance
+    runs a problem whose depth is one tap (filter 1, stride 1, no depth padding) as 2D over N x D
+    images (kernel_base.hpp, fold_depth) and any other through 5D im2col maps."""
     math_waves = i.waves[0] * i.waves[1] * i.waves[2]
     tm, tn, tk = i.tile
     groups = i.waves[0] // 4

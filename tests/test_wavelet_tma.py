@@ -170,12 +170,12 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     deep = {(i.tile[0], i.tile[1], i.stages) for i in found if i.variant is Variant.BACKWARD_WEIGHT and i.stages > 4}
     assert deep == {(64, 128, 8), (64, 64, 8), (128, 64, 6)}, "the deep rings of the small bw layers"
     assert all(i.k_batch == 0 and i.stage is Stage.ONE for i in every if i.variant is Variant.BACKWARD_WEIGHT)
-    # 3D (depth folded into the batch): three cshuffle tiles per variant and datatype, forward and
-    # backward_data with the 128 x 128 ring also split; backward_data's 64 x 128 also with 2
-    # stages, backward_weight's 64 x 64 with 8
+    # 3D (depth folded into the batch, or 5D maps): three cshuffle tiles per variant and datatype,
+    # forward and backward_data with the 128 x 128 ring also split; backward_data's 64 x 128 also
+    # with 2 stages, backward_weight's 64 x 64 with 8 and a 64 x 256 (four packed taps of C = 64)
     folded = [i for i in every if i.ndim == 3]
     assert {v: sum(i.variant is v for i in folded) for v in Variant} == {
-        Variant.FORWARD: 8, Variant.BACKWARD_DATA: 10, Variant.BACKWARD_WEIGHT: 8}
+        Variant.FORWARD: 8, Variant.BACKWARD_DATA: 10, Variant.BACKWARD_WEIGHT: 10}
     assert all(i.epilogue is Epilogue.CSHUFFLE for i in folded)
     assert sum(i.k_batch == 0 for i in folded if i.variant is not Variant.BACKWARD_WEIGHT) == 4
 

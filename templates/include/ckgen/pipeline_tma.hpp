@@ -32,8 +32,9 @@
 //   Persistent grid (#SMs x resident blocks): each block walks work units b, b + grid, ...
 //   (unit = tile x split); the ring runs on across units, so the next unit's copies overlap the
 //   last unit's epilogue.
-// 1D / 2D problems; a 3D instance takes those whose depth is one tap (filter 1, stride 1, no depth
-// padding), folded to 2D over N x D images (detail::fold_depth), and refuses the others.
+// 1D / 2D / 3D problems: a 3D instance runs those whose depth is one tap (filter 1, stride 1, no
+// depth padding) folded to 2D over N x D images (detail::fold_depth), the others through 5D
+// im2col maps of x (TmaConvArgs::deep; backward_data with depth stride 1).
 // No merged groups. forward: one launch. backward_data: one forward launch over dy per stride
 // phase (tma_phases.hpp), each reading its flipped sub-filter's taps straight from w (a tap map)
 // and writing through an output map that places its rows on every stride-th dx pixel; the
@@ -223,7 +224,7 @@ struct TmaTraits {
   static_assert(Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
                 "ckgen: wavelet_tma moves 16-byte rows (vector 8, 8, 8)");
   static_assert(Cfg::kNDim >= 1 && Cfg::kNDim <= 3,
-                "ckgen: wavelet_tma is 1D / 2D (3D: problems whose depth folds into the batch)");
+                "ckgen: wavelet_tma is 1D / 2D / 3D");
 };
 
 namespace tma {
@@ -480,7 +481,10 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
           // A: dy rows of 64 pixels x 64 output channels (BM / 64 boxes); B: x through the im2col
           // map, the same 64 pixels at this tap, 64 input channels per box (BN / 64 boxes).
           // B block nb: channel bch and tap (bfz, bfy, bfx): the unit's tap, or (p.pack) the tap
-          // of its columns (a last tile's blocks past K repeat the last block: never stored)
+          // of its columns. Packed, a last tile's blocks past K (= taps x C) are not copied at
+          // all: their columns of the product (stale shared memory) are never stored.
+          const int live = p.pack ? min(Tr::BN / 64, (p.K - u.n0) / 64) : Tr::BN / 64;
+          const uint32_t stage_tx = uint32_t(Tr::kABytes + live * Tr::kBlockBytes);
           int bch[Tr::BN / 64], bfz[Tr::BN / 64], bfy[Tr::BN / 64], bfx[Tr::BN / 64];
 #pragma unroll
           for (int nb = 0; nb < Tr::BN / 64; ++nb) {
@@ -498,12 +502,13 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             unsigned char* sa = smem + s * Tr::kStageBytes;
             const int pm = kt * Tr::BK;
             const Corner c = corner(pm);
-            tma::expect_tx(full + s, Tr::kStageBytes);
+            tma::expect_tx(full + s, stage_tx);
 #pragma unroll
             for (int mb = 0; mb < Tr::BM / 64; ++mb)
               tma::load_tile_2d(sa + mb * Tr::kBlockBytes, &p.a, full + s, u.g * p.M + u.m0 + mb * 64, pm);
 #pragma unroll
             for (int nb = 0; nb < Tr::BN / 64; ++nb) {
+              if (nb >= live) break;
               unsigned char* dst = sa + Tr::kABytes + nb * Tr::kBlockBytes;
               if constexpr (kPlainX)
                 tma::load_tile_2d(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64, pm);
