@@ -1,5 +1,6 @@
 // wavelet_tma's backward_data plan (ckgen/tma_phases.hpp) checked on the host, without a GPU:
-// for random problems (strides 1-4, pads, filters 1-7, dilation on stride-1 dims, groups) each
+// for random problems (strides 1-4, pads, filters 1-7, dilation on stride-1 dims, groups; 3D with
+// depth stride 1) each
 // phase runs as the forward convolution the TMA kernel computes (stride 1, pads possibly
 // negative, zero outside the input), reading w's taps through the phase's tap map (no filter
 // tap read twice), and writes through its output map into a NaN-poisoned dx
@@ -33,83 +34,97 @@ int g_fail = 0;
     }                                     \
   } while (0)
 
-// x: N,H,W,G,C  w: G,K,Y,X,C  y: N,P,Q,G,K (channels last, as the library lays them out)
+// x: N,D,H,W,G,C  w: G,K,Z,Y,X,C  y: N,Do,P,Q,G,K (channels last, as the library lays them
+// out; 1D / 2D problems have D = Do = Z = 1)
 bool check(const ConvProblem& p, std::mt19937& rng, const char* label) {
   const int64_t N = p.N, G = p.G, C = p.C, K = p.K;
-  const int64_t H = p.in[1], W = p.in[2], P = p.out[1], Q = p.out[2];
-  const int64_t Y = p.filter[1], X = p.filter[2];
+  const int64_t D = p.in[0], H = p.in[1], W = p.in[2], Do = p.out[0], P = p.out[1], Q = p.out[2];
+  const int64_t Z = p.filter[0], Y = p.filter[1], X = p.filter[2], T = Z * Y * X;
   std::normal_distribution<double> nd;
-  std::vector<double> dy(std::size_t(N * P * Q * G * K)), w(std::size_t(G * K * Y * X * C));
+  std::vector<double> dy(std::size_t(N * Do * P * Q * G * K)), w(std::size_t(G * K * T * C));
   for (double& v : dy) v = nd(rng);
   for (double& v : w) v = nd(rng);
+  auto dy_at = [&](int64_t n, int64_t od, int64_t oh, int64_t ow, int64_t g, int64_t k) {
+    return dy[std::size_t(((((n * Do + od) * P + oh) * Q + ow) * G + g) * K + k)];
+  };
 
-  // Direct backward_data: dx[n, hi, wi, g, c] += dy[n, ho, wo, g, k] * w[g, k, y, x, c].
-  std::vector<double> ref(std::size_t(N * H * W * G * C), 0.0);
+  // Direct backward_data: dx[n, di, hi, wi, g, c] += dy[n, od, oh, ow, g, k] * w[g, k, z, y, x, c].
+  std::vector<double> ref(std::size_t(N * D * H * W * G * C), 0.0);
   for (int64_t n = 0; n < N; ++n)
-    for (int64_t ho = 0; ho < P; ++ho)
-      for (int64_t wo = 0; wo < Q; ++wo)
-        for (int64_t y = 0; y < Y; ++y)
-          for (int64_t x = 0; x < X; ++x) {
-            const int64_t hi = ho * p.stride[1] - p.pad_l[1] + y * p.dilation[1];
-            const int64_t wi = wo * p.stride[2] - p.pad_l[2] + x * p.dilation[2];
-            if (hi < 0 || hi >= H || wi < 0 || wi >= W) continue;
-            for (int64_t g = 0; g < G; ++g)
-              for (int64_t k = 0; k < K; ++k)
-                for (int64_t c = 0; c < C; ++c)
-                  ref[std::size_t((((n * H + hi) * W + wi) * G + g) * C + c)] +=
-                      dy[std::size_t((((n * P + ho) * Q + wo) * G + g) * K + k)] *
-                      w[std::size_t((((g * K + k) * Y + y) * X + x) * C + c)];
-          }
+    for (int64_t od = 0; od < Do; ++od)
+      for (int64_t ho = 0; ho < P; ++ho)
+        for (int64_t wo = 0; wo < Q; ++wo)
+          for (int64_t z = 0; z < Z; ++z)
+            for (int64_t y = 0; y < Y; ++y)
+              for (int64_t x = 0; x < X; ++x) {
+                const int64_t di = od * p.stride[0] - p.pad_l[0] + z * p.dilation[0];
+                const int64_t hi = ho * p.stride[1] - p.pad_l[1] + y * p.dilation[1];
+                const int64_t wi = wo * p.stride[2] - p.pad_l[2] + x * p.dilation[2];
+                if (di < 0 || di >= D || hi < 0 || hi >= H || wi < 0 || wi >= W) continue;
+                for (int64_t g = 0; g < G; ++g)
+                  for (int64_t k = 0; k < K; ++k)
+                    for (int64_t c = 0; c < C; ++c)
+                      ref[std::size_t(((((n * D + di) * H + hi) * W + wi) * G + g) * C + c)] +=
+                          dy_at(n, od, ho, wo, g, k) * w[std::size_t((((g * K + k) * T + (z * Y + y) * X + x)) * C + c)];
+              }
 
   const tp::Plan pl = tp::backward_data_plan(p);
   CHECK(pl.error.empty(), "%s: plan refused: %s", label, pl.error.c_str());
   const int count = int(pl.phase.size());
   CHECK(count >= 1 && count <= p.stride[1] * p.stride[2], "%s: %d phases", label, count);
 
-  std::vector<int> tap_reads(std::size_t(Y * X), 0);
+  std::vector<int> tap_reads(std::size_t(T), 0);
   std::vector<double> dx(ref.size(), pl.zero_first ? 0.0 : kNaN);
   std::vector<int> written(ref.size(), 0);
   for (int i = 0; i < count; ++i) {
     const tp::Phase& ph = pl.phase[i];
     const ConvProblem& q = ph.q;
-    CHECK(q.C == K && q.K == C && q.in[1] == P && q.in[2] == Q && q.stride[1] == 1 && q.stride[2] == 1,
+    CHECK(q.C == K && q.K == C && q.in[0] == Do && q.in[1] == P && q.in[2] == Q && q.stride[0] == 1 &&
+              q.stride[1] == 1 && q.stride[2] == 1,
           "%s: phase %d is not a stride-1 convolution of dy", label, i);
-    CHECK(q.out[1] == q.in[1] + q.pad_l[1] + q.pad_r[1] - (q.filter[1] - 1) * q.dilation[1] &&
-              q.out[2] == q.in[2] + q.pad_l[2] + q.pad_r[2] - (q.filter[2] - 1) * q.dilation[2],
-          "%s: phase %d output size does not follow from its pads", label, i);
-    const int64_t Jh = q.filter[1], Jw = q.filter[2];
-    CHECK(ph.w_taps == Y * X, "%s: phase %d reads a filter of %lld taps", label, i, (long long)ph.w_taps);
-    auto wtap = [&](int64_t ty, int64_t tx) { return ph.tap0 + ty * ph.tap_dh + tx * ph.tap_dw; };
-    for (int64_t ty = 0; ty < Jh; ++ty)
-      for (int64_t tx = 0; tx < Jw; ++tx) {
-        const int64_t t = wtap(ty, tx);
-        CHECK(t >= 0 && t < Y * X, "%s: phase %d tap (%lld, %lld) reads filter tap %lld", label, i,
-              (long long)ty, (long long)tx, (long long)t);
-        ++tap_reads[std::size_t(t)];
-      }
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t oh = 0; oh < q.out[1]; ++oh)
-        for (int64_t ow = 0; ow < q.out[2]; ++ow) {
-          const int64_t row = (n * q.out[1] + oh) * q.out[2] + ow;
-          const int64_t pix =
-              ph.dense ? row : n * ph.out_sn + oh * ph.out_sh + ow * ph.out_sw + ph.out_base;
-          CHECK(pix >= 0 && pix < N * H * W, "%s: phase %d writes pixel %lld", label, i, (long long)pix);
-          for (int64_t g = 0; g < G; ++g)
-            for (int64_t c = 0; c < C; ++c) {
-              double acc = 0;
-              for (int64_t ty = 0; ty < Jh; ++ty)
-                for (int64_t tx = 0; tx < Jw; ++tx) {
-                  const int64_t ih = oh - q.pad_l[1] + ty * q.dilation[1];
-                  const int64_t iw = ow - q.pad_l[2] + tx * q.dilation[2];
-                  if (ih < 0 || ih >= P || iw < 0 || iw >= Q) continue;
-                  for (int64_t k = 0; k < K; ++k)  // w[g][k][tap][c] as it lies
-                    acc += dy[std::size_t((((n * P + ih) * Q + iw) * G + g) * K + k)] *
-                           w[std::size_t(((g * K + k) * Y * X + wtap(ty, tx)) * C + c)];
-                }
-              dx[std::size_t((pix * G + g) * C + c)] = acc;
-              ++written[std::size_t((pix * G + g) * C + c)];
-            }
+    for (int d = 0; d < 3; ++d)
+      CHECK(q.out[d] == q.in[d] + q.pad_l[d] + q.pad_r[d] - (q.filter[d] - 1) * q.dilation[d],
+            "%s: phase %d output size (dimension %d) does not follow from its pads", label, i, d);
+    CHECK(ph.w_taps == T, "%s: phase %d reads a filter of %lld taps", label, i, (long long)ph.w_taps);
+    auto wtap = [&](int64_t tz, int64_t ty, int64_t tx) {
+      return ph.tap0 + tz * ph.tap_dd + ty * ph.tap_dh + tx * ph.tap_dw;
+    };
+    for (int64_t tz = 0; tz < q.filter[0]; ++tz)
+      for (int64_t ty = 0; ty < q.filter[1]; ++ty)
+        for (int64_t tx = 0; tx < q.filter[2]; ++tx) {
+          const int64_t t = wtap(tz, ty, tx);
+          CHECK(t >= 0 && t < T, "%s: phase %d tap (%lld, %lld, %lld) reads filter tap %lld", label, i,
+                (long long)tz, (long long)ty, (long long)tx, (long long)t);
+          ++tap_reads[std::size_t(t)];
         }
+    // GEMM row (n * Do' + od, oh, ow): the kernel's image index is n and the depth together
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t od = 0; od < q.out[0]; ++od)
+        for (int64_t oh = 0; oh < q.out[1]; ++oh)
+          for (int64_t ow = 0; ow < q.out[2]; ++ow) {
+            const int64_t img = n * q.out[0] + od;
+            const int64_t row = (img * q.out[1] + oh) * q.out[2] + ow;
+            const int64_t pix =
+                ph.dense ? row : img * ph.out_sn + oh * ph.out_sh + ow * ph.out_sw + ph.out_base;
+            CHECK(pix >= 0 && pix < N * D * H * W, "%s: phase %d writes pixel %lld", label, i, (long long)pix);
+            for (int64_t g = 0; g < G; ++g)
+              for (int64_t c = 0; c < C; ++c) {
+                double acc = 0;
+                for (int64_t tz = 0; tz < q.filter[0]; ++tz)
+                  for (int64_t ty = 0; ty < q.filter[1]; ++ty)
+                    for (int64_t tx = 0; tx < q.filter[2]; ++tx) {
+                      const int64_t id = od - q.pad_l[0] + tz * q.dilation[0];
+                      const int64_t ih = oh - q.pad_l[1] + ty * q.dilation[1];
+                      const int64_t iw = ow - q.pad_l[2] + tx * q.dilation[2];
+                      if (id < 0 || id >= Do || ih < 0 || ih >= P || iw < 0 || iw >= Q) continue;
+                      for (int64_t k = 0; k < K; ++k)  // w[g][k][tap][c] as it lies
+                        acc += dy_at(n, id, ih, iw, g, k) *
+                               w[std::size_t(((g * K + k) * T + wtap(tz, ty, tx)) * C + c)];
+                    }
+                dx[std::size_t((pix * G + g) * C + c)] = acc;
+                ++written[std::size_t((pix * G + g) * C + c)];
+              }
+          }
   }
   // (a tap of a residue with no dx pixels is read by none)
   for (int r : tap_reads) CHECK(r <= 1, "%s: a filter tap read by %d phase taps", label, r);
@@ -132,6 +147,14 @@ ConvProblem make(int64_t G, int64_t N, int64_t C, int64_t K, int64_t H, int64_t 
   p.in[1] = H, p.in[2] = W, p.filter[1] = Y, p.filter[2] = X;
   p.stride[1] = sh, p.stride[2] = sw, p.dilation[1] = dh, p.dilation[2] = dw;
   p.pad_l[1] = plh, p.pad_l[2] = plw, p.pad_r[1] = prh, p.pad_r[2] = prw;
+  p.compute_output();
+  return p;
+}
+
+// A 3D problem with depth stride 1 (the 5D maps' backward_data; D, Z, depth dilation and pads).
+ConvProblem make3d(int64_t D, int64_t Z, int64_t dd, int64_t pld, int64_t prd, ConvProblem p) {
+  p.ndim = 3;
+  p.in[0] = D, p.filter[0] = Z, p.stride[0] = 1, p.dilation[0] = dd, p.pad_l[0] = pld, p.pad_r[0] = prd;
   p.compute_output();
   return p;
 }
@@ -180,7 +203,31 @@ int main() {
                   (long long)prw);
     n += check(p, rng, label) ? 1 : 0;
   }
-  // Refusals: stride with dilation, stride-1 pads past the filter extent.
+  // 3D (depth stride 1, flipped like the other dimensions; H / W strides split into phases).
+  const Named named3d[] = {
+      {"3D 3x3x3 stride 1", make3d(4, 3, 1, 1, 1, make(1, 2, 3, 2, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1))},
+      {"3D 3x3x3 H/W stride 2", make3d(3, 3, 1, 1, 1, make(1, 1, 2, 3, 7, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1))},
+      {"3D 2x3x3 depth dilation 2, asymmetric", make3d(5, 2, 2, 1, 0, make(2, 1, 2, 2, 6, 7, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2))},
+  };
+  for (const Named& c : named3d) n += check(c.p, rng, c.label) ? 1 : 0;
+  for (int i = 0; i < 40;) {
+    const int64_t Z = pick(1, 3), dd = pick(1, 2), ed = (Z - 1) * dd;
+    const int64_t pld = pick(0, int(ed)), prd = pick(0, int(ed));
+    const int64_t D = pick(int(std::max<int64_t>(1, ed + 1 - pld - prd)), 5);
+    const int64_t Y = pick(1, 3), X = pick(1, 3), sh = pick(1, 3), sw = pick(1, 3);
+    const int64_t plh = pick(0, int(Y - 1)), plw = pick(0, int(X - 1));
+    const ConvProblem p = make3d(D, Z, dd, pld, prd,
+                                 make(pick(1, 2), pick(1, 2), pick(1, 2), pick(1, 2), pick(int(Y), 7), pick(int(X), 7),
+                                      Y, X, sh, sw, 1, 1, plh, plw, pick(0, int(Y - 1)), pick(0, int(X - 1))));
+    if (!p.validate().empty()) continue;
+    ++i;
+    char label[160];
+    std::snprintf(label, sizeof label, "random 3D D%lld f%lldx%lldx%lld s1x%lldx%lld dd%lld pd%lld/%lld",
+                  (long long)D, (long long)Z, (long long)Y, (long long)X, (long long)sh, (long long)sw,
+                  (long long)dd, (long long)pld, (long long)prd);
+    n += check(p, rng, label) ? 1 : 0;
+  }
+  // Refusals: stride with dilation, stride-1 pads past the filter extent, depth stride > 1.
   if (tp::backward_data_plan(make(1, 1, 1, 1, 9, 9, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1)).error.empty()) {
     std::printf("FAIL stride 2 with dilation 2 accepted\n");
     ++g_fail;
@@ -188,6 +235,15 @@ int main() {
   if (tp::backward_data_plan(make(1, 1, 1, 1, 9, 9, 3, 3, 1, 1, 1, 1, 3, 3, 0, 0)).error.empty()) {
     std::printf("FAIL stride 1 with pad 3 > filter extent 2 accepted\n");
     ++g_fail;
+  }
+  {
+    ConvProblem p = make3d(6, 3, 1, 1, 1, make(1, 1, 1, 1, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1));
+    p.stride[0] = 2;
+    p.compute_output();
+    if (tp::backward_data_plan(p).error.empty()) {
+      std::printf("FAIL depth stride 2 accepted\n");
+      ++g_fail;
+    }
   }
   if (g_fail) return 1;
   std::printf("phases: ok %d problems\n", n);
