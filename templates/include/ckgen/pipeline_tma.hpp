@@ -41,8 +41,7 @@
 // phases run side by side on forked streams (detail::PhaseStreams).
 // backward_weight: one launch (after a copy of dy with K padded to a multiple of 8 when K % 8 != 0
 // in one group, as backward_data). Any variant may split its reduction (k_batch, Split below): the
-// launches then add into a zeroed fp32 copy of the written tensor and splitk_finish converts it
-// (backward_weight: the last unit of each tile converts it, counted in the same workspace).
+// launches then add into a zeroed fp32 copy of the written tensor and splitk_finish converts it.
 // backward_weight may instead run a tile's c = 2..8 splits as one thread-block cluster
 // (SplitReduce::Cluster, one unit per block): each block leaves its fp32 partial tile in its
 // ring, and after a cluster barrier block r sums rows [r*BM/c, (r+1)*BM/c) over the c tiles
@@ -93,9 +92,6 @@ struct TmaConvArgs : ConvGeometry2D {
   int G, taps;         // groups; taps the tiles run over (backward_weight, else 1)
   int k_split, kt_per_split;  // splits of the reduction and k tiles per split (1, k_tiles: none)
   float* ws;           // split: fp32 sums in the written tensor's layout, else null
-  int* tile_done;      // backward_weight split: per tile, the units that have added their sums
-                       // (zeroed with ws); the tile's last unit converts its sums into y (no
-                       // splitk_finish launch). Null: splitk_finish converts.
   int cluster;         // backward_weight: k_split blocks per cluster that add their partial
                        // tiles through distributed shared memory (1 = none); one unit a block
   int64_t ld_row;      // backward_weight: elements between dw rows (taps * C)
@@ -792,9 +788,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       __syncwarp();
       tma::cluster_sync_relaxed();
     } else if (p.ws != nullptr) {
-      // split: fp32 reductions into the workspace (splitk_finish converts, or the tile's last
-      // unit: p.tile_done), a lane's two adjacent columns in one 8-byte red (the host splits
-      // only when K and G*K are even).
+      // split: fp32 reductions into the workspace (splitk_finish converts), a lane's two
+      // adjacent columns in one 8-byte red (the host splits only when K and G*K are even).
 #pragma unroll
       for (int i = 0; i < Tr::RepM; ++i) {
         const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
@@ -810,40 +805,6 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
               asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + col),
                            "f"(acc[i][j * 4 + h * 2]), "f"(acc[i][j * 4 + h * 2 + 1])
                            : "memory");
-          }
-        }
-      }
-      if constexpr (Tr::kWeightGrad) {
-        if (p.tile_done != nullptr) {
-          // Every math thread's reductions are ordered before its block's count (fence, then
-          // the barrier); the barrier's OR hands thread 0's "last split of the tile" to every
-          // math thread, which then read the sums after a fence and convert them (L2 reads:
-          // the sums live there).
-          __threadfence();
-          asm volatile("bar.sync 1, %0;\n" ::"r"(Tr::kMathThreads) : "memory");
-          int last = 0;
-          if (tid == 0) {
-            int tile, split;
-            p.by_k_split.divmod(unit, tile, split);
-            last = atomicAdd(p.tile_done + tile, 1) == p.k_split - 1;
-          }
-          uint32_t tile_last;
-          asm volatile(
-              "{\n.reg .pred lp, tp;\nsetp.ne.s32 lp, %1, 0;\nbar.red.or.pred tp, 1, %2, lp;\n"
-              "selp.u32 %0, 1, 0, tp;\n}\n"
-              : "=r"(tile_last)
-              : "r"(last), "r"(Tr::kMathThreads)
-              : "memory");
-          if (tile_last) {
-            __threadfence();
-            for (int idx = tid; idx < Tr::BM * (Tr::BN / 2); idx += Tr::kMathThreads) {
-              const int row = m0 + idx / (Tr::BN / 2), col = n0 + (idx % (Tr::BN / 2)) * 2;
-              if (row >= p.M || col >= p.K) continue;
-              const int64_t e = row_base(row) + col;
-              const float2 v = __ldcg(reinterpret_cast<const float2*>(p.ws + e));
-              *reinterpret_cast<uint32_t*>(y + e) = uint32_t(float_to_raw<Cfg::kDataType>(v.x)) |
-                                                    (uint32_t(float_to_raw<Cfg::kDataType>(v.y)) << 16);
-            }
           }
         }
       }
@@ -1383,14 +1344,9 @@ class TmaConvKernel final : public KernelBase {
   }
   static bool weight_packs_taps(const ConvProblem& p) { return detail::tma_weight_packs_taps(p, Tr::BN); }
   static int64_t weight_tiles(const ConvProblem& p) { return detail::tma_weight_tiles(p, Tr::BM, Tr::BN); }
-  // The split's workspace: fp32 sums in dw's layout, then one counter per tile (the tile's last
-  // unit converts, TmaConvArgs::tile_done), both cleared by one memset.
-  static std::size_t weight_sums_only(const ConvProblem& q) {
-    return (std::size_t(q.weight_elems()) * sizeof(float) + 255) / 256 * 256;
-  }
   static std::size_t weight_sum_bytes(const ConvProblem& q, const Split& sp) {
     if (sp.k_split == 1 || sp.cluster) return 0;
-    return weight_sums_only(q) + (std::size_t(weight_tiles(q)) * sizeof(int) + 255) / 256 * 256;
+    return (std::size_t(q.weight_elems()) * sizeof(float) + 255) / 256 * 256;
   }
 
   // The engine's limits on an im2col map of x: corner offsets in [-128, 127] (4D maps; 5D maps
@@ -1628,7 +1584,7 @@ class TmaConvKernel final : public KernelBase {
   // dw[g][k][tap][c] = sum over output pixels of dy[pixel][g][k] * x[pixel at tap][g][c]: A = dy
   // (M-major, BM / 64 tiled copies of 64 pixels x 64 channels), B = x (N-major, BN / 64 im2col
   // copies of the same 64 pixels at the tile's tap). A split reduction adds fp32 partial sums
-  // into the zeroed workspace and each tile's last unit converts them. With C % 8 != 0 (one group) it
+  // into the zeroed workspace and splitk_finish converts them. With C % 8 != 0 (one group) it
   // runs over the im2col copy of x into a padded dw (K x cp), cropped into dw.
   static gpuError_t run_weight_grad(const ConvProblem& p, const ConvTensors& t, void* workspace,
                                     gpuStream_t stream, const RunOptions& opts) {
@@ -1650,22 +1606,24 @@ class TmaConvKernel final : public KernelBase {
       x = col;
       dw = col + p.N * p.out_spatial() * cp;
     }
-    if (ws != nullptr)  // the sums and the tiles' counters
-      if (gpuError_t e = gpuMemsetAsync(ws, 0, sum_bytes, stream); e != gpuSuccess) return e;
-    int* tile_done = ws != nullptr ? reinterpret_cast<int*>(static_cast<unsigned char*>(workspace) + weight_sums_only(q))
-                                   : nullptr;
-    if (gpuError_t e = launch_weight_grad(q, dy, kp > 0 ? kp : q.G * q.K, x, dw, ws, tile_done, sp, stream);
-        e != gpuSuccess)
+    if (ws != nullptr)
+      if (gpuError_t e = gpuMemsetAsync(ws, 0, std::size_t(q.weight_elems()) * sizeof(float), stream);
+          e != gpuSuccess)
+        return e;
+    if (gpuError_t e = launch_weight_grad(q, dy, kp > 0 ? kp : q.G * q.K, x, dw, ws, sp, stream); e != gpuSuccess)
       return e;
+    if (ws != nullptr)
+      if (gpuError_t e = launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dw), q.weight_elems(), stream);
+          e != gpuSuccess)
+        return e;
     if (cp == 0) return gpuSuccess;
     return pad_channels(static_cast<const Raw*>(dw), static_cast<Raw*>(t.wei), p.K, cp, p.filter_spatial() * p.C,
                         stream);
   }
   // One launch of the weight-gradient GEMM over dy (rows of dy_row elements: G*K, or K padded)
-  // and x into dw, or (ws not null) adding into the fp32 sums ws, with split sp, each tile's
-  // last unit converting its sums into dw (counters tile_done).
+  // and x into dw, or (ws not null) adding into the fp32 sums ws, with split sp.
   static gpuError_t launch_weight_grad(const ConvProblem& p, const void* dy, int64_t dy_row, const void* x,
-                                       void* dw, float* ws, int* tile_done, const Split& sp, gpuStream_t stream) {
+                                       void* dw, float* ws, const Split& sp, gpuStream_t stream) {
     if (!aligned16({dy, x, dw})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
@@ -1692,7 +1650,6 @@ class TmaConvKernel final : public KernelBase {
     a.cluster = sp.cluster ? sp.k_split : 1;
     a.ld_row = p.filter_spatial() * p.C;
     a.ws = ws;
-    a.tile_done = tile_done;
     return launch(a, stream);
   }
 
