@@ -122,7 +122,7 @@ struct TmaConvArgs : ConvGeometry2D {
   // im2col map {G*C, W, H, D, N}; a GEMM row (img, oh, ow) has img = n * Do + od; the tap walk
   // runs over (fz, fy, fx) (Y * X taps per fz) and reads w's tap
   // tap0 + fz * tap_dd + fy * tap_dh + fx * tap_dw. deep 0: the 4D maps (Z = 1, fz = 0).
-  int deep, Do, Y, YX, s_d, pl_d, d_d, tap_dd;
+  int deep, Do, Y, s_d, pl_d, d_d, tap_dd;
   // The divisors of the unit decode and the pixel maps as multiply-shift reciprocals (a run-time
   // integer division is a ~20-instruction dependent chain; the math warps decode every unit
   // between two units' MMA). Set by set_divisors() from the fields above.
@@ -131,7 +131,7 @@ struct TmaConvArgs : ConvGeometry2D {
   void set_divisors() {
     by_c.init(C);
     by_do.init(Do);
-    by_yx.init(YX);
+    by_yx.init(int64_t(Y) * X);
     by_k_split.init(k_split);
     by_tiles_mn.init(int64_t(tiles_m) * tiles_n);
     by_taps.init(taps);
@@ -1397,30 +1397,22 @@ class TmaConvKernel final : public KernelBase {
   static bool encode_x(CUtensorMap* map, const void* x, const ConvProblem& p, int pixels) {
     static const auto enc = detail::driver_entry<detail::EncodeIm2colFn>("cuTensorMapEncodeIm2col");
     if (!enc) return false;
-    const cuuint64_t es = 2, gc = cuuint64_t(p.G * p.C);
-    if (p.ndim == 3) {
-      const cuuint64_t dims[5] = {gc, cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.in[0]),
-                                  cuuint64_t(p.N)};
-      const cuuint64_t strides[4] = {gc * es, gc * es * dims[1], gc * es * dims[1] * dims[2],
-                                     gc * es * dims[1] * dims[2] * dims[3]};
-      int lo[3], hi[3];
-      for (int j = 0; j < 3; ++j) {  // innermost (W) first
-        const int i = 2 - j;
-        lo[j] = int(-p.pad_l[i]);
-        hi[j] = int(p.pad_r[i] - (p.filter[i] - 1) * p.dilation[i]);
-      }
-      const cuuint32_t estr[5] = {1, cuuint32_t(p.stride[2]), cuuint32_t(p.stride[1]), cuuint32_t(p.stride[0]), 1};
-      return enc(map, map_type(), 5, const_cast<void*>(x), dims, strides, lo, hi, cuuint32_t(Tr::BK),
-                 cuuint32_t(pixels), estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                 CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    // rank 4 (2D views: W, H) or 5 (3D views: W, H, D); dims and strides innermost first
+    const int spatial = p.ndim == 3 ? 3 : 2, rank = spatial + 2;
+    cuuint64_t dims[5] = {cuuint64_t(p.G * p.C)}, strides[4] = {dims[0] * 2};
+    int lo[3], hi[3];
+    cuuint32_t estr[5] = {1};
+    for (int j = 0; j < spatial; ++j) {
+      const int i = 2 - j;
+      dims[1 + j] = cuuint64_t(p.in[i]);
+      lo[j] = int(-p.pad_l[i]);
+      hi[j] = int(p.pad_r[i] - (p.filter[i] - 1) * p.dilation[i]);
+      estr[1 + j] = cuuint32_t(p.stride[i]);
     }
-    const cuuint64_t dims[4] = {gc, cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
-    const cuuint64_t strides[3] = {gc * es, gc * es * dims[1], gc * es * dims[1] * dims[2]};
-    const int lo[2] = {int(-p.pad_l[2]), int(-p.pad_l[1])};
-    const int hi[2] = {int(p.pad_r[2] - (p.filter[2] - 1) * p.dilation[2]),
-                       int(p.pad_r[1] - (p.filter[1] - 1) * p.dilation[1])};
-    const cuuint32_t estr[4] = {1, cuuint32_t(p.stride[2]), cuuint32_t(p.stride[1]), 1};
-    return enc(map, map_type(), 4, const_cast<void*>(x), dims, strides, lo, hi, cuuint32_t(Tr::BK),
+    dims[rank - 1] = cuuint64_t(p.N);
+    estr[rank - 1] = 1;
+    for (int r = 1; r + 1 < rank; ++r) strides[r] = strides[r - 1] * dims[r];
+    return enc(map, map_type(), cuuint32_t(rank), const_cast<void*>(x), dims, strides, lo, hi, cuuint32_t(Tr::BK),
                cuuint32_t(pixels), estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
   }
@@ -1466,7 +1458,6 @@ class TmaConvKernel final : public KernelBase {
     a.deep = p.ndim == 3 ? 1 : 0;  // a view is 3D only when its depth does not fold
     a.Do = int(p.out[0]);
     a.Y = int(p.filter[1]);
-    a.YX = int(p.filter[1] * p.filter[2]);
     a.s_d = int(p.stride[0]);
     a.pl_d = int(p.pad_l[0]);
     a.d_d = int(p.dilation[0]);
