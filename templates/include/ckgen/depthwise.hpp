@@ -812,7 +812,7 @@ class DepthwiseKernel final : public KernelBase {
       const int64_t n = p.weight_elems();
       const int splits = Cfg::kStage == Stage::One ? 1 : s.count;
       return launch_splitk_finish<Cfg::kDataType>(a.ws, splits, a.ws_stride, static_cast<Raw*>(a.dst),
-                                                  n, stream);
+                                                  n, stream, true);
     }
   }
 

@@ -477,7 +477,7 @@ class GroupedConvKernel final : public KernelBase {
         const int64_t n = dst_elems(p);
         const int splits = Cfg::kStage == Stage::One ? 1 : kb;
         e = launch_splitk_finish<Cfg::kDataType>(static_cast<const float*>(workspace), splits,
-                                                 a.ws_split_stride, static_cast<Raw*>(dst), n, stream);
+                                                 a.ws_split_stride, static_cast<Raw*>(dst), n, stream, true);
       }
       return e;
     }

@@ -58,6 +58,7 @@
 #include <mutex>
 #include <string>
 
+#include "ckgen/chain.hpp"
 #include "ckgen/config.hpp"
 #include "ckgen/fast_div.hpp"
 #include "ckgen/kernel_base.hpp"
@@ -400,6 +401,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     }
   }
   __syncthreads();
+  // A launch chained to the call's previous kernel (the copy of dy, the clear of the sums:
+  // chain.hpp) has set up its barriers while that kernel finished; global memory from here on.
+  chain_wait();
 
   // x's im2col copies: the corner of GEMM row pm (its output pixel's first input pixel) and one
   // copy of 64 channels from channel ch at tap (fz, fy, fx); 3D instances on a problem whose
@@ -586,6 +590,10 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
           }
         }
       }
+      // Every copy of the block issued: the next launch of the call (a split's conversion) may
+      // be scheduled; its blocks then wait in chain_wait for the last tiles only (a release at
+      // the kernel's start measured the same).
+      chain_release();
     }
     if (Tr::kWeightGrad && p.cluster > 1) {
       // The math warps' two cluster barriers (epilogue below), the whole warp together: lanes
@@ -1079,27 +1087,33 @@ class TmaConvKernel final : public KernelBase {
       const int64_t n = written_elems(p);
       const std::size_t ws_bytes = split_bytes(pl, p, opts);  // the split sums lead the workspace
       if (gpuError_t e = pad_dy(p, src, workspace, ws_bytes, stream); e != gpuSuccess) return e;
+      bool chained = padded_k(p) > 0;  // the next launch follows one of ours (chain.hpp)
       if (const int64_t cp = im2col_width(p); cp > 0) {  // forward: the explicit im2col GEMM
         if (workspace == nullptr) return cudaErrorInvalidValue;
         Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
         Raw* wp = col + p.N * p.out_spatial() * cp;
         if (gpuError_t e = im2col(static_cast<const Raw*>(src), col, p, cp, stream); e != gpuSuccess) return e;
-        if (gpuError_t e = pad_channels(static_cast<const Raw*>(w), wp, p.K, p.filter_spatial() * p.C, cp, stream);
+        if (gpuError_t e = pad_channels(static_cast<const Raw*>(w), wp, p.K, p.filter_spatial() * p.C, cp, stream,
+                                        true);
             e != gpuSuccess)
           return e;
         src = col;
         w = wp;
+        chained = true;
       }
       float* ws = nullptr;
       if (ws_bytes > 0) {
         if (workspace == nullptr) return cudaErrorInvalidValue;
         ws = static_cast<float*>(workspace);
-        if (gpuError_t e = gpuMemsetAsync(ws, 0, std::size_t(n) * sizeof(float), stream); e != gpuSuccess)
-          return e;
+        if (gpuError_t e = launch_clear_sums(ws, n, stream, chained); e != gpuSuccess) return e;
+        chained = true;
       } else if (pl.zero_first) {
         if (gpuError_t e = gpuMemsetAsync(dst, 0, std::size_t(n) * sizeof(Raw), stream); e != gpuSuccess)
           return e;
+        chained = false;
       }
+      // Several phases fork onto side streams: their launches follow events, not a kernel.
+      chained = chained && pl.phase.size() == 1;
       // Several phases: forked onto the side streams after the clear, joined before the finish.
       detail::PhaseStreams* fj = pl.phase.size() > 1 ? detail::phase_streams() : nullptr;
       const int sides = fj ? int(std::min<std::size_t>(pl.phase.size() - 1, detail::PhaseStreams::kSide)) : 0;
@@ -1111,7 +1125,7 @@ class TmaConvKernel final : public KernelBase {
       for (std::size_t j = 0; j < pl.phase.size(); ++j) {
         const gpuStream_t st = sides > 0 && j > 0 ? fj->side[(j - 1) % detail::PhaseStreams::kSide] : stream;
         if (gpuError_t e = run_forward(pl.phase[j], src, w, p.K, dst, ws,
-                                       phase_split(pl.phase[j], n, opts, pl.phase.size()), st);
+                                       phase_split(pl.phase[j], n, opts, pl.phase.size()), st, chained);
             e != gpuSuccess)
           return e;
       }
@@ -1120,7 +1134,7 @@ class TmaConvKernel final : public KernelBase {
         if (gpuError_t e = cudaStreamWaitEvent(stream, fj->join[i], 0); e != gpuSuccess) return e;
       }
       if (ws == nullptr) return gpuSuccess;
-      return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dst), n, stream);
+      return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dst), n, stream, pl.phase.size() == 1);
     }
   }
 
@@ -1486,19 +1500,21 @@ class TmaConvKernel final : public KernelBase {
   // Persistent grid: every resident block slot once, at most one block per work unit. A cluster
   // reduction: one block per unit, clusters of a.cluster blocks (a tile's splits).
   // smem: stride1's (Patch::smem), else 0 (the instance's fixed size).
-  static gpuError_t launch(const TmaConvArgs& args, gpuStream_t stream, int smem = 0) {
+  // after_kernel: chained to the stream's previous kernel (chain.hpp).
+  static gpuError_t launch(const TmaConvArgs& args, gpuStream_t stream, bool after_kernel, int smem = 0) {
     TmaConvArgs a = args;
     a.set_divisors();
     const int64_t units = int64_t(a.tiles_m) * a.tiles_n * a.G * a.taps * a.k_split;
     if (a.cluster > 1) {
       const ClusterLaunch cl(unsigned(units), a.cluster, stream);
-      return cudaLaunchKernelEx(&cl.cfg, kernel_of(a), a);
+      return launch_chained(kernel_of(a), cl.cfg.gridDim, cl.cfg.blockDim, cl.cfg.dynamicSmemBytes, stream,
+                            after_kernel, &cl.attr, a);
     }
     const int per_sm = smem > 0 ? patch_resident_blocks(smem) : resident_blocks();
     const int64_t slots = int64_t(detail::device_sm_count()) * per_sm;
     const dim3 grid(unsigned(std::min(units, slots)), 1, 1);
-    kernel_of(a)<<<grid, Tr::kThreads, smem > 0 ? smem : Tr::kSmemBytes, stream>>>(a);
-    return gpuGetLastError();
+    return launch_chained(kernel_of(a), grid, dim3(Tr::kThreads), std::size_t(smem > 0 ? smem : Tr::kSmemBytes),
+                          stream, after_kernel, nullptr, a);
   }
 
   // y = conv(x, w) for the forward problem ph.q (x: NHWGC, y: NHWGK), rows placed by the phase's
@@ -1506,7 +1522,7 @@ class TmaConvKernel final : public KernelBase {
   // w_k = q.C unless dy was padded), its taps picked by the phase's tap map. With ws, fp32 sums
   // are added there instead (split sp).
   static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, int64_t w_k, void* y,
-                                float* ws, const Split& sp, gpuStream_t stream) {
+                                float* ws, const Split& sp, gpuStream_t stream, bool after_kernel) {
     const ConvProblem& p = ph.q;
     if (!aligned16({x, w, y})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
@@ -1569,7 +1585,7 @@ class TmaConvKernel final : public KernelBase {
     a.out_sh = ph.out_sh;
     a.out_sw = ph.out_sw;
     a.out_base = ph.out_base;
-    return launch(a, stream, Tr::kPatch ? pt.smem : 0);
+    return launch(a, stream, after_kernel, Tr::kPatch ? pt.smem : 0);
   }
 
   // dw[g][k][tap][c] = sum over output pixels of dy[pixel][g][k] * x[pixel at tap][g][c]: A = dy
@@ -1590,31 +1606,37 @@ class TmaConvKernel final : public KernelBase {
     const void* dy = t.out;
     const void* x = t.in;
     void* dw = t.wei;
+    // Each launch after the first is chained to the one before it (chain.hpp).
     if (gpuError_t e = pad_dy(p, dy, workspace, sum_bytes, stream); e != gpuSuccess) return e;
+    bool chained = kp > 0;
     if (cp > 0) {
       Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + sum_bytes + pad_bytes(p));
-      if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, stream); e != gpuSuccess) return e;
+      if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, stream, chained); e != gpuSuccess) return e;
       x = col;
       dw = col + p.N * p.out_spatial() * cp;
+      chained = true;
     }
-    if (ws != nullptr)
-      if (gpuError_t e = gpuMemsetAsync(ws, 0, std::size_t(q.weight_elems()) * sizeof(float), stream);
-          e != gpuSuccess)
-        return e;
-    if (gpuError_t e = launch_weight_grad(q, dy, kp > 0 ? kp : q.G * q.K, x, dw, ws, sp, stream); e != gpuSuccess)
+    if (ws != nullptr) {
+      if (gpuError_t e = launch_clear_sums(ws, q.weight_elems(), stream, chained); e != gpuSuccess) return e;
+      chained = true;
+    }
+    if (gpuError_t e = launch_weight_grad(q, dy, kp > 0 ? kp : q.G * q.K, x, dw, ws, sp, stream, chained);
+        e != gpuSuccess)
       return e;
     if (ws != nullptr)
-      if (gpuError_t e = launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dw), q.weight_elems(), stream);
+      if (gpuError_t e = launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dw), q.weight_elems(), stream,
+                                                              true);
           e != gpuSuccess)
         return e;
     if (cp == 0) return gpuSuccess;
     return pad_channels(static_cast<const Raw*>(dw), static_cast<Raw*>(t.wei), p.K, cp, p.filter_spatial() * p.C,
-                        stream);
+                        stream, true);
   }
   // One launch of the weight-gradient GEMM over dy (rows of dy_row elements: G*K, or K padded)
   // and x into dw, or (ws not null) adding into the fp32 sums ws, with split sp.
   static gpuError_t launch_weight_grad(const ConvProblem& p, const void* dy, int64_t dy_row, const void* x,
-                                       void* dw, float* ws, const Split& sp, gpuStream_t stream) {
+                                       void* dw, float* ws, const Split& sp, gpuStream_t stream,
+                                       bool after_kernel) {
     if (!aligned16({dy, x, dw})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
@@ -1641,7 +1663,7 @@ class TmaConvKernel final : public KernelBase {
     a.cluster = sp.cluster ? sp.k_split : 1;
     a.ld_row = p.filter_spatial() * p.C;
     a.ws = ws;
-    return launch(a, stream);
+    return launch(a, stream, after_kernel);
   }
 
   // Blocks that clusters of c (index 2..8) keep resident on the device (occupancy query once;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "ckgen/chain.hpp"
 #include "ckgen/fast_div.hpp"
 #include "ckgen/kernel_base.hpp"
 #include "ckgen/portability.hpp"
@@ -34,6 +35,8 @@ inline ConvGeometry2D conv_geometry_2d(const ConvProblem& p) {
 template <class Raw>
 CKGEN_GLOBAL void pad_channels_kernel(const Raw* __restrict__ src, Raw* __restrict__ dst, int64_t rows,
                                       int k, int kp) {
+  chain_wait();
+  chain_release();
   const int64_t n = rows * kp, step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     const int64_t r = i / kp;
@@ -48,6 +51,8 @@ CKGEN_GLOBAL void pad_channels_kernel(const Raw* __restrict__ src, Raw* __restri
 template <class Raw>
 CKGEN_GLOBAL void pad_channels_vec_kernel(const Raw* __restrict__ src, Raw* __restrict__ dst, int64_t vecs, int k,
                                           int row_vecs) {
+  chain_wait();
+  chain_release();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs; i += step) {
     const int64_t r = i / row_vecs;
@@ -63,18 +68,18 @@ CKGEN_GLOBAL void pad_channels_vec_kernel(const Raw* __restrict__ src, Raw* __re
   }
 }
 // dst[r][c] = c < k ? src[r][c] : 0 for rows x kp elements (src rows k elements apart).
+// after_kernel: chained to the stream's previous kernel (chain.hpp).
 template <class Raw>
-gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64_t kp, gpuStream_t stream) {
+gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64_t kp, gpuStream_t stream,
+                        bool after_kernel = false) {
   constexpr int kThreads = 256;
   if (kp % 8 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
     const int64_t vecs = rows * (kp / 8);
-    pad_channels_vec_kernel<Raw><<<unsigned(detail::grid_stride_blocks(vecs, kThreads, 8)), kThreads, 0, stream>>>(
-        src, dst, vecs, int(k), int(kp / 8));
-  } else {
-    pad_channels_kernel<Raw><<<unsigned(detail::grid_stride_blocks(rows * kp, kThreads, 8)), kThreads, 0, stream>>>(
-        src, dst, rows, int(k), int(kp));
+    return launch_chained(pad_channels_vec_kernel<Raw>, dim3(unsigned(detail::grid_stride_blocks(vecs, kThreads, 8))),
+                          dim3(kThreads), 0, stream, after_kernel, nullptr, src, dst, vecs, int(k), int(kp / 8));
   }
-  return gpuGetLastError();
+  return launch_chained(pad_channels_kernel<Raw>, dim3(unsigned(detail::grid_stride_blocks(rows * kp, kThreads, 8))),
+                        dim3(kThreads), 0, stream, after_kernel, nullptr, src, dst, rows, int(k), int(kp));
 }
 
 struct Im2colArgs : ConvGeometry2D {
@@ -92,6 +97,8 @@ inline constexpr int kIm2colThreads = 256;
 
 template <class Raw>
 CKGEN_GLOBAL void im2col_kernel(const Raw* __restrict__ x, Raw* __restrict__ col, const Im2colArgs a) {
+  chain_wait();
+  chain_release();
   extern __shared__ __attribute__((aligned(16))) unsigned char im2col_smem[];
   Raw* s = reinterpret_cast<Raw*>(im2col_smem);
   int nh, qt, n, oh;
@@ -187,7 +194,8 @@ inline Im2colTiling im2col_tiling(const ConvProblem& p) {
 
 // x (NHWC, one group, 16-bit elements) -> col (N*P*Q rows of cp); cp % 8 == 0, cp >= taps * C.
 template <class Raw>
-gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, gpuStream_t stream) {
+gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, gpuStream_t stream,
+                  bool after_kernel = false) {
   const Im2colTiling t = im2col_tiling(p);
   if (t.T == 0) return cudaErrorInvalidValue;
   Im2colArgs a{};
@@ -210,8 +218,8 @@ gpuError_t im2col(const Raw* x, Raw* col, const ConvProblem& p, int64_t cp, gpuS
   a.c.init(p.C);
   a.x.init(p.filter[2]);
   const int64_t blocks = p.N * p.out[1] * a.tiles_q.value();
-  im2col_kernel<Raw><<<unsigned(blocks), kIm2colThreads, t.smem, stream>>>(x, col, a);
-  return gpuGetLastError();
+  return launch_chained(im2col_kernel<Raw>, dim3(unsigned(blocks)), dim3(kIm2colThreads), std::size_t(t.smem), stream,
+                        after_kernel, nullptr, x, col, a);
 }
 
 #endif  // CKGEN_NVIDIA
