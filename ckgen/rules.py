@@ -52,6 +52,9 @@ WAVELET_PIPELINES = (Pipeline.WAVELET, Pipeline.WAVELET_TMA)
 # slack in shared memory.
 TMA_LOAD_WAVES = 1
 TMA_MATH_WAVES = (4, 8)
+# Ping-pong: waves (4, 1, 1) with twice the math waves: two warpgroups take turns on the
+# block's units, each with the whole tile (TmaTraits::kPingPong).
+TMA_PINGPONG_WAVES = (4, 1, 1)
 TMA_TILE_N = (64, 128, 256)
 TMA_ROW_BYTES = 128
 TMA_MAX_TILE_M = 256
@@ -504,6 +507,12 @@ def _wavelet(i: KernelInstance, a: ArchSpec) -> str | None:
     return None
 
 
+def is_pingpong(i: KernelInstance) -> bool:
+    """A wavelet_tma instance whose two math warpgroups take turns on units, each with the whole
+    tile: twice the math waves of its wave layout."""
+    return i.pipeline is Pipeline.WAVELET_TMA and i.math_waves == 2 * i.waves[0] * i.waves[1] * i.waves[2]
+
+
 def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
     """What TmaTraits (pipeline_tma.hpp) accepts, as one list of reasons. Any ndim: a 3D instance
     runs a problem whose depth is one tap (filter 1, stride 1, no depth padding) as 2D over N x D
@@ -515,8 +524,12 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
         (a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA,
          "wavelet_tma needs a wgmma warp tile (64 x tile N x 16)"),
         (i.load_waves == TMA_LOAD_WAVES, f"wavelet_tma has one load warp: load waves {TMA_LOAD_WAVES}"),
-        (i.math_waves == math_waves and math_waves in TMA_MATH_WAVES and i.waves[1:] == (1, 1),
-         f"wavelet_tma math waves = waves M in {TMA_MATH_WAVES}, waves (M, 1, 1)"),
+        ((i.math_waves == math_waves and math_waves in TMA_MATH_WAVES and i.waves[1:] == (1, 1))
+         or (i.math_waves == 2 * math_waves and i.waves == TMA_PINGPONG_WAVES),
+         f"wavelet_tma math waves = waves M in {TMA_MATH_WAVES}, waves (M, 1, 1); or ping-pong: "
+         f"waves {list(TMA_PINGPONG_WAVES)}, math waves 8"),
+        (not is_pingpong(i) or (not i.swap_ab and i.specialization is Specialization.DEFAULT),
+         "ping-pong (two warpgroups taking turns on units) needs specialization default, no swap_ab"),
         (tk * DATATYPE_BYTES[i.datatype] == TMA_ROW_BYTES, f"wavelet_tma needs tile K x element bytes = {TMA_ROW_BYTES}"),
         (i.swap_ab or (tn in TMA_TILE_N and i.warp_tile == (64, tn, 16)),
          f"wavelet_tma needs tile N in {TMA_TILE_N} and warp tile (64, tile N, 16)"),

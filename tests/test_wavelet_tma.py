@@ -150,6 +150,29 @@ def test_swap_ab_is_a_wavelet_tma_option() -> None:
     assert bad is not None and "swap_ab is a wavelet_tma option" in bad[1], bad
 
 
+@pytest.mark.parametrize("variant", list(Variant))
+@pytest.mark.parametrize("tile,warp_tile", [((64, 256, 64), (64, 256, 16)), ((128, 128, 64), (64, 128, 16))])
+def test_ping_pong_takes_twice_the_math_waves(variant: Variant, tile, warp_tile) -> None:
+    i = tma(variant, tile=tile, waves=(4, 1, 1), warp_tile=warp_tile, math_waves=8, stages=4,
+            k_batch=0 if variant is Variant.BACKWARD_WEIGHT else 1, epilogue=Epilogue.CSHUFFLE)
+    assert rules.check(i, ARCHS["sm_90a"]) is None and rules.is_pingpong(i)
+    assert "_w4x1x1_" in i.name and "_lm1x8_" in i.name and parse_name(i.name) == i
+    # both warpgroups hold the whole tile; eight cshuffle slabs (one per math warp)
+    assert rules.lds_bytes(i) == 4 * (tile[0] + tile[1]) * 128 + 16 * 4 + 8 * 16 * 40 * 2 + 1024
+    assert not rules.is_pingpong(tma(variant, k_batch=0 if variant is Variant.BACKWARD_WEIGHT else 1))
+
+
+@pytest.mark.parametrize("change,words", [
+    (dict(tile=(128, 128, 64), waves=(8, 1, 1), math_waves=16), "ping-pong: waves [4, 1, 1], math waves 8"),
+    (dict(swap_ab=True, tile=(64, 64, 64), warp_tile=(64, 64, 16)), "ping-pong"),
+    (dict(specialization=Specialization.STRIDE1), "ping-pong"),
+])
+def test_ping_pong_refusals(change: dict, words: str) -> None:
+    base = tma(tile=(64, 128, 64), waves=(4, 1, 1), warp_tile=(64, 128, 16), math_waves=8)
+    bad = rules.check(replace(base, **change), ARCHS["sm_90a"])
+    assert bad is not None and words in bad[1], bad
+
+
 def test_fp32_is_rejected() -> None:
     bad = rules.check(tma(datatype=DataType.FP32, vec_a=4, vec_b=4, vec_c=4), ARCHS["sm_90a"])
     assert bad is not None
@@ -160,13 +183,17 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     every = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
     found = [i for i in every if i.ndim < 3]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
-    assert by_variant[Variant.FORWARD] == 64 and by_variant[Variant.BACKWARD_DATA] == 48
+    assert by_variant[Variant.FORWARD] == 76 and by_variant[Variant.BACKWARD_DATA] == 60
+    # ping-pong (math waves 8 on waves 4 x 1 x 1): three cshuffle tiles, forward / backward_data
+    pp = {(i.variant, i.tile) for i in found if rules.is_pingpong(i)}
+    assert pp == {(v, t) for v in (Variant.FORWARD, Variant.BACKWARD_DATA)
+                  for t in ((64, 256, 64), (64, 128, 64), (128, 128, 64))}
     assert not any(i.swap_ab or i.specialization is Specialization.STRIDE1 for i in every), "test sets only"
     split = [i for i in found if i.variant is not Variant.BACKWARD_WEIGHT and i.k_batch != 1]
     assert len(split) == 16 and all(i.k_batch == 0 and i.stage is Stage.ONE for i in split)
     staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]
     assert by_variant[Variant.BACKWARD_WEIGHT] == 40
-    assert len(staged) == 72 + 16 + 40, "every ring but 192x64 ships with the cshuffle epilogue; 128x64 with both"
+    assert len(staged) == 72 + 24 + 16 + 40, "every ring but 192x64 ships with the cshuffle epilogue; 128x64 with both"
     deep = {(i.tile[0], i.tile[1], i.stages) for i in found if i.variant is Variant.BACKWARD_WEIGHT and i.stages > 4}
     assert deep == {(64, 128, 8), (64, 64, 8), (128, 64, 6)}, "the deep rings of the small bw layers"
     assert all(i.k_batch == 0 and i.stage is Stage.ONE for i in every if i.variant is Variant.BACKWARD_WEIGHT)

@@ -150,8 +150,13 @@ template <class Cfg>
 struct TmaTraits {
   using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
   static constexpr int BM = Cfg::Tile::kM, BN = Cfg::Tile::kN, BK = Cfg::Tile::kK;
-  static constexpr int kMathGroups = Cfg::Waves::kM / 4;
+  static constexpr int kMathGroups = Cfg::Waves::kM / 4;  // warpgroups that share one tile
   static constexpr int RepM = BM / (64 * kMathGroups);
+  // Ping-pong (math waves = 2 x waves M, one warpgroup a tile): two math warpgroups take turns
+  // on the block's units, each with the whole tile; one's epilogue overlaps the other's MMA.
+  static constexpr bool kPingPong = Cfg::kMathWaves == 2 * Cfg::Waves::kM;
+  static constexpr int kConsumers = kPingPong ? 2 : 1;
+  static constexpr int kTileWarps = Cfg::Waves::kM;  // the warps that consume one stage
   // swap_ab (Cfg::kSwapAB): each warpgroup computes the transposed tile, its 64 output channels
   // on the instruction's M and its PN pixels on the instruction's N (the weight tile is the
   // instruction's A, the pixel tile its B); one accumulator row of kAccN / 2 floats.
@@ -160,7 +165,7 @@ struct TmaTraits {
   static constexpr int kAccRows = kSwap ? 1 : RepM;
   static constexpr int kAccN = kSwap ? PN : Cfg::Tile::kN;
   static constexpr int S = Cfg::kStages;
-  static constexpr int kMathThreads = kMathGroups * 128;
+  static constexpr int kMathThreads = kConsumers * kMathGroups * 128;
   static constexpr int kThreads = kMathThreads + 32;  // + one load warp
   static constexpr int kRowBytes = 128;  // one swizzle row = BK elements
   static constexpr int kABytes = BM * kRowBytes, kBBytes = BN * kRowBytes;
@@ -194,7 +199,7 @@ struct TmaTraits {
   // done), rows kPartLd floats apart (8 floats of padding: a half-warp's 8-byte stores of four
   // rows fall in distinct banks).
   static constexpr int kPartLd = BN + 8;
-  static constexpr bool kClusterFits = BM * kPartLd * 4 <= S * kStageBytes;
+  static constexpr bool kClusterFits = BM * kPartLd * 4 <= S * kStageBytes && !kPingPong;
 
   static_assert(Cfg::kKBatch >= 0 && Cfg::kStage == Stage::One,
                 "ckgen: wavelet_tma splits its reduction with fp32 reductions (stage one)");
@@ -214,8 +219,10 @@ struct TmaTraits {
   static_assert(kSwap || (BM % (64 * kMathGroups) == 0 && RepM >= 1 && RepM <= 3),
                 "ckgen: wavelet_tma needs Tile M = 64, 128 or 192 per math warpgroup");
   static_assert(BM <= 256, "ckgen: an im2col box holds at most 256 pixels");
-  static_assert(Cfg::kLoadWaves == 1 && Cfg::kMathWaves == Cfg::Waves::kM,
-                "ckgen: wavelet_tma has one load warp (load waves 1)");
+  static_assert(Cfg::kLoadWaves == 1 && (Cfg::kMathWaves == Cfg::Waves::kM ||
+                                         (kPingPong && Cfg::Waves::kM == 4 && !kSwap && !kPatch)),
+                "ckgen: wavelet_tma has one load warp (load waves 1) and math waves = waves M, or "
+                "2 x 4 (ping-pong; no swap_ab, no stride1)");
   static_assert(S >= 2 && S <= 8, "ckgen: wavelet_tma needs 2..8 stages");
   static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK && !Cfg::kPersistent &&
                     (Cfg::kSpecialization == Specialization::Default || (kPatch && !kWeightGrad)),
@@ -377,12 +384,12 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   if (tid == 0) {
     for (int s = 0; s < Tr::S; ++s) {
       mbar::init(full + s, 1);
-      mbar::init(empty + s, Tr::kMathThreads / 32);
+      mbar::init(empty + s, Tr::kTileWarps);
     }
     if constexpr (Tr::kPatch)
       for (int b = 0; b < Tr::kPatchBuffers; ++b) {
         mbar::init(pfull + b, 1);
-        mbar::init(pempty + b, Tr::kMathThreads / 32);
+        mbar::init(pempty + b, Tr::kTileWarps);
       }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -608,7 +615,10 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   // Math warpgroups.
   using Op = wgmma_detail::Op<Tr::kAccN, Tr::kBF16, Tr::kSwap ? (Tr::kBNMajor ? 1 : 0) : (Tr::kAMMajor ? 1 : 0),
                               Tr::kSwap ? 0 : (Tr::kBNMajor ? 1 : 0)>;
-  const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+  // wg: this warpgroup's slices of the tile; ping-pong: each warpgroup has the whole tile and
+  // consumer c takes the block's units c, c + 2, ... (block units b + (c + 2i) * grid).
+  const int wg = Tr::kPingPong ? 0 : tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+  const int consumer = Tr::kPingPong ? tid / 128 : 0;
   float acc[Tr::kAccRows][Tr::kAccN / 2];
   auto fence_acc = [&] {
 #pragma unroll
@@ -620,8 +630,28 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   const uint32_t patches = mbar::addr(base);
   Raw* y = static_cast<Raw*>(p.y);
   int t = 0, pc = 0;  // k tiles and (stride1) patches consumed
-  for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
+  // Ping-pong: the ring holds every unit's k tiles in unit order; a warpgroup steps its counter
+  // over the other's units, and named barriers 2 / 3 order the two main loops (0 runs, then 1,
+  // then 0 ...): a warpgroup starts waiting for its stages only once the other has waited for
+  // all earlier ones, so a stage's `full` parity is never read two phases early.
+  auto unit_k_tiles = [&](int unit) {
+    int tile, split;
+    p.by_k_split.divmod(unit, tile, split);
+    return min(p.k_tiles, (split + 1) * p.kt_per_split) - split * p.kt_per_split;
+  };
+  int unit = blockIdx.x;
+  if (Tr::kPingPong && consumer == 1) {
+    if (unit < num_units) t += unit_k_tiles(unit);
+    unit += gridDim.x;
+  }
+  for (; unit < num_units; unit += Tr::kConsumers * gridDim.x) {
     const Unit u = decode(unit);
+    if constexpr (Tr::kPingPong) {  // the other warpgroup has waited for every stage before ours
+      if (consumer == 1)
+        asm volatile("bar.sync 2, 256;\n" ::: "memory");
+      else if (unit != int(blockIdx.x))
+        asm volatile("bar.sync 3, 256;\n" ::: "memory");
+    }
     const int g = u.g, m0 = u.m0, n0 = u.n0;
     // stride1: this warpgroup's first A row in the patch (tap 0), and the tap walk
     int a_row = 0, tap = 0, fy = 0, fx = 0;
@@ -684,12 +714,21 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         }
       }
     }
+    if constexpr (Tr::kPingPong) {  // every stage of this unit waited for: the other may start
+      if (unit + int(gridDim.x) < num_units) {
+        if (consumer == 0)
+          asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+        else
+          asm volatile("bar.arrive 3, 256;\n" ::: "memory");
+      }
+    }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_acc();
     if (lane == 0) {
       mbar::arrive(empty + (t - 1) % Tr::S);  // the unit's last stage
       if (Tr::kPatch) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);  // and its last patch
     }
+    if (Tr::kPingPong && unit + int(gridDim.x) < num_units) t += unit_k_tiles(unit + gridDim.x);  // the other's
 
     // Epilogue: accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column
     // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block). Row r, column c of the tile
@@ -1008,6 +1047,9 @@ class TmaConvKernel final : public KernelBase {
       return detail::split_reduce_refusal(opts.split_reduce);
     } else {
       if (opts.split_reduce != SplitReduce::Cluster) return {};
+      if (Tr::kPingPong)
+        return "split_reduce cluster: a ping-pong instance (two warpgroups taking turns on units) has no "
+               "cluster reduction";
       if (!Tr::kClusterFits)
         return "split_reduce cluster: this instance's ring (" + str(Tr::S) +
                " stages) cannot hold its fp32 tile";

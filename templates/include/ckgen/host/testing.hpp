@@ -184,11 +184,18 @@ inline bool is_streamk(const KernelBase& k) { return k.key().reduction != Reduct
 // The runs with an explicit RunOptions::split_reduce, besides the k_batch list, for wavelet_tma
 // backward_weight instances: the cluster reduction at its smallest and largest cluster (2, 8) and
 // chosen per problem (0), and the workspace at 3 (the automatic choice may price either lower).
+// A wavelet_tma instance whose two math warpgroups take turns on units (TmaTraits::kPingPong):
+// it has no cluster reduction (register_negative_tests checks the refusal).
+inline bool ping_pong(const KernelBase& k) {
+  return k.key().pipeline == Pipeline::WaveletTma && k.key().math_waves == 2 * k.key().wave_m;
+}
+
 inline std::vector<RunOptions> split_reduce_runs(Variant v, const KernelBase& k) {
   if (v != Variant::BackwardWeight || k.key().pipeline != Pipeline::WaveletTma) return {};
   std::vector<RunOptions> out;
   for (auto [r, kb] : {std::pair{SplitReduce::Cluster, 0}, std::pair{SplitReduce::Cluster, 2},
                        std::pair{SplitReduce::Cluster, 8}, std::pair{SplitReduce::Workspace, 3}}) {
+    if (r == SplitReduce::Cluster && ping_pong(k)) continue;
     RunOptions o;
     o.k_batch = kb;
     o.split_reduce = r;
@@ -390,6 +397,10 @@ inline void register_negative_tests(Variant v) {
       if (key.pipeline == Pipeline::WaveletTma) {
         o.k_batch = 9;
         refuses("cluster_k_batch9", o, "split_reduce cluster");
+        if (ping_pong(*k)) {
+          o.k_batch = 2;
+          refuses("ping_pong_cluster", o, "ping-pong instance (two warpgroups taking turns on units) has no cluster");
+        }
       } else {
         refuses("split_reduce_cluster", o, "split_reduce cluster is for wavelet_tma backward_weight");
       }
