@@ -33,12 +33,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void chain_release() {
 namespace detail {
 // Compute capability major of the current device (0 when no device answers), read once.
 inline int device_cc_major() {
-  static const int major = [] {
-    int dev = 0, v = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
-    return v;
-  }();
+  static const int major = device_attribute_or(cudaDevAttrComputeCapabilityMajor, 0);
   return major;
 }
 }  // namespace detail

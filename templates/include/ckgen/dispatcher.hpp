@@ -586,10 +586,13 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   // wavelet_tma (pipeline_tma.hpp): detail::tma_smem_bytes (unpadded 128-byte rows).
   const bool tma = k.pipeline == Pipeline::WaveletTma;
   const bool specialized = k.pipeline == Pipeline::Wavelet || tma;
-  const int threads = (warps + (specialized ? k.load_waves : 0)) * a.warp_size;
+  // wavelet_tma ping-pong: two warpgroups of the tile's warps take turns on units (math waves
+  // = 2 x waves M): twice the math threads and cshuffle slabs, the same accumulators a thread.
+  const int math_warps = specialized ? std::max(warps, k.math_waves) : warps;
+  const int threads = (math_warps + (specialized ? k.load_waves : 0)) * a.warp_size;
   const int stages = k.pipeline != Pipeline::Basic ? std::max(1, k.stages) : 1;
   const int pad = std::max(16 / eb, 1);
-  const double smem = tma ? double(detail::tma_smem_bytes(k.tile_m, k.tile_n, stages, warps, eb,
+  const double smem = tma ? double(detail::tma_smem_bytes(k.tile_m, k.tile_n, stages, math_warps, eb,
                                                          k.epilogue == Epilogue::CShuffle))
                           : double(stages) * double((k.tile_m + k.tile_n) * (k.tile_k + pad)) * eb;
   const int acc_regs = (k.tile_m * k.tile_n) / (warps * a.warp_size);

@@ -48,25 +48,12 @@ namespace detail {
 // Compute units of the current device (132 when no device answers), read once. The GEMM and
 // direct kernels size their automatic splits with it.
 inline int device_sm_count() {
-  static const int count = [] {
-    int dev = 0, v = 0;
-    if (gpuGetDevice(&dev) != gpuSuccess) return 132;
-    if (gpuDeviceGetAttribute(&v, gpuDevAttrMultiProcessorCount, dev) != gpuSuccess || v < 1)
-      return 132;
-    return v;
-  }();
+  static const int count = device_attribute_or(gpuDevAttrMultiProcessorCount, 132);
   return count;
 }
 // The most dynamic shared memory one block may opt in to (48 KB when there is no device).
 inline int device_smem_optin() {
-  static const int bytes = [] {
-    int dev = 0, v = 0;
-    if (gpuGetDevice(&dev) != gpuSuccess) return 48 * 1024;
-    if (gpuDeviceGetAttribute(&v, gpuDevAttrMaxSharedMemoryPerBlockOptin, dev) != gpuSuccess ||
-        v < 1)
-      return 48 * 1024;
-    return v;
-  }();
+  static const int bytes = device_attribute_or(gpuDevAttrMaxSharedMemoryPerBlockOptin, 48 * 1024);
   return bytes;
 }
 // Blocks of a grid-stride launch over `items` with `threads` per block: one item per thread,

@@ -392,6 +392,16 @@ CKGEN_HOST_DEVICE inline float bits_f32(uint32_t u) {
   c.u = u;
   return c.f;
 }
+// An attribute of the current device, or `fallback` when no device answers or it answers below
+// 1. Callers keep it in a function-local static (device_sm_count and device_smem_optin in
+// kernel_base.hpp, device_cc_major in chain.hpp).
+template <class Attr>
+inline int device_attribute_or(Attr attr, int fallback) {
+  int dev = 0, v = 0;
+  if (gpuGetDevice(&dev) != gpuSuccess) return fallback;
+  if (gpuDeviceGetAttribute(&v, attr, dev) != gpuSuccess || v < 1) return fallback;
+  return v;
+}
 }  // namespace detail
 
 #if defined(CKGEN_NVIDIA)
