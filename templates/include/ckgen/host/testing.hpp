@@ -181,15 +181,16 @@ inline std::string run_options_args(Variant v, const RunOptions& o) {
 
 inline bool is_streamk(const KernelBase& k) { return k.key().reduction != Reduction::SplitK; }
 
-// The runs with an explicit RunOptions::split_reduce, besides the k_batch list, for wavelet_tma
-// backward_weight instances: the cluster reduction at its smallest and largest cluster (2, 8) and
-// chosen per problem (0), and the workspace at 3 (the automatic choice may price either lower).
 // A wavelet_tma instance whose two math warpgroups take turns on units (TmaTraits::kPingPong):
 // it has no cluster reduction (register_negative_tests checks the refusal).
 inline bool ping_pong(const KernelBase& k) {
   return k.key().pipeline == Pipeline::WaveletTma && k.key().math_waves == 2 * k.key().wave_m;
 }
 
+// The runs with an explicit RunOptions::split_reduce, besides the k_batch list, for wavelet_tma
+// backward_weight instances: the cluster reduction at its smallest and largest cluster (2, 8) and
+// chosen per problem (0), and the workspace at 3 (the automatic choice may price either lower;
+// ping-pong instances: the workspace only).
 inline std::vector<RunOptions> split_reduce_runs(Variant v, const KernelBase& k) {
   if (v != Variant::BackwardWeight || k.key().pipeline != Pipeline::WaveletTma) return {};
   std::vector<RunOptions> out;
