@@ -525,9 +525,9 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
          "wavelet_tma needs a wgmma warp tile (64 x tile N x 16)"),
         (i.load_waves == TMA_LOAD_WAVES, f"wavelet_tma has one load warp: load waves {TMA_LOAD_WAVES}"),
         ((i.math_waves == math_waves and math_waves in TMA_MATH_WAVES and i.waves[1:] == (1, 1))
-         or (i.math_waves == 2 * math_waves and i.waves == TMA_PINGPONG_WAVES),
+         or (is_pingpong(i) and i.waves == TMA_PINGPONG_WAVES),
          f"wavelet_tma math waves = waves M in {TMA_MATH_WAVES}, waves (M, 1, 1); or ping-pong: "
-         f"waves {list(TMA_PINGPONG_WAVES)}, math waves 8"),
+         f"waves {list(TMA_PINGPONG_WAVES)}, math waves {2 * TMA_PINGPONG_WAVES[0]}"),
         (not is_pingpong(i) or (not i.swap_ab and i.specialization is Specialization.DEFAULT),
          "ping-pong (two warpgroups taking turns on units) needs specialization default, no swap_ab"),
         (tk * DATATYPE_BYTES[i.datatype] == TMA_ROW_BYTES, f"wavelet_tma needs tile K x element bytes = {TMA_ROW_BYTES}"),
