@@ -365,6 +365,13 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   struct Unit {
     int g, tap, m0, n0, kt0, kt1, img;  // img: stride1's image (m0 is then a row of it)
   };
+  // A unit's k tiles [kt0, kt1): its split's share of the tile's k_tiles.
+  auto k_range = [&](int unit, int& kt0, int& kt1) {
+    int tile, split;
+    p.by_k_split.divmod(unit, tile, split);
+    kt0 = split * p.kt_per_split;
+    kt1 = min(p.k_tiles, kt0 + p.kt_per_split);
+  };
   auto decode = [&](int unit) {
     Unit u;
     int tile, split, gt, r, tm, tn;
@@ -376,8 +383,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     if constexpr (Tr::kPatch) p.by_tiles_img.divmod(tm, u.img, tm);
     u.m0 = tm * Tr::BM;
     u.n0 = tn * Tr::BN;
-    u.kt0 = split * p.kt_per_split;
-    u.kt1 = min(p.k_tiles, u.kt0 + p.kt_per_split);
+    k_range(unit, u.kt0, u.kt1);
     return u;
   };
 
@@ -635,9 +641,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   // then 0 ...): a warpgroup starts waiting for its stages only once the other has waited for
   // all earlier ones, so a stage's `full` parity is never read two phases early.
   auto unit_k_tiles = [&](int unit) {
-    int tile, split;
-    p.by_k_split.divmod(unit, tile, split);
-    return min(p.k_tiles, (split + 1) * p.kt_per_split) - split * p.kt_per_split;
+    int kt0, kt1;
+    k_range(unit, kt0, kt1);
+    return kt1 - kt0;
   };
   int unit = blockIdx.x;
   if (Tr::kPingPong && consumer == 1) {
@@ -648,9 +654,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     const Unit u = decode(unit);
     if constexpr (Tr::kPingPong) {  // the other warpgroup has waited for every stage before ours
       if (consumer == 1)
-        asm volatile("bar.sync 2, 256;\n" ::: "memory");
+        asm volatile("bar.sync 2, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
       else if (unit != int(blockIdx.x))
-        asm volatile("bar.sync 3, 256;\n" ::: "memory");
+        asm volatile("bar.sync 3, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
     }
     const int g = u.g, m0 = u.m0, n0 = u.n0;
     // stride1: this warpgroup's first A row in the patch (tap 0), and the tap walk
@@ -717,9 +723,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     if constexpr (Tr::kPingPong) {  // every stage of this unit waited for: the other may start
       if (unit + int(gridDim.x) < num_units) {
         if (consumer == 0)
-          asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+          asm volatile("bar.arrive 2, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
         else
-          asm volatile("bar.arrive 3, 256;\n" ::: "memory");
+          asm volatile("bar.arrive 3, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
       }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");

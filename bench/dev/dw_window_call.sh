@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# GPU machine, one call (~2 min): the depthwise window path of forward / backward_data with its
+# weights in shared memory, its columns converted where used and launch bounds for 12 warps an SM
+# (bench/dev/dw_window.patch is that change) against the header before it (the patch reversed).
+# fp16 2D depthwise direct instances: the default ones beside bench/dev/candidates/dwwin_<variant>.yaml,
+# and the 4-channel-group (ResNeXt c4) direct tiles, GPU-verified, over bench/dev/shapes_dw.csv.
+#   bash bench/dev/dw_window_call.sh   -> $OUT/dw_window.csv, $OUT/dw_window.txt
+# (The runs in bench/results/2026-11-26_H200_dw_window/ built the new header with a dev macro for
+# the warps, 0 / 12 / 16: tags w0 / w12 / w16.)
+# then bench/dev/copy_floor.py: a graph-replayed copy of the same bytes ($OUT/copy_floor.csv).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-/tmp/ckgen-out}
+W=${WORK:-/tmp/dww}
+mkdir -p "$OUT" "$W"
+export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
+args=()
+for v in forward backward_data; do
+  args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/dwwin_$v.yaml")
+done
+python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --datatype fp16 --ndim 2 \
+  --kernels '*_t*x*x1_w*_wt1x1x1_direct_*' --kernels '*_t*x*x4_w*_wt1x1x1_direct_*' -o "$W/gen" -q || exit 1
+python3 -m ckgen.cli emit-cmake -o "$W/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
+cp -r "$W/gen" "$W/gen_base"
+(cd "$W/gen_base" && patch -s -R -p3 include/ckgen/depthwise.hpp < "$ROOT/bench/dev/dw_window.patch") || exit 1
+builds=()
+for b in base:gen_base new:gen; do builds+=("$b"); done
+t0=$SECONDS
+for b in "${builds[@]}"; do
+  IFS=: read -r tag dir <<< "$b"
+  cmake -S "$W/$dir" -B "$W/build_$tag" -G Ninja -DCKGEN_BUILD_TESTS=OFF \
+    "-DCKGEN_EXTRA_FLAGS=-Xptxas=-v" > "$W/cmake_$tag.log" 2>&1 || exit 1
+done
+# the builds side by side (one ninja each would leave cores idle on the last files)
+for b in "${builds[@]}"; do
+  IFS=: read -r tag _ <<< "$b"
+  ninja -C "$W/build_$tag" -j 8 > "$W/build_$tag.log" 2>&1 &
+done
+wait
+echo "builds $((SECONDS - t0)) s"
+for b in "${builds[@]}"; do
+  IFS=: read -r tag _ <<< "$b"
+  grep -q "FAILED" "$W/build_$tag.log" && { echo "build $tag failed"; grep -m5 -A5 error "$W/build_$tag.log"; }
+  grep -B1 -A2 "DirectPathE1E" "$W/build_$tag.log" | grep -E "Compiling entry|registers|spill" |
+    sed -E 's/.*(grouped_conv_[a-z_]+fp16_2d_t[0-9x]+_w[0-9x]+_wt1x1x1_direct_v[0-9x]+).*/\1/' > "$OUT/regs_$tag.txt"
+  for v in forward backward_data; do
+    timeout 120 "$W/build_$tag/bin/ckgen_profiler_$v" --shapes "$ROOT/bench/dev/shapes_dw.csv" --shape '*' \
+      --datatype fp16 --verify gpu --warmup 5 --repeat 9 --csv "$W/prof_${tag}_$v.csv" > "$W/prof_${tag}_$v.log" 2>&1
+    echo "profile $tag $v rc=$? FAIL lines: $(grep -c FAIL "$W/prof_${tag}_$v.log")"
+  done
+done
+python3 - "$W" "$OUT" <<'PY'
+import csv, glob, os, sys
+w, out = sys.argv[1], sys.argv[2]
+rows = []
+for f in sorted(glob.glob(w + "/prof_*.csv")):
+    tag = os.path.basename(f).split("_")[1]
+    for r in csv.DictReader(open(f)):
+        r["build"] = tag
+        rows.append(r)
+keys = ["build", "variant", "shape", "instance", "ms", "verified"]
+with open(out + "/dw_window.csv", "w", newline="") as fh:
+    wr = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
+    wr.writeheader()
+    wr.writerows(rows)
+with open(out + "/dw_window.txt", "w") as fh:
+    for v in ("forward", "backward_data"):
+        for shape in sorted({r["shape"] for r in rows}):
+            for tag in ("base", "new"):
+                rs = sorted((r for r in rows if r["build"] == tag and r["variant"] == v and r["shape"] == shape
+                             and r["verified"] == "pass"), key=lambda r: float(r["ms"]))
+                for r in rs[:4]:
+                    print(f"{v:14s} {shape:18s} {tag:5s} {float(r['ms'])*1e3:7.2f} us {r['instance'][-44:]}", file=fh)
+    print("not passing:", sum(1 for r in rows if r["verified"] != "pass"), file=fh)
+PY
+cat "$OUT/dw_window.txt"
+python3 "$ROOT/bench/dev/copy_floor.py" --csv "$OUT/copy_floor.csv"
