@@ -32,7 +32,8 @@ ARCH=${ARCH:-sm_90a}
 TARGETS=${TARGETS:-90a}
 JOBS=${JOBS:-$(nproc)}
 DTYPES=${DTYPES:-"fp16 bf16"}
-SHAPE_SETS=${SHAPE_SETS:-"retinanet_r50fpn_n2 coverage"}
+SHAPE_SETS=${SHAPE_SETS:-"retinanet_r50fpn_n2 coverage"}  # names under templates/project/shapes/, or CSV paths from the repo root
+shapes_csv() { case $1 in *.csv) echo "$ROOT/$1" ;; *) echo "$ROOT/templates/project/shapes/$1.csv" ;; esac; }
 BUILD_SETS=${BUILD_SETS:-"tests default"}  # the bench phase needs default, the test phase tests
 # GEN_ARGS (optional): extra `ckgen generate` arguments for the build phase's projects
 mkdir -p "$OUT" "$WORK"
@@ -88,10 +89,11 @@ if has bench; then
   for v in forward backward_data backward_weight; do
     bin=$WORK/gen_default/build/bin/ckgen_profiler_$v
     [ -x "$bin" ] || { log "missing $bin"; continue; }
-    for set in $SHAPE_SETS; do
+    for sset in $SHAPE_SETS; do
+      set=$(basename "$sset" .csv)
       for dt in $DTYPES; do
         t0=$SECONDS
-        timeout ${BENCH_TIMEOUT:-200} "$bin" --shapes "$ROOT/templates/project/shapes/$set.csv" \
+        timeout ${BENCH_TIMEOUT:-200} "$bin" --shapes "$(shapes_csv "$sset")" \
           --datatype "$dt" --verify ${VERIFY:-gpu} --warmup 3 --repeat 10 \
           --csv "$OUT/prof_${set}_${v}_${dt}.csv" > "$OUT/prof_${set}_${v}_${dt}.log" 2>&1
         log "profile $set $v $dt rc=$? in $((SECONDS - t0)) s"
@@ -161,7 +163,7 @@ done
 if has peer; then
   t0=$SECONDS
   timeout ${PEER_TIMEOUT:-240} python3 "$ROOT/bench/peer_cudnn.py" "$OUT/cudnn.csv" \
-    $(for set in $SHAPE_SETS; do echo "$ROOT/templates/project/shapes/$set.csv"; done) > "$OUT/cudnn.log" 2>&1
+    $(for sset in $SHAPE_SETS; do shapes_csv "$sset"; done) > "$OUT/cudnn.log" 2>&1
   log "peer rc=$? in $((SECONDS - t0)) s"
 fi
 

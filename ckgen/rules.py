@@ -132,7 +132,7 @@ DIRECT_REGISTER_TAPS = 9
 # The channels per group (C = K) a direct instance may serve: tile K. 1 = depthwise, 2 / 4 / 8 =
 # small groups (backward_weight: one tap at a time, Cg x vector accumulators).
 DIRECT_GROUP_CHANNELS = (1, 2, 4, 8)
-# Floats of padding per row of the direct filter in shared memory (depthwise.hpp kRow).
+# Floats of padding per row of the small-group filter in shared memory (depthwise.hpp kRow).
 DIRECT_FILTER_ROW_PAD = 4
 
 
@@ -276,8 +276,8 @@ def direct_mma_accumulators(i: KernelInstance) -> int:
 def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
     """The matrix path: its staged filter rows and weights (DirectMmaTraits::kSmemBytes).
     backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Ct]
-    floats (= threads x vector); forward / backward_data hold the block's 3x3 filter as fp32
-    (taps x Cg rows of Ct + 4; depthwise: for the window path)."""
+    floats (= threads x vector); forward / backward_data with Cg > 1 hold the block's 3x3 filter
+    as fp32 (taps x Cg rows of Ct + 4), depthwise forward / backward_data use no shared memory."""
     if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT:  # ring, gradient buffers, their units
         stages, ring = direct_mma_bwd_ring(i)
         return (ring * direct_mma_stage_bytes(i) + stages * i.tile[0] * i.tile[1] * DATATYPE_BYTES[i.datatype]
@@ -286,7 +286,7 @@ def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
         return direct_mma_stages(i) * direct_mma_stage_bytes(i) + direct_mma_weight_bytes(i)
     if i.variant is not Variant.BACKWARD_WEIGHT:
         cg = i.tile[2]
-        return DIRECT_REGISTER_TAPS * cg * (i.tile[1] + DIRECT_FILTER_ROW_PAD) * 4
+        return DIRECT_REGISTER_TAPS * cg * (i.tile[1] + DIRECT_FILTER_ROW_PAD) * 4 if cg > 1 else 0
     return i.waves[0] * i.waves[1] * i.waves[2] * warp_size * i.vec_c * 4
 
 

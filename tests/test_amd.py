@@ -265,7 +265,7 @@ def _check_resources(gen: Path, arch: str, unit: str, allow_measured_failures: b
         assert r["compiled"], (name, r)
         assert r["wave_size"] == get_arch(arch).warp_size
         assert r["vgpr"] > 0 and r["sgpr"] > 0 and r["occupancy"] >= 1, (name, r)
-        assert r["lds_bytes"] > 0 or "_direct" in name, (name, r)  # direct: shared memory on some paths only
+        assert r["lds_bytes"] > 0 or "_direct" in name, (name, r)  # the direct kernels use no LDS
         dt = name.split("_")[3] if name.startswith("grouped_conv_fwd") else name.split("_")[4]
         if (dt == "fp32" and unit == "v_wmma") or "_direct" in name:
             # FMA: fp32 on RDNA (no fp32 WMMA) and the direct depthwise kernels (no GEMM)

@@ -3,6 +3,7 @@
 # benchmark's graph loop has it (--cache-control none, the third launch profiled), for the
 # 56x56 row on 2-8 output rows per block; plus the SASS instruction mix of the 128x64 tile.
 #   bash bench/dev/dw_ncu_call.sh   -> $OUT/ncu_<tile>.txt, $OUT/sass_mix.txt
+#   PATCH=1: with bench/dev/dw_window.patch applied (as results/2026-11-26_H200_dw_window/ncu/ was)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/ckgen-out}
@@ -15,6 +16,9 @@ for t in $tiles; do globs+=(--kernels "*fwd_fp16_2d_${t}_wt1x1x1_direct_v8x8x8")
 python3 -m ckgen.cli generate --arch sm_90a --variant forward --config "$ROOT/configs/forward/default.yaml" \
   --config "$ROOT/bench/dev/candidates/dwwin_forward.yaml" --datatype fp16 --ndim 2 "${globs[@]}" -o "$W/gen" -q || exit 1
 python3 -m ckgen.cli emit-cmake -o "$W/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
+if [ "${PATCH:-0}" = 1 ]; then
+  (cd "$W/gen" && patch -s -p3 include/ckgen/depthwise.hpp < "$ROOT/bench/dev/dw_window.patch") || exit 1
+fi
 cmake -S "$W/gen" -B "$W/build" -G Ninja -DCKGEN_BUILD_TESTS=OFF > "$W/cmake.log" 2>&1 || exit 1
 ninja -C "$W/build" > "$W/build.log" 2>&1 || { grep -m5 -A5 error "$W/build.log"; exit 1; }
 bin=$W/build/bin/ckgen_profiler_forward

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU machine, one call (~2 min): the depthwise window path of forward / backward_data with its
 # weights in shared memory, its columns converted where used and launch bounds for 12 warps an SM
-# (bench/dev/dw_window.patch is that change) against the header before it (the patch reversed).
+# (bench/dev/dw_window.patch, applied to the tree's header: `new`) against the tree's header
+# (`base`). Not kept: bench/NOTES.md, "Depthwise window: weights in shared memory".
 # fp16 2D depthwise direct instances: the default ones beside bench/dev/candidates/dwwin_<variant>.yaml,
 # and the 4-channel-group (ResNeXt c4) direct tiles, GPU-verified, over bench/dev/shapes_dw.csv.
 #   bash bench/dev/dw_window_call.sh   -> $OUT/dw_window.csv, $OUT/dw_window.txt
@@ -22,7 +23,7 @@ python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --datatype fp16 --ndim 
   --kernels '*_t*x*x1_w*_wt1x1x1_direct_*' --kernels '*_t*x*x4_w*_wt1x1x1_direct_*' -o "$W/gen" -q || exit 1
 python3 -m ckgen.cli emit-cmake -o "$W/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
 cp -r "$W/gen" "$W/gen_base"
-(cd "$W/gen_base" && patch -s -R -p3 include/ckgen/depthwise.hpp < "$ROOT/bench/dev/dw_window.patch") || exit 1
+(cd "$W/gen" && patch -s -p3 include/ckgen/depthwise.hpp < "$ROOT/bench/dev/dw_window.patch") || exit 1
 builds=()
 for b in base:gen_base new:gen; do builds+=("$b"); done
 t0=$SECONDS

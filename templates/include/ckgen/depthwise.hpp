@@ -17,9 +17,8 @@
 // forward / backward_data: a thread owns V channels at PP consecutive pixels (of the output, of
 //   the input gradient), loops over the taps with fp32 accumulators, each tap's weights shared
 //   by its PP pixels; a 1x3x3 filter takes a compile-time path (depthwise: the group vector's
-//   whole filter in registers, loaded once as V * 9 contiguous elements; Cg > 1 and the
-//   depthwise window: the block's Ct x 9 x Cg weights in shared memory as fp32,
-//   [tap][c][channel]), any other filter the
+//   whole filter in registers, loaded once as V * 9 contiguous elements; Cg > 1: the block's
+//   Ct x 9 x Cg weights in shared memory as fp32, [tap][c][channel]), any other filter the
 //   generic path (the tap's weights read per tap, L1-resident). Per tap and input channel c of
 //   the group, output channel j adds its group's input channel c times w(j, tap, c).
 //   backward_data gathers: dx[i] = sum over taps of dy[(i + pl - f * d) / s] * w[f] where the
@@ -185,12 +184,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
   constexpr bool kGather = Path == DirectPath::Gather;
   constexpr bool kWindow = Path == DirectPath::Window;
   constexpr bool kQuad = Path == DirectPath::QuadS2;
-  // Where a tap's weights live: the compile-time filter of Cg > 1 and of the depthwise window in
-  // shared memory as fp32 (wsm: a window's row reads three taps' weights, and its accumulators
-  // and columns already take the registers), of the other depthwise paths in registers (wr);
-  // a generic filter is read per tap.
-  constexpr bool kSmemW = kCT && (Cg > 1 || kWindow);
-  constexpr bool kRegW = kCT && !kSmemW;
+  // Where a tap's weights live: depthwise compile-time filter in registers (wr), Cg > 1
+  // compile-time filter in shared memory (wsm), generic filter read per tap.
+  constexpr bool kRegW = kCT && Cg == 1;
+  constexpr bool kSmemW = kCT && Cg > 1;
   static_assert(!(kFwd && (kGather || kQuad)), "ckgen: forward never gathers");
   static_assert(!kQuad || (KZ == 1 && KY == 3 && KX == 3), "ckgen: the quad path is for 1x3x3 filters");
   static_assert(!kWindow || kCT, "ckgen: the window path needs a compile-time filter");
@@ -374,37 +371,18 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
           const bool ok = row_ok && unsigned(cx[0] + q0 + q) < unsigned(sx);
           r[q] = load_if<D, V>(ok, rowp + int64_t(q0 + q) * a.chans);
         }
-        const int t0 = (kz * KY + ky) * KX;
-        if constexpr (Cg == 1) {
-          // Depthwise: the row's KX tap weights held, each column converted where it is used and
-          // added into the (up to KX) pixels that read it: one column of floats live, not kCols.
-          float wrow[KX][V];
+        float f[kCols][V];
 #pragma unroll
-          for (int kx = 0; kx < KX; ++kx) tap_weights(t0 + kx, 0, wrow[kx]);
+        for (int q = 0; q < kCols; ++q) to_floats<D, V>(r[q], f[q]);
 #pragma unroll
-          for (int q = 0; q < kCols; ++q) {
-            float f[V];
-            to_floats<D, V>(r[q], f);
+        for (int kx = 0; kx < KX; ++kx) {
 #pragma unroll
-            for (int kx = 0; kx < KX; ++kx) {
-              const int j = kFwd ? q - kx : q + q0 + kx;  // the pixel that reads column q at tap kx
-              if (j >= 0 && j < PP) group_fma<V, 1>(acc[j], f, wrow[kx], 0);
-            }
-          }
-        } else {
-          float f[kCols][V];
+          for (int c = 0; c < Cg; ++c) {
+            float wv[V];
+            tap_weights((kz * KY + ky) * KX + kx, c, wv);
 #pragma unroll
-          for (int q = 0; q < kCols; ++q) to_floats<D, V>(r[q], f[q]);
-#pragma unroll
-          for (int kx = 0; kx < KX; ++kx) {
-#pragma unroll
-            for (int c = 0; c < Cg; ++c) {
-              float wv[V];
-              tap_weights(t0 + kx, c, wv);
-#pragma unroll
-              for (int j = 0; j < PP; ++j)  // pixel j reads column j + kx (backward_data: j - q0 - kx)
-                group_fma<V, Cg>(acc[j], f[kFwd ? j + kx : j - q0 - kx], wv, c);
-            }
+            for (int j = 0; j < PP; ++j)  // pixel j reads column j + kx (backward_data: j - q0 - kx)
+              group_fma<V, Cg>(acc[j], f[kFwd ? j + kx : j - q0 - kx], wv, c);
           }
         }
       }
@@ -628,31 +606,12 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
 
 }  // namespace direct
 
-// The resident warps per SM that the depthwise forward / backward_data window asks its launch
-// bounds for (NVIDIA: at most 65536 / (12 x 32) = 170 registers a thread). H200, 56x56 depthwise
-// 3x3, 128x64 tile (bench/NOTES.md, "Depthwise window: weights in shared memory"): 214 registers
-// (two blocks an SM) with the filter in registers, 8.60 us forward / 8.69 backward_data; the
-// filter in shared memory and 167 registers (three blocks): 8.47 / 8.36-8.45.
-inline constexpr int kDirectWindowMinWarps = 12;
-
-// Blocks per SM the launch bounds ask for: the depthwise window enough for
-// kDirectWindowMinWarps, other FMA paths one (registers up to the per-thread maximum: without the
-// minimum ptxas caps 256-thread blocks at 64 registers and spills the register-held filter), the
-// matrix paths their traits' kMinBlocks.
-template <class Cfg, DirectPath Path>
-constexpr int direct_min_blocks() {
-  using Tr = DirectTraits<Cfg>;
-  if constexpr (Path == DirectPath::Window && Tr::Cg == 1 && !Tr::kMma &&
-                Cfg::kVariant != Variant::BackwardWeight) {
-    constexpr int warps = Tr::kThreads / Cfg::kWarpSize;
-    return (kDirectWindowMinWarps + warps - 1) / warps;
-  }
-  return Tr::kMinBlocks;
-}
-
-// KZ, KY, KX > 0: compile-time filter size (else 0, 0, 0); Path: see DirectPath.
+// KZ, KY, KX > 0: compile-time filter size (else 0, 0, 0); Path: forward / backward_data only.
+// FMA: one block per SM is enough: registers up to the per-thread maximum (without the minimum
+// ptxas caps 256-thread blocks at 64 registers and spills the register-held filter). The matrix
+// paths: see their traits' kMinBlocks.
 template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
-CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, (direct_min_blocks<Cfg, Path>()))
+CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, DirectTraits<Cfg>::kMinBlocks)
     depthwise_conv_kernel(const CKGEN_GRID_CONSTANT DirectArgs a) {
   if constexpr (Cfg::kVariant == Variant::BackwardWeight && DirectTraits<Cfg>::kMma)
     direct::bwd_weight_mma<Cfg>(a);
