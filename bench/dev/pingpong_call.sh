@@ -22,31 +22,6 @@ for rep in 1 2; do
     done
   done
 done > "$OUT/profile_run.txt"
-python3 - "$W" <<'PY' | tee "$OUT/pingpong_ab.txt"
-import csv, collections, glob, math, sys
-t = collections.defaultdict(lambda: collections.defaultdict(lambda: 1e9))
-name = {}
-for f in glob.glob(sys.argv[1] + "/prof_*.csv"):
-    for r in csv.DictReader(open(f)):
-        ms = float(r.get("ms") or 0)
-        if ms <= 0 or r.get("verified") not in ("pass", "skip"): continue
-        k = (r["variant"], r["datatype"], r["shape"])
-        side = "pp" if "_w4x1x1_" in r["instance"] and "_lm1x8_" in r["instance"] else "rest"
-        if ms * 1e3 < t[k][side]:
-            t[k][side] = ms * 1e3
-            name[k + (side,)] = r["instance"]
-for v in ("forward", "backward_data"):
-    for dt in ("fp16", "bf16"):
-        ratios = []
-        for k in sorted(k for k in t if k[0] == v and k[1] == dt):
-            rest, pp = t[k]["rest"], t[k]["pp"]
-            if rest >= 1e9: continue
-            best = min(rest, pp)
-            ratios.append(best / rest)
-            mark = " <- pp" if pp < rest else ""
-            print(f"{v:14s} {dt} {k[2]:30s} rest {rest:8.2f} pp {pp:8.2f} us  best/rest {best / rest:.3f}{mark}"
-                  + (f"  {name.get(k + ('pp',), '')}" if pp < rest else ""))
-        if ratios:
-            print(f"{v} {dt}: best-with-pp / best-without geomean {math.exp(sum(map(math.log, ratios)) / len(ratios)):.4f} ({len(ratios)} rows)")
-PY
+python3 bench/dev/best_ab.py --trial '*_w4x1x1_*_lm1x8_*' --verified pass,skip --all-rows "$W"/prof_*.csv |
+  tee "$OUT/pingpong_ab.txt"
 tar czf "$OUT/pp_csv.tgz" -C "$W" $(cd "$W" && ls prof_*.csv prof_*.log)

@@ -18,26 +18,5 @@ for v in forward backward_data; do
     echo "profile $v $set rc=$?"
   done
 done > "$OUT/profile_run.txt"
-python3 - "$W" <<'PY' | tee "$OUT/pp_small_ab.txt"
-import csv, collections, glob, math, sys
-t = collections.defaultdict(lambda: collections.defaultdict(lambda: 1e9)); name = {}
-for f in glob.glob(sys.argv[1] + "/prof_*.csv"):
-    for r in csv.DictReader(open(f)):
-        ms = float(r.get("ms") or 0)
-        if ms <= 0 or r.get("verified") != "pass": continue
-        k = (r["variant"], r["shape"])
-        trial = "_w4x1x1_wt64x64x16_" in r["instance"] and "_lm1x8_" in r["instance"]
-        side = "trial" if trial else "rest"
-        if ms * 1e3 < t[k][side]:
-            t[k][side] = ms * 1e3; name[k + (side,)] = r["instance"]
-for v in ("forward", "backward_data"):
-    rs = []
-    for k in sorted(k for k in t if k[0] == v):
-        rest, tr = t[k]["rest"], t[k]["trial"]
-        b = min(rest, tr); rs.append(b / rest)
-        if tr < rest:
-            print(f"{v:14s} {k[1]:30s} rest {rest:8.2f} trial {tr:8.2f} us  {b / rest:.3f}  {name[k + ('trial',)]}")
-    if rs:
-        print(f"{v}: best-with-trial / best-without geomean {math.exp(sum(map(math.log, rs)) / len(rs)):.4f} ({len(rs)} rows)")
-PY
+python3 bench/dev/best_ab.py --trial '*_w4x1x1_wt64x64x16_*_lm1x8_*' "$W"/prof_*.csv | tee "$OUT/pp_small_ab.txt"
 tar czf "$OUT/pp_small_csv.tgz" -C "$W" $(cd "$W" && ls prof_*.csv)

@@ -238,6 +238,7 @@ struct KernelKey {
   int load_waves, math_waves;
   Epilogue epilogue;
   bool swap_ab = false;  // wavelet_tma: the MMA computes the transposed tile (pipeline_tma.hpp)
+  bool ping_pong = false;  // wavelet_tma: two math warpgroups take turns on units (TmaTraits::kPingPong)
   int vec_a, vec_b, vec_c;
   Specialization specialization;
   int groups_to_merge;

@@ -999,6 +999,7 @@ class TmaConvKernel final : public KernelBase {
     key_.wave_m = Cfg::Waves::kM;
     key_.wave_n = 1;
     key_.wave_k = 1;
+    key_.ping_pong = Tr::kPingPong;
     key_.warp_m = 64;
     key_.warp_n = Tr::kAccN;
     key_.swap_ab = Tr::kSwap;

@@ -181,11 +181,10 @@ inline std::string run_options_args(Variant v, const RunOptions& o) {
 
 inline bool is_streamk(const KernelBase& k) { return k.key().reduction != Reduction::SplitK; }
 
-// A wavelet_tma instance whose two math warpgroups take turns on units (TmaTraits::kPingPong):
-// it has no cluster reduction (register_negative_tests checks the refusal).
-inline bool ping_pong(const KernelBase& k) {
-  return k.key().pipeline == Pipeline::WaveletTma && k.key().math_waves == 2 * k.key().wave_m;
-}
+// A wavelet_tma instance whose two math warpgroups take turns on units (KernelKey::ping_pong, the
+// kernel's TmaTraits::kPingPong): it has no cluster reduction (register_negative_tests checks the
+// refusal).
+inline bool ping_pong(const KernelBase& k) { return k.key().ping_pong; }
 
 // The runs with an explicit RunOptions::split_reduce, besides the k_batch list, for wavelet_tma
 // backward_weight instances: the cluster reduction at its smallest and largest cluster (2, 8) and
