@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# GPU machine, one call (~2 min): the depthwise window path of forward / backward_data with its
-# weights in shared memory, its columns converted where used and launch bounds for 12 warps an SM
-# (bench/dev/dw_window.patch, applied to the tree's header: `new`) against the tree's header
-# (`base`). Not kept: bench/NOTES.md, "Depthwise window: weights in shared memory".
+# GPU machine, one call (~2 min): a header patch of the direct kernels A/B, the patched header
+# (`new`) against the tree's (`base`), built side by side in one call. Default: the depthwise
+# window path of forward / backward_data with its weights in shared memory, its columns converted
+# where used and launch bounds for 12 warps an SM (bench/dev/dw_window.patch; not kept:
+# bench/NOTES.md, "Depthwise window: weights in shared memory").
+#   PATCH=bench/dev/mma_all_rows.patch HEADER=direct_mma.hpp KERNELS='*_wt16x8x16_direct_*' \
+#     bash bench/dev/dw_window_call.sh
 # fp16 2D depthwise direct instances: the default ones beside bench/dev/candidates/dwwin_<variant>.yaml,
 # and the 4-channel-group (ResNeXt c4) direct tiles, GPU-verified, over bench/dev/shapes_dw.csv.
 #   bash bench/dev/dw_window_call.sh   -> $OUT/dw_window.csv, $OUT/dw_window.txt
@@ -19,11 +22,12 @@ args=()
 for v in forward backward_data; do
   args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/dwwin_$v.yaml")
 done
-python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --datatype fp16 --ndim 2 \
-  --kernels '*_t*x*x1_w*_wt1x1x1_direct_*' --kernels '*_t*x*x4_w*_wt1x1x1_direct_*' -o "$W/gen" -q || exit 1
+read -r -a kglobs <<< "${KERNELS:-*_t*x*x1_w*_wt1x1x1_direct_* *_t*x*x4_w*_wt1x1x1_direct_*}"
+for k in "${kglobs[@]}"; do args+=(--kernels "$k"); done
+python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --datatype fp16 --ndim 2 -o "$W/gen" -q || exit 1
 python3 -m ckgen.cli emit-cmake -o "$W/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
 cp -r "$W/gen" "$W/gen_base"
-(cd "$W/gen" && patch -s -p3 include/ckgen/depthwise.hpp < "$ROOT/bench/dev/dw_window.patch") || exit 1
+(cd "$W/gen" && patch -s -p3 "include/ckgen/${HEADER:-depthwise.hpp}" < "$ROOT/${PATCH:-bench/dev/dw_window.patch}") || exit 1
 builds=()
 for b in base:gen_base new:gen; do builds+=("$b"); done
 t0=$SECONDS
@@ -42,7 +46,7 @@ echo "builds $((SECONDS - t0)) s"
 for b in "${builds[@]}"; do
   IFS=: read -r tag _ <<< "$b"
   grep -q "FAILED" "$W/build_$tag.log" && { echo "build $tag failed"; grep -m5 -A5 error "$W/build_$tag.log"; }
-  grep -B1 -A2 "DirectPathE1E" "$W/build_$tag.log" | grep -E "Compiling entry|registers|spill" |
+  grep -B1 -A2 "${REGS_MATCH:-DirectPathE1E}" "$W/build_$tag.log" | grep -E "Compiling entry|registers|spill" |
     sed -E 's/.*(grouped_conv_[a-z_]+fp16_2d_t[0-9x]+_w[0-9x]+_wt1x1x1_direct_v[0-9x]+).*/\1/' > "$OUT/regs_$tag.txt"
   for v in forward backward_data; do
     timeout 120 "$W/build_$tag/bin/ckgen_profiler_$v" --shapes "$ROOT/bench/dev/shapes_dw.csv" --shape '*' \
