@@ -5,22 +5,18 @@
 #   bash bench/dev/dw_ncu_call.sh   -> $OUT/ncu_<tile>.txt, $OUT/sass_mix.txt
 #   PATCH=1: with bench/dev/dw_window.patch applied (as results/2026-11-26_H200_dw_window/ncu/ was)
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-/tmp/ckgen-out}
+. "$(dirname "$0")/small_project.sh"
 W=${WORK:-/tmp/dwn}
-mkdir -p "$OUT" "$W"
-export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
+mkdir -p "$W"
 tiles="t128x64x1_w4x1x1 t112x64x1_w4x1x1 t224x64x1_w8x1x1 t448x64x1_w16x1x1"
 globs=()
 for t in $tiles; do globs+=(--kernels "*fwd_fp16_2d_${t}_wt1x1x1_direct_v8x8x8"); done
-python3 -m ckgen.cli generate --arch sm_90a --variant forward --config "$ROOT/configs/forward/default.yaml" \
-  --config "$ROOT/bench/dev/candidates/dwwin_forward.yaml" --datatype fp16 --ndim 2 "${globs[@]}" -o "$W/gen" -q || exit 1
-python3 -m ckgen.cli emit-cmake -o "$W/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
+small_generate "$W/gen" --variant forward --config "$ROOT/configs/forward/default.yaml" \
+  --config "$ROOT/bench/dev/candidates/dwwin_forward.yaml" --datatype fp16 --ndim 2 "${globs[@]}" || exit 1
 if [ "${PATCH:-0}" = 1 ]; then
   (cd "$W/gen" && patch -s -p3 include/ckgen/depthwise.hpp < "$ROOT/bench/dev/dw_window.patch") || exit 1
 fi
-cmake -S "$W/gen" -B "$W/build" -G Ninja -DCKGEN_BUILD_TESTS=OFF > "$W/cmake.log" 2>&1 || exit 1
-ninja -C "$W/build" > "$W/build.log" 2>&1 || { grep -m5 -A5 error "$W/build.log"; exit 1; }
+small_build "$W/gen" "$W/build" || exit 1
 bin=$W/build/bin/ckgen_profiler_forward
 metrics=lts__t_bytes.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,l1tex__t_sector_hit_rate.pct,l1tex__t_bytes.sum,dram__bytes.sum,sm__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum,lts__t_sector_hit_rate.pct
 for t in $tiles; do

@@ -13,39 +13,31 @@
 # the warps, 0 / 12 / 16: tags w0 / w12 / w16.)
 # then bench/dev/copy_floor.py: a graph-replayed copy of the same bytes ($OUT/copy_floor.csv).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-/tmp/ckgen-out}
+. "$(dirname "$0")/small_project.sh"
 W=${WORK:-/tmp/dww}
-mkdir -p "$OUT" "$W"
-export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
+mkdir -p "$W"
 args=()
 for v in forward backward_data; do
   args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/dwwin_$v.yaml")
 done
 read -r -a kglobs <<< "${KERNELS:-*_t*x*x1_w*_wt1x1x1_direct_* *_t*x*x4_w*_wt1x1x1_direct_*}"
 for k in "${kglobs[@]}"; do args+=(--kernels "$k"); done
-python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --datatype fp16 --ndim 2 -o "$W/gen" -q || exit 1
-python3 -m ckgen.cli emit-cmake -o "$W/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
+small_generate "$W/gen" "${args[@]}" --datatype fp16 --ndim 2 || exit 1
 cp -r "$W/gen" "$W/gen_base"
 (cd "$W/gen" && patch -s -p3 "include/ckgen/${HEADER:-depthwise.hpp}" < "$ROOT/${PATCH:-bench/dev/dw_window.patch}") || exit 1
 builds=()
 for b in base:gen_base new:gen; do builds+=("$b"); done
 t0=$SECONDS
-for b in "${builds[@]}"; do
-  IFS=: read -r tag dir <<< "$b"
-  cmake -S "$W/$dir" -B "$W/build_$tag" -G Ninja -DCKGEN_BUILD_TESTS=OFF \
-    "-DCKGEN_EXTRA_FLAGS=-Xptxas=-v" > "$W/cmake_$tag.log" 2>&1 || exit 1
-done
 # the builds side by side (one ninja each would leave cores idle on the last files)
 for b in "${builds[@]}"; do
-  IFS=: read -r tag _ <<< "$b"
-  ninja -C "$W/build_$tag" -j 8 > "$W/build_$tag.log" 2>&1 &
+  IFS=: read -r tag dir <<< "$b"
+  NINJA_JOBS=8 small_build "$W/$dir" "$W/build_$tag" "-DCKGEN_EXTRA_FLAGS=-Xptxas=-v" &
 done
 wait
 echo "builds $((SECONDS - t0)) s"
 for b in "${builds[@]}"; do
   IFS=: read -r tag _ <<< "$b"
-  grep -q "FAILED" "$W/build_$tag.log" && { echo "build $tag failed"; grep -m5 -A5 error "$W/build_$tag.log"; }
+  [ -x "$W/build_$tag/bin/ckgen_profiler_forward" ] || echo "build $tag failed (see $W/build_$tag.log)"
   grep -B1 -A2 "${REGS_MATCH:-DirectPathE1E}" "$W/build_$tag.log" | grep -E "Compiling entry|registers|spill" |
     sed -E 's/.*(grouped_conv_[a-z_]+fp16_2d_t[0-9x]+_w[0-9x]+_wt1x1x1_direct_v[0-9x]+).*/\1/' > "$OUT/regs_$tag.txt"
   for v in forward backward_data; do

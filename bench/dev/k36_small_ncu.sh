@@ -5,19 +5,14 @@
 # and on a single-launch multistage tile, beside the profiler's graph timing of both.
 #   bash bench/dev/k36_small_ncu.sh   -> $OUT/k36_small_profile.txt, $OUT/k36_small_ncu.txt
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-/tmp/ckgen-out}
+. "$(dirname "$0")/small_project.sh"
 W=${WORK:-/tmp/k36s}
-mkdir -p "$OUT" "$W"
-export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
+mkdir -p "$W"
 tiles="t64x64x64_w4x1x1_wt64x64x16_wltma4_lm1x4_cshuffle_v8x8x8 t64x64x32_w2x2x1_wt16x8x16_ms3_v4x8x8"
 globs=()
 for t in $tiles; do globs+=(--kernels "grouped_conv_bwd_weight_fp16_2d_$t"); done
-python3 -m ckgen.cli generate --arch sm_90a --variant backward_weight --datatype fp16 --ndim 2 "${globs[@]}" \
-  -o "$W/gen" -q || exit 1
-python3 -m ckgen.cli emit-cmake -o "$W/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
-cmake -S "$W/gen" -B "$W/build" -G Ninja -DCKGEN_BUILD_TESTS=OFF > "$W/cmake.log" 2>&1 || exit 1
-ninja -C "$W/build" > "$W/build.log" 2>&1 || { grep -m5 -A5 error "$W/build.log"; exit 1; }
+small_generate "$W/gen" --variant backward_weight --datatype fp16 --ndim 2 "${globs[@]}" || exit 1
+small_build "$W/gen" "$W/build" || exit 1
 bin=$W/build/bin/ckgen_profiler_backward_weight
 printf 'name,ndim,G,N,C,K,input,filter,stride,dilation,pad_left,pad_right\nhead_box_3x3_256_36_7,2,1,2,256,36,7x7,3x3,1x1,1x1,1x1,1x1\n' > "$W/k36.csv"
 "$bin" --shapes "$W/k36.csv" --datatype fp16 --verify gpu --warmup 5 --repeat 11 > "$OUT/k36_small_profile.txt" 2>&1
