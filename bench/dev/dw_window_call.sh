@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# GPU machine, one call (~2 min): a header patch of the direct kernels A/B, the patched header
-# (`new`) against the tree's (`base`), built side by side in one call. Default: the depthwise
-# window path of forward / backward_data with its weights in shared memory, its columns converted
-# where used and launch bounds for 12 warps an SM (bench/dev/dw_window.patch; not kept:
-# bench/NOTES.md, "Depthwise window: weights in shared memory").
-#   PATCH=bench/dev/mma_all_rows.patch HEADER=direct_mma.hpp KERNELS='*_wt16x8x16_direct_*' \
-#     bash bench/dev/dw_window_call.sh
-# fp16 2D depthwise direct instances: the default ones beside bench/dev/candidates/dwwin_<variant>.yaml,
-# and the 4-channel-group (ResNeXt c4) direct tiles, GPU-verified, over bench/dev/shapes_dw.csv.
-#   bash bench/dev/dw_window_call.sh   -> $OUT/dw_window.csv, $OUT/dw_window.txt
+# GPU machine, one call (~2 min): A/B of a header patch of the direct kernels, the patched header
+# (`new`) against the tree's (`base`), built side by side in one call, profiled (fp16 2D,
+# GPU-verified) over bench/dev/shapes_dw.csv; then bench/dev/copy_floor.py (a graph-replayed copy
+# of the same layers' bytes).   -> $OUT/dw_window.csv, dw_window.txt, regs_<tag>.txt, copy_floor.csv
+# Default: the depthwise window path of forward / backward_data with its weights in shared memory,
+# its columns converted where used and launch bounds for 12 warps an SM (bench/dev/dw_window.patch;
+# not kept: bench/NOTES.md, "Depthwise window: weights in shared memory"), over the depthwise and
+# 4-channel-group direct instances of the default sets and bench/dev/candidates/dwwin_<variant>.yaml.
 # (The runs in bench/results/2026-11-26_H200_dw_window/ built the new header with a dev macro for
-# the warps, 0 / 12 / 16: tags w0 / w12 / w16.)
-# then bench/dev/copy_floor.py: a graph-replayed copy of the same bytes ($OUT/copy_floor.csv).
+# the warps, 0 / 12 / 16: tags w0 / w12 / w16.) Another patch:
+#   PATCH=bench/dev/mma_padded_cols.patch HEADER=direct_mma.hpp KERNELS='*_wt16x8x16_direct_*' \
+#     REGS_MATCH=DirectPathE0 bash bench/dev/dw_window_call.sh
 set -uo pipefail
 . "$(dirname "$0")/small_project.sh"
 W=${WORK:-/tmp/dww}
@@ -25,8 +24,7 @@ for k in "${kglobs[@]}"; do args+=(--kernels "$k"); done
 small_generate "$W/gen" "${args[@]}" --datatype fp16 --ndim 2 || exit 1
 cp -r "$W/gen" "$W/gen_base"
 (cd "$W/gen" && patch -s -p3 "include/ckgen/${HEADER:-depthwise.hpp}" < "$ROOT/${PATCH:-bench/dev/dw_window.patch}") || exit 1
-builds=()
-for b in base:gen_base new:gen; do builds+=("$b"); done
+builds=(base:gen_base new:gen)
 t0=$SECONDS
 # the builds side by side (one ninja each would leave cores idle on the last files)
 for b in "${builds[@]}"; do

@@ -22,4 +22,4 @@ for t in $tiles; do
     --verify none --warmup 3 --repeat 1 --iters 1 --timing loop > "$W/ncu_$t.txt" 2>&1
   echo "== $t"; grep -E "^\s+[a-zA-Z_].*\(|gpu__time_duration" "$W/ncu_$t.txt" | sed -E 's/\(int,.*//' | cut -c1-150
 done > "$OUT/k36_small_ncu.txt"
-cat "$OUT/k36_small_profile.txt" | tail -5; cat "$OUT/k36_small_ncu.txt"
+tail -5 "$OUT/k36_small_profile.txt"; cat "$OUT/k36_small_ncu.txt"
