@@ -114,6 +114,7 @@ DIRECT_MMA_MAX_LDS = 48 * 1024  # static shared memory (kDirectMmaMaxSmem)
 DIRECT_MMA_MAX_STAGES = 3  # filter rows in flight (kDirectMmaMaxStages)
 DIRECT_MMA_MAX_TAPS = 9  # taps whose weights are staged at once (kDirectMmaMaxTaps)
 DIRECT_MMA_COLUMN_SLACK = 16  # staged columns per filter row beyond tile M (kDirectMmaColumnSlack)
+DIRECT_MMA_COLUMN_PAD = 16  # forward / backward_data: bytes after a staged column (kDirectMmaColumnPad)
 DIRECT_MMA_BWD_FILTER_ROWS = 3  # backward_weight: filter rows staged per unit (kDirectMmaBwdFilterRows)
 DIRECT_MMA_BWD_MAX_STAGES = 8  # backward_weight: gradient buffers (kDirectMmaBwdMaxStages)
 DIRECT_MMA_BWD_MAX_LDS = 112 * 1024  # backward_weight: dynamic shared memory (kDirectMmaBwdMaxSmem)
@@ -222,12 +223,13 @@ def is_direct_mma(i: KernelInstance) -> bool:
 
 
 def direct_mma_stage_bytes(i: KernelInstance) -> int:
-    """One staged source row of the matrix path: tile M + DIRECT_MMA_COLUMN_SLACK (backward_weight
-    DIRECT_MMA_BWD_COLUMN_SLACK) columns of tile N channels (DirectMmaTraits /
-    DirectMmaBwdTraits::kRowBytes)."""
-    bw = i.variant is Variant.BACKWARD_WEIGHT
-    slack = DIRECT_MMA_BWD_COLUMN_SLACK.get(i.tile[0], DIRECT_MMA_COLUMN_SLACK) if bw else DIRECT_MMA_COLUMN_SLACK
-    return (i.tile[0] + slack) * i.tile[1] * DATATYPE_BYTES[i.datatype]
+    """One staged source row of the matrix path: tile M + DIRECT_MMA_COLUMN_SLACK columns of tile N
+    channels and DIRECT_MMA_COLUMN_PAD bytes (DirectMmaTraits::kRowBytes); backward_weight tile M +
+    DIRECT_MMA_BWD_COLUMN_SLACK columns, unpadded (DirectMmaBwdTraits::kRowBytes)."""
+    if i.variant is Variant.BACKWARD_WEIGHT:
+        slack = DIRECT_MMA_BWD_COLUMN_SLACK.get(i.tile[0], DIRECT_MMA_COLUMN_SLACK)
+        return (i.tile[0] + slack) * i.tile[1] * DATATYPE_BYTES[i.datatype]
+    return (i.tile[0] + DIRECT_MMA_COLUMN_SLACK) * (i.tile[1] * DATATYPE_BYTES[i.datatype] + DIRECT_MMA_COLUMN_PAD)
 
 
 def direct_mma_bwd_ring(i: KernelInstance) -> tuple[int, int]:

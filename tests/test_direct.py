@@ -154,11 +154,14 @@ def test_matrix_path_is_valid_on_mma_sync_targets(variant: Variant, datatype: Da
     assert i.name.endswith("_t64x64x8_w4x1x1_wt16x8x16_direct_v8x8x8") and parse_name(i.name) == i
     assert rules.check(i, ARCHS[arch]) is None
     assert rules.math_unit(i, ARCHS[arch]) is MathUnit.MMA_SYNC
-    # stages x (64 + 16) columns x 64 channels x 2 bytes + 9 taps x 64 x 8 x 2 bytes of
-    # weights: DirectMmaTraits::kSmemBytes
-    assert rules.lds_bytes(i, ARCHS[arch]) == 3 * 10240 + 9216
-    assert rules.lds_bytes(replace(i, tile=(32, 64, 8), waves=(2, 1, 1)), ARCHS[arch]) == 3 * 6144 + 9216
-    assert rules.lds_bytes(replace(i, tile=(16, 128, 8), waves=(1, 1, 1)), ARCHS[arch]) == 3 * 8192 + 18432
+    # stages x (64 + 16) columns x (64 channels x 2 bytes + 16 bytes of padding) + 9 taps x 64 x
+    # 8 x 2 bytes of weights: DirectMmaTraits::kSmemBytes
+    assert rules.lds_bytes(i, ARCHS[arch]) == 3 * 80 * 144 + 9216
+    assert rules.lds_bytes(replace(i, tile=(32, 64, 8), waves=(2, 1, 1)), ARCHS[arch]) == 3 * 48 * 144 + 9216
+    assert rules.lds_bytes(replace(i, tile=(16, 128, 8), waves=(1, 1, 1)), ARCHS[arch]) == 3 * 32 * 272 + 18432
+    # 144 columns of 144 bytes: one stage beside the weights, refused
+    bad = rules.check(replace(i, tile=(128, 64, 8), waves=(4, 1, 1)), ARCHS[arch])
+    assert bad is not None and bad[0] == "direct_layout" and "two stages of 20736 bytes" in bad[1], bad
 
 
 @pytest.mark.parametrize("arch", [a for a in ALL_ARCHS if not a.startswith("sm_")])

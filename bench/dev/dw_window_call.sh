@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU machine, one call (~2 min): A/B of a header patch of the direct kernels, the patched header
-# (`new`) against the tree's (`base`), built side by side in one call, profiled (fp16 2D,
+# (`new`; several patches: one build each) against the tree's (`base`), built side by side in one call, profiled (fp16 2D,
 # GPU-verified) over bench/dev/shapes_dw.csv; then bench/dev/copy_floor.py (a graph-replayed copy
 # of the same layers' bytes).   -> $OUT/dw_window.csv, dw_window.txt, regs_<tag>.txt, copy_floor.csv
 # Default: the depthwise window path of forward / backward_data with its weights in shared memory,
@@ -22,9 +22,17 @@ done
 read -r -a kglobs <<< "${KERNELS:-*_t*x*x1_w*_wt1x1x1_direct_* *_t*x*x4_w*_wt1x1x1_direct_*}"
 for k in "${kglobs[@]}"; do args+=(--kernels "$k"); done
 small_generate "$W/gen" "${args[@]}" --datatype fp16 --ndim 2 || exit 1
-cp -r "$W/gen" "$W/gen_base"
-(cd "$W/gen" && patch -s -p3 "include/ckgen/${HEADER:-depthwise.hpp}" < "$ROOT/${PATCH:-bench/dev/dw_window.patch}") || exit 1
-builds=(base:gen_base new:gen)
+# PATCH: one patch (build `new`) or several, space-separated (builds named after the files).
+read -r -a patches <<< "${PATCH:-bench/dev/dw_window.patch}"
+builds=(base:gen_base)
+for p in "${patches[@]}"; do
+  tag=new
+  [ ${#patches[@]} -gt 1 ] && tag=$(basename "$p" .patch | tr '_' '-')
+  cp -r "$W/gen" "$W/gen_$tag"
+  (cd "$W/gen_$tag" && patch -s -p3 "include/ckgen/${HEADER:-depthwise.hpp}" < "$ROOT/$p") || exit 1
+  builds+=("$tag:gen_$tag")
+done
+mv "$W/gen" "$W/gen_base"
 t0=$SECONDS
 # the builds side by side (one ninja each would leave cores idle on the last files)
 for b in "${builds[@]}"; do
@@ -47,9 +55,10 @@ done
 python3 - "$W" "$OUT" <<'PY'
 import csv, glob, os, sys
 w, out = sys.argv[1], sys.argv[2]
-rows = []
+rows, tags = [], ["base"]
 for f in sorted(glob.glob(w + "/prof_*.csv")):
     tag = os.path.basename(f).split("_")[1]
+    tags += [tag] if tag not in tags else []
     for r in csv.DictReader(open(f)):
         r["build"] = tag
         rows.append(r)
@@ -61,7 +70,7 @@ with open(out + "/dw_window.csv", "w", newline="") as fh:
 with open(out + "/dw_window.txt", "w") as fh:
     for v in ("forward", "backward_data"):
         for shape in sorted({r["shape"] for r in rows}):
-            for tag in ("base", "new"):
+            for tag in tags:
                 rs = sorted((r for r in rows if r["build"] == tag and r["variant"] == v and r["shape"] == shape
                              and r["verified"] == "pass"), key=lambda r: float(r["ms"]))
                 for r in rs[:4]:

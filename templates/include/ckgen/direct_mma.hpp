@@ -11,12 +11,14 @@
 // w0 * s - pl .. + (P - 1) * s + (X - 1) * dil, backward_data w0 + pl - (X - 1) * dil .. + P - 1
 // + (X - 1) * dil. The block stages that run once per filter row (16-byte cp.async, zeros outside
 // the tensor) into a ring of up to three stages, and tap kx of pixel p reads staged column
-// p * s + kx * dil (backward_data: p + (X - 1 - kx) * dil): no re-copy per tap. Each 16-byte
-// group chunk of a staged column sits at chunk (group ^ column) % 8, so ldmatrix's eight rows of
-// one group fall into eight bank quads. The weights of every tap are staged once: row q of tap t
-// holds the 16 bytes GKZYXC stores at (channel ch0 + q, t): forward row j = w(j, t, 0..7) read
-// as B[c][j]; backward_data row (group base + c) = w(group base + c, t, 0..7), read transposed
-// (ldmatrix.trans) as B[c][j].
+// p * s + kx * dil (backward_data: p + (X - 1 - kx) * dil): no re-copy per tap. A staged column
+// is Gt channels and kDirectMmaColumnPad bytes, so at unit stride ldmatrix's eight rows of one
+// group chunk fall into eight bank quads (stride 2: two rows a quad) and every lane's address is
+// a fixed base plus per-tap and compile-time offsets. The weights of every tap are staged once:
+// row q of tap t holds the 16 bytes GKZYXC stores at (channel ch0 + q, t): forward row j =
+// w(j, t, 0..7) read as B[c][j]; backward_data row (group base + c) = w(group base + c, t, 0..7),
+// read transposed (ldmatrix.trans) as B[c][j]. ldmatrix.x4 loads four group chunks' B (two
+// chunks' A) at once where a warp's chunks allow.
 // Warps: WM of them along the pixels (warp w % WM takes the m16 tiles w % WM, + WM, ...), and
 // where there are more warps than m16 tiles, w / WM picks one of WN equal sets of the block's
 // groups; each lane stores its accumulators as channel pairs.
@@ -43,6 +45,7 @@ inline constexpr int kDirectMmaMaxSmem = 48 * 1024;  // static shared memory
 // (larger W strides take the FMA path); a small stage keeps every block of a ResNeXt layer
 // resident at once (8 blocks of 2 warps per SM at 32 pixels).
 inline constexpr int kDirectMmaColumnSlack = 16;
+inline constexpr int kDirectMmaColumnPad = 16;  // bytes after each staged column's Gt channels
 
 template <class Cfg>
 struct DirectMmaTraits {
@@ -60,7 +63,8 @@ struct DirectMmaTraits {
   static constexpr int MT = kTilesM / WM;
   static constexpr int GW = kChunks / WN;
   static constexpr int kCols = P + kDirectMmaColumnSlack;  // staged source columns per filter row
-  static constexpr int kRowBytes = kCols * Gt * int(sizeof(Raw));
+  static constexpr int kColElems = Gt + kDirectMmaColumnPad / int(sizeof(Raw));  // a staged column
+  static constexpr int kRowBytes = kCols * kColElems * int(sizeof(Raw));
   static constexpr int kWeightBytes = kDirectMmaMaxTaps * Gt * 8 * int(sizeof(Raw));
   static constexpr int kStages =
       std::min(kDirectMmaMaxStages, (kDirectMmaMaxSmem - kWeightBytes) / kRowBytes);
@@ -75,6 +79,7 @@ struct DirectMmaTraits {
                 "ckgen: direct matrix path needs Ct % 64 == 0, P % 16 == 0, and warps that divide "
                 "(or are a multiple of) the m16 tiles and split the groups evenly");
   static_assert(kStages >= 2, "ckgen: direct matrix path needs two staged filter rows within 48 KB");
+  static_assert(kThreads >= kChunks, "ckgen: direct matrix path copies a staged column's chunks in one pass");
 };
 
 namespace direct {
@@ -97,7 +102,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   constexpr DataType D = Cfg::kDataType;
   constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
   constexpr int P = Tr::P, Gt = Tr::Gt, MT = Tr::MT, GW = Tr::GW, S = Tr::kStages;
-  __shared__ __attribute__((aligned(128))) Raw sA[S][Tr::kCols][Gt];
+  __shared__ __attribute__((aligned(128))) Raw sA[S][Tr::kCols][Tr::kColElems];
   __shared__ __attribute__((aligned(128))) Raw sB[kDirectMmaMaxTaps][Gt][8];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -128,67 +133,115 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   const bool chunk_ok = ch0 + g * 8 < a.chans;
   const Raw* const img = src + (int64_t(n) * src_spatial * a.chans + ch0 + g * 8);
 
-  // Stages filter row r = (kz, ky) into buffer `buf`: its `cols` source columns.
-  auto stage = [&](int r, int buf) {
-    const int kz = r / fy, ky = r - kz * fy;
+  constexpr uint32_t kColBytes = Tr::kColElems * sizeof(Raw);
+  // Copies: thread tid moves group chunk g of staged columns cfirst + j * kPass (those below
+  // `cols`); per filter row only the source row changes, so a copy is a pointer step, a bound
+  // test and the cp.async.
+  constexpr int kPass = Tr::kThreads / Tr::kChunks;  // columns a pass of the block covers
+  constexpr int kPasses = (Tr::kCols + kPass - 1) / kPass;
+  const int cfirst = tid / Tr::kChunks;
+  const uint32_t s_cols = nvmma::smem_addr(&sA[0][cfirst][g * 8]);
+  const Raw* const col_src = img + int64_t(c0 + cfirst) * a.chans;  // column cfirst of source row (0, 0)
+  const int64_t pass_elems = int64_t(kPass) * a.chans;
+  int kz = 0, ky = 0;  // the next filter row to stage
+
+  // Stages the next filter row (kz, ky) into buffer `buf`: its `cols` source columns.
+  auto stage = [&](int buf) {
     const int iz = kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0];
     const int iy = kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1];
     const bool row_ok = chunk_ok && unsigned(iz) < unsigned(sz) && unsigned(iy) < unsigned(sy);
-    const Raw* rowp = img + (int64_t(iz) * sy + iy) * sx * a.chans;
-    for (int c = tid / Tr::kChunks; c < cols; c += Tr::kThreads / Tr::kChunks) {
-      const int ix = c0 + c;
-      const bool ok = row_ok && unsigned(ix) < unsigned(sx);
-      async_copy_zfill<16, true>(&sA[buf][c][mma_chunk(g, c) * 8], ok ? rowp + int64_t(ix) * a.chans : src, ok);
+    const Raw* p = col_src + (int64_t(iz) * sy + iy) * sx * a.chans;
+    const uint32_t s = s_cols + uint32_t(buf) * Tr::kRowBytes;
+#pragma unroll
+    for (int j = 0; j < kPasses; ++j, p += pass_elems) {
+      const int c = cfirst + j * kPass;
+      const bool ok = row_ok && unsigned(c0 + c) < unsigned(sx);
+      if (c < cols) async_copy_zfill_shared<16, true>(s + uint32_t(j * kPass) * kColBytes, ok ? p : src, ok);
     }
+    if (++ky == fy) ky = 0, ++kz;
   };
 
   float acc[MT][GW][4] = {};
 
-  // The weights of every tap (with the first filter row's commit group).
-  for (int e = tid; e < taps * Gt; e += Tr::kThreads) {
-    const int t = e / Gt, qc = e - t * Gt;
+  // The weights of every tap (with the first filter row's commit group): element e of the
+  // block's taps x Gt rows lands at sB[e / Gt][e % Gt].
+  const uint32_t s_w = nvmma::smem_addr(&sB[0][0][0]) + uint32_t(tid) * 16;
+  if constexpr (Tr::kThreads % Gt == 0) {  // a thread keeps its row qc, steps by kTapStep taps
+    constexpr int kTapStep = Tr::kThreads / Gt;
+    const int qc = tid % Gt, t0 = tid / Gt;
     const bool ok = ch0 + qc < a.chans;
-    async_copy_zfill<16, true>(&sB[t][qc][0], wg + (ok ? (int64_t(ch0 + qc) * taps + t) * 8 : 0), ok);
+    const Raw* p = wg + (int64_t(ch0 + qc) * taps + t0) * 8;
+#pragma unroll
+    for (int i = 0; i < (kDirectMmaMaxTaps + kTapStep - 1) / kTapStep; ++i)
+      if (t0 + i * kTapStep < taps)
+        async_copy_zfill_shared<16, true>(s_w + uint32_t(i * Tr::kThreads) * 16, ok ? p + i * kTapStep * 8 : wg, ok);
+  } else {
+    for (int e = tid; e < taps * Gt; e += Tr::kThreads) {
+      const int t = e / Gt, qc = e - t * Gt;
+      const bool ok = ch0 + qc < a.chans;
+      async_copy_zfill_shared<16, true>(s_w + uint32_t(e - tid) * 16,
+                                        wg + (ok ? (int64_t(ch0 + qc) * taps + t) * 8 : 0), ok);
+    }
   }
   // The ring: S - 1 filter rows in flight ahead of the one multiplied (one commit group per
   // row, empty past the last, so wait<S - 2> always means "row `r` has landed").
   const int frows = a.fil[0] * fy;
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    if (s < frows) stage(s, s);
+    if (s < frows) stage(s);
     async_commit();
   }
-  const int lrow = lane & 15;  // the A row this lane addresses (ldmatrix.x2: rows 0-7, 8-15)
-  for (int r = 0; r < frows; ++r) {
-    const int buf = r % S;
+  // ldmatrix widths: B takes BG group chunks' 8 x 8 weights at once, A the m16 x k8 tiles of AG
+  // chunks (x4: lanes 16-31 address the second chunk).
+  constexpr int BG = GW % 4 == 0 ? 4 : GW % 2 == 0 ? 2 : 1;
+  constexpr int AG = GW % 2 == 0 ? 2 : 1;
+  const int lrow = lane & 15;  // the A row this lane addresses (rows 0-7, 8-15 of an m16 tile)
+  // Per-lane shared addresses of tap 0 in buffer 0; a tap moves A by whole columns and B by a
+  // tap's Gt rows, a group chunk by 16 bytes (A) / 8 rows (B), an m16 tile by 16 columns.
+  const uint32_t a_lane = nvmma::smem_addr(&sA[0][(wm * 16 + lrow) * colstep][(g0 + (AG == 2 ? lane >> 4 : 0)) * 8]);
+  const uint32_t b_lane = nvmma::smem_addr(&sB[0][g0 * 8 + lane % (8 * BG)][0]);
+  for (int r = 0, buf = 0, next = S - 1; r < frows; ++r) {  // buf: row r's buffer, next: row r + S - 1's
     async_wait<S - 2>();
     __syncthreads();  // row r visible to all; every warp is done with row r - 1
-    if (r + S - 1 < frows) stage(r + S - 1, (r + S - 1) % S);
+    if (r + S - 1 < frows) stage(next);
     async_commit();
+    // One tap an iteration: unrolled, several taps' fragments outlive the 64-register cap and
+    // spill (H200, ResNeXt c8: 8.1 us rolled, 8.8 unrolled).
+#pragma unroll 1
     for (int kx = 0; kx < fx; ++kx) {
       const int t = r * fx + kx;
       const int cofs = (kFwd ? kx : fx - 1 - kx) * a.dil[2];
       // Every fragment of the tap first, then the MMAs: the shared loads overlap instead of
       // each MMA waiting on its own two loads.
       uint32_t b[GW], af[MT][GW][2];
+      const uint32_t a_tap = a_lane + uint32_t(buf) * Tr::kRowBytes + uint32_t(cofs) * kColBytes;
+      const uint32_t b_tap = b_lane + uint32_t(t) * (Gt * 8 * sizeof(Raw));
 #pragma unroll
-      for (int gi = 0; gi < GW; ++gi) {
-        const uint32_t baddr = nvmma::smem_addr(&sB[t][(g0 + gi) * 8 + (lane & 7)][0]);
-        if constexpr (kFwd)
-          nvmma::ldsm_x1(b[gi], baddr);
-        else
-          nvmma::ldsm_x1_t(b[gi], baddr);
+      for (int gi = 0; gi < GW; gi += BG) {
+        uint32_t f[BG];
+        nvmma::ldsm<BG, !kFwd>(f, b_tap + gi * (8 * 8 * sizeof(Raw)));
+#pragma unroll
+        for (int j = 0; j < BG; ++j) b[gi + j] = f[j];
+      }
+#pragma unroll
+      for (int gi = 0; gi < GW; gi += AG)
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi) {
-          const int col = ((wm + mi * Tr::WM) * 16 + lrow) * colstep + cofs;
-          nvmma::ldsm_x2(af[mi][gi], nvmma::smem_addr(&sA[buf][col][mma_chunk(g0 + gi, col) * 8]));
+          uint32_t f[2 * AG];
+          nvmma::ldsm<2 * AG>(f, a_tap + uint32_t(mi * Tr::WM * 16 * colstep) * kColBytes + gi * 16);
+#pragma unroll
+          for (int j = 0; j < AG; ++j) {
+            af[mi][gi + j][0] = f[2 * j];
+            af[mi][gi + j][1] = f[2 * j + 1];
+          }
         }
-      }
 #pragma unroll
       for (int gi = 0; gi < GW; ++gi)
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi) nvmma::mma_m16n8k8<D>(acc[mi][gi], af[mi][gi], b[gi]);
     }
+    buf = buf == S - 1 ? 0 : buf + 1;
+    next = next == S - 1 ? 0 : next + 1;
   }
 
   // Lane (row l / 4, pair l % 4) of each m16 x n8 tile: pixels +0 / +8, channels 2 (l % 4) + 0, 1.

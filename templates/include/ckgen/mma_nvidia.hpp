@@ -45,6 +45,23 @@ CKGEN_DEVICE inline void ldsm_x1(uint32_t& r, uint32_t addr) {
 CKGEN_DEVICE inline void ldsm_x1_t(uint32_t& r, uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r) : "r"(addr));
 }
+// ldmatrix of N (1, 2 or 4) 8x8 matrices, transposed when kTrans.
+template <int N, bool kTrans = false>
+CKGEN_DEVICE inline void ldsm(uint32_t (&r)[N], uint32_t addr) {
+  static_assert(N == 1 || N == 2 || N == 4, "ckgen: ldmatrix loads 1, 2 or 4 matrices");
+  if constexpr (N == 4 && kTrans)
+    ldsm_x4_t(r, addr);
+  else if constexpr (N == 4)
+    ldsm_x4(r, addr);
+  else if constexpr (N == 2 && kTrans)
+    ldsm_x2_t(r, addr);
+  else if constexpr (N == 2)
+    ldsm_x2(r, addr);
+  else if constexpr (kTrans)
+    ldsm_x1_t(r[0], addr);
+  else
+    ldsm_x1(r[0], addr);
+}
 // c += a * b: one m16n8k8 (fp16 / bf16 in, fp32 accumulate).
 template <DataType D>
 CKGEN_DEVICE inline void mma_m16n8k8(float (&c)[4], const uint32_t (&a)[2], uint32_t b) {
