@@ -9,8 +9,9 @@
 # 4-channel-group direct instances of the default sets and bench/dev/candidates/dwwin_<variant>.yaml.
 # (The runs in bench/results/2026-11-26_H200_dw_window/ built the new header with a dev macro for
 # the warps, 0 / 12 / 16: tags w0 / w12 / w16.) Another patch:
-#   PATCH=bench/dev/mma_padded_cols.patch HEADER=direct_mma.hpp KERNELS='*_wt16x8x16_direct_*' \
-#     REGS_MATCH=DirectPathE0 bash bench/dev/dw_window_call.sh
+#   PATCH=bench/dev/mma_padded_cols.patch KERNELS='*_wt16x8x16_direct_*' REGS_MATCH=DirectPathE0 \
+#     bash bench/dev/dw_window_call.sh
+# (patches of the repository's templates/include/ckgen headers, any number of files each)
 set -uo pipefail
 . "$(dirname "$0")/small_project.sh"
 W=${WORK:-/tmp/dww}
@@ -29,7 +30,7 @@ for p in "${patches[@]}"; do
   tag=new
   [ ${#patches[@]} -gt 1 ] && tag=$(basename "$p" .patch | tr '_' '-')
   cp -r "$W/gen" "$W/gen_$tag"
-  (cd "$W/gen_$tag" && patch -s -p3 "include/ckgen/${HEADER:-depthwise.hpp}" < "$ROOT/$p") || exit 1
+  (cd "$W/gen_$tag" && patch -s -p1 < "$ROOT/$p") || exit 1  # templates/include/... -> include/...
   builds+=("$tag:gen_$tag")
 done
 mv "$W/gen" "$W/gen_base"

@@ -755,7 +755,9 @@ class DepthwiseKernel final : public KernelBase {
     if constexpr (kVariant != Variant::BackwardWeight) {
       a.slice_pixels = 0;
       if constexpr (Tr::kMma) {  // the matrix path: a block per row segment (direct_mma.hpp)
-        const dim3 rgrid(unsigned(direct_row_segments(kVariant, p, Tr::P)), gtiles, 1);
+        a.band_rows = direct_mma_band_rows(p, DirectMmaTraits<Cfg>::kStages);
+        a.fd_bands.init(direct_bands_per_plane(kVariant, p, a.band_rows));
+        const dim3 rgrid(unsigned(direct_band_segments(kVariant, p, Tr::P, a.band_rows)), gtiles, 1);
         depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<rgrid, Tr::kThreads, 0, stream>>>(a);
       } else {
         const dim3 grid(unsigned((pixels + Tr::P - 1) / Tr::P), gtiles, 1);

@@ -39,7 +39,7 @@ namespace ckgen {
 
 inline constexpr int kDirectMmaGroupChannels = 8;  // C = K per group
 inline constexpr int kDirectMmaMaxTaps = 9;        // filter taps staged at once
-inline constexpr int kDirectMmaMaxStages = 3;      // filter rows in flight (a 3x3 filter's three)
+inline constexpr int kDirectMmaMaxStages = 5;      // source rows staged (a band: a 3x3 filter's three + 1 ahead)
 inline constexpr int kDirectMmaMaxSmem = 48 * 1024;  // static shared memory
 // Staged columns per filter row beyond the block's pixels: (X - 1) * dil up to 16 at stride 1
 // (larger W strides take the FMA path); a small stage keeps every block of a ResNeXt layer
@@ -115,16 +115,19 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
             sx = kFwd ? a.in_[2] : a.out_[2];
   const int src_spatial = kFwd ? a.in_spatial : a.out_spatial;
 
-  // The block's row (n, d, h) of the iterated tensor and its first pixel w0 in that row.
-  const int wlen = kFwd ? a.out_[2] : a.in_[2];
+  // The block's band: rows h0 .. h0 + rows - 1 of one plane (n, d) of the iterated tensor (one
+  // row unless the host chose bands, see direct_mma_band_rows), from pixel w0 of each row.
+  const int wlen = kFwd ? a.out_[2] : a.in_[2], hlen = kFwd ? a.out_[1] : a.in_[1];
   const int segs = (wlen + P - 1) / P;
-  const int row = int(blockIdx.x) / segs, w0 = (int(blockIdx.x) - row * segs) * P;
-  int q, n, d, h;
-  a.fd_pix[1].divmod(row, q, h);
-  a.fd_pix[0].divmod(q, n, d);
-  // Filter row (0, 0)'s source row and first staged column; kz / ky move them by +-dil.
+  const int band = int(blockIdx.x) / segs, w0 = (int(blockIdx.x) - band * segs) * P;
+  int plane, hb, n, d;
+  a.fd_bands.divmod(band, plane, hb);
+  a.fd_pix[0].divmod(plane, n, d);
+  const int h0 = hb * a.band_rows, rows = min(a.band_rows, hlen - h0);
+  // Filter row (0, 0)'s source row for row h0 and the first staged column; kz / ky move them by
+  // +-dil.
   const int z0 = kFwd ? d * a.s[0] - a.pl[0] : d + a.pl[0];
-  const int y0 = kFwd ? h * a.s[1] - a.pl[1] : h + a.pl[1];
+  const int y0 = kFwd ? h0 * a.s[1] - a.pl[1] : h0 + a.pl[1];
   const int c0 = kFwd ? w0 * a.s[2] - a.pl[2] : w0 + a.pl[2] - (fx - 1) * a.dil[2];
   const int cols = int(mma_staged_cols(kFwd, P, a.s[2], a.dil[2], fx));
   const int colstep = kFwd ? a.s[2] : 1;
@@ -143,12 +146,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   const uint32_t s_cols = nvmma::smem_addr(&sA[0][cfirst][g * 8]);
   const Raw* const col_src = img + int64_t(c0 + cfirst) * a.chans;  // column cfirst of source row (0, 0)
   const int64_t pass_elems = int64_t(kPass) * a.chans;
-  int kz = 0, ky = 0;  // the next filter row to stage
 
-  // Stages the next filter row (kz, ky) into buffer `buf`: its `cols` source columns.
-  auto stage = [&](int buf) {
-    const int iz = kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0];
-    const int iy = kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1];
+  // Stages source row (iz, iy) into buffer `buf`: its `cols` columns from c0.
+  auto stage = [&](int iz, int iy, int buf) {
     const bool row_ok = chunk_ok && unsigned(iz) < unsigned(sz) && unsigned(iy) < unsigned(sy);
     const Raw* p = col_src + (int64_t(iz) * sy + iy) * sx * a.chans;
     const uint32_t s = s_cols + uint32_t(buf) * Tr::kRowBytes;
@@ -158,7 +158,6 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
       const bool ok = row_ok && unsigned(c0 + c) < unsigned(sx);
       if (c < cols) async_copy_zfill_shared<16, true>(s + uint32_t(j * kPass) * kColBytes, ok ? p : src, ok);
     }
-    if (++ky == fy) ky = 0, ++kz;
   };
 
   float acc[MT][GW][4] = {};
@@ -183,14 +182,6 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
                                         wg + (ok ? (int64_t(ch0 + qc) * taps + t) * 8 : 0), ok);
     }
   }
-  // The ring: S - 1 filter rows in flight ahead of the one multiplied (one commit group per
-  // row, empty past the last, so wait<S - 2> always means "row `r` has landed").
-  const int frows = a.fil[0] * fy;
-#pragma unroll
-  for (int s = 0; s < S - 1; ++s) {
-    if (s < frows) stage(s);
-    async_commit();
-  }
   // ldmatrix widths: B takes BG group chunks' 8 x 8 weights at once, A the m16 x k8 tiles of AG
   // chunks (x4: lanes 16-31 address the second chunk).
   constexpr int BG = GW % 4 == 0 ? 4 : GW % 2 == 0 ? 2 : 1;
@@ -200,16 +191,13 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   // tap's Gt rows, a group chunk by 16 bytes (A) / 8 rows (B), an m16 tile by 16 columns.
   const uint32_t a_lane = nvmma::smem_addr(&sA[0][(wm * 16 + lrow) * colstep][(g0 + (AG == 2 ? lane >> 4 : 0)) * 8]);
   const uint32_t b_lane = nvmma::smem_addr(&sB[0][g0 * 8 + lane % (8 * BG)][0]);
-  for (int r = 0, buf = 0, next = S - 1; r < frows; ++r) {  // buf: row r's buffer, next: row r + S - 1's
-    async_wait<S - 2>();
-    __syncthreads();  // row r visible to all; every warp is done with row r - 1
-    if (r + S - 1 < frows) stage(next);
-    async_commit();
+  // The taps of one staged filter row (buffer buf; tap t0 + kx of the filter).
+  auto row_taps = [&](int buf, int t0) {
     // One tap an iteration: unrolled, several taps' fragments outlive the 64-register cap and
     // spill (H200, ResNeXt c8: 8.1 us rolled, 8.8 unrolled).
 #pragma unroll 1
     for (int kx = 0; kx < fx; ++kx) {
-      const int t = r * fx + kx;
+      const int t = t0 + kx;
       const int cofs = (kFwd ? kx : fx - 1 - kx) * a.dil[2];
       // Every fragment of the tap first, then the MMAs: the shared loads overlap instead of
       // each MMA waiting on its own two loads.
@@ -240,25 +228,79 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi) nvmma::mma_m16n8k8<D>(acc[mi][gi], af[mi][gi], b[gi]);
     }
-    buf = buf == S - 1 ? 0 : buf + 1;
-    next = next == S - 1 ? 0 : next + 1;
-  }
+  };
 
   // Lane (row l / 4, pair l % 4) of each m16 x n8 tile: pixels +0 / +8, channels 2 (l % 4) + 0, 1.
   Raw* __restrict__ dst = static_cast<Raw*>(a.dst);
-  const int64_t m_row = int64_t(row) * wlen;
+  auto store_row = [&](int h) {
+    const int64_t m_row = (int64_t(plane) * hlen + h) * wlen;
 #pragma unroll
-  for (int mi = 0; mi < MT; ++mi)
+    for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
-    for (int gi = 0; gi < GW; ++gi) {
-      const int ch = ch0 + (g0 + gi) * 8 + (lane & 3) * 2;
+      for (int gi = 0; gi < GW; ++gi) {
+        const int ch = ch0 + (g0 + gi) * 8 + (lane & 3) * 2;
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int w = w0 + (wm + mi * Tr::WM) * 16 + (lane >> 2) + hh * 8;
-        const float f[2] = {acc[mi][gi][2 * hh], acc[mi][gi][2 * hh + 1]};
-        if (w < wlen && ch < a.chans) store<D, 2>(dst + (m_row + w) * a.chans + ch, f);
+        for (int hh = 0; hh < 2; ++hh) {
+          const int w = w0 + (wm + mi * Tr::WM) * 16 + (lane >> 2) + hh * 8;
+          const float f[2] = {acc[mi][gi][2 * hh], acc[mi][gi][2 * hh + 1]};
+          if (w < wlen && ch < a.chans) store<D, 2>(dst + (m_row + w) * a.chans + ch, f);
+        }
       }
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+      for (int gi = 0; gi < GW; ++gi)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mi][gi][e] = 0.f;
+  };
+
+  if (a.band_rows > 1) {
+    // Bands (fil[0] == 1, unit stride and dilation along H, S >= Y + 1: direct_mma_band_rows):
+    // row h0 + o reads source rows ybase + o .. + Y - 1, so the band's rows + Y - 1 source rows
+    // are staged once each, in order, S - 1 ahead; row o waits for its Y rows (all but the last
+    // S - 1 - Y commit groups) and the barrier frees the buffer of row o - 1 for row o + S - 1.
+    const int srows = rows + fy - 1;
+    const int ybase = kFwd ? y0 : y0 - (fy - 1);
+#pragma unroll
+    for (int u = 0; u < S - 1; ++u) {
+      if (u < srows) stage(z0, ybase + u, u);
+      async_commit();
     }
+    for (int o = 0, buf = 0; o < rows; ++o) {  // buf: source row o's buffer
+      async_wait_n<S - 1>(S - 1 - fy);
+      __syncthreads();
+      if (o + S - 1 < srows) stage(z0, ybase + o + S - 1, buf == 0 ? S - 1 : buf - 1);
+      async_commit();
+      for (int j = 0, b = buf; j < fy; ++j, b = b == S - 1 ? 0 : b + 1)
+        row_taps(b, (kFwd ? j : fy - 1 - j) * fx);
+      store_row(h0 + o);
+      buf = buf == S - 1 ? 0 : buf + 1;
+    }
+  } else {
+    // One row: its filter rows (kz, ky) staged in turn, S - 1 in flight ahead of the one
+    // multiplied (one commit group per filter row, empty past the last, so wait<S - 2> always
+    // means "filter row r has landed").
+    const int frows = a.fil[0] * fy;
+    int kz = 0, ky = 0;  // the next filter row to stage
+    auto stage_next = [&](int buf) {
+      stage(kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0], kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1], buf);
+      if (++ky == fy) ky = 0, ++kz;
+    };
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) {
+      if (s < frows) stage_next(s);
+      async_commit();
+    }
+    for (int r = 0, buf = 0; r < frows; ++r) {  // buf: filter row r's buffer
+      async_wait<S - 2>();
+      __syncthreads();  // row r visible to all; every warp is done with row r - 1
+      if (r + S - 1 < frows) stage_next(buf == 0 ? S - 1 : buf - 1);
+      async_commit();
+      row_taps(buf, r * fx);
+      buf = buf == S - 1 ? 0 : buf + 1;
+    }
+    store_row(h0);
+  }
 #else
   static_assert(sizeof(Cfg) == 0, "ckgen: the direct matrix path is NVIDIA mma.sync");
 #endif

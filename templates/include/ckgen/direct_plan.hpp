@@ -27,6 +27,30 @@ inline int64_t direct_row_segments(Variant v, const ConvProblem& p, int tile_pix
   return direct_pixels(v, p) / wlen * ((wlen + tile_pixels - 1) / tile_pixels);
 }
 
+// Bands of band_rows rows per (n, d) plane of the iterated tensor: ceil(H / band_rows).
+inline int64_t direct_bands_per_plane(Variant v, const ConvProblem& p, int band_rows) {
+  const int64_t hlen = v == Variant::BackwardData ? p.in[1] : p.out[1];
+  return (hlen + band_rows - 1) / band_rows;
+}
+// The forward / backward_data matrix path's blocks per group tile: segments of its bands,
+// planes x bands x ceil(W / tile_pixels) (band_rows 1: direct_row_segments).
+inline int64_t direct_band_segments(Variant v, const ConvProblem& p, int tile_pixels, int band_rows) {
+  const bool bd = v == Variant::BackwardData;
+  const int64_t planes = p.N * (bd ? p.in[0] : p.out[0]), wlen = bd ? p.in[2] : p.out[2];
+  return planes * direct_bands_per_plane(v, p, band_rows) * ((wlen + tile_pixels - 1) / tile_pixels);
+}
+
+// The matrix path's bands (forward / backward_data, direct_mma.hpp): a block takes band_rows
+// consecutive rows of one (n, d) plane, stages each source row once and keeps the taps' weights
+// for all of them, where the rows share source rows along H: a filter of depth 1, unit stride
+// and dilation along H, and room for the filter's rows plus one in flight (stages >= Y + 1).
+// Else one row a block. On an H200 ... (bench/NOTES.md, "Direct matrix path: bands").
+inline constexpr int kDirectMmaBandRows = 2;
+inline int direct_mma_band_rows(const ConvProblem& p, int stages) {
+  const bool share = p.filter[0] == 1 && p.stride[1] == 1 && p.dilation[1] == 1 && stages >= p.filter[1] + 1;
+  return share ? kDirectMmaBandRows : 1;
+}
+
 // backward_weight: the slice count (k_batch) when none is given. Slices x group tiles blocks
 // of `threads` threads are sized to about kDirectThreadsPerCU threads per compute unit: more
 // slices shorten each block's loop but add partials to combine, and on an H200 the optimum
