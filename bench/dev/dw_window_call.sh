@@ -18,7 +18,7 @@ W=${WORK:-/tmp/dww}
 mkdir -p "$W"
 args=()
 for v in forward backward_data; do
-  args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/dwwin_$v.yaml")
+  args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/${CANDIDATES:-dwwin}_$v.yaml")
 done
 read -r -a kglobs <<< "${KERNELS:-*_t*x*x1_w*_wt1x1x1_direct_* *_t*x*x4_w*_wt1x1x1_direct_*}"
 for k in "${kglobs[@]}"; do args+=(--kernels "$k"); done
@@ -30,7 +30,7 @@ for p in "${patches[@]}"; do
   tag=new
   [ ${#patches[@]} -gt 1 ] && tag=$(basename "$p" .patch | tr '_' '-')
   cp -r "$W/gen" "$W/gen_$tag"
-  (cd "$W/gen_$tag" && patch -s -p1 < "$ROOT/$p") || exit 1  # templates/include/... -> include/...
+  (cd "$W/gen_$tag" && patch -s -p2 < "$ROOT/$p") || exit 1  # a/templates/include/... -> include/...
   builds+=("$tag:gen_$tag")
 done
 mv "$W/gen" "$W/gen_base"

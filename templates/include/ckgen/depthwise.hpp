@@ -754,8 +754,9 @@ class DepthwiseKernel final : public KernelBase {
     gpuError_t e;
     if constexpr (kVariant != Variant::BackwardWeight) {
       a.slice_pixels = 0;
-      if constexpr (Tr::kMma) {  // the matrix path: a block per row segment (direct_mma.hpp)
-        a.band_rows = direct_mma_band_rows(p, DirectMmaTraits<Cfg>::kStages);
+      if constexpr (Tr::kMma) {  // the matrix path: a block per segment of a band of rows (direct_mma.hpp)
+        a.band_rows = direct_mma_band_rows(p, DirectMmaTraits<Cfg>::kStages,
+                                           direct_row_segments(kVariant, p, Tr::P) * gtiles, detail::device_sm_count());
         a.fd_bands.init(direct_bands_per_plane(kVariant, p, a.band_rows));
         const dim3 rgrid(unsigned(direct_band_segments(kVariant, p, Tr::P, a.band_rows)), gtiles, 1);
         depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<rgrid, Tr::kThreads, 0, stream>>>(a);

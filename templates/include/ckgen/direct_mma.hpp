@@ -6,19 +6,21 @@
 // tile.
 //
 // A block covers P consecutive pixels of one row of the iterated tensor (forward: an output row
-// (n, d, h), backward_data: an input-gradient row) and Ct channels (Ct / 8 groups). Per filter
-// row (kz, ky) the source pixels of all its taps are one run of source columns: forward
-// w0 * s - pl .. + (P - 1) * s + (X - 1) * dil, backward_data w0 + pl - (X - 1) * dil .. + P - 1
-// + (X - 1) * dil. The block stages that run once per filter row (16-byte cp.async, zeros outside
-// the tensor) into a ring of up to three stages, and tap kx of pixel p reads staged column
-// p * s + kx * dil (backward_data: p + (X - 1 - kx) * dil): no re-copy per tap. A staged column
-// is Gt channels and kDirectMmaColumnPad bytes, so at unit stride ldmatrix's eight rows of one
-// group chunk fall into eight bank quads (stride 2: two rows a quad) and every lane's address is
-// a fixed base plus per-tap and compile-time offsets. The weights of every tap are staged once:
-// row q of tap t holds the 16 bytes GKZYXC stores at (channel ch0 + q, t): forward row j =
-// w(j, t, 0..7) read as B[c][j]; backward_data row (group base + c) = w(group base + c, t, 0..7),
-// read transposed (ldmatrix.trans) as B[c][j]. ldmatrix.x4 loads four group chunks' B (two
-// chunks' A) at once where a warp's chunks allow.
+// (n, d, h), backward_data: an input-gradient row) and Ct channels (Ct / 8 groups), or of a band
+// of consecutive rows of one (n, d) plane (direct_mma_band_rows). Per filter row (kz, ky) the
+// source pixels of all its taps are one run of source columns: forward w0 * s - pl .. + (P - 1)
+// * s + (X - 1) * dil, backward_data w0 + pl - (X - 1) * dil .. + P - 1 + (X - 1) * dil. The
+// block stages such a run once (16-byte cp.async, zeros outside the tensor) into a ring of up to
+// kDirectMmaMaxStages buffers, and tap kx of pixel p reads staged column p * s + kx * dil
+// (backward_data: p + (X - 1 - kx) * dil): no re-copy per tap; a band stages each of its source
+// rows once for all its rows. A staged column is Gt channels and kDirectMmaColumnPad bytes, so
+// at unit stride ldmatrix's eight rows of one group chunk fall into eight bank quads (stride 2:
+// two rows a quad) and every lane's address is a fixed base plus per-tap and compile-time
+// offsets. The weights of every tap are staged once: row q of tap t holds the 16 bytes GKZYXC
+// stores at (channel ch0 + q, t): forward row j = w(j, t, 0..7) read as B[c][j]; backward_data
+// row (group base + c) = w(group base + c, t, 0..7), read transposed (ldmatrix.trans) as
+// B[c][j]. ldmatrix.x4 loads four group chunks' B (two chunks' A) at once where a warp's chunks
+// allow.
 // Warps: WM of them along the pixels (warp w % WM takes the m16 tiles w % WM, + WM, ...), and
 // where there are more warps than m16 tiles, w / WM picks one of WN equal sets of the block's
 // groups; each lane stores its accumulators as channel pairs.
@@ -39,7 +41,7 @@ namespace ckgen {
 
 inline constexpr int kDirectMmaGroupChannels = 8;  // C = K per group
 inline constexpr int kDirectMmaMaxTaps = 9;        // filter taps staged at once
-inline constexpr int kDirectMmaMaxStages = 5;      // source rows staged (a band: a 3x3 filter's three + 1 ahead)
+inline constexpr int kDirectMmaMaxStages = 4;      // source rows staged (a band: a 3x3 filter's three + 1 ahead)
 inline constexpr int kDirectMmaMaxSmem = 48 * 1024;  // static shared memory
 // Staged columns per filter row beyond the block's pixels: (X - 1) * dil up to 16 at stride 1
 // (larger W strides take the FMA path); a small stage keeps every block of a ResNeXt layer

@@ -41,14 +41,19 @@ inline int64_t direct_band_segments(Variant v, const ConvProblem& p, int tile_pi
 }
 
 // The matrix path's bands (forward / backward_data, direct_mma.hpp): a block takes band_rows
-// consecutive rows of one (n, d) plane, stages each source row once and keeps the taps' weights
+// consecutive rows of one (n, d) plane, stages each source row once and the taps' weights once
 // for all of them, where the rows share source rows along H: a filter of depth 1, unit stride
 // and dilation along H, and room for the filter's rows plus one in flight (stages >= Y + 1).
-// Else one row a block. On an H200 ... (bench/NOTES.md, "Direct matrix path: bands").
-inline constexpr int kDirectMmaBandRows = 2;
-inline int direct_mma_band_rows(const ConvProblem& p, int stages) {
-  const bool share = p.filter[0] == 1 && p.stride[1] == 1 && p.dilation[1] == 1 && stages >= p.filter[1] + 1;
-  return share ? kDirectMmaBandRows : 1;
+// The band is the longest of kDirectMmaBandRows that still leaves a block for every compute unit
+// (row_blocks: the blocks of one row each); else one row a block. H200, ResNeXt c8 (28 rows,
+// 896 one-row blocks; bench/NOTES.md, "Direct matrix path: bands"): forward 7.7 us at one row,
+// 7.6 at 2, 7.2 at 4 (224 blocks), 8.0 at 7 (128 blocks), 13.5 at 14.
+inline constexpr int kDirectMmaBandRows[] = {4, 2};
+inline int direct_mma_band_rows(const ConvProblem& p, int stages, int64_t row_blocks, int compute_units) {
+  if (p.filter[0] != 1 || p.stride[1] != 1 || p.dilation[1] != 1 || stages < p.filter[1] + 1) return 1;
+  for (const int b : kDirectMmaBandRows)
+    if (row_blocks / b >= compute_units) return b;
+  return 1;
 }
 
 // backward_weight: the slice count (k_batch) when none is given. Slices x group tiles blocks
