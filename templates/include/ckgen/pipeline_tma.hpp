@@ -365,10 +365,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   struct Unit {
     int g, tap, m0, n0, kt0, kt1, img;  // img: stride1's image (m0 is then a row of it)
   };
-  // A unit's k tiles [kt0, kt1): its split's share of the tile's k_tiles.
-  auto k_range = [&](int unit, int& kt0, int& kt1) {
-    int tile, split;
-    p.by_k_split.divmod(unit, tile, split);
+  // Split `split`'s k tiles [kt0, kt1): its share of a tile's k_tiles.
+  auto k_range = [&](int split, int& kt0, int& kt1) {
     kt0 = split * p.kt_per_split;
     kt1 = min(p.k_tiles, kt0 + p.kt_per_split);
   };
@@ -383,7 +381,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     if constexpr (Tr::kPatch) p.by_tiles_img.divmod(tm, u.img, tm);
     u.m0 = tm * Tr::BM;
     u.n0 = tn * Tr::BN;
-    k_range(unit, u.kt0, u.kt1);
+    k_range(split, u.kt0, u.kt1);
     return u;
   };
 
@@ -641,8 +639,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   // then 0 ...): a warpgroup starts waiting for its stages only once the other has waited for
   // all earlier ones, so a stage's `full` parity is never read two phases early.
   auto unit_k_tiles = [&](int unit) {
-    int kt0, kt1;
-    k_range(unit, kt0, kt1);
+    int tile, split, kt0, kt1;
+    p.by_k_split.divmod(unit, tile, split);
+    k_range(split, kt0, kt1);
     return kt1 - kt0;
   };
   int unit = blockIdx.x;
