@@ -121,9 +121,10 @@ def _candidates(entry: Entry, variant: Variant, arch: ArchSpec) -> Iterator[Kern
 
 
 def expand(configs: Iterable[ConfigFile], arch: ArchSpec, filters: Filters = Filters()) -> Expansion:
-    """Candidates are deduplicated on their full configuration, filtered on the command line's
-    field selections, checked against the rules (rejections keep their reason), and the valid
-    ones filtered by name globs (config include/exclude, --kernels)."""
+    """Candidates outside their entry's name globs (config include / exclude) are skipped, the
+    rest deduplicated on their full configuration (a candidate one entry's globs leave out stays
+    open to another entry or file), filtered on the command line's field selections, checked
+    against the rules (rejections keep their reason), and the valid ones filtered by --kernels."""
     out = Expansion(arch=arch)
     seen: set[KernelInstance] = set()
     for cfg in configs:
@@ -134,6 +135,9 @@ def expand(configs: Iterable[ConfigFile], arch: ArchSpec, filters: Filters = Fil
                 if inst in seen:
                     out.duplicates += 1
                     continue
+                if not matches(inst.name, include, exclude):  # this entry's filter: another may take it
+                    out.filtered += 1
+                    continue
                 seen.add(inst)
                 if not filters.keep_fields(inst):
                     out.filtered += 1
@@ -142,7 +146,7 @@ def expand(configs: Iterable[ConfigFile], arch: ArchSpec, filters: Filters = Fil
                 if bad is not None:
                     out.rejected.append(Rejected(inst, bad[0], bad[1], entry.explicit))
                     continue
-                if not (matches(inst.name, include, exclude) and match_any(inst.name, filters.kernels)):
+                if not match_any(inst.name, filters.kernels):
                     out.filtered += 1
                     continue
                 out.instances.append(inst)

@@ -79,6 +79,30 @@ def test_duplicates_are_removed(tmp_path: Path) -> None:
     assert "2 valid, 0 rejected, 4 duplicates, 0 filtered out, 6 candidates" in table
 
 
+def test_an_entry_s_name_filter_leaves_the_candidate_to_other_entries(tmp_path: Path) -> None:
+    # The first file's space makes 64x64 and 128x64 but keeps only 128x64; a second file asking
+    # for 64x64 gets it (it is not a duplicate of a candidate the first file left out).
+    base, extra = tmp_path / "base.yaml", tmp_path / "extra.yaml"
+    base.write_text(
+        "variant: forward\n"
+        "defaults: {ndim: 2, warp_tile: auto, datatype: fp16}\n"
+        "spaces:\n"
+        "  - tile: [[64, 64, 32], [128, 64, 32]]\n"
+        "    waves: [2, 2, 1]\n"
+        "    include: ['*_t128x64x32_*']\n"
+    )
+    extra.write_text(
+        "variant: forward\n"
+        "defaults: {ndim: 2, warp_tile: auto, datatype: fp16}\n"
+        "instances:\n"
+        "  - {tile: [64, 64, 32], waves: [2, 2, 1]}\n"
+        "  - {tile: [128, 64, 32], waves: [2, 2, 1]}\n"  # a real duplicate of the first file's
+    )
+    exp = expand(load_configs([base, extra]), load_arch_specs()["sm_90a"])
+    assert sorted(i.tile for i in exp.instances) == [(64, 64, 32), (128, 64, 32)]
+    assert (exp.candidates, exp.filtered, exp.duplicates) == (4, 1, 1)
+
+
 @pytest.mark.parametrize("arch", ALL_ARCHS)
 def test_every_rejection_keeps_its_reason(arch: str) -> None:
     exp = _expansion(arch)
