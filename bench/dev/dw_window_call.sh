@@ -15,7 +15,7 @@
 set -uo pipefail
 . "$(dirname "$0")/small_project.sh"
 W=${WORK:-/tmp/dww}
-mkdir -p "$W"
+rm -rf "$W" && mkdir -p "$W"  # a warm machine keeps the last call's builds and profiles
 args=()
 for v in forward backward_data; do
   args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/${CANDIDATES:-dwwin}_$v.yaml")
