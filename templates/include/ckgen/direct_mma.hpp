@@ -195,9 +195,11 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   const uint32_t b_lane = nvmma::smem_addr(&sB[0][g0 * 8 + lane % (8 * BG)][0]);
   // The taps of one staged filter row (buffer buf; tap t0 + kx of the filter).
   auto row_taps = [&](int buf, int t0) {
-    // One tap an iteration: unrolled, several taps' fragments outlive the 64-register cap and
-    // spill (H200, ResNeXt c8: 8.1 us rolled, 8.8 unrolled).
-#pragma unroll 1
+    // Warps with four group chunks take one tap an iteration: unrolled, several taps' fragments
+    // outlive the 64-register cap and spill (H200, ResNeXt c8, t32x64x8 w4: 8.1 us rolled, 8.8
+    // unrolled). With two chunks three taps fit, and the next tap's loads overlap this one's MMAs
+    // (t32x64x8 w8 forward 6.5 -> 6.1 us, backward_data 7.0 -> 6.7).
+#pragma unroll(GW <= 2 ? 3 : 1)
     for (int kx = 0; kx < fx; ++kx) {
       const int t = t0 + kx;
       const int cofs = (kFwd ? kx : fx - 1 - kx) * a.dil[2];
