@@ -9,7 +9,7 @@
 # 4-channel-group direct instances of the default sets and bench/dev/candidates/dwwin_<variant>.yaml.
 # (The runs in bench/results/2026-11-26_H200_dw_window/ built the new header with a dev macro for
 # the warps, 0 / 12 / 16: tags w0 / w12 / w16.) Another patch:
-#   PATCH=bench/dev/mma_padded_cols.patch KERNELS='*_wt16x8x16_direct_*' REGS_MATCH=DirectPathE0 \
+#   PATCH="bench/dev/mma_bands_1.patch bench/dev/mma_s5.patch" KERNELS='*_wt16x8x16_direct_*' REGS_MATCH=DirectPathE0 \
 #     bash bench/dev/dw_window_call.sh
 # (patches of the repository's templates/include/ckgen headers, any number of files each)
 set -uo pipefail
