@@ -447,9 +447,9 @@ def build_cmd(out: Path, jobs: int, launcher: str, kernels: tuple[str, ...], gpu
 
     arch = _project_arch(out)
     if not (out / "CMakeLists.txt").is_file():
-        targets = gpu_targets or arch.cuda_arch or arch.name
-        _check_gpu_targets(arch.platform, targets)
-        _write_cmake(out, arch.platform, targets, launcher, arch.name)
+        gpus = gpu_targets or arch.cuda_arch or arch.name
+        _check_gpu_targets(arch.platform, gpus)
+        _write_cmake(out, arch.platform, gpus, launcher, arch.name)
     for g in kernels:
         if glob_problem(g) is not None:
             raise CkgenError(f"--kernels {g!r}: {glob_problem(g)}")

@@ -133,6 +133,17 @@ def test_platform_mismatch_is_refused(nv_project: Path) -> None:
     assert res.exit_code == 2 and "generated for sm_90a" in res.stderr
 
 
+@pytest.mark.skipif(not (have("cmake") and have("ninja") and have("nvcc")), reason="needs cmake, ninja and nvcc")
+def test_build_without_emit_cmake_hands_ninja_the_given_targets(tmp_path: Path) -> None:
+    """Writing CMakeLists.txt on the way must not replace the --target list (it once became the GPU
+    target string, so ninja was asked for targets '9', '0', 'a')."""
+    out = tmp_path / "gen"
+    cli("generate", "--arch", "sm_90a", "--variant", "forward", "--kernels",
+        "*fwd_fp16_2d_t32x64x8_w8x1x1_wt16x8x16_direct_*", "-o", str(out), "-q")
+    r = cli("build", "-o", str(out), "--no-tests", "--no-profilers", "--target", "no_such_target_ckgen", ok=False)
+    assert r.exit_code == 2 and "no_such_target_ckgen" in r.output and "'9'" not in r.output, r.output
+
+
 def test_build_without_emit_cmake_keeps_the_generated_sources(tmp_path: Path) -> None:
     """`ckgen build` writes CMakeLists.txt when it is missing; that must not take the manifest's
     files for stale ones (they are the project)."""
