@@ -298,6 +298,42 @@ int main(int argc, char** argv) {
           std::to_string(td.auto_k_batch(tk, p)) + " vs " + std::to_string(want) + " (multistage " +
               std::to_string(td.auto_k_batch(ms, p)) + ")");
   }
+  // --- direct matrix path: the launch's bands in the cost model ------------------------------
+  {
+    // ResNeXt c8 (G = 32, C = K = 8, N = 8, 28 x 28): 896 one-row blocks of 32 pixels x 64
+    // channels; the launch gives them bands of 4 rows (224 blocks). With bands, 128-thread blocks
+    // leave 6.8 warps an SM and 256-thread blocks 13.6: the wider block hides more latency (H200:
+    // forward 7.1 us at w4, 6.3 at w8, bench/NOTES.md "Direct matrix path: bands").
+    ConvProblem p = conv(8, 8, 8, 28);
+    p.G = 32;
+    p.compute_output();
+    auto dkey = [](const std::string& name, int waves) {
+      KernelKey k = key(name, Variant::Forward, 32, 64, 8);
+      k.pipeline = Pipeline::Direct;
+      k.stages = 1;
+      k.wave_m = waves, k.wave_n = 1, k.wave_k = 1;
+      return k;
+    };
+    const KernelKey w4 = dkey("direct_w4", 4), w8 = dkey("direct_w8", 8);
+    check(direct_mma_ring(32, 64, 2).stages == 4 && direct_mma_ring(32, 64, 2).row_bytes == 48 * (128 + 16),
+          "direct_mma_ring: four staged rows of 48 padded columns for 32 x 64 fp16");
+    Registry dreg;
+    dreg.add(std::make_unique<FakeKernel>(w4));
+    dreg.add(std::make_unique<FakeKernel>(w8));
+    Dispatcher dd(dreg);
+    const CostEstimate e4 = estimate_cost(w4, p, 1, dd.arch()), e8 = estimate_cost(w8, p, 1, dd.arch());
+    check(e4.tiles == 224 && e8.tiles == 224, "direct matrix path: blocks of 4-row bands (224, not 896)",
+          std::to_string(e4.tiles) + " / " + std::to_string(e8.tiles));
+    check(e8.us < e4.us, "direct matrix path: 256-thread bands estimated faster than 128-thread ones",
+          std::to_string(e8.us) + " vs " + std::to_string(e4.us));
+    const Selection s = dd.by_cost(p, DataType::FP16, Variant::Forward);
+    check(s.kernel && s.kernel->name() == "direct_w8", "dispatcher picks t32x64x8 w8 for ResNeXt c8", s.why);
+    // a 3x3 filter with stride 2 along H has no bands: one-row blocks
+    ConvProblem s2 = p;
+    s2.stride[1] = 2;
+    s2.compute_output();
+    check(estimate_cost(w8, s2, 1, dd.arch()).tiles == int64_t(8) * s2.out[1] * 4, "no bands at H stride 2");
+  }
   std::printf("all %s\n", failures ? "failed" : "passed");
   return failures ? 1 : 0;
 }

@@ -34,20 +34,11 @@
 #include "ckgen/async_copy.hpp"
 #include "ckgen/config.hpp"
 #include "ckgen/direct_common.hpp"
+#include "ckgen/direct_plan.hpp"
 #include "ckgen/mma_nvidia.hpp"
 #include "ckgen/vocab.hpp"
 
 namespace ckgen {
-
-inline constexpr int kDirectMmaGroupChannels = 8;  // C = K per group
-inline constexpr int kDirectMmaMaxTaps = 9;        // filter taps staged at once
-inline constexpr int kDirectMmaMaxStages = 4;      // source rows staged (a band: a 3x3 filter's three + 1 ahead)
-inline constexpr int kDirectMmaMaxSmem = 48 * 1024;  // static shared memory
-// Staged columns per filter row beyond the block's pixels: (X - 1) * dil up to 16 at stride 1
-// (larger W strides take the FMA path); a small stage keeps every block of a ResNeXt layer
-// resident at once (8 blocks of 2 warps per SM at 32 pixels).
-inline constexpr int kDirectMmaColumnSlack = 16;
-inline constexpr int kDirectMmaColumnPad = 16;  // bytes after each staged column's Gt channels
 
 template <class Cfg>
 struct DirectMmaTraits {
@@ -66,11 +57,11 @@ struct DirectMmaTraits {
   static constexpr int GW = kChunks / WN;
   static constexpr int kCols = P + kDirectMmaColumnSlack;  // staged source columns per filter row
   static constexpr int kColElems = Gt + kDirectMmaColumnPad / int(sizeof(Raw));  // a staged column
-  static constexpr int kRowBytes = kCols * kColElems * int(sizeof(Raw));
-  static constexpr int kWeightBytes = kDirectMmaMaxTaps * Gt * 8 * int(sizeof(Raw));
-  static constexpr int kStages =
-      std::min(kDirectMmaMaxStages, (kDirectMmaMaxSmem - kWeightBytes) / kRowBytes);
-  static constexpr int kSmemBytes = kStages * kRowBytes + kWeightBytes;
+  static constexpr DirectMmaRing kRing = direct_mma_ring(P, Gt, int(sizeof(Raw)));
+  static constexpr int kRowBytes = kRing.row_bytes;
+  static constexpr int kStages = kRing.stages;
+  static constexpr int kSmemBytes = kStages * kRowBytes + kRing.weight_bytes;
+  static_assert(kRowBytes == kCols * kColElems * int(sizeof(Raw)), "ckgen: direct_mma_ring's row is sA's");
   // 1024 threads per SM (64 registers) where a lane holds at most 16 accumulators, else 512
   // (128 registers; 64 spill): its warps wait on shared and global loads, and small layers give
   // each SM only a few blocks, so register room for all of them matters.

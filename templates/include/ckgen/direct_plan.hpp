@@ -20,24 +20,48 @@ inline int64_t direct_pixels(Variant v, const ConvProblem& p) {
   return v == Variant::BackwardData ? p.N * p.in_spatial() : p.N * p.out_spatial();
 }
 
-// The matrix path's units (direct_mma.hpp, direct_mma_bwd_weight.hpp): row segments of
-// tile_pixels pixels along the W rows of the iterated tensor, rows x ceil(W / tile_pixels).
-inline int64_t direct_row_segments(Variant v, const ConvProblem& p, int tile_pixels) {
-  const int64_t wlen = v == Variant::BackwardData ? p.in[2] : p.out[2];
-  return direct_pixels(v, p) / wlen * ((wlen + tile_pixels - 1) / tile_pixels);
-}
-
 // Bands of band_rows rows per (n, d) plane of the iterated tensor: ceil(H / band_rows).
 inline int64_t direct_bands_per_plane(Variant v, const ConvProblem& p, int band_rows) {
   const int64_t hlen = v == Variant::BackwardData ? p.in[1] : p.out[1];
   return (hlen + band_rows - 1) / band_rows;
 }
 // The forward / backward_data matrix path's blocks per group tile: segments of its bands,
-// planes x bands x ceil(W / tile_pixels) (band_rows 1: direct_row_segments).
+// planes x bands x ceil(W / tile_pixels).
 inline int64_t direct_band_segments(Variant v, const ConvProblem& p, int tile_pixels, int band_rows) {
   const bool bd = v == Variant::BackwardData;
   const int64_t planes = p.N * (bd ? p.in[0] : p.out[0]), wlen = bd ? p.in[2] : p.out[2];
   return planes * direct_bands_per_plane(v, p, band_rows) * ((wlen + tile_pixels - 1) / tile_pixels);
+}
+// The matrix path's units (direct_mma.hpp, direct_mma_bwd_weight.hpp): row segments of
+// tile_pixels pixels along the W rows of the iterated tensor (bands of one row).
+inline int64_t direct_row_segments(Variant v, const ConvProblem& p, int tile_pixels) {
+  return direct_band_segments(v, p, tile_pixels, 1);
+}
+
+// The forward / backward_data matrix path's shared memory (direct_mma.hpp; rules.py mirrors the
+// constants for its shared-memory check): the weights of up to kDirectMmaMaxTaps taps, and a ring
+// of staged source rows, each tile_pixels + kDirectMmaColumnSlack columns of the block's channels
+// padded by kDirectMmaColumnPad bytes, as many as fit in kDirectMmaMaxSmem (at most
+// kDirectMmaMaxStages). The kernel's traits and the dispatcher's cost model (bands need
+// stages >= Y + 1) both read it here.
+inline constexpr int kDirectMmaGroupChannels = 8;  // C = K per group
+inline constexpr int kDirectMmaMaxTaps = 9;        // filter taps staged at once
+inline constexpr int kDirectMmaMaxStages = 4;      // source rows staged (a band: a 3x3 filter's three + 1 ahead)
+inline constexpr int kDirectMmaMaxSmem = 48 * 1024;  // static shared memory
+// Staged columns per filter row beyond the block's pixels: (X - 1) * dil up to 16 at stride 1
+// (larger W strides take the FMA path).
+inline constexpr int kDirectMmaColumnSlack = 16;
+inline constexpr int kDirectMmaColumnPad = 16;  // bytes after each staged column's channels
+struct DirectMmaRing {
+  int row_bytes;     // one staged source row
+  int weight_bytes;  // the staged weights
+  int stages;        // staged rows
+};
+constexpr DirectMmaRing direct_mma_ring(int tile_pixels, int tile_channels, int elem_bytes) {
+  const int row = (tile_pixels + kDirectMmaColumnSlack) * (tile_channels * elem_bytes + kDirectMmaColumnPad);
+  const int weights = kDirectMmaMaxTaps * tile_channels * kDirectMmaGroupChannels * elem_bytes;
+  const int fit = (kDirectMmaMaxSmem - weights) / row;
+  return {row, weights, fit < kDirectMmaMaxStages ? fit : kDirectMmaMaxStages};
 }
 
 // The matrix path's bands (forward / backward_data, direct_mma.hpp): a block takes band_rows

@@ -507,7 +507,8 @@ inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
 // launch. Small groups (C = K > 1) on FMA add C fp32 FMAs per output element and tap; the
 // estimate is the larger of the memory and the FMA time (at the fp32 peak). The matrix path
 // (warp tile 16x8x16, direct_mma.hpp) has no FMA term: its mma.sync work is far below the
-// memory time.
+// memory time; its forward / backward_data blocks take the bands the launch gives them (fewer
+// blocks, each source row staged once per band).
 inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
                                          const ArchNumbers& a) {
   CostEstimate c;
@@ -518,15 +519,15 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   const int64_t gtiles = cdiv(chans, k.tile_n);
   const double overhang = double(gtiles * k.tile_n) / double(chans);
   const double taps = double(p.filter_spatial());
-  const double rows_reread = std::max(1.0, taps / double(std::max<int64_t>(1, p.filter[2])));
+  double rows_reread = std::max(1.0, taps / double(std::max<int64_t>(1, p.filter[2])));
   const double src = double(k.variant == Variant::BackwardData ? p.output_elems() : p.input_elems());
   const double dst = double(k.variant == Variant::BackwardData ? p.input_elems() : p.output_elems());
-  double bytes = (src * (1.0 + 0.5 * (rows_reread - 1.0)) + dst + double(p.weight_elems())) * eb;
   double extra_us = 3.0;  // launch
   const int threads = std::max(1, k.wave_m) * a.warp_size;
   c.blocks_per_cu = std::max(1, 2048 / threads);
   int64_t active_threads;
-  const bool matrix = k.warp_m > 1;  // a block per row segment (direct_plan.hpp)
+  const bool matrix = k.warp_m > 1;  // a block per row segment or band (direct_plan.hpp)
+  double bytes = 0;
   if (k.variant == Variant::BackwardWeight) {
     const DirectSlices sl = direct_weight_slices(p, k.tile_m, matrix, std::max(1, k_batch));
     c.k_batch = sl.count;
@@ -538,11 +539,22 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
       bytes += (k.stage == Stage::One ? 1.0 : sl.count) * ws;        // the reduce reads
       extra_us += k.stage == Stage::One ? 4.0 : 2.0;
     }
+  } else if (matrix) {
+    // The launch's bands (depthwise.hpp run, direct_mma_band_rows): a block of `band` rows stages
+    // its band + Y - 1 source rows once each.
+    const int stages = direct_mma_ring(k.tile_m, k.tile_n, eb).stages;
+    const int band = direct_mma_band_rows(p, stages, direct_row_segments(k.variant, p, k.tile_m) * gtiles,
+                                          a.compute_units);
+    if (band > 1) rows_reread = double(band + p.filter[1] - 1) / band;
+    c.tiles = direct_band_segments(k.variant, p, k.tile_m, band) * gtiles;
+    active_threads = c.tiles * threads;
+    c.k_batch = 1;
   } else {
-    c.tiles = (matrix ? direct_row_segments(k.variant, p, k.tile_m) : cdiv(pixels, k.tile_m)) * gtiles;
+    c.tiles = cdiv(pixels, k.tile_m) * gtiles;
     active_threads = c.tiles * threads;
     c.k_batch = 1;
   }
+  bytes += (src * (1.0 + 0.5 * (rows_reread - 1.0)) + dst + double(p.weight_elems())) * eb;
   c.waves = cdiv(c.tiles, int64_t(a.compute_units) * c.blocks_per_cu);
   c.tile_efficiency = 1.0 / overhang;
   if (matrix)  // idle pixels past each row's last segment
