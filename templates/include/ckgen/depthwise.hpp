@@ -618,7 +618,7 @@ CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, Di
   else if constexpr (Cfg::kVariant == Variant::BackwardWeight)
     direct::bwd_weight<Cfg, KZ, KY, KX, Path>(a);
   else if constexpr (DirectTraits<Cfg>::kMma)
-    direct::fwd_bwd_data_mma<Cfg>(a);
+    direct::fwd_bwd_data_mma<Cfg, KZ, KY, KX>(a);
   else
     direct::fwd_bwd_data<Cfg, KZ, KY, KX, Path>(a);
 }
@@ -759,7 +759,10 @@ class DepthwiseKernel final : public KernelBase {
                                            direct_row_segments(kVariant, p, Tr::P) * gtiles, detail::device_sm_count());
         a.fd_bands.init(direct_bands_per_plane(kVariant, p, a.band_rows));
         const dim3 rgrid(unsigned(direct_band_segments(kVariant, p, Tr::P, a.band_rows)), gtiles, 1);
-        depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<rgrid, Tr::kThreads, 0, stream>>>(a);
+        if (k3x3 && p.dilation[2] == 1)  // the filter at compile time
+          depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<rgrid, Tr::kThreads, 0, stream>>>(a);
+        else
+          depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<rgrid, Tr::kThreads, 0, stream>>>(a);
       } else {
         const dim3 grid(unsigned((pixels + Tr::P - 1) / Tr::P), gtiles, 1);
         const bool gather = kVariant == Variant::BackwardData &&

@@ -87,7 +87,9 @@ CKGEN_HOST_DEVICE constexpr int64_t mma_staged_cols(bool fwd, int P, int64_t str
   return (P - 1) * (fwd ? stride : 1) + (taps_x - 1) * dil + 1;
 }
 
-template <class Cfg>
+// KZ, KY, KX > 0: the filter's size at compile time, with unit W dilation (every tap's staged
+// column a compile-time offset; the launch takes it for 1x3x3 filters), else 0, 0, 0.
+template <class Cfg, int KZ, int KY, int KX>
 CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
 #if defined(CKGEN_NVIDIA)
   using Tr = DirectMmaTraits<Cfg>;
@@ -101,7 +103,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp % Tr::WM, g0 = warp / Tr::WM * GW;  // first m16 tile, first group
   const int ch0 = int(blockIdx.y) * Gt;
-  const int taps = a.taps, fy = a.fil[1], fx = a.fil[2];
+  constexpr bool kCT = KZ > 0;
+  static_assert(!kCT || KZ * KY * KX <= kDirectMmaMaxTaps, "ckgen: the matrix path stages kDirectMmaMaxTaps taps");
+  const int taps = kCT ? KZ * KY * KX : a.taps, fy = kCT ? KY : a.fil[1], fx = kCT ? KX : a.fil[2];
   const Raw* __restrict__ src = static_cast<const Raw*>(kFwd ? a.x : a.y);
   const Raw* __restrict__ wg = static_cast<const Raw*>(a.w);
   const int sz = kFwd ? a.in_[0] : a.out_[0], sy = kFwd ? a.in_[1] : a.out_[1],
@@ -121,8 +125,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   // +-dil.
   const int z0 = kFwd ? d * a.s[0] - a.pl[0] : d + a.pl[0];
   const int y0 = kFwd ? h0 * a.s[1] - a.pl[1] : h0 + a.pl[1];
-  const int c0 = kFwd ? w0 * a.s[2] - a.pl[2] : w0 + a.pl[2] - (fx - 1) * a.dil[2];
-  const int cols = int(mma_staged_cols(kFwd, P, a.s[2], a.dil[2], fx));
+  const int c0 = kFwd ? w0 * a.s[2] - a.pl[2] : w0 + a.pl[2] - (fx - 1) * (kCT ? 1 : a.dil[2]);
+  const int cols = int(mma_staged_cols(kFwd, P, a.s[2], kCT ? 1 : a.dil[2], fx));
   const int colstep = kFwd ? a.s[2] : 1;
 
   const int g = tid % Tr::kChunks;
@@ -193,7 +197,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
 #pragma unroll(GW <= 2 ? 3 : 1)
     for (int kx = 0; kx < fx; ++kx) {
       const int t = t0 + kx;
-      const int cofs = (kFwd ? kx : fx - 1 - kx) * a.dil[2];
+      const int cofs = (kFwd ? kx : fx - 1 - kx) * (kCT ? 1 : a.dil[2]);
       // Every fragment of the tap first, then the MMAs: the shared loads overlap instead of
       // each MMA waiting on its own two loads.
       uint32_t b[GW], af[MT][GW][2];
@@ -226,19 +230,22 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   };
 
   // Lane (row l / 4, pair l % 4) of each m16 x n8 tile: pixels +0 / +8, channels 2 (l % 4) + 0, 1.
-  Raw* __restrict__ dst = static_cast<Raw*>(a.dst);
+  // The lane's first pixel and channel pair in row h0; a row moves it by W pixels.
+  const int lane_w = w0 + wm * 16 + (lane >> 2), lane_ch = ch0 + g0 * 8 + (lane & 3) * 2;
+  Raw* const lane_dst = static_cast<Raw*>(a.dst) + ((int64_t(plane) * hlen + h0) * wlen + lane_w) * a.chans + lane_ch;
+  const int64_t row_elems = int64_t(wlen) * a.chans;
   auto store_row = [&](int h) {
-    const int64_t m_row = (int64_t(plane) * hlen + h) * wlen;
+    Raw* const d = lane_dst + (h - h0) * row_elems;
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
       for (int gi = 0; gi < GW; ++gi) {
-        const int ch = ch0 + (g0 + gi) * 8 + (lane & 3) * 2;
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          const int w = w0 + (wm + mi * Tr::WM) * 16 + (lane >> 2) + hh * 8;
+          const int dw = mi * Tr::WM * 16 + hh * 8;  // pixels past lane_w
           const float f[2] = {acc[mi][gi][2 * hh], acc[mi][gi][2 * hh + 1]};
-          if (w < wlen && ch < a.chans) store<D, 2>(dst + (m_row + w) * a.chans + ch, f);
+          if (lane_w + dw < wlen && lane_ch + gi * 8 < a.chans)
+            store<D, 2>(d + int64_t(dw) * a.chans + gi * 8, f);
         }
       }
 #pragma unroll
@@ -266,8 +273,13 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
       __syncthreads();
       if (o + S - 1 < srows) stage(z0, ybase + o + S - 1, buf == 0 ? S - 1 : buf - 1);
       async_commit();
-      for (int j = 0, b = buf; j < fy; ++j, b = b == S - 1 ? 0 : b + 1)
-        row_taps(b, (kFwd ? j : fy - 1 - j) * fx);
+      if constexpr (kCT) {  // the filter rows' taps in one unrolled stretch
+#pragma unroll
+        for (int j = 0; j < KY; ++j) row_taps(buf + j < S ? buf + j : buf + j - S, (kFwd ? j : KY - 1 - j) * KX);
+      } else {
+        for (int j = 0, b = buf; j < fy; ++j, b = b == S - 1 ? 0 : b + 1)
+          row_taps(b, (kFwd ? j : fy - 1 - j) * fx);
+      }
       store_row(h0 + o);
       buf = buf == S - 1 ? 0 : buf + 1;
     }
@@ -275,7 +287,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
     // One row: its filter rows (kz, ky) staged in turn, S - 1 in flight ahead of the one
     // multiplied (one commit group per filter row, empty past the last, so wait<S - 2> always
     // means "filter row r has landed").
-    const int frows = a.fil[0] * fy;
+    const int frows = (kCT ? KZ : a.fil[0]) * fy;
     int kz = 0, ky = 0;  // the next filter row to stage
     auto stage_next = [&](int buf) {
       stage(kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0], kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1], buf);
