@@ -328,6 +328,24 @@ int main(int argc, char** argv) {
           std::to_string(e8.us) + " vs " + std::to_string(e4.us));
     const Selection s = dd.by_cost(p, DataType::FP16, Variant::Forward);
     check(s.kernel && s.kernel->name() == "direct_w8", "dispatcher picks t32x64x8 w8 for ResNeXt c8", s.why);
+    // groups_to_merge: a merged block runs its 16 groups as one block-diagonal GEMM (N = 16 x 8,
+    // K = 9 x 16 x 8): the H200 ran t128x16x32 gm16 at 50 us on this layer, the w8 direct tile
+    // at 6.3 (check-heuristic at d9014b4 had picked the merged GEMM, its estimate counting one
+    // group's GEMM per block)
+    KernelKey gm = key("gemm_gm16", Variant::Forward, 128, 16, 32);
+    gm.wave_m = 4, gm.wave_n = 1;
+    gm.vec_b = 1;
+    gm.groups_to_merge = 16;
+    gm.epilogue = Epilogue::CShuffle;
+    const CostEstimate eg = estimate_cost(gm, p, 1, dd.arch());
+    check(eg.tiles == 49 * 8 * 2 && std::fabs(eg.tile_efficiency - 1.0 / 16) < 1e-9,
+          "merged groups: blocks tile the gm-wide GEMM (784 tiles, 1/16 useful)",
+          std::to_string(eg.tiles) + " " + std::to_string(eg.tile_efficiency));
+    dreg.add(std::make_unique<FakeKernel>(gm));
+    Dispatcher dg(dreg);
+    const Selection sg = dg.by_cost(p, DataType::FP16, Variant::Forward);
+    check(sg.kernel && sg.kernel->name() == "direct_w8", "direct w8 over the merged GEMM for ResNeXt c8",
+          sg.why + " | gemm " + std::to_string(eg.us) + " us");
     // a 3x3 filter with stride 2 along H has no bands: one-row blocks
     ConvProblem s2 = p;
     s2.stride[1] = 2;

@@ -298,6 +298,18 @@ inline GemmDims gemm_dims(Variant v, const ConvProblem& p) {
   }
   return d;
 }
+// The GEMM a kernel's blocks tile: with groups_to_merge gm > 1 (forward / backward_data) a block
+// runs gm groups as one block-diagonal GEMM whose N and K are gm times the group's (conv_maps.hpp
+// merged views, kernel.hpp gemm_dims: gm times the useful MACs), over G / gm group blocks.
+inline GemmDims tiled_gemm_dims(Variant v, const ConvProblem& p, int gm) {
+  GemmDims d = gemm_dims(v, p);
+  if (gm > 1) {
+    d.N *= gm;
+    d.K *= gm;
+    d.batch = std::max<int64_t>(1, d.batch / gm);
+  }
+  return d;
+}
 
 // Distance between two problems of one variant, for the neighbour ranking: |log| differences of
 // the per-group GEMM M, N, K and the batch (groups x stride classes), which set the tile fit and
@@ -332,10 +344,9 @@ struct SplitFeatures {
 inline SplitFeatures split_features(Variant v, int tile_m, int tile_n, int groups_to_merge, const ConvProblem& p,
                                     int k_batch, int compute_units) {
   auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
-  const GemmDims g = gemm_dims(v, p);
+  const GemmDims g = tiled_gemm_dims(v, p, groups_to_merge);
   const int kb = std::max(1, k_batch);
-  const int64_t batch_blocks = std::max<int64_t>(1, g.batch / std::max(1, groups_to_merge));
-  const double blocks = double(batch_blocks * cdiv(g.M, std::max(1, tile_m)) * cdiv(g.N, std::max(1, tile_n)) * kb);
+  const double blocks = double(g.batch * cdiv(g.M, std::max(1, tile_m)) * cdiv(g.N, std::max(1, tile_n)) * kb);
   SplitFeatures f;
   f.log_blocks_per_cu = std::log(blocks / double(std::max(1, compute_units)));
   f.log_k_per_split = std::log(std::max(1.0, double(g.K) / kb));
@@ -575,7 +586,7 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   if (k.pipeline == Pipeline::Direct) return estimate_direct_cost(k, p, k_batch, a);
   CostEstimate c;
   auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
-  const GemmDims g = gemm_dims(k.variant, p);
+  const GemmDims g = tiled_gemm_dims(k.variant, p, k.groups_to_merge);
   // forward / backward_data instances with k_batch 1 never split (kernel.hpp resolve_k_batch).
   const bool splits = k.variant == Variant::BackwardWeight || k.k_batch != 1;
   const int kb = std::max(1, splits ? k_batch : 1);
@@ -583,9 +594,9 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const int64_t mt = cdiv(g.M, k.tile_m), nt = cdiv(g.N, k.tile_n);
   const int64_t k_per_split = cdiv(g.K, kb);
   const int64_t kt = cdiv(k_per_split, k.tile_k);
-  const int64_t batch_blocks = std::max<int64_t>(1, g.batch / std::max(1, k.groups_to_merge));
-  c.tiles = mt * nt * batch_blocks * kb;
-  const double useful = double(g.M) * double(g.N) * double(g.K);
+  c.tiles = mt * nt * g.batch * kb;
+  // a merged block's useful MACs: its gm groups' diagonal blocks (1 / gm of its GEMM)
+  const double useful = double(g.M) * double(g.N) * double(g.K) / std::max(1, k.groups_to_merge);
   const double padded = double(mt * k.tile_m) * double(nt * k.tile_n) * double(kt * k.tile_k * kb);
   c.tile_efficiency = useful / padded;
 
@@ -878,11 +889,9 @@ class Dispatcher {
                                       std::max(1, key.wave_m) * arch_.warp_size, arch_.compute_units,
                                       key.warp_m > 1)
                  : 1;
-    const GemmDims g = gemm_dims(key.variant, p);
+    const GemmDims g = tiled_gemm_dims(key.variant, p, key.groups_to_merge);  // kernel.hpp resolve_k_batch
     auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
-    const int64_t classes = g.batch / std::max<int64_t>(1, p.G);
-    const int64_t blocks = std::max<int64_t>(1, p.G / std::max(1, key.groups_to_merge)) * classes;
-    const int64_t tiles = blocks * cdiv(g.M, key.tile_m) * cdiv(g.N, key.tile_n);
+    const int64_t tiles = g.batch * cdiv(g.M, key.tile_m) * cdiv(g.N, key.tile_n);
     int64_t kb = cdiv(2 * int64_t(arch_.compute_units), tiles);
     kb = std::min<int64_t>(kb, std::max<int64_t>(1, cdiv(g.K, 4 * key.tile_k)));
     return int(std::max<int64_t>(1, std::min<int64_t>(64, kb)));
