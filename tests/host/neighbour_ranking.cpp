@@ -352,6 +352,40 @@ int main(int argc, char** argv) {
     s2.compute_output();
     check(estimate_cost(w8, s2, 1, dd.arch()).tiles == int64_t(8) * s2.out[1] * 4, "no bands at H stride 2");
   }
+  // --- direct FMA path: the threads' issue, not only their bytes ------------------------------
+  {
+    // Depthwise 56x56 (G = 256, N = 8): on the H200 the window tiles ran by pixels a thread
+    // (forward fp16: PP 8 8.6 us, PP 2 12.1, the v1 tile 20.5), while the bandwidth-only estimate
+    // gave every tile 11.03 us; stride 2 (no window): the v1 tile 6.1 us against 3.4-4.6 for v8.
+    auto fkey = [](int tm, int tn, int waves, int vec) {
+      KernelKey k = key("direct_fma", Variant::Forward, tm, tn, 1);
+      k.pipeline = Pipeline::Direct;
+      k.stages = 1;
+      k.wave_m = waves, k.wave_n = 1, k.wave_k = 1;
+      k.warp_m = 1, k.warp_n = 1, k.warp_k = 1;
+      k.vec_a = k.vec_b = k.vec_c = vec;
+      return k;
+    };
+    ConvProblem dw = conv(8, 1, 1, 56);
+    dw.G = 256;
+    dw.compute_output();
+    const KernelKey pp8 = fkey(128, 64, 4, 8), pp2 = fkey(32, 64, 4, 8), v1 = fkey(16, 32, 4, 1);
+    check(direct_fma_pixels_per_thread(128, 64, 8, 128) == 8 && direct_fma_window(Variant::Forward, dw, 8),
+          "direct FMA: t128x64 w4 v8 takes 8 pixels a thread on the window path");
+    Registry freg;
+    Dispatcher fd(freg);
+    const double e8 = estimate_cost(pp8, dw, 1, fd.arch()).us, e2 = estimate_cost(pp2, dw, 1, fd.arch()).us,
+                 e1 = estimate_cost(v1, dw, 1, fd.arch()).us;
+    check(e8 < e2 && e2 < e1, "direct FMA window: 8 pixels a thread < 2 < the v1 tile",
+          std::to_string(e8) + " " + std::to_string(e2) + " " + std::to_string(e1));
+    ConvProblem s2 = conv(8, 1, 1, 28);
+    s2.G = 512;
+    s2.stride[1] = s2.stride[2] = 2;
+    s2.compute_output();
+    check(!direct_fma_window(Variant::Forward, s2, 2) &&
+              estimate_cost(pp2, s2, 1, fd.arch()).us < estimate_cost(v1, s2, 1, fd.arch()).us,
+          "direct FMA stride 2: v8 before the v1 tile");
+  }
   std::printf("all %s\n", failures ? "failed" : "passed");
   return failures ? 1 : 0;
 }

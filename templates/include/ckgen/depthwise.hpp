@@ -75,7 +75,7 @@ struct DirectTraits {
   static constexpr int kThreads = Cfg::Waves::kM * Cfg::kWarpSize;
   static constexpr int TG = Gt / V;
   static constexpr int Rows = kThreads / TG;
-  static constexpr int PP = P / Rows;
+  static constexpr int PP = direct_fma_pixels_per_thread(P, Gt, V, kThreads);  // = P / Rows
 
   static_assert(Cfg::kPipeline == Pipeline::Direct, "ckgen: DirectTraits is for Pipeline::Direct");
   static_assert(Cfg::kVecA == V && Cfg::kVecB == V && is_pow2_upto8(V) && V * sizeof(Raw) <= 16,
@@ -767,8 +767,7 @@ class DepthwiseKernel final : public KernelBase {
         const dim3 grid(unsigned((pixels + Tr::P - 1) / Tr::P), gtiles, 1);
         const bool gather = kVariant == Variant::BackwardData &&
                             (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
-        const bool window = k3x3 && !gather && p.stride[2] == 1 && p.dilation[2] == 1 &&
-                            (kVariant == Variant::Forward ? p.out[2] : p.in[2]) % Tr::PP == 0;
+        const bool window = direct_fma_window(kVariant, p, Tr::PP);
         constexpr DirectPath kG = kVariant == Variant::BackwardData ? DirectPath::Gather
                                                                     : DirectPath::Linear;
         constexpr DirectPath kQ = kVariant == Variant::BackwardData ? DirectPath::QuadS2

@@ -64,6 +64,22 @@ constexpr DirectMmaRing direct_mma_ring(int tile_pixels, int tile_channels, int 
   return {row, weights, fit < kDirectMmaMaxStages ? fit : kDirectMmaMaxStages};
 }
 
+// The FMA path of forward / backward_data (depthwise.hpp): threads take V channels of a vector
+// across the tile's channels and PP consecutive pixels each (pixels per thread for a tile of
+// tile_pixels x tile_channels, vectors of vec channels, `threads` threads).
+constexpr int direct_fma_pixels_per_thread(int tile_pixels, int tile_channels, int vec, int threads) {
+  return tile_pixels / (threads / (tile_channels / vec));
+}
+// Whether the FMA launch takes the window path (DirectPath::Window: a 1x3x3 filter, no stride-class
+// gather, W stride and dilation 1, and a thread's pp pixels within one row of the iterated tensor):
+// per filter row a thread loads its pp + 2 source columns once.
+inline bool direct_fma_window(Variant v, const ConvProblem& p, int pp) {
+  const bool bd = v == Variant::BackwardData;
+  const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
+  const bool gather = bd && (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
+  return k3x3 && !gather && p.stride[2] == 1 && p.dilation[2] == 1 && pp > 0 && (bd ? p.in[2] : p.out[2]) % pp == 0;
+}
+
 // The matrix path's bands (forward / backward_data, direct_mma.hpp): a block takes band_rows
 // consecutive rows of one (n, d) plane, stages each source row once and the taps' weights once
 // for all of them, where the rows share source rows along H: a filter of depth 1, unit stride

@@ -515,11 +515,30 @@ inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
 // from L2), channel tiles that overhang G * C counted as traffic; threads: one channel vector x
 // pixels per thread, too few resident warps to hide the memory latency slow it down (latency
 // bound below ~16 warps per SM). backward_weight adds its workspace traffic and the reduce
-// launch. Small groups (C = K > 1) on FMA add C fp32 FMAs per output element and tap; the
-// estimate is the larger of the memory and the FMA time (at the fp32 peak). The matrix path
+// launch. forward / backward_data on FMA: the larger of the memory time and the issue time of
+// the threads' instructions (direct_fma_issue: loads with their addressing, conversions, FMAs;
+// these kernels are issue- and latency-bound, bench/NOTES.md); backward_weight small groups
+// (C = K > 1) on FMA: C fp32 FMAs per output element and tap at the fp32 peak. The matrix path
 // (warp tile 16x8x16, direct_mma.hpp) has no FMA term: its mma.sync work is far below the
 // memory time; its forward / backward_data blocks take the bands the launch gives them (fewer
 // blocks, each source row staged once per band).
+// Instructions a thread of the forward / backward_data FMA path issues (depthwise.hpp), for pp
+// pixels a thread and vectors of vec channels: its source loads (the window path: pp + X - 1
+// columns per filter row; else one per tap and pixel), each kDirectLoadIssue instructions (the
+// load, its 64-bit address, its bound test, its zeroed destination: the window kernel's SASS,
+// bench/NOTES.md "Depthwise window: weights in shared memory") plus one conversion per 16-bit
+// element, and taps x pp x vec x C fp32 FMAs. On the H200 profiles of the depthwise 56x56 rows
+// the ranking it gives (PP 8 < 4 < 2 < 1 < the v1 tile) is the measured one.
+inline constexpr double kDirectLoadIssue = 4.0;
+inline constexpr double kDirectIssueEfficiency = 0.55;  // issue slots busy (Nsight Compute, window kernel)
+inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes) {
+  const double taps = double(p.filter_spatial());
+  const double loads = direct_fma_window(v, p, pp) ? double(p.filter[0] * p.filter[1] * (pp + p.filter[2] - 1))
+                                                   : taps * pp;
+  const double convert = elem_bytes == 2 ? double(vec) : 0.0;
+  return loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C);
+}
+
 inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
                                          const ArchNumbers& a) {
   CostEstimate c;
@@ -564,6 +583,7 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
     c.tiles = cdiv(pixels, k.tile_m) * gtiles;
     active_threads = c.tiles * threads;
     c.k_batch = 1;
+    rows_reread = 1.0;  // the taps' re-reads are loads the issue term counts (L1 / L2 hits)
   }
   bytes += (src * (1.0 + 0.5 * (rows_reread - 1.0)) + dst + double(p.weight_elems())) * eb;
   c.waves = cdiv(c.tiles, int64_t(a.compute_units) * c.blocks_per_cu);
@@ -575,7 +595,15 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   const double latency = std::max(1.0, 16.0 / std::max(1.0, std::min(64.0, warps_per_cu)));
   const double mem_us = bytes * overhang / (a.bandwidth_gbs * 1e9) * 1e6 * std::sqrt(latency);
   const double fmas = double(pixels) * double(chans) * double(p.C) * taps;
-  const double fma_us = matrix ? 0.0 : fmas * 2.0 / (a.peak_tflops(DataType::FP32) * 1e12) * 1e6;
+  double fma_us = matrix ? 0.0 : fmas * 2.0 / (a.peak_tflops(DataType::FP32) * 1e12) * 1e6;
+  if (!matrix && k.variant != Variant::BackwardWeight) {
+    const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, std::max(1, k.vec_a), threads));
+    const double warp_instr = double(active_threads) / a.warp_size *
+                              direct_fma_issue(k.variant, p, pp, std::max(1, k.vec_a), eb);
+    // warp instructions issued per second at every scheduler busy: the fp32 peak / (2 x warp size)
+    const double issue_rate = a.peak_tflops(DataType::FP32) * 1e12 / (2.0 * a.warp_size) * kDirectIssueEfficiency;
+    fma_us = warp_instr / issue_rate * 1e6 * std::sqrt(latency);
+  }
   c.us = std::max(mem_us, fma_us) + extra_us;
   return c;
 }
