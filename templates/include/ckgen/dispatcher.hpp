@@ -594,9 +594,11 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   const double warps_per_cu = double(active_threads) / a.warp_size / a.compute_units;
   const double latency = std::max(1.0, 16.0 / std::max(1.0, std::min(64.0, warps_per_cu)));
   const double mem_us = bytes * overhang / (a.bandwidth_gbs * 1e9) * 1e6 * std::sqrt(latency);
-  const double fmas = double(pixels) * double(chans) * double(p.C) * taps;
-  double fma_us = matrix ? 0.0 : fmas * 2.0 / (a.peak_tflops(DataType::FP32) * 1e12) * 1e6;
-  if (!matrix && k.variant != Variant::BackwardWeight) {
+  double fma_us = 0.0;  // the matrix path: none
+  if (!matrix && k.variant == Variant::BackwardWeight) {
+    const double fmas = double(pixels) * double(chans) * double(p.C) * taps;
+    fma_us = fmas * 2.0 / (a.peak_tflops(DataType::FP32) * 1e12) * 1e6;
+  } else if (!matrix) {
     const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, std::max(1, k.vec_a), threads));
     const double warp_instr = double(active_threads) / a.warp_size *
                               direct_fma_issue(k.variant, p, pp, std::max(1, k.vec_a), eb);
