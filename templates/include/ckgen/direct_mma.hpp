@@ -273,13 +273,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
       __syncthreads();
       if (o + S - 1 < srows) stage(z0, ybase + o + S - 1, buf == 0 ? S - 1 : buf - 1);
       async_commit();
-      if constexpr (kCT) {  // the filter rows' taps in one unrolled stretch
-#pragma unroll
-        for (int j = 0; j < KY; ++j) row_taps(buf + j < S ? buf + j : buf + j - S, (kFwd ? j : KY - 1 - j) * KX);
-      } else {
-        for (int j = 0, b = buf; j < fy; ++j, b = b == S - 1 ? 0 : b + 1)
-          row_taps(b, (kFwd ? j : fy - 1 - j) * fx);
-      }
+      // source row o + j's buffer (j < Y <= S - 1: one wrap at most); a compile-time filter's
+      // rows of taps in one unrolled stretch
+#pragma unroll(kCT ? KY : 1)
+      for (int j = 0; j < fy; ++j) row_taps(buf + j < S ? buf + j : buf + j - S, (kFwd ? j : fy - 1 - j) * fx);
       store_row(h0 + o);
       buf = buf == S - 1 ? 0 : buf + 1;
     }
