@@ -12,13 +12,20 @@
 #   PATCH="bench/dev/mma_bands_1.patch bench/dev/mma_s5.patch" KERNELS='*_wt16x8x16_direct_*' REGS_MATCH=DirectPathE0 \
 #     bash bench/dev/dw_window_call.sh
 # (patches of the repository's templates/include/ckgen headers, any number of files each)
+# VARIANTS (default "forward backward_data") and SHAPES (default bench/dev/shapes_dw.csv) choose
+# what is built and profiled; a variant without bench/dev/candidates/<CANDIDATES>_<variant>.yaml
+# takes its default set only.
 set -uo pipefail
 . "$(dirname "$0")/small_project.sh"
 W=${WORK:-/tmp/dww}
 rm -rf "$W" && mkdir -p "$W"  # a warm machine keeps the last call's builds and profiles
+read -r -a variants <<< "${VARIANTS:-forward backward_data}"
+SHAPES=${SHAPES:-$ROOT/bench/dev/shapes_dw.csv}
 args=()
-for v in forward backward_data; do
-  args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml" --config "$ROOT/bench/dev/candidates/${CANDIDATES:-dwwin}_$v.yaml")
+for v in "${variants[@]}"; do
+  args+=(--variant "$v" --config "$ROOT/configs/$v/default.yaml")
+  cand=$ROOT/bench/dev/candidates/${CANDIDATES:-dwwin}_$v.yaml
+  [ -f "$cand" ] && args+=(--config "$cand")
 done
 read -r -a kglobs <<< "${KERNELS:-*_t*x*x1_w*_wt1x1x1_direct_* *_t*x*x4_w*_wt1x1x1_direct_*}"
 for k in "${kglobs[@]}"; do args+=(--kernels "$k"); done
@@ -47,15 +54,15 @@ for b in "${builds[@]}"; do
   [ -x "$W/build_$tag/bin/ckgen_profiler_forward" ] || echo "build $tag failed (see $W/build_$tag.log)"
   grep -B1 -A2 "${REGS_MATCH:-DirectPathE1E}" "$W/build_$tag.log" | grep -E "Compiling entry|registers|spill" |
     sed -E 's/.*(grouped_conv_[a-z_]+fp16_2d_t[0-9x]+_w[0-9x]+_wt1x1x1_direct_v[0-9x]+).*/\1/' > "$OUT/regs_$tag.txt"
-  for v in forward backward_data; do
-    timeout 120 "$W/build_$tag/bin/ckgen_profiler_$v" --shapes "$ROOT/bench/dev/shapes_dw.csv" --shape '*' \
+  for v in "${variants[@]}"; do
+    timeout 120 "$W/build_$tag/bin/ckgen_profiler_$v" --shapes "$SHAPES" --shape '*' \
       --datatype fp16 --verify gpu --warmup 5 --repeat 9 --csv "$W/prof_${tag}_$v.csv" > "$W/prof_${tag}_$v.log" 2>&1
     echo "profile $tag $v rc=$? FAIL lines: $(grep -c FAIL "$W/prof_${tag}_$v.log")"
   done
 done
-python3 - "$W" "$OUT" <<'PY'
+python3 - "$W" "$OUT" "${variants[@]}" <<'PY'
 import csv, glob, os, sys
-w, out = sys.argv[1], sys.argv[2]
+w, out, variants = sys.argv[1], sys.argv[2], sys.argv[3:]
 rows, tags = [], ["base"]
 for f in sorted(glob.glob(w + "/prof_*.csv")):
     tag = os.path.basename(f).split("_")[1]
@@ -69,7 +76,7 @@ with open(out + "/dw_window.csv", "w", newline="") as fh:
     wr.writeheader()
     wr.writerows(rows)
 with open(out + "/dw_window.txt", "w") as fh:
-    for v in ("forward", "backward_data"):
+    for v in variants:
         for shape in sorted({r["shape"] for r in rows}):
             for tag in tags:
                 rs = sorted((r for r in rows if r["build"] == tag and r["variant"] == v and r["shape"] == shape
