@@ -59,11 +59,16 @@ done
 for pass in $(seq 1 "${PASSES:-1}"); do
   for b in "${builds[@]}"; do
     IFS=: read -r tag _ <<< "$b"
-    for v in "${variants[@]}"; do
-      f=prof_${tag}_${v}_p$pass
-      timeout 120 "$W/build_$tag/bin/ckgen_profiler_$v" --shapes "$SHAPES" --shape '*' \
-        --datatype fp16 --verify gpu --warmup 5 --repeat 9 --csv "$W/$f.csv" > "$W/$f.log" 2>&1
-      echo "profile $tag $v pass $pass rc=$? FAIL lines: $(grep -c FAIL "$W/$f.log")"
+    # PROFILE_ENVS: NAME=VALUE settings, each a profile of every build (tag-VALUE)
+    for env in ${PROFILE_ENVS:-none=}; do
+      et=$tag${env#*=}
+      [ -n "${env#*=}" ] && et=$tag-${env#*=}
+      for v in "${variants[@]}"; do
+        f=prof_${et}_${v}_p$pass
+        env "$env" timeout 120 "$W/build_$tag/bin/ckgen_profiler_$v" --shapes "$SHAPES" --shape '*' \
+          --datatype fp16 --verify gpu --warmup 5 --repeat 9 --csv "$W/$f.csv" > "$W/$f.log" 2>&1
+        echo "profile $et $v pass $pass rc=$? FAIL lines: $(grep -c FAIL "$W/$f.log")"
+      done
     done
   done
 done
