@@ -44,6 +44,7 @@
 #include <string>
 #include <type_traits>
 
+#include "ckgen/chain.hpp"
 #include "ckgen/config.hpp"
 #include "ckgen/conv_maps.hpp"
 #include "ckgen/direct_common.hpp"
@@ -613,6 +614,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
 template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
 CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, DirectTraits<Cfg>::kMinBlocks)
     depthwise_conv_kernel(const CKGEN_GRID_CONSTANT DirectArgs a) {
+  // backward_weight's conversion of the slices (launch_splitk_finish, chained) may be placed now:
+  // its blocks wait in chain_wait until this grid has completed.
+  if constexpr (Cfg::kVariant == Variant::BackwardWeight) chain_release();
   if constexpr (Cfg::kVariant == Variant::BackwardWeight && DirectTraits<Cfg>::kMma)
     direct::bwd_weight_mma<Cfg>(a);
   else if constexpr (Cfg::kVariant == Variant::BackwardWeight)

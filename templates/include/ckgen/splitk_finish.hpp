@@ -12,6 +12,9 @@
 
 namespace ckgen {
 
+inline constexpr int kFinishThreads = 256;
+
+// One thread per element, grid-stride.
 template <DataType D>
 CKGEN_GLOBAL void splitk_finish_kernel(const float* __restrict__ ws, int splits, int64_t stride,
                                        typename DataTypeTraits<D>::raw* __restrict__ dst,
@@ -26,20 +29,65 @@ CKGEN_GLOBAL void splitk_finish_kernel(const float* __restrict__ ws, int splits,
   }
 }
 
+// L slice lanes per element: the block's warps are rows of 32 consecutive elements x L lanes
+// (warp w: element row w % (8 / L), slices w / (8 / L), + L, ...), so a thread issues about
+// splits / L independent loads and each warp load reads 128 contiguous bytes; the lanes' sums
+// meet in shared memory in a fixed order.
+template <DataType D, int L>
+CKGEN_GLOBAL void splitk_finish_lanes_kernel(const float* __restrict__ ws, int splits, int64_t stride,
+                                             typename DataTypeTraits<D>::raw* __restrict__ dst,
+                                             int64_t n) {
+  constexpr int kRows = kFinishThreads / 32 / L;  // element rows of 32 a block
+  __shared__ float part[L][kRows][32];
+  chain_wait();
+  chain_release();
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int er = warp % kRows, sl = warp / kRows;
+  const int64_t step = int64_t(gridDim.x) * kRows * 32;
+  for (int64_t b = int64_t(blockIdx.x) * kRows * 32; b < n; b += step) {  // uniform in the block
+    const int64_t i = b + er * 32 + lane;
+    float s = 0.f;
+    if (i < n) {
+#pragma unroll 8
+      for (int k = sl; k < splits; k += L) s += ws[k * stride + i];
+    }
+    part[sl][er][lane] = s;
+    __syncthreads();
+    if (sl == 0 && i < n) {
+      float t = part[0][er][lane];
+#pragma unroll
+      for (int q = 1; q < L; ++q) t += part[q][er][lane];
+      dst[i] = float_to_raw<D>(t);
+    }
+    __syncthreads();
+  }
+}
+
+// Slice lanes per element: 8 where one thread per element would leave fewer than 32 blocks each
+// summing 64 or more slices (depthwise backward_weight's direct splits), else 1. Measured on an
+// H200 (bench/NOTES.md, "Split conversion: slice lanes and early placement"): 8 lanes took 1.3 us
+// off 2,304 elements x 66 slices and 0.4 us off 4,608 x 132, and added 0.3 us at 18,432 x 66 and
+// 0.2-0.6 us at 4,608 x 33.
+inline int splitk_finish_lanes(int splits, int64_t n) {
+  return splits >= 64 && n < 32 * int64_t(kFinishThreads) ? 8 : 1;
+}
+
 // Converts the n sums of `splits` fp32 slices (`stride` elements apart; 1 slice for one-stage
-// reductions) into dst: 256 threads per block, at most 8 blocks per compute unit (grid-stride).
+// reductions) into dst: kFinishThreads threads per block, at most 8 blocks per compute unit
+// (grid-stride), splitk_finish_lanes lanes per element.
 template <DataType D>
 gpuError_t launch_splitk_finish(const float* ws, int splits, int64_t stride,
                                 typename DataTypeTraits<D>::raw* dst, int64_t n, gpuStream_t stream,
                                 bool after_kernel = false) {
-  constexpr int kThreads = 256;
-  const int64_t blocks = detail::grid_stride_blocks(n, kThreads, 8);
+  const int lanes = splitk_finish_lanes(splits, n);
+  const int64_t blocks = detail::grid_stride_blocks(n * lanes, kFinishThreads, 8);
+  auto kernel = lanes == 8 ? splitk_finish_lanes_kernel<D, 8> : splitk_finish_kernel<D>;
 #if defined(CKGEN_NVIDIA)
-  return launch_chained(splitk_finish_kernel<D>, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, after_kernel,
-                        nullptr, ws, splits, stride, dst, n);
+  return launch_chained(kernel, dim3(unsigned(blocks)), dim3(kFinishThreads), 0, stream, after_kernel, nullptr, ws,
+                        splits, stride, dst, n);
 #else
   (void)after_kernel;
-  splitk_finish_kernel<D><<<unsigned(blocks), kThreads, 0, stream>>>(ws, splits, stride, dst, n);
+  kernel<<<unsigned(blocks), kFinishThreads, 0, stream>>>(ws, splits, stride, dst, n);
   return gpuGetLastError();
 #endif
 }
