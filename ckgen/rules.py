@@ -96,8 +96,7 @@ GEMM, DIRECT, ALL = "gemm", "direct", "all"
 #   warp_tile         [1, 1, 1]: plain fp32 FMA; [16, 8, 16]: the matrix path (mma.sync targets,
 #                     fp16 / bf16; vector 8, tile N a multiple of 64 channels, tile M the pixels
 #                     of one row segment, a multiple of 16). forward / backward_data
-#                     (direct_mma.hpp): C = K = 8 or 4 per group (tile K 8 or 4: two groups of 4
-#                     a chunk, block-diagonal weights); w warps divide its m16
+#                     (direct_mma.hpp): C = K = 8 per group (tile K 8); w warps divide its m16
 #                     tiles or are a multiple of them that splits the groups; per filter row M + 16
 #                     staged source columns, 2-3 such stages plus 9 taps of weights within 48 KB.
 #                     backward_weight (direct_mma_bwd_weight.hpp): tile K 1, 2, 4 or 8; w warps
@@ -109,9 +108,7 @@ GEMM, DIRECT, ALL = "gemm", "direct", "all"
 # problem) and stage one (fp32 atomics) or two (per-split partials + reduce).
 DIRECT_WARP_TILE = (1, 1, 1)
 DIRECT_MMA_WARP_TILE = (16, 8, 16)
-DIRECT_MMA_GROUP_CHANNELS = 8  # kDirectMmaGroupChannels: channels of a chunk
-# forward / backward_data: channels per group a chunk serves (8, or two groups of 4)
-DIRECT_MMA_FWD_GROUP_CHANNELS = (8, 4)
+DIRECT_MMA_GROUP_CHANNELS = 8  # kDirectMmaGroupChannels
 DIRECT_MMA_CHANNEL_STEP = 64  # tile N: runs of 8 group chunks (the shared-memory swizzle)
 DIRECT_MMA_MAX_LDS = 48 * 1024  # static shared memory (kDirectMmaMaxSmem)
 DIRECT_MMA_MAX_STAGES = 4  # staged source rows (kDirectMmaMaxStages)
@@ -338,13 +335,13 @@ def _direct_fields(i: KernelInstance, a: ArchSpec) -> str | None:
         if a.math_unit_for(i.datatype, DIRECT_MMA_WARP_TILE) is not MathUnit.MMA_SYNC:
             return (f"direct warp_tile {list(DIRECT_MMA_WARP_TILE)} is the mma.sync path: not for "
                     f"{i.datatype.value} on {a.name} (use [1, 1, 1])")
-        if i.variant is not Variant.BACKWARD_WEIGHT and i.tile[2] not in DIRECT_MMA_FWD_GROUP_CHANNELS:
-            allowed = " or ".join(str(c) for c in DIRECT_MMA_FWD_GROUP_CHANNELS)
-            return (f"direct warp_tile {list(DIRECT_MMA_WARP_TILE)} serves C = K = {allowed} per group "
-                    f"in forward / backward_data: tile K must be {allowed}")
+        if i.variant is not Variant.BACKWARD_WEIGHT and i.tile[2] != DIRECT_MMA_GROUP_CHANNELS:
+            return (f"direct warp_tile {list(DIRECT_MMA_WARP_TILE)} serves C = K = "
+                    f"{DIRECT_MMA_GROUP_CHANNELS} per group in forward / backward_data: tile K must be "
+                    f"{DIRECT_MMA_GROUP_CHANNELS}")
     elif i.warp_tile != DIRECT_WARP_TILE:
         return (f"direct warp_tile must be {list(DIRECT_WARP_TILE)} (FMA) or "
-                f"{list(DIRECT_MMA_WARP_TILE)} (mma.sync)")
+                f"{list(DIRECT_MMA_WARP_TILE)} (mma.sync, C = K = 8 per group)")
     if i.waves[1] != 1 or i.waves[2] != 1:
         return "direct: waves must be [w, 1, 1] (w warps per block, no GEMM wave layout)"
     if i.tile[2] not in DIRECT_GROUP_CHANNELS:

@@ -52,7 +52,7 @@ def test_direct_instances_are_valid_on_every_target(arch: str, variant: Variant,
     "change,rule,words",
     [
         (dict(warp_tile=(32, 32, 8)), "direct_fields", "warp_tile must be [1, 1, 1] (FMA) or [16, 8, 16]"),
-        (dict(warp_tile=(16, 8, 16)), "direct_fields", "serves C = K = 8 or 4 per group in forward / backward_data: tile K must be 8 or 4"),
+        (dict(warp_tile=(16, 8, 16)), "direct_fields", "serves C = K = 8 per group in forward / backward_data: tile K must be 8"),
         (dict(waves=(2, 2, 1)), "direct_fields", "waves must be [w, 1, 1]"),
         (dict(tile=(64, 64, 32)), "direct_fields", "tile K is the channels per group (C = K) served, one of (1, 2, 4, 8)"),
         (dict(tile=(64, 64, 3)), "direct_fields", "one of (1, 2, 4, 8)"),
@@ -174,7 +174,7 @@ def test_matrix_path_is_refused_where_there_is_no_mma_sync(arch: str) -> None:
     "change,rule,words",
     [
         (dict(datatype=DataType.FP32, vec_a=4, vec_b=4, vec_c=4), "direct_fields", "mma.sync path: not for fp32"),
-        (dict(tile=(64, 64, 2)), "direct_fields", "tile K must be 8 or 4"),
+        (dict(tile=(64, 64, 4)), "direct_fields", "tile K must be 8"),
         (dict(tile=(64, 32, 8)), "direct_layout", "not a multiple of 64 channels"),
         (dict(tile=(48, 64, 8)), "direct_layout", "4 warps must divide the 48 / 16 pixel tiles"),
         (dict(tile=(16, 64, 8), waves=(16, 1, 1)), "direct_layout", "splits the 8 groups evenly"),
@@ -184,17 +184,6 @@ def test_matrix_path_is_refused_where_there_is_no_mma_sync(arch: str) -> None:
 def test_matrix_path_fields_are_checked(change: dict, rule: str, words: str) -> None:
     bad = rules.check(replace(mma_direct(), **change), ARCHS["sm_90a"])
     assert bad is not None and bad[0] == rule and words in bad[1], bad
-
-
-@pytest.mark.parametrize("variant", [Variant.FORWARD, Variant.BACKWARD_DATA])
-@pytest.mark.parametrize("datatype", [DataType.FP16, DataType.BF16])
-def test_matrix_path_takes_groups_of_four(variant: Variant, datatype: DataType) -> None:
-    # two groups of 4 a chunk (block-diagonal weights): the same staging as groups of 8
-    i = replace(mma_direct(), variant=variant, datatype=datatype, tile=(32, 64, 4), waves=(8, 1, 1))
-    assert i.name.endswith("_t32x64x4_w8x1x1_wt16x8x16_direct_v8x8x8") and parse_name(i.name) == i
-    assert rules.check(i, ARCHS["sm_90a"]) is None
-    assert rules.math_unit(i, ARCHS["sm_90a"]) is MathUnit.MMA_SYNC
-    assert rules.lds_bytes(i, ARCHS["sm_90a"]) == rules.lds_bytes(replace(i, tile=(32, 64, 8)), ARCHS["sm_90a"])
 
 
 def mma_weight(cg: int = 8, datatype: DataType = DataType.FP16, **kw) -> KernelInstance:

@@ -1,10 +1,9 @@
 // The direct kernel's matrix path: Pipeline::Direct with WarpTile<16, 8, 16> (NVIDIA sm_80+,
-// fp16 / bf16, C = K = 8 or 4 per group, forward and unit-stride backward_data, filters of up to
+// fp16 / bf16, C = K = 8 per group, forward and unit-stride backward_data, filters of up to
 // kDirectMmaMaxTaps taps whose staged columns fit, see mma_staged_cols; DepthwiseKernel::
-// is_supported refuses the rest with the reason). Per 8-channel chunk the convolution is a GEMM
-// of pixels x 8 output channels over taps x 8 input channels: one mma.sync m16n8k8 per tap and
-// m16 pixel tile. With 4 channels per group a chunk holds two groups and its 8 x 8 weights are
-// block-diagonal (two 4 x 4 blocks, zeros between: half the MMA's products are zero).
+// is_supported refuses the rest with the reason). Per group the convolution is a GEMM of pixels
+// x 8 output channels over taps x 8 input channels: one mma.sync m16n8k8 per tap and m16 pixel
+// tile.
 //
 // A block covers P consecutive pixels of one row of the iterated tensor (forward: an output row
 // (n, d, h), backward_data: an input-gradient row) and Ct channels (Ct / 8 groups), or of a band
@@ -20,8 +19,7 @@
 // offsets. The weights of every tap are staged once: row q of tap t holds the 16 bytes GKZYXC
 // stores at (channel ch0 + q, t): forward row j = w(j, t, 0..7) read as B[c][j]; backward_data
 // row (group base + c) = w(group base + c, t, 0..7), read transposed (ldmatrix.trans) as
-// B[c][j]. With 4 channels per group, row q holds w(q, t, 0..3) in its half (q % 8) / 4 and
-// zeros in the other. ldmatrix.x4 loads four group chunks' B (two chunks' A) at once where a warp's chunks
+// B[c][j]. ldmatrix.x4 loads four group chunks' B (two chunks' A) at once where a warp's chunks
 // allow.
 // Warps: WM of them along the pixels (warp w % WM takes the m16 tiles w % WM, + WM, ...), and
 // where there are more warps than m16 tiles, w / WM picks one of WN equal sets of the block's
@@ -68,9 +66,8 @@ struct DirectMmaTraits {
   // (128 registers; 64 spill): its warps wait on shared and global loads, and small layers give
   // each SM only a few blocks, so register room for all of them matters.
   static constexpr int kMinBlocks = std::max(1, (MT * GW * 4 <= 16 ? 1024 : 512) / kThreads);
-  static constexpr int Cg = Cfg::Tile::kK;  // channels per group: a chunk holds 8 / Cg groups
-  static_assert((Cg == kDirectMmaGroupChannels || Cg == kDirectMmaGroupChannels / 2) && Cfg::kVecC == 8,
-                "ckgen: the direct matrix path serves C = K = 8 or 4 per group with vector 8");
+  static_assert(Cfg::Tile::kK == kDirectMmaGroupChannels && Cfg::kVecC == 8,
+                "ckgen: the direct matrix path serves C = K = 8 per group with vector 8");
   static_assert(Gt % 64 == 0 && P % 16 == 0 && kTilesM % WM == 0 && W % WM == 0 && kChunks % WN == 0,
                 "ckgen: direct matrix path needs Ct % 64 == 0, P % 16 == 0, and warps that divide "
                 "(or are a multiple of) the m16 tiles and split the groups evenly");
@@ -163,32 +160,23 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   float acc[MT][GW][4] = {};
 
   // The weights of every tap (with the first filter row's commit group): element e of the
-  // block's taps x Gt rows lands at sB[e / Gt][e % Gt]. Row qc of tap t: GKZYXC's Cg elements at
-  // (channel ch0 + qc, t); with 4 channels per group in half (qc % 8) / 4, the other half zeros.
-  constexpr int Cg = Tr::Cg;
-  auto stage_weight_row = [&](uint32_t s, const Raw* p, int qc, bool ok) {
-    if constexpr (Cg == 8) {
-      async_copy_zfill_shared<16, true>(s, ok ? p : wg, ok);
-    } else {
-      const uint32_t h = uint32_t(qc & 4) * 2;  // byte offset of the group's half
-      async_copy_zfill_shared<8, true>(s + h, ok ? p : wg, ok);
-      async_copy_zfill_shared<8, true>(s + (8 - h), wg, false);
-    }
-  };
+  // block's taps x Gt rows lands at sB[e / Gt][e % Gt].
   const uint32_t s_w = nvmma::smem_addr(&sB[0][0][0]) + uint32_t(tid) * 16;
   if constexpr (Tr::kThreads % Gt == 0) {  // a thread keeps its row qc, steps by kTapStep taps
     constexpr int kTapStep = Tr::kThreads / Gt;
     const int qc = tid % Gt, t0 = tid / Gt;
     const bool ok = ch0 + qc < a.chans;
-    const Raw* p = wg + (int64_t(ch0 + qc) * taps + t0) * Cg;
+    const Raw* p = wg + (int64_t(ch0 + qc) * taps + t0) * 8;
 #pragma unroll
     for (int i = 0; i < (kDirectMmaMaxTaps + kTapStep - 1) / kTapStep; ++i)
-      if (t0 + i * kTapStep < taps) stage_weight_row(s_w + uint32_t(i * Tr::kThreads) * 16, p + i * kTapStep * Cg, qc, ok);
+      if (t0 + i * kTapStep < taps)
+        async_copy_zfill_shared<16, true>(s_w + uint32_t(i * Tr::kThreads) * 16, ok ? p + i * kTapStep * 8 : wg, ok);
   } else {
     for (int e = tid; e < taps * Gt; e += Tr::kThreads) {
       const int t = e / Gt, qc = e - t * Gt;
       const bool ok = ch0 + qc < a.chans;
-      stage_weight_row(s_w + uint32_t(e - tid) * 16, wg + (ok ? (int64_t(ch0 + qc) * taps + t) * Cg : 0), qc, ok);
+      async_copy_zfill_shared<16, true>(s_w + uint32_t(e - tid) * 16,
+                                        wg + (ok ? (int64_t(ch0 + qc) * taps + t) * 8 : 0), ok);
     }
   }
   // ldmatrix widths: B takes BG group chunks' 8 x 8 weights at once, A the m16 x k8 tiles of AG

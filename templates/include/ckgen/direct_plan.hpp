@@ -44,7 +44,7 @@ inline int64_t direct_row_segments(Variant v, const ConvProblem& p, int tile_pix
 // padded by kDirectMmaColumnPad bytes, as many as fit in kDirectMmaMaxSmem (at most
 // kDirectMmaMaxStages). The kernel's traits and the dispatcher's cost model (bands need
 // stages >= Y + 1) both read it here.
-inline constexpr int kDirectMmaGroupChannels = 8;  // channels of a chunk: C = K per group, or two groups of 4
+inline constexpr int kDirectMmaGroupChannels = 8;  // C = K per group
 inline constexpr int kDirectMmaMaxTaps = 9;        // filter taps staged at once
 inline constexpr int kDirectMmaMaxStages = 4;      // source rows staged (a band: a 3x3 filter's three + 1 ahead)
 inline constexpr int kDirectMmaMaxSmem = 48 * 1024;  // static shared memory
