@@ -567,10 +567,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
     }  // Linear
   };
 
-  // Sums acc over the block's pixel rows and writes taps [t0, t0 + kTaps) of the Gt channels
-  // (one-stage splits: after the clear of the sums launched before this kernel).
+  // Sums acc over the block's pixel rows and writes taps [t0, t0 + kTaps) of the Gt channels.
   auto combine = [&](int t0, const float (&acc)[kTaps][Cg][V]) {
-    chain_wait();
 #pragma unroll
     for (int tc = 0; tc < kTaps * Cg; ++tc) {
       const int t = tc / Cg, c = tc % Cg;
@@ -604,10 +602,6 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
       accumulate(t0, acc);
       combine(t0, acc);
     }
-  }
-  if (a.mode == OutMode::AtomicF32) {  // the tile's channels x taps x Cg weights, contiguous in GKZYXC
-    const int gb = int(blockIdx.y) * Tr::Gt, ge = gb + Tr::Gt < a.chans ? gb + Tr::Gt : a.chans;
-    convert_when_last<D>(a, int64_t(gb) * taps * Cg, int64_t(ge - gb) * taps * Cg);
   }
 }
 
@@ -729,9 +723,7 @@ class DepthwiseKernel final : public KernelBase {
       const DirectSlices s = slices(p, opts);
       if (s.count <= 1) return 0;
       const std::size_t elems = std::size_t(p.weight_elems());
-      if (Cfg::kStage == Stage::One)  // the sums, then a counter per channel tile
-        return (elems + std::size_t(channel_tiles(p))) * sizeof(float);
-      return std::size_t(s.count) * elems * sizeof(float);
+      return (Cfg::kStage == Stage::One ? 1 : std::size_t(s.count)) * elems * sizeof(float);
     }
   }
 
@@ -812,15 +804,8 @@ class DepthwiseKernel final : public KernelBase {
         if (workspace == nullptr) return invalid_value();
         a.mode = Cfg::kStage == Stage::One ? OutMode::AtomicF32 : OutMode::PartialF32;
       }
-      const int64_t n = p.weight_elems();
-      const bool one = a.mode == OutMode::AtomicF32;
-      if (one) {  // the sums and the tiles' counters start at zero; the kernel converts (convert_when_last)
-        a.counters = reinterpret_cast<unsigned*>(a.ws + n);
-#if defined(CKGEN_NVIDIA)
-        e = launch_clear_sums(a.ws, n + gtiles, stream, false);
-#else
-        e = gpuMemsetAsync(workspace, 0, std::size_t(n + gtiles) * sizeof(float), stream);
-#endif
+      if (a.mode == OutMode::AtomicF32) {
+        e = gpuMemsetAsync(workspace, 0, std::size_t(p.weight_elems()) * sizeof(float), stream);
         if (e != gpuSuccess) return e;
       }
       const dim3 grid(unsigned(s.count), gtiles, 1);
@@ -830,15 +815,13 @@ class DepthwiseKernel final : public KernelBase {
         static std::atomic<uint64_t> done{0};
         if ((e = detail::allow_dynamic_smem(kernel, smem, done)) != gpuSuccess) return e;
       }
-#if defined(CKGEN_NVIDIA)
-      e = launch_chained(kernel, grid, dim3(Tr::kThreads), std::size_t(smem), stream, one, nullptr, a);
-#else
       kernel<<<grid, Tr::kThreads, smem, stream>>>(a);
       e = gpuGetLastError();
-#endif
-      if (e != gpuSuccess || a.mode != OutMode::PartialF32) return e;
-      return launch_splitk_finish<Cfg::kDataType>(a.ws, s.count, a.ws_stride, static_cast<Raw*>(a.dst), n,
-                                                  stream, true);
+      if (e != gpuSuccess || a.mode == OutMode::Direct) return e;
+      const int64_t n = p.weight_elems();
+      const int splits = Cfg::kStage == Stage::One ? 1 : s.count;
+      return launch_splitk_finish<Cfg::kDataType>(a.ws, splits, a.ws_stride, static_cast<Raw*>(a.dst),
+                                                  n, stream, true);
     }
   }
 

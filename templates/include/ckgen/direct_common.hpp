@@ -33,32 +33,7 @@ struct DirectArgs {
   FastDiv fd_bands;             // ... and bands per plane (n, d), ceil(H / band_rows)
   int64_t ws_stride;            // backward_weight two-stage: floats per slice (G * taps)
   OutMode mode;
-  unsigned* counters = nullptr;  // backward_weight one-stage: a count of finished slices per channel tile
 };
-
-#if CKGEN_GPU_COMPILER
-namespace direct {
-// backward_weight's one-stage split, after a block's fp32 atomics into the workspace sums (ws,
-// cleared by the launch before, which the kernel waited for): the block counts itself on its
-// channel tile, and the tile's last block (of gridDim.x slices) converts the tile's `count` sums
-// from element `first` into dst. The fences order every thread's atomics before the count and
-// the count before the last block's loads.
-template <DataType D>
-CKGEN_DEVICE CKGEN_FORCEINLINE void convert_when_last(const DirectArgs& a, int64_t first, int64_t count) {
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomic_inc_u32(a.counters + blockIdx.y) == gridDim.x - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  using Raw = typename DataTypeTraits<D>::raw;
-  Raw* __restrict__ dst = static_cast<Raw*>(a.dst) + first;
-  const float* sums = a.ws + first;
-  for (int64_t e = threadIdx.x; e < count; e += blockDim.x) dst[e] = float_to_raw<D>(load_coherent_f32(sums + e));
-}
-}  // namespace direct
-#endif
 
 namespace direct {
 

@@ -30,7 +30,6 @@
 #include <cstdint>
 
 #include "ckgen/async_copy.hpp"
-#include "ckgen/chain.hpp"
 #include "ckgen/config.hpp"
 #include "ckgen/direct_common.hpp"
 #include "ckgen/direct_mma.hpp"
@@ -283,9 +282,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   }
 
   // Lane l holds rows l / 4 (tap 2i) and l / 4 + 8 (tap 2i + 1): input channel c = l / 4 of the
-  // chunk, output channels k = 2 (l % 4) + 0, 1. Kept where c and k share a group. (One-stage
-  // splits: after the clear of the sums launched before this kernel.)
-  chain_wait();
+  // chunk, output channels k = 2 (l % 4) + 0, 1. Kept where c and k share a group.
   const int c = lane >> 2;
 #pragma unroll
   for (int gi = 0; gi < GW; ++gi) {
@@ -307,8 +304,6 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
           a.ws[int64_t(blockIdx.x) * a.ws_stride + off] = v;
       }
   }
-  if (a.mode == OutMode::AtomicF32)  // the tile's channels x taps x Cg weights, contiguous in GKZYXC
-    convert_when_last<D>(a, int64_t(ch0) * taps * Cg, int64_t(min(Tr::Gt, a.chans - ch0)) * taps * Cg);
 #else
   static_assert(sizeof(Cfg) == 0, "ckgen: the direct matrix path is NVIDIA mma.sync");
 #endif

@@ -457,22 +457,6 @@ CKGEN_DEVICE inline void atomic_add_f32(float* p, float v) {
   atomicAdd(p, v);
 #endif
 }
-// Adds 1 to a device-wide counter, returns the value before.
-CKGEN_DEVICE inline unsigned atomic_inc_u32(unsigned* p) {
-#if defined(CKGEN_AMD_NOGPUINC)
-  return __hip_atomic_fetch_add(p, 1u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
-#else
-  return atomicAdd(p, 1u);
-#endif
-}
-// A load that sees other blocks' atomics after a fence (not an incoherent L1 copy).
-CKGEN_DEVICE inline float load_coherent_f32(const float* p) {
-#if defined(CKGEN_NVIDIA)
-  return __ldcg(p);
-#else
-  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
-#endif
-}
 #endif
 
 }  // namespace ckgen
