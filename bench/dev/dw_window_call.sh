@@ -14,7 +14,7 @@
 # (patches of the repository's templates/include/ckgen headers, any number of files each)
 # VARIANTS (default "forward backward_data") and SHAPES (default bench/dev/shapes_dw.csv) choose
 # what is built and profiled; a variant without bench/dev/candidates/<CANDIDATES>_<variant>.yaml
-# takes its default set only.
+# takes its default set only. PROF_ARGS: extra profiler arguments (e.g. "--k-batch 0,1,2,4").
 set -uo pipefail
 . "$(dirname "$0")/small_project.sh"
 W=${WORK:-/tmp/dww}
@@ -66,7 +66,7 @@ for pass in $(seq 1 "${PASSES:-1}"); do
       for v in "${variants[@]}"; do
         f=prof_${et}_${v}_p$pass
         env "$env" timeout 120 "$W/build_$tag/bin/ckgen_profiler_$v" --shapes "$SHAPES" --shape '*' \
-          --datatype fp16 --verify gpu --warmup 5 --repeat 9 --csv "$W/$f.csv" > "$W/$f.log" 2>&1
+          --datatype fp16 --verify gpu --warmup 5 --repeat 9 ${PROF_ARGS:-} --csv "$W/$f.csv" > "$W/$f.log" 2>&1
         echo "profile $et $v pass $pass rc=$? FAIL lines: $(grep -c FAIL "$W/$f.log")"
       done
     done
@@ -94,7 +94,7 @@ with open(out + "/dw_window.txt", "w") as fh:
                 runs = {}  # instance -> its times over the passes
                 for r in rows:
                     if r["build"] == tag and r["variant"] == v and r["shape"] == shape and r["verified"] == "pass":
-                        runs.setdefault(r["instance"], []).append(float(r["ms"]) * 1e3)
+                        runs.setdefault(r["instance"] + ("_kb" + r["k_batch"] if r.get("k_batch") else ""), []).append(float(r["ms"]) * 1e3)
                 for inst, ts in sorted(runs.items(), key=lambda kv: min(kv[1]))[:4]:
                     times = " ".join(f"{t:7.2f}" for t in ts)
                     print(f"{v:14s} {shape:18s} {tag:12s} {times} us {inst[-44:]}", file=fh)
