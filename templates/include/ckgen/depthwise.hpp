@@ -358,32 +358,38 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
     // cx[0] + j - kx (backward_data); column q of the window is cx[0] + q0 + q.
     constexpr int kCols = PP + KX - 1;
     constexpr int q0 = kFwd ? 0 : -(KX - 1);
+    constexpr int kRows = KZ * KY;
+    // Filter row fr's kCols packets; row fr + 1's loads are issued before row fr's FMAs.
+    auto load_row = [&](int fr, packet_t<D, V> (&r)[kCols]) {
+      const int kz = fr / KY, ky = fr % KY;
+      const int dz = kz * stz, dy = ky * sty;
+      const bool row_ok = live[0] && unsigned(cz[0] + dz) < unsigned(sz) && unsigned(cy[0] + dy) < unsigned(sy);
+      const Raw* rowp = base[0] + (int64_t(dz) * sy + dy) * sx * a.chans;
 #pragma unroll
-    for (int kz = 0; kz < KZ; ++kz) {
+      for (int q = 0; q < kCols; ++q) {
+        const bool ok = row_ok && unsigned(cx[0] + q0 + q) < unsigned(sx);
+        r[q] = load_if<D, V>(ok, rowp + int64_t(q0 + q) * a.chans);
+      }
+    };
+    packet_t<D, V> rows[2][kCols];
+    load_row(0, rows[0]);
 #pragma unroll
-      for (int ky = 0; ky < KY; ++ky) {
-        const int dz = kz * stz, dy = ky * sty;
-        const bool row_ok = live[0] && unsigned(cz[0] + dz) < unsigned(sz) &&
-                            unsigned(cy[0] + dy) < unsigned(sy);
-        const Raw* rowp = base[0] + (int64_t(dz) * sy + dy) * sx * a.chans;
-        packet_t<D, V> r[kCols];
+    for (int fr = 0; fr < kRows; ++fr) {
+      if (fr + 1 < kRows) load_row(fr + 1, rows[(fr + 1) & 1]);
+      const int kz = fr / KY, ky = fr % KY;
 #pragma unroll
-        for (int q = 0; q < kCols; ++q) {
-          const bool ok = row_ok && unsigned(cx[0] + q0 + q) < unsigned(sx);
-          r[q] = load_if<D, V>(ok, rowp + int64_t(q0 + q) * a.chans);
-        }
-        float f[kCols][V];
+      for (int q = 0; q < kCols; ++q) {
+        float f[V];
+        to_floats<D, V>(rows[fr & 1][q], f);
 #pragma unroll
-        for (int q = 0; q < kCols; ++q) to_floats<D, V>(r[q], f[q]);
-#pragma unroll
-        for (int kx = 0; kx < KX; ++kx) {
+        for (int kx = 0; kx < KX; ++kx) {  // column q feeds pixel j = q - kx (backward_data: q + q0 + kx)
+          const int j = kFwd ? q - kx : q + q0 + kx;
+          if (j < 0 || j >= PP) continue;
 #pragma unroll
           for (int c = 0; c < Cg; ++c) {
             float wv[V];
             tap_weights((kz * KY + ky) * KX + kx, c, wv);
-#pragma unroll
-            for (int j = 0; j < PP; ++j)  // pixel j reads column j + kx (backward_data: j - q0 - kx)
-              group_fma<V, Cg>(acc[j], f[kFwd ? j + kx : j - q0 - kx], wv, c);
+            group_fma<V, Cg>(acc[j], f, wv, c);
           }
         }
       }
