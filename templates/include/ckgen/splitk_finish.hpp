@@ -13,6 +13,7 @@
 namespace ckgen {
 
 inline constexpr int kFinishThreads = 256;
+inline constexpr int kFinishLanes = 8;  // slice lanes per element of the lanes kernel
 
 // One thread per element, grid-stride.
 template <DataType D>
@@ -29,14 +30,15 @@ CKGEN_GLOBAL void splitk_finish_kernel(const float* __restrict__ ws, int splits,
   }
 }
 
-// L slice lanes per element: the block's warps are rows of 32 consecutive elements x L lanes
-// (warp w: element row w % (8 / L), slices w / (8 / L), + L, ...), so a thread issues about
-// splits / L independent loads and each warp load reads 128 contiguous bytes; the lanes' sums
-// meet in shared memory in a fixed order.
-template <DataType D, int L>
+// L = kFinishLanes slice lanes per element: the block's warps are rows of 32 consecutive
+// elements x L lanes (warp w: element row w % (8 / L), slices w / (8 / L), + L, ...), so a thread
+// issues about splits / L independent loads and each warp load reads 128 contiguous bytes; the
+// lanes' sums meet in shared memory in a fixed order.
+template <DataType D>
 CKGEN_GLOBAL void splitk_finish_lanes_kernel(const float* __restrict__ ws, int splits, int64_t stride,
                                              typename DataTypeTraits<D>::raw* __restrict__ dst,
                                              int64_t n) {
+  constexpr int L = kFinishLanes;
   constexpr int kRows = kFinishThreads / 32 / L;  // element rows of 32 a block
   __shared__ float part[L][kRows][32];
   chain_wait();
@@ -63,13 +65,14 @@ CKGEN_GLOBAL void splitk_finish_lanes_kernel(const float* __restrict__ ws, int s
   }
 }
 
-// Slice lanes per element: 8 where one thread per element would leave fewer than 32 blocks each
-// summing 64 or more slices (depthwise backward_weight's direct splits), else 1. Measured on an
+// Whether the conversion takes kFinishLanes lanes per element: where one thread per element would
+// leave fewer than 32 blocks each summing 64 or more slices (depthwise backward_weight's direct
+// splits); else one thread per element. Measured on an
 // H200 (bench/NOTES.md, "Split conversion: slice lanes and early placement"): 8 lanes took 1.3 us
 // off 2,304 elements x 66 slices and 0.4 us off 4,608 x 132, and added 0.3 us at 18,432 x 66 and
 // 0.2-0.6 us at 4,608 x 33.
-inline int splitk_finish_lanes(int splits, int64_t n) {
-  return splits >= 64 && n < 32 * int64_t(kFinishThreads) ? 8 : 1;
+inline bool splitk_finish_lanes(int splits, int64_t n) {
+  return splits >= 64 && n < 32 * int64_t(kFinishThreads);
 }
 
 // Converts the n sums of `splits` fp32 slices (`stride` elements apart; 1 slice for one-stage
@@ -79,9 +82,9 @@ template <DataType D>
 gpuError_t launch_splitk_finish(const float* ws, int splits, int64_t stride,
                                 typename DataTypeTraits<D>::raw* dst, int64_t n, gpuStream_t stream,
                                 bool after_kernel = false) {
-  const int lanes = splitk_finish_lanes(splits, n);
-  const int64_t blocks = detail::grid_stride_blocks(n * lanes, kFinishThreads, 8);
-  auto kernel = lanes == 8 ? splitk_finish_lanes_kernel<D, 8> : splitk_finish_kernel<D>;
+  const bool lanes = splitk_finish_lanes(splits, n);
+  const int64_t blocks = detail::grid_stride_blocks(n * (lanes ? kFinishLanes : 1), kFinishThreads, 8);
+  auto kernel = lanes ? splitk_finish_lanes_kernel<D> : splitk_finish_kernel<D>;
 #if defined(CKGEN_NVIDIA)
   return launch_chained(kernel, dim3(unsigned(blocks)), dim3(kFinishThreads), 0, stream, after_kernel, nullptr, ws,
                         splits, stride, dst, n);
