@@ -135,6 +135,10 @@ DIRECT_REGISTER_TAPS = 9
 DIRECT_GROUP_CHANNELS = (1, 2, 4, 8)
 # Floats of padding per row of the small-group filter in shared memory (depthwise.hpp kRow).
 DIRECT_FILTER_ROW_PAD = 4
+# backward_weight's block sums through shared memory (depthwise.hpp kDirectCombineFloats /
+# kDirectCombinePad): at most this many floats, each (pixel row, entry) row of channels padded.
+DIRECT_COMBINE_FLOATS = 5120
+DIRECT_COMBINE_PAD = 4
 
 
 @dataclass(frozen=True)
@@ -279,7 +283,10 @@ def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
     """The matrix path: its staged filter rows and weights (DirectMmaTraits::kSmemBytes).
     backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Ct]
     floats (= threads x vector); forward / backward_data with Cg > 1 hold the block's 3x3 filter
-    as fp32 (taps x Cg rows of Ct + 4), depthwise forward / backward_data use no shared memory."""
+    as fp32 (taps x Cg rows of Ct + 4), depthwise forward / backward_data use no shared memory.
+    backward_weight (FMA) sums its threads' partials through [pixel row][entry][Ct + pad] floats,
+    as many of the entries a thread holds per channel (3x3 depthwise: 9 taps; groups of Cg > 1:
+    one tap at a time, Cg) as fit DIRECT_COMBINE_FLOATS, at least one."""
     if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT:  # ring, gradient buffers, their units
         stages, ring = direct_mma_bwd_ring(i)
         return (ring * direct_mma_stage_bytes(i) + stages * i.tile[0] * i.tile[1] * DATATYPE_BYTES[i.datatype]
@@ -289,7 +296,10 @@ def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
     if i.variant is not Variant.BACKWARD_WEIGHT:
         cg = i.tile[2]
         return DIRECT_REGISTER_TAPS * cg * (i.tile[1] + DIRECT_FILTER_ROW_PAD) * 4 if cg > 1 else 0
-    return i.waves[0] * i.waves[1] * i.waves[2] * warp_size * i.vec_c * 4
+    rows = i.waves[0] * i.waves[1] * i.waves[2] * warp_size * i.vec_c // i.tile[1]
+    ld = i.tile[1] + DIRECT_COMBINE_PAD
+    entries = DIRECT_REGISTER_TAPS if i.tile[2] == 1 else i.tile[2]
+    return rows * max(1, min(DIRECT_COMBINE_FLOATS // (rows * ld), entries)) * ld * 4
 
 
 def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:

@@ -446,6 +446,13 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
     if (live[j]) store<D, V>(dst + int64_t(m0 + j) * a.chans + g0, acc[j]);
 }
 
+// backward_weight's block sums of its threads' partials pass through at most this many floats of
+// static shared memory (20 KB: the nine taps of a 64-channel, 128-thread, 4-wide tile in one pass),
+// an entry's row of channels padded by kDirectCombinePad floats (16-byte stores stay aligned, the
+// summing threads' reads spread over the banks).
+inline constexpr int kDirectCombineFloats = 5120;
+inline constexpr int kDirectCombinePad = 4;
+
 // backward_weight: one block = one slice of output pixels x one group tile. Path: Linear, or
 // Window / WindowS2 (compile-time depthwise filter, W dilation 1, W stride 1 / 2, Wo % PP == 0:
 // a thread's PP pixels lie in one output row).
@@ -460,7 +467,11 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   constexpr bool kWin = Path == DirectPath::Window || Path == DirectPath::WindowS2;
   static_assert(Path == DirectPath::Linear || (kWin && kCT), "ckgen: backward_weight windows need a compile-time filter");
   constexpr int kTaps = kCT ? KZ * KY * KX : 1;  // taps accumulated at once
-  __shared__ float red[Tr::Rows * Tr::Gt];
+  constexpr int kEntries = kTaps * Cg;  // fp32 sums a thread holds per channel
+  constexpr int kLd = Tr::Gt + kDirectCombinePad;  // floats per (pixel row, entry)
+  constexpr int kFit = kDirectCombineFloats / (Tr::Rows * kLd);
+  constexpr int kChunk = kFit < 1 ? 1 : kFit > kEntries ? kEntries : kFit;  // entries a pass
+  __shared__ float red[Tr::Rows * kChunk * kLd];
 
   const int tid = threadIdx.x;
   const int gv = tid % Tr::TG, row = tid / Tr::TG;
@@ -573,20 +584,27 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
     }  // Linear
   };
 
-  // Sums acc over the block's pixel rows and writes taps [t0, t0 + kTaps) of the Gt channels.
+  // Sums acc over the block's pixel rows and writes taps [t0, t0 + kTaps) of the Gt channels:
+  // kChunk of the kTaps x Cg entries a pass through `red` ([pixel row][entry][channel]: a thread
+  // stores V consecutive floats an entry); consecutive threads sum a channel's consecutive entries,
+  // so a pass's stores of the weights are contiguous per channel; rows summed in order.
   auto combine = [&](int t0, const float (&acc)[kTaps][Cg][V]) {
 #pragma unroll
-    for (int tc = 0; tc < kTaps * Cg; ++tc) {
-      const int t = tc / Cg, c = tc % Cg;
+    for (int e0 = 0; e0 < kEntries; e0 += kChunk) {
 #pragma unroll
-      for (int k = 0; k < V; ++k) red[row * Tr::Gt + gv * V + k] = acc[t][c][k];
+      for (int e = 0; e < kChunk; ++e)
+        if (e0 + e < kEntries)
+#pragma unroll
+          for (int k = 0; k < V; ++k)
+            red[(row * kChunk + e) * kLd + gv * V + k] = acc[(e0 + e) / Cg][(e0 + e) % Cg][k];
       __syncthreads();
-      for (int q = tid; q < Tr::Gt; q += Tr::kThreads) {
-        const int g = int(blockIdx.y) * Tr::Gt + q;
-        if (g < a.chans) {
+      for (int q = tid; q < Tr::Gt * kChunk; q += Tr::kThreads) {
+        const int gq = q / kChunk, e = q % kChunk;
+        const int g = int(blockIdx.y) * Tr::Gt + gq;
+        if (e0 + e < kEntries && g < a.chans) {
           float s = 0.f;
-          for (int r = 0; r < Tr::Rows; ++r) s += red[r * Tr::Gt + q];
-          const int64_t off = weight_index<true, Cg>(g, taps, t0 + t, c);
+          for (int r = 0; r < Tr::Rows; ++r) s += red[(r * kChunk + e) * kLd + gq];
+          const int64_t off = weight_index<true, Cg>(g, taps, t0 + (e0 + e) / Cg, (e0 + e) % Cg);
           if (a.mode == OutMode::Direct)
             static_cast<Raw*>(a.dst)[off] = float_to_raw<D>(s);
           else if (a.mode == OutMode::AtomicF32)
