@@ -281,12 +281,11 @@ def direct_mma_accumulators(i: KernelInstance) -> int:
 
 def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
     """The matrix path: its staged filter rows and weights (DirectMmaTraits::kSmemBytes).
-    backward_weight reduces its threads' fp32 partials of one tap through [pixel rows][Ct]
-    floats (= threads x vector); forward / backward_data with Cg > 1 hold the block's 3x3 filter
-    as fp32 (taps x Cg rows of Ct + 4), depthwise forward / backward_data use no shared memory.
-    backward_weight (FMA) sums its threads' partials through [pixel row][entry][Ct + pad] floats,
-    as many of the entries a thread holds per channel (3x3 depthwise: 9 taps; groups of Cg > 1:
-    one tap at a time, Cg) as fit DIRECT_COMBINE_FLOATS, at least one."""
+    FMA: forward / backward_data with Cg > 1 hold the block's 3x3 filter as fp32 (taps x Cg rows
+    of Ct + 4), depthwise forward / backward_data use no shared memory; backward_weight sums its
+    threads' fp32 partials through [pixel row][entry][Ct + pad] floats, as many of the entries a
+    thread holds per channel (the 3x3 depthwise kernel: 9 taps, the larger of its two kernels;
+    groups of Cg > 1: one tap at a time, Cg) as fit DIRECT_COMBINE_FLOATS, at least one."""
     if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT:  # ring, gradient buffers, their units
         stages, ring = direct_mma_bwd_ring(i)
         return (ring * direct_mma_stage_bytes(i) + stages * i.tile[0] * i.tile[1] * DATATYPE_BYTES[i.datatype]
