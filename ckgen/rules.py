@@ -212,10 +212,10 @@ def register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     return acc + frag + staging + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
 
 
-def direct_layout(i: KernelInstance, a: ArchSpec) -> tuple[int, int, int]:
+def direct_layout(i: KernelInstance, warp_size: int) -> tuple[int, int, int]:
     """(threads across groups, threads across pixels, pixels per thread) of a direct instance;
     mirrors DepthwiseTraits (templates/include/ckgen/depthwise.hpp)."""
-    threads = i.waves[0] * i.waves[1] * i.waves[2] * a.warp_size
+    threads = i.waves[0] * i.waves[1] * i.waves[2] * warp_size
     tg = max(1, i.tile[1] // max(1, i.vec_c))
     rows = max(1, threads // tg)
     return tg, rows, max(1, i.tile[0] // rows)
@@ -295,7 +295,7 @@ def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
     if i.variant is not Variant.BACKWARD_WEIGHT:
         cg = i.tile[2]
         return DIRECT_REGISTER_TAPS * cg * (i.tile[1] + DIRECT_FILTER_ROW_PAD) * 4 if cg > 1 else 0
-    rows = i.waves[0] * i.waves[1] * i.waves[2] * warp_size * i.vec_c // i.tile[1]
+    _, rows, _ = direct_layout(i, warp_size)
     ld = i.tile[1] + DIRECT_COMBINE_PAD
     entries = DIRECT_REGISTER_TAPS if i.tile[2] == 1 else i.tile[2]
     return rows * max(1, min(DIRECT_COMBINE_FLOATS // (rows * ld), entries)) * ld * 4
@@ -321,7 +321,7 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
         return direct_mma_accumulators(i) + chunks * (DIRECT_MMA_BWD_TAP_TILES + 1) + 6 + 40 + overhead
     if is_direct_mma(i):  # m16 x n8 accumulators, as many fragment registers, addresses
         return 2 * direct_mma_accumulators(i) + 16 + overhead
-    _, _, pp = direct_layout(i, a)
+    _, _, pp = direct_layout(i, a.warp_size)
     v = i.vec_c
     packet = -(-v * e // 4)  # 32-bit registers of one loaded vector
     loaded = pp * packet
