@@ -55,7 +55,11 @@ TMA_MATH_WAVES = (4, 8)
 # Ping-pong: waves (4, 1, 1) with twice the math waves: two warpgroups take turns on the
 # block's units, each with the whole tile (TmaTraits::kPingPong).
 TMA_PINGPONG_WAVES = (4, 1, 1)
-TMA_TILE_N = (64, 128, 256)
+TMA_TILE_N = (64, 128, 192, 256)
+# swap_ab's pixels per warpgroup (the instruction's N) and the plain wavelet pipeline's wgmma N
+# (mma_wgmma.hpp WarpWgmma): the widths those paths implement; 192 is the copy engine's alone.
+TMA_SWAP_PIXELS = (64, 128, 256)
+WGMMA_PLAIN_N = (64, 128, 256)
 TMA_ROW_BYTES = 128
 TMA_MAX_TILE_M = 256
 TMA_SLICES_M = (1, 2, 3)  # m64 slices per math warpgroup
@@ -548,9 +552,9 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
          f"wavelet_tma needs tile M = 64 x {TMA_SLICES_M} per math warpgroup, at most {TMA_MAX_TILE_M}"),
         # swap_ab: the instruction's M is the tile's 64 output channels, its N the warpgroup's pixels
         (not i.swap_ab or (tn == TMA_SWAP_TILE_N and groups > 0 and tm % groups == 0 and tm <= TMA_MAX_TILE_M
-                           and i.warp_tile == (64, tm // groups, 16) and tm // groups in TMA_TILE_N),
+                           and i.warp_tile == (64, tm // groups, 16) and tm // groups in TMA_SWAP_PIXELS),
          f"swap_ab needs tile N {TMA_SWAP_TILE_N} and warp tile (64, tile M / warpgroups, 16), "
-         f"tile M / warpgroups in {TMA_TILE_N}, tile M at most {TMA_MAX_TILE_M}"),
+         f"tile M / warpgroups in {TMA_SWAP_PIXELS}, tile M at most {TMA_MAX_TILE_M}"),
         (not i.swap_ab or i.variant is not Variant.BACKWARD_WEIGHT, "swap_ab is for forward / backward_data"),
         (not i.swap_ab or i.epilogue is Epilogue.DEFAULT,
          "swap_ab stores from registers (epilogue default): a thread's values of a pixel are 8 channels apart"),
@@ -577,6 +581,8 @@ def _wgmma(i: KernelInstance, a: ArchSpec) -> str | None:
         return "wgmma warp tiles (64 x N x 16) need a wavelet pipeline"
     if i.waves[0] % 4 or i.waves[2] != 1:
         return "wgmma needs wave layout M a multiple of 4 (warpgroups of 4 warps along M) and K 1"
+    if i.pipeline is Pipeline.WAVELET and i.warp_tile[1] not in WGMMA_PLAIN_N:
+        return f"wavelet (without the copy engine) implements wgmma N in {WGMMA_PLAIN_N}"
     return None
 
 
