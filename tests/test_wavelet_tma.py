@@ -40,6 +40,8 @@ def test_name_round_trips() -> None:
     ((256, 128, 64), (8, 1, 1), (64, 128, 16)),
     ((64, 64, 64), (4, 1, 1), (64, 64, 16)),
     ((192, 64, 64), (4, 1, 1), (64, 64, 16)),  # one warpgroup of three m64 slices
+    ((64, 192, 64), (4, 1, 1), (64, 192, 16)),  # wgmma m64n192k16
+    ((128, 192, 64), (8, 1, 1), (64, 192, 16)),
 ])
 def test_valid_on_sm90a(variant: Variant, datatype: DataType, ndim: int, tile, waves, warp_tile) -> None:
     kb = 0 if variant is Variant.BACKWARD_WEIGHT else 1
@@ -81,6 +83,21 @@ def test_rule_names_what_tma_does_not_implement(change: dict, words: str) -> Non
     bad = rules.check(replace(tma(), **change), ARCHS["sm_90a"])
     assert bad is not None, change
     assert words in bad[1], bad
+
+
+def test_wgmma_n192_is_the_copy_engines_alone() -> None:
+    """m64n192k16 is implemented for wavelet_tma (pipeline_tma.hpp issues wgmma_detail::Op
+    directly); the plain wavelet pipeline's WarpWgmma and swap_ab's pixel widths stay 64/128/256."""
+    wide = tma(tile=(64, 192, 64), waves=(4, 1, 1), math_waves=4, warp_tile=(64, 192, 16))
+    assert rules.check(wide, ARCHS["sm_90a"]) is None and parse_name(wide.name) == wide
+    plain = replace(wide, pipeline=Pipeline.WAVELET, stages=2, load_waves=4, vec_a=8, vec_b=8, vec_c=8)
+    bad = rules.check(plain, ARCHS["sm_90a"])
+    assert bad is not None and "without the copy engine" in bad[1], bad
+    swap = tma(tile=(192, 64, 64), waves=(4, 1, 1), math_waves=4, warp_tile=(64, 192, 16), swap_ab=True)
+    bad = rules.check(swap, ARCHS["sm_90a"])
+    assert bad is not None and "swap_ab" in bad[1], bad
+    off = rules.check(wide, ARCHS["sm_80"])
+    assert off is not None
 
 
 @pytest.mark.parametrize("variant", [Variant.FORWARD, Variant.BACKWARD_DATA])
@@ -193,10 +210,13 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     split = [i for i in found if i.variant is not Variant.BACKWARD_WEIGHT and i.k_batch != 1]
     assert len(split) == 16 and all(i.k_batch == 0 and i.stage is Stage.ONE for i in split)
     staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]
-    assert by_variant[Variant.BACKWARD_WEIGHT] == 46
-    assert len(staged) == 72 + 24 + 16 + 16 + 46, "every ring but 192x64 ships with the cshuffle epilogue; 128x64 with both"
+    assert by_variant[Variant.BACKWARD_WEIGHT] == 58
+    assert len(staged) == 72 + 24 + 16 + 16 + 58, "every ring but 192x64 ships with the cshuffle epilogue; 128x64 with both"
     deep = {(i.tile[0], i.tile[1], i.stages) for i in found if i.variant is Variant.BACKWARD_WEIGHT and i.stages > 4}
-    assert deep == {(64, 128, 8), (64, 64, 8), (128, 64, 6)}, "the deep rings of the small bw layers"
+    assert deep == {(64, 128, 8), (64, 64, 8), (128, 64, 6), (64, 192, 6)}, "the deep rings of the small bw layers"
+    # 192-column rings (wgmma m64n192k16): backward_weight only, 128 x 192 and 64 x 192 at 4 / 6 stages
+    wide = {(i.variant, i.tile, i.stages) for i in found if i.tile[1] == 192}
+    assert wide == {(Variant.BACKWARD_WEIGHT, t, s) for t, s in (((128, 192, 64), 4), ((64, 192, 64), 4), ((64, 192, 64), 6))}
     assert all(i.k_batch == 0 and i.stage is Stage.ONE for i in every if i.variant is Variant.BACKWARD_WEIGHT)
     # 3D (depth folded into the batch, or 5D maps): three cshuffle tiles per variant and datatype,
     # forward and backward_data with the 128 x 128 ring also split; backward_data's 64 x 128 also
