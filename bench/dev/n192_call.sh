@@ -19,7 +19,8 @@ shapes=/tmp/n192/shapes.csv
 ( OUT=$OUT/gt WORK=/tmp/n192/gt BUILD_SETS=tests JOBS=8 GEN_ARGS="--kernels *x192x*" \
     bash "$ROOT/bench/device.sh" build > "$OUT/gt/build_run.txt" 2>&1 ) &
 gt=$!
-# 2. the sweep's build (perf_sweep builds, then profiles: hold its profiling until the GTests ran)
+# 2. the sweep's own build (not perf_sweep.sh, which profiles right after its build: the timings
+#    here wait until the GTests have run)
 python3 -m ckgen.cli generate --arch sm_90a --variant backward_weight \
   --config "$ROOT/configs/backward_weight/default.yaml" --config "$ROOT/bench/dev/candidates/n192_backward_weight.yaml" \
   --pipeline wavelet_tma --datatype fp16 --ndim 2 -o /tmp/n192/sw -q || exit 1
@@ -48,7 +49,6 @@ rows = [r for f in sorted(glob.glob(sys.argv[1] + "/sweep_*.csv")) for r in csv.
 ok = [r for r in rows if r["verified"] == "pass" and float(r["ms"] or 0) > 0]
 for key in sorted({r["shape"] for r in ok}):
     rs = sorted((r for r in ok if r["shape"] == key), key=lambda r: float(r["ms"]))
-    best = rs[0]
     old = [r for r in rs if "x192x" not in r["instance"]]
     new = [r for r in rs if "x192x" in r["instance"]]
     f = lambda r: f"{float(r['ms'])*1e3:7.2f} us kb {r.get('k_batch', '?'):>3} {r['instance'][24:]}" if r else "-"
