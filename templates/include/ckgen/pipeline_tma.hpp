@@ -28,7 +28,9 @@
 //          warp stages its 16 rows x 32 columns through a private shared-memory slab (80-byte
 //          rows, conflict-free writes) and stores 16-byte vectors, a warp's store covering
 //          8 rows x 64 bytes (whole sectors): a quarter of the store requests. A split
-//          reduction adds fp32 pairs into the workspace (8-byte reductions) instead.
+//          reduction adds into the fp32 workspace with 16-byte reductions instead: through the
+//          slab as 4 rows x 128 bytes a warp instruction (CShuffle), or 8 rows x 64 bytes after
+//          a shuffle between lane pairs (default).
 //   Persistent grid (#SMs x resident blocks): each block walks work units b, b + grid, ...
 //   (unit = tile x split); the ring runs on across units, so the next unit's copies overlap the
 //   last unit's epilogue.
@@ -841,119 +843,114 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       __syncwarp();
       tma::cluster_sync_relaxed();
     } else if (p.ws != nullptr) {
-#ifdef CKGEN_PROBE_NO_SLAB_RED
-      constexpr bool kSlabRed = false;
-#else
-      constexpr bool kSlabRed = Tr::kStaged;
-#endif
-     if constexpr (kSlabRed) {
-      // split, cshuffle: fp32 reductions into the workspace (splitk_finish converts) through the
-      // warp's slab: 8 rows x 32 columns a round (row pitch 36 floats: conflict-free 8-byte writes
-      // and 16-byte reads), read back as 8 lanes x 16 bytes a row, so that each red.v4
-      // instruction covers 4 rows x 128 bytes (whole lines). Rows not 16-byte aligned in the
-      // workspace or K % 4 != 0 take two 8-byte reds of the same values (the host splits only
-      // when K and G*K are even).
-      constexpr int kPitch = 36;
-      static_assert(8 * kPitch * 4 <= Tr::kSlabBytes, "ckgen: the fp32 round fits the cshuffle slab");
-      float* slab = reinterpret_cast<float*>(slabs + (tid / 32) * Tr::kSlabBytes);
-      const int lr = lane >> 3, lc = (lane & 7) * 4;  // this lane's read: slab row lr (+4), 4 columns
+      if constexpr (Tr::kStaged) {
+        // split, cshuffle: fp32 reductions into the workspace (splitk_finish converts) through the
+        // warp's slab: 8 rows x 32 columns a round (row pitch 36 floats: conflict-free 8-byte writes
+        // and 16-byte reads), read back as 8 lanes x 16 bytes a row, so that each red.v4
+        // instruction covers 4 rows x 128 bytes (whole lines). Rows not 16-byte aligned in the
+        // workspace or K % 4 != 0 take two 8-byte reds of the same values (the host splits only
+        // when K and G*K are even).
+        constexpr int kPitch = 36;
+        static_assert(8 * kPitch * 4 <= Tr::kSlabBytes, "ckgen: the fp32 round fits the cshuffle slab");
+        float* slab = reinterpret_cast<float*>(slabs + (tid / 32) * Tr::kSlabBytes);
+        const int lr = lane >> 3, lc = (lane & 7) * 4;  // this lane's read: slab row lr (+4), 4 columns
 #pragma unroll
-      for (int i = 0; i < Tr::RepM; ++i) {
+        for (int i = 0; i < Tr::RepM; ++i) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int rbase = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + h * 8;
-          float* dst[2];
-          bool vec[2];
-#pragma unroll
-          for (int rr = 0; rr < 2; ++rr) {
-            const int row = rbase + rr * 4 + lr;
-            dst[rr] = row_ok(row) ? p.ws + row_base(row) : nullptr;
-            vec[rr] = ((reinterpret_cast<uintptr_t>(dst[rr]) & 15u) | (uintptr_t(p.K) & 3u)) == 0;
-          }
-#pragma unroll
-          for (int c0 = 0; c0 < Tr::BN; c0 += 32) {
-            __syncwarp();
-#pragma unroll
-            for (int jj = 0; jj < 4; ++jj) {
-              const int j = c0 / 8 + jj;
-              *reinterpret_cast<float2*>(slab + (lane >> 2) * kPitch + jj * 8 + (lane & 3) * 2) =
-                  make_float2(acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]);
-            }
-            __syncwarp();
+          for (int h = 0; h < 2; ++h) {
+            const int rbase = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + h * 8;
+            float* dst[2];
+            bool vec[2];
 #pragma unroll
             for (int rr = 0; rr < 2; ++rr) {
-              const float4 v = *reinterpret_cast<const float4*>(slab + (rr * 4 + lr) * kPitch + lc);
-              const int col = n0 + c0 + lc;
-              if (dst[rr] == nullptr) continue;
-              if (vec[rr]) {
+              const int row = rbase + rr * 4 + lr;
+              dst[rr] = row_ok(row) ? p.ws + row_base(row) : nullptr;
+              vec[rr] = ((reinterpret_cast<uintptr_t>(dst[rr]) & 15u) | (uintptr_t(p.K) & 3u)) == 0;
+            }
+#pragma unroll
+            for (int c0 = 0; c0 < Tr::BN; c0 += 32) {
+              __syncwarp();
+#pragma unroll
+              for (int jj = 0; jj < 4; ++jj) {
+                const int j = c0 / 8 + jj;
+                *reinterpret_cast<float2*>(slab + (lane >> 2) * kPitch + jj * 8 + (lane & 3) * 2) =
+                    make_float2(acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]);
+              }
+              __syncwarp();
+#pragma unroll
+              for (int rr = 0; rr < 2; ++rr) {
+                const float4 v = *reinterpret_cast<const float4*>(slab + (rr * 4 + lr) * kPitch + lc);
+                const int col = n0 + c0 + lc;
+                if (dst[rr] == nullptr) continue;
+                if (vec[rr]) {
+                  if (col < p.K)
+                    asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst[rr] + col),
+                                 "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                                 : "memory");
+                } else {
+                  if (col < p.K)
+                    asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst[rr] + col),
+                                 "f"(v.x), "f"(v.y)
+                                 : "memory");
+                  if (col + 2 < p.K)
+                    asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst[rr] + col + 2),
+                                 "f"(v.z), "f"(v.w)
+                                 : "memory");
+                }
+              }
+            }
+          }
+        }
+      } else {
+        // split: fp32 reductions into the workspace (splitk_finish converts), 16 bytes a lane.
+        // Lanes 2q and 2q + 1 of a quad hold columns 4q..4q+1 / 4q+2..4q+3 (q = 0, 1) of 8-column
+        // groups j and j + 1; they trade halves (one shuffle a float), so that the even lane holds
+        // 4 consecutive columns of group j and the odd one 4 of group j + 1: one 16-byte red
+        // where there were two 8-byte ones. Rows or columns not 16-byte aligned in the workspace
+        // (K % 4 != 0, row starts not multiples of 4) take two 8-byte reds of the same values
+        // (the host splits only when K and G*K are even).
+        const bool odd = (lane & 1) != 0;
+        const int qc = (lane & 2) * 2;  // the pair's first column in a group: 0 or 4
+#pragma unroll
+        for (int i = 0; i < Tr::RepM; ++i) {
+          const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = r0 + h * 8;
+            const bool live = row_ok(row);  // the same for both lanes of a pair (one row)
+            float* dst = p.ws + (live ? row_base(row) : 0);
+            const bool vec = ((reinterpret_cast<uintptr_t>(dst) & 15u) | (uintptr_t(p.K) & 3u)) == 0;
+#pragma unroll
+            for (int j = 0; j < Tr::BN / 8; j += 2) {
+              const float a0 = acc[i][j * 4 + h * 2], a1 = acc[i][j * 4 + h * 2 + 1];
+              const float b0 = acc[i][j * 4 + 4 + h * 2], b1 = acc[i][j * 4 + 4 + h * 2 + 1];
+              // even lane: sends b, keeps a; odd lane: sends a, keeps b
+              const float r0v = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
+              const float r1v = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+              float v[4];
+              v[0] = odd ? r0v : a0;
+              v[1] = odd ? r1v : a1;
+              v[2] = odd ? b0 : r0v;
+              v[3] = odd ? b1 : r1v;
+              const int col = n0 + (j + (odd ? 1 : 0)) * 8 + qc;
+              if (!live) continue;
+              if (vec) {
                 if (col < p.K)
-                  asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst[rr] + col),
-                               "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                  asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst + col),
+                               "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
                                : "memory");
               } else {
-                if (col < p.K)
-                  asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst[rr] + col),
-                               "f"(v.x), "f"(v.y)
-                               : "memory");
-                if (col + 2 < p.K)
-                  asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst[rr] + col + 2),
-                               "f"(v.z), "f"(v.w)
-                               : "memory");
+#pragma unroll
+                for (int e = 0; e < 4; e += 2)
+                  if (col + e < p.K)
+                    asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + col + e),
+                                 "f"(v[e]), "f"(v[e + 1])
+                                 : "memory");
               }
             }
           }
         }
       }
-     } else {
-      // split: fp32 reductions into the workspace (splitk_finish converts), 16 bytes a lane.
-      // Lanes 2q and 2q + 1 of a quad hold columns 4q..4q+1 / 4q+2..4q+3 (q = 0, 1) of 8-column
-      // groups j and j + 1; they trade halves (one shuffle a float), so that the even lane holds
-      // 4 consecutive columns of group j and the odd one 4 of group j + 1: one 16-byte red
-      // where there were two 8-byte ones. Rows or columns not 16-byte aligned in the workspace
-      // (K % 4 != 0, row starts not multiples of 4) take two 8-byte reds of the same values
-      // (the host splits only when K and G*K are even).
-      const bool odd = (lane & 1) != 0;
-      const int qc = (lane & 2) * 2;  // the pair's first column in a group: 0 or 4
-#pragma unroll
-      for (int i = 0; i < Tr::RepM; ++i) {
-        const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = r0 + h * 8;
-          const bool live = row_ok(row);  // the same for both lanes of a pair (one row)
-          float* dst = p.ws + (live ? row_base(row) : 0);
-          const bool vec = ((reinterpret_cast<uintptr_t>(dst) & 15u) | (uintptr_t(p.K) & 3u)) == 0;
-#pragma unroll
-          for (int j = 0; j < Tr::BN / 8; j += 2) {
-            const float a0 = acc[i][j * 4 + h * 2], a1 = acc[i][j * 4 + h * 2 + 1];
-            const float b0 = acc[i][j * 4 + 4 + h * 2], b1 = acc[i][j * 4 + 4 + h * 2 + 1];
-            // even lane: sends b, keeps a; odd lane: sends a, keeps b
-            const float r0v = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
-            const float r1v = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
-            float v[4];
-            v[0] = odd ? r0v : a0;
-            v[1] = odd ? r1v : a1;
-            v[2] = odd ? b0 : r0v;
-            v[3] = odd ? b1 : r1v;
-            const int col = n0 + (j + (odd ? 1 : 0)) * 8 + qc;
-            if (!live) continue;
-            if (vec) {
-              if (col < p.K)
-                asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst + col),
-                             "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
-                             : "memory");
-            } else {
-#pragma unroll
-              for (int e = 0; e < 4; e += 2)
-                if (col + e < p.K)
-                  asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + col + e),
-                               "f"(v[e]), "f"(v[e + 1])
-                               : "memory");
-            }
-          }
-        }
-      }
-     }
     } else if constexpr (Tr::kStaged) {
       Raw* slab = reinterpret_cast<Raw*>(slabs + (tid / 32) * Tr::kSlabBytes);
       const bool vec = (p.K % 8) == 0;  // 16-byte aligned rows of y
