@@ -74,8 +74,13 @@ def load_run(path: Path) -> Run:
                 f = tar.extractfile(m)
                 if f is not None:
                     profiles += _read_csv(f.read().decode())
-    return Run(path, _read_csv((path / "compare.csv").read_text()), _read_csv((path / "cudnn.csv").read_text()),
-               profiles)
+    run = Run(path, _read_csv((path / "compare.csv").read_text()), _read_csv((path / "cudnn.csv").read_text()),
+              profiles)
+    missing = sorted(run.variants - {r.get("variant") for r in profiles})
+    if missing:
+        raise MergeError(f"{path}/logs.tar.gz: no profiler rows (prof_<set>_<variant>_<dt>.csv) for "
+                         f"{', '.join(missing)}, which compare.csv reports")
+    return run
 
 
 def merge(runs: list[Run]) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:

@@ -84,6 +84,22 @@ def test_a_folder_without_the_run_files_is_an_error(tmp_path: Path, capsys, miss
     assert f"no {missing}" in capsys.readouterr().err
 
 
+def test_logs_without_the_variants_profiler_rows_are_an_error(tmp_path: Path, capsys) -> None:
+    # e.g. device.sh's logs.tar.gz packed inside another archive: compare.csv has the rows, the
+    # report inputs would silently lose the variant
+    a = _run(tmp_path, "a", "forward", {"r50_a": 1.0}, ("forward",))
+    with tarfile.open(a / "logs.tar.gz", "w:gz") as tar:
+        data = b"ok\n"
+        info = tarfile.TarInfo("./build.log")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    out = tmp_path / "all.csv"
+    assert merge_runs.main(["--out", str(out), str(a)]) == 2
+    err = capsys.readouterr().err
+    assert "no profiler rows" in err and "forward" in err
+    assert not out.exists()
+
+
 def test_an_override_run_replaces_the_rows_it_measured(tmp_path: Path) -> None:
     fwd = _run(tmp_path, "fwd", "forward", {"r50_a": 0.5, "conv3d_a": 0.4}, ("forward",))
     late = _run(tmp_path, "late", "forward", {"conv3d_a": 1.2}, ("forward",))
