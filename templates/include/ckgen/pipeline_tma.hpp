@@ -322,6 +322,23 @@ CKGEN_DEVICE inline void add_remote8(float* s, uint32_t addr, uint32_t rank) {
 #pragma unroll
   for (int e = 0; e < 8; ++e) s[e] += v[e];
 }
+// Adds v0..v3 into the fp32 sums of row `dst` at columns col..col+3 (col % 4 == 0, columns from K
+// on skipped): one 16-byte red where the row is 16-byte aligned and K % 4 == 0, else two 8-byte
+// reds (K even).
+CKGEN_DEVICE CKGEN_FORCEINLINE void red_add4(float* dst, int col, int K, float v0, float v1, float v2, float v3) {
+  if (((reinterpret_cast<uintptr_t>(dst) & 15u) | (uintptr_t(K) & 3u)) == 0) {
+    if (col < K)
+      asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst + col), "f"(v0),
+                   "f"(v1), "f"(v2), "f"(v3)
+                   : "memory");
+    return;
+  }
+  if (col < K)
+    asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + col), "f"(v0), "f"(v1) : "memory");
+  if (col + 2 < K)
+    asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + col + 2), "f"(v2), "f"(v3)
+                 : "memory");
+}
 CKGEN_DEVICE inline void prefetch_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
@@ -847,9 +864,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         // split, cshuffle: fp32 reductions into the workspace (splitk_finish converts) through the
         // warp's slab: 8 rows x 32 columns a round (row pitch 36 floats: conflict-free 8-byte writes
         // and 16-byte reads), read back as 8 lanes x 16 bytes a row, so that each red.v4
-        // instruction covers 4 rows x 128 bytes (whole lines). Rows not 16-byte aligned in the
-        // workspace or K % 4 != 0 take two 8-byte reds of the same values (the host splits only
-        // when K and G*K are even).
+        // instruction covers 4 rows x 128 bytes (whole lines; red_add4 for unaligned rows).
         constexpr int kPitch = 36;
         static_assert(8 * kPitch * 4 <= Tr::kSlabBytes, "ckgen: the fp32 round fits the cshuffle slab");
         float* slab = reinterpret_cast<float*>(slabs + (tid / 32) * Tr::kSlabBytes);
@@ -860,12 +875,10 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
           for (int h = 0; h < 2; ++h) {
             const int rbase = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + h * 8;
             float* dst[2];
-            bool vec[2];
 #pragma unroll
             for (int rr = 0; rr < 2; ++rr) {
               const int row = rbase + rr * 4 + lr;
               dst[rr] = row_ok(row) ? p.ws + row_base(row) : nullptr;
-              vec[rr] = ((reinterpret_cast<uintptr_t>(dst[rr]) & 15u) | (uintptr_t(p.K) & 3u)) == 0;
             }
 #pragma unroll
             for (int c0 = 0; c0 < Tr::BN; c0 += 32) {
@@ -880,23 +893,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 #pragma unroll
               for (int rr = 0; rr < 2; ++rr) {
                 const float4 v = *reinterpret_cast<const float4*>(slab + (rr * 4 + lr) * kPitch + lc);
-                const int col = n0 + c0 + lc;
-                if (dst[rr] == nullptr) continue;
-                if (vec[rr]) {
-                  if (col < p.K)
-                    asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst[rr] + col),
-                                 "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
-                                 : "memory");
-                } else {
-                  if (col < p.K)
-                    asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst[rr] + col),
-                                 "f"(v.x), "f"(v.y)
-                                 : "memory");
-                  if (col + 2 < p.K)
-                    asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst[rr] + col + 2),
-                                 "f"(v.z), "f"(v.w)
-                                 : "memory");
-                }
+                if (dst[rr] != nullptr) tma::red_add4(dst[rr], n0 + c0 + lc, p.K, v.x, v.y, v.z, v.w);
               }
             }
           }
@@ -906,9 +903,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         // Lanes 2q and 2q + 1 of a quad hold columns 4q..4q+1 / 4q+2..4q+3 (q = 0, 1) of 8-column
         // groups j and j + 1; they trade halves (one shuffle a float), so that the even lane holds
         // 4 consecutive columns of group j and the odd one 4 of group j + 1: one 16-byte red
-        // where there were two 8-byte ones. Rows or columns not 16-byte aligned in the workspace
-        // (K % 4 != 0, row starts not multiples of 4) take two 8-byte reds of the same values
-        // (the host splits only when K and G*K are even).
+        // where there were two 8-byte ones (red_add4 for unaligned rows).
         const bool odd = (lane & 1) != 0;
         const int qc = (lane & 2) * 2;  // the pair's first column in a group: 0 or 4
 #pragma unroll
@@ -919,7 +914,6 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             const int row = r0 + h * 8;
             const bool live = row_ok(row);  // the same for both lanes of a pair (one row)
             float* dst = p.ws + (live ? row_base(row) : 0);
-            const bool vec = ((reinterpret_cast<uintptr_t>(dst) & 15u) | (uintptr_t(p.K) & 3u)) == 0;
 #pragma unroll
             for (int j = 0; j < Tr::BN / 8; j += 2) {
               const float a0 = acc[i][j * 4 + h * 2], a1 = acc[i][j * 4 + h * 2 + 1];
@@ -927,26 +921,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
               // even lane: sends b, keeps a; odd lane: sends a, keeps b
               const float r0v = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
               const float r1v = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
-              float v[4];
-              v[0] = odd ? r0v : a0;
-              v[1] = odd ? r1v : a1;
-              v[2] = odd ? b0 : r0v;
-              v[3] = odd ? b1 : r1v;
-              const int col = n0 + (j + (odd ? 1 : 0)) * 8 + qc;
-              if (!live) continue;
-              if (vec) {
-                if (col < p.K)
-                  asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst + col),
-                               "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
-                               : "memory");
-              } else {
-#pragma unroll
-                for (int e = 0; e < 4; e += 2)
-                  if (col + e < p.K)
-                    asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + col + e),
-                                 "f"(v[e]), "f"(v[e + 1])
-                                 : "memory");
-              }
+              if (live)
+                tma::red_add4(dst, n0 + (j + (odd ? 1 : 0)) * 8 + qc, p.K, odd ? r0v : a0, odd ? r1v : a1,
+                              odd ? b0 : r0v, odd ? b1 : r1v);
             }
           }
         }
