@@ -3,9 +3,12 @@
 # epilogue) against the same kernels built with a probe definition that restores the old form,
 # every default wavelet_tma backward_weight instance, fp16 2D, GPU-verified, over the RetinaNet set
 # and coverage's 2D rows at k_batch auto, 8, 16 and 32.
-#   FLAG_SETS="v4: v2:-DCKGEN_PROBE_RED_V2" bash bench/dev/split_epilogue_ab.sh
+#   FLAG_SETS="new: old:-DCKGEN_PROBE_<SWITCH>" bash bench/dev/split_epilogue_ab.sh
 #     -> $OUT/flags.txt, $OUT/flags.tgz (the CSVs and logs)
-# (First used for the line rotation, bench/dev/red_rotate.patch: FLAG_SETS="rot: norot:-DCKGEN_PROBE_NO_ROTATE".)
+# The switch lives in the tree under test only for the A/B and goes before the change lands. The
+# 2026-11-27 runs (bench/NOTES.md): NO_ROTATE (bench/dev/red_rotate.patch plus that switch),
+# RED_V2 (the 16-byte reds against the 8-byte ones) and NO_SLAB_RED (57ca023: the slab form against
+# the lane-pair form); the tree carries none of them now.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/splitab-out}
