@@ -4,7 +4,8 @@
 #   FLAG_SETS="0: 4:-DCKGEN_TMA_PREFETCH=4 8:-DCKGEN_TMA_PREFETCH=8" OUT=... bash bench/dev/flag_sweep.sh
 # FLAG_SETS: space-separated name:flags (flags ';'-separated). KERNELS: comma-separated globs.
 # Writes $OUT/flags_<name>_<variant>.csv and $OUT/flags.txt (time per shape and set, geomean ratios;
-# PER_INSTANCE=1: time per shape, instance and set instead).
+# PER_INSTANCE=1: time per shape, instance and set instead). DTYPE: the profiler's --datatype
+# (default fp16; e.g. fp16,bf16 with PER_INSTANCE=1, whose rows name the datatype).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/flags-out}
@@ -28,7 +29,7 @@ for set in ${FLAG_SETS:-"base:"}; do
   echo "build $name ($flags) $((SECONDS - t0)) s"
   for v in $VARIANTS; do
     t0=$SECONDS
-    timeout ${PROF_TIMEOUT:-150} "$b/bin/ckgen_profiler_$v" --shapes "$SHAPES" --datatype fp16 --verify "$VERIFY" \
+    timeout ${PROF_TIMEOUT:-150} "$b/bin/ckgen_profiler_$v" --shapes "$SHAPES" --datatype "${DTYPE:-fp16}" --verify "$VERIFY" \
       --warmup 3 --repeat 7 ${PROF_ARGS:-} --csv "$OUT/flags_${name}_$v.csv" > "$OUT/flags_${name}_$v.log" 2>&1
     echo "profile $name $v rc=$? in $((SECONDS - t0)) s; FAIL lines: $(grep -c FAIL "$OUT/flags_${name}_$v.log")"
   done
@@ -48,9 +49,9 @@ for n in names:
             k = (v, r["shape"], n); best[k] = min(best.get(k, 1e30), ms)
             k = (v, r["shape"], r["instance"], n); inst[k] = min(inst.get(k, 1e30), ms)
 if per_instance:
-    print(f"{'shape':30s} {'instance':58s} " + " ".join(f"{n:>15s}" for n in names))
+    print(f"{'shape':30s} {'instance':72s} " + " ".join(f"{n:>15s}" for n in names))
     for v, s, i in sorted({k[:3] for k in inst}):
-        print(f"{s:30s} {i.split('_2d_')[-1]:58s} " + " ".join(f"{inst.get((v, s, i, n), float('nan')):15.2f}" for n in names))
+        print(f"{s:30s} {i.replace('grouped_conv_', ''):72s} " + " ".join(f"{inst.get((v, s, i, n), float('nan')):15.2f}" for n in names))
     sys.exit(0)
 keys = sorted({k[:2] for k in best})
 print(f"{'variant':14s} {'shape':30s} " + " ".join(f"{n:>9s}" for n in names))

@@ -131,7 +131,15 @@ struct DirectTraits {
 //           columns per filter row). backward_weight takes Window / WindowS2 for the depthwise
 //           compile-time filter: per filter row a thread loads and converts the (PP - 1) * s + KX
 //           input columns its PP output pixels read once, instead of PP * KX loads.
-enum class DirectPath { Linear, Window, Gather, WindowS2, QuadS2 };
+//   RowPair forward and backward_weight, depthwise 1x3x3 filter, H and W stride and dilation 1
+//           (direct_fma_row_pair): a thread's PP pixels are two output rows x PC = PP / 2 columns, so
+//           each of the KY + 1 source rows under them is loaded and converted once for both
+//           rows: (KY + 1) x (PC + KX - 1) loads instead of the window's KY x (PP + KX - 1)
+//           (4 x 6 = 24 against 30 at PP = 8). a.pixels and a.fd_pix count the pair order
+//           (direct_fma_pixels): index i is column i % PC of row i / PC % 2 of unit i / PP, unit
+//           u = ((n * Do + d) * ceil(Ho / 2) + hp) * (Wo / PC) + wc at rows 2 hp, 2 hp + 1 and
+//           columns wc * PC ...; the row past an odd Ho is dead (not stored, zero dy).
+enum class DirectPath { Linear, Window, Gather, WindowS2, QuadS2, RowPair };
 
 namespace direct {
 
@@ -171,6 +179,49 @@ CKGEN_DEVICE CKGEN_FORCEINLINE packet_t<D, V> load_if(bool ok,
   return r;
 }
 
+// DirectPath::RowPair: unit u (PP pixel indices from u * PP) covers output rows h, h + 1 (h = 2 hp)
+// and columns w .. w + PC - 1 (w = wc * PC) of image n, depth d; m is the output pixel (h, w).
+struct RowPairUnit {
+  int n, d, h, w;
+  int64_t m;
+  bool second;  // row h + 1 < Ho
+};
+template <int PC>
+CKGEN_DEVICE CKGEN_FORCEINLINE RowPairUnit row_pair_unit(const DirectArgs& a, int u) {
+  RowPairUnit r;
+  int hp, wc;
+  split_pixel(a, u, r.n, r.d, hp, wc);  // a.fd_pix: Do, ceil(Ho / 2), Wo / PC
+  r.h = 2 * hp;
+  r.w = wc * PC;
+  r.m = int64_t(r.n) * a.out_spatial + (int64_t(r.d) * a.out_[1] + r.h) * a.out_[2] + r.w;
+  r.second = r.h + 1 < a.out_[1];
+  return r;
+}
+
+// The KY + 1 input rows under a pair unit: source row sr's PC + KX - 1 packets from column
+// w - pl (H / W stride and dilation 1; depth: one tap at d * s - pl).
+template <DataType D, int V, int kCols>
+struct RowPairRows {
+  using Raw = typename DataTypeTraits<D>::raw;
+  const Raw* base;
+  int cy, cx;
+  bool z_ok;
+  CKGEN_DEVICE CKGEN_FORCEINLINE RowPairRows(const DirectArgs& a, const RowPairUnit& u, const Raw* x, int g0) {
+    const int iz = u.d * a.s[0] - a.pl[0];
+    cy = u.h - a.pl[1];
+    cx = u.w - a.pl[2];
+    z_ok = unsigned(iz) < unsigned(a.in_[0]);
+    base = x + ((int64_t(u.n) * a.in_spatial + (int64_t(iz) * a.in_[1] + cy) * a.in_[2] + cx) * a.chans + g0);
+  }
+  CKGEN_DEVICE CKGEN_FORCEINLINE void load(const DirectArgs& a, int sr, packet_t<D, V> (&r)[kCols]) const {
+    const bool row_ok = z_ok && unsigned(cy + sr) < unsigned(a.in_[1]);
+    const Raw* rowp = base + int64_t(sr) * a.in_[2] * a.chans;
+#pragma unroll
+    for (int q = 0; q < kCols; ++q)
+      r[q] = load_if<D, V>(row_ok && unsigned(cx + q) < unsigned(a.in_[2]), rowp + int64_t(q) * a.chans);
+  }
+};
+
 // forward / backward_data. KZ, KY, KX > 0: the filter size at compile time (filter in registers
 // or, Cg > 1, shared memory); Path: see DirectPath.
 template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
@@ -185,6 +236,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
   constexpr bool kGather = Path == DirectPath::Gather;
   constexpr bool kWindow = Path == DirectPath::Window;
   constexpr bool kQuad = Path == DirectPath::QuadS2;
+  constexpr bool kRowPair = Path == DirectPath::RowPair;
   // Where a tap's weights live: depthwise compile-time filter in registers (wr), Cg > 1
   // compile-time filter in shared memory (wsm), generic filter read per tap.
   constexpr bool kRegW = kCT && Cg == 1;
@@ -192,6 +244,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
   static_assert(!(kFwd && (kGather || kQuad)), "ckgen: forward never gathers");
   static_assert(!kQuad || (KZ == 1 && KY == 3 && KX == 3), "ckgen: the quad path is for 1x3x3 filters");
   static_assert(!kWindow || kCT, "ckgen: the window path needs a compile-time filter");
+  static_assert(!kRowPair || (kFwd && KZ == 1 && kRegW && PP % 2 == 0),
+                "ckgen: the pair path is forward's, for a depthwise 1x3x3 filter and an even PP");
   constexpr int kRow = Tr::Gt + 4;  // wsm row: 16-byte aligned, the fill's banks 4 apart per row
                                    // (rules.py DIRECT_FILTER_ROW_PAD)
   __shared__ __attribute__((aligned(16))) float wsm[kSmemW ? kTaps * Cg * kRow : 1];
@@ -314,6 +368,51 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
     else if (ph == 0) quad(Zero{}, One{});
     else if (pw == 0) quad(One{}, Zero{});
     else quad(One{}, One{});
+    return;
+  }
+
+  if constexpr (kRowPair) {
+    // Source row sr feeds output row o at filter row sr - o; its packets are loaded one row ahead.
+    constexpr int PC = PP / 2, kCols = PC + KX - 1, kSrc = KY + 1;
+    const RowPairUnit u = row_pair_unit<PC>(a, m0 / PP);
+    const RowPairRows<D, V, kCols> src(a, u, static_cast<const Raw*>(a.x), g0);
+    float acc[2][PC][V];
+#pragma unroll
+    for (int o = 0; o < 2; ++o)
+#pragma unroll
+      for (int j = 0; j < PC; ++j)
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[o][j][k] = 0.f;
+    packet_t<D, V> rows[2][kCols];
+    src.load(a, 0, rows[0]);
+#pragma unroll
+    for (int sr = 0; sr < kSrc; ++sr) {
+      if (sr + 1 < kSrc) src.load(a, sr + 1, rows[(sr + 1) & 1]);
+#pragma unroll
+      for (int q = 0; q < kCols; ++q) {
+        float f[V];
+        to_floats<D, V>(rows[sr & 1][q], f);
+#pragma unroll
+        for (int kx = 0; kx < KX; ++kx) {
+          const int j = q - kx;
+          if (j < 0 || j >= PC) continue;
+#pragma unroll
+          for (int o = 0; o < 2; ++o) {
+            const int ky = sr - o;
+            if (ky < 0 || ky >= KY) continue;
+            float wv[V];
+            tap_weights(ky * KX + kx, 0, wv);
+            group_fma<V, Cg>(acc[o][j], f, wv, 0);
+          }
+        }
+      }
+    }
+    Raw* __restrict__ dst = static_cast<Raw*>(a.dst);
+#pragma unroll
+    for (int o = 0; o < 2; ++o)
+      if (o == 0 || u.second)
+#pragma unroll
+        for (int j = 0; j < PC; ++j) store<D, V>(dst + (u.m + int64_t(o) * a.out_[2] + j) * a.chans + g0, acc[o][j]);
     return;
   }
 
@@ -465,7 +564,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   constexpr bool kCT = KZ > 0;
   static_assert(!kCT || Cg == 1, "ckgen: small groups take one tap at a time (Cg x V accumulators)");
   constexpr bool kWin = Path == DirectPath::Window || Path == DirectPath::WindowS2;
-  static_assert(Path == DirectPath::Linear || (kWin && kCT), "ckgen: backward_weight windows need a compile-time filter");
+  constexpr bool kRowPair = Path == DirectPath::RowPair;
+  static_assert(Path == DirectPath::Linear || ((kWin || kRowPair) && kCT),
+                "ckgen: backward_weight windows need a compile-time filter");
+  static_assert(!kRowPair || (KZ == 1 && PP % 2 == 0), "ckgen: the pair path takes a 1x3x3 filter and an even PP");
   constexpr int kTaps = kCT ? KZ * KY * KX : 1;  // taps accumulated at once
   constexpr int kEntries = kTaps * Cg;  // fp32 sums a thread holds per channel
   constexpr int kLd = Tr::Gt + kDirectCombinePad;  // floats per (pixel row, entry)
@@ -501,7 +603,44 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
       ry = (t0 - rz * yx) / a.fil[2];
       rx = t0 - rz * yx - ry * a.fil[2];
     }
-    if constexpr (kWin) {
+    if constexpr (kRowPair) {
+      // Two output rows of PC pixels: source row sr meets output row o at filter row sr - o.
+      constexpr int PC = PP / 2, kCols = PC + KX - 1, kSrc = KY + 1;
+      for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
+        const RowPairUnit u = row_pair_unit<PC>(a, m0 / PP);
+        float gy[2][PC][V];
+#pragma unroll
+        for (int o = 0; o < 2; ++o)
+#pragma unroll
+          for (int j = 0; j < PC; ++j)
+            to_floats<D, V>(load_if<D, V>(o == 0 || u.second, dy + (u.m + int64_t(o) * a.out_[2] + j) * a.chans + g0),
+                            gy[o][j]);
+        const RowPairRows<D, V, kCols> src(a, u, x, g0);
+#pragma unroll
+        for (int sr = 0; sr < kSrc; ++sr) {
+          packet_t<D, V> r[kCols];
+          src.load(a, sr, r);
+#pragma unroll
+          for (int q = 0; q < kCols; ++q) {
+            float f[V];
+            to_floats<D, V>(r[q], f);
+#pragma unroll
+            for (int kx = 0; kx < KX; ++kx) {
+              const int j = q - kx;
+              if (j < 0 || j >= PC) continue;
+#pragma unroll
+              for (int o = 0; o < 2; ++o) {
+                const int ky = sr - o;
+                if (ky < 0 || ky >= KY) continue;
+                const int t = ky * KX + kx;
+#pragma unroll
+                for (int k = 0; k < V; ++k) acc[t][0][k] = fmaf(f[k], gy[o][j][k], acc[t][0][k]);
+              }
+            }
+          }
+        }
+      }
+    } else if constexpr (kWin) {
       // PP pixels of one output row (m0 % PP == 0, Wo % PP == 0); per filter row the kCols
       // source columns from the first pixel's leftmost one, each loaded and converted once.
       // (One filter row of lookahead across pixel groups measured 3 % slower on an H200 and
@@ -687,7 +826,7 @@ class DepthwiseKernel final : public KernelBase {
     }
   }
   DirectSlices slices(const ConvProblem& p, const RunOptions& opts) const {
-    return direct_weight_slices(p, Tr::P, Tr::kMma, resolve_slices(p, opts));
+    return direct_weight_slices(p, Tr::P, Tr::kMma, resolve_slices(p, opts), fma_pp());
   }
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
@@ -715,7 +854,7 @@ class DepthwiseKernel final : public KernelBase {
           p.stride[i] > lim)
         return "a spatial size exceeds 2^30";
     if (channel_tiles(p) > 65535) return "G * C / tile N exceeds 65535 (grid.y limit)";
-    const int64_t pixels = direct_pixels(kVariant, p);
+    const int64_t pixels = direct_fma_pixels(kVariant, p, fma_pp());
     if constexpr (kVariant == Variant::BackwardWeight) {
       if (opts.k_batch < 0 || opts.k_batch > kDirectMaxSlices)
         return "k_batch " + str(opts.k_batch) + " out of range 0..1024 (0 = chosen per problem)";
@@ -773,8 +912,12 @@ class DepthwiseKernel final : public KernelBase {
     a.taps = int(p.filter_spatial());
     a.in_spatial = int(p.in_spatial());
     a.out_spatial = int(p.out_spatial());
-    const int64_t pixels = direct_pixels(kVariant, p);
+    const int64_t pixels = direct_fma_pixels(kVariant, p, fma_pp());
     a.pixels = int(pixels);
+    if (direct_fma_row_pair(kVariant, p, fma_pp())) {  // the pair order's units (DirectPath::RowPair)
+      a.fd_pix[1].init((p.out[1] + 1) / 2);
+      a.fd_pix[2].init(p.out[2] / (Tr::PP / 2));
+    }
     a.mode = OutMode::Direct;
     a.ws_stride = p.weight_elems();
     const unsigned gtiles = unsigned(channel_tiles(p));
@@ -795,6 +938,7 @@ class DepthwiseKernel final : public KernelBase {
         const dim3 grid(unsigned((pixels + Tr::P - 1) / Tr::P), gtiles, 1);
         const bool gather = kVariant == Variant::BackwardData &&
                             (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
+        const bool pair = direct_fma_row_pair(kVariant, p, fma_pp());
         const bool window = direct_fma_window(kVariant, p, Tr::PP);
         constexpr DirectPath kG = kVariant == Variant::BackwardData ? DirectPath::Gather
                                                                     : DirectPath::Linear;
@@ -809,7 +953,9 @@ class DepthwiseKernel final : public KernelBase {
           a.pixels = int(p.N * p.in[0] * qh * qw);
           const dim3 qgrid(unsigned((a.pixels + Tr::P - 1) / Tr::P), gtiles, 1);
           depthwise_conv_kernel<Cfg, 1, 3, 3, kQ><<<qgrid, Tr::kThreads, 0, stream>>>(a);
-        } else if (window)
+        } else if (pair)
+          row_pair_kernel()<<<grid, Tr::kThreads, 0, stream>>>(a);
+        else if (window)
           depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window><<<grid, Tr::kThreads, 0, stream>>>(a);
         else if (k3x3 && !gather)
           depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
@@ -863,7 +1009,9 @@ class DepthwiseKernel final : public KernelBase {
     } else if constexpr (Tr::Cg == 1) {
       if (p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3) {
         const bool win = p.dilation[2] == 1 && p.out[2] % Tr::PP == 0;
-        if (win && p.stride[2] == 1)
+        if (direct_fma_row_pair(kVariant, p, fma_pp()))
+          kernel = row_pair_kernel();
+        else if (win && p.stride[2] == 1)
           kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window>;
         else if (win && p.stride[2] == 2)
           kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::WindowS2>;
@@ -890,6 +1038,18 @@ class DepthwiseKernel final : public KernelBase {
   }
 
   static int64_t chans(const ConvProblem& p) { return p.G * p.C; }  // channels per pixel
+  // Whether the instance has a pair path (DirectPath::RowPair: forward / backward_weight, depthwise
+  // FMA, an even PP), and the pixels a thread takes that direct_fma_pixels / direct_fma_row_pair
+  // test (0: never pairs), and its kernel (the generic one where it has none: never launched).
+  static constexpr bool kRowPairs = kVariant != Variant::BackwardData && Tr::Cg == 1 && !Tr::kMma &&
+                                 Tr::PP >= 4 && Tr::PP % 2 == 0;
+  static constexpr int fma_pp() { return kRowPairs ? Tr::PP : 0; }
+  static auto row_pair_kernel() {
+    if constexpr (kRowPairs)
+      return depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::RowPair>;
+    else
+      return depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>;
+  }
   static int64_t channel_tiles(const ConvProblem& p) { return (chans(p) + Tr::Gt - 1) / Tr::Gt; }
   static gpuError_t invalid_value() {
 #if defined(CKGEN_NVIDIA)
