@@ -379,14 +379,15 @@ int main(int argc, char** argv) {
     const KernelKey pp8 = fkey(128, 64, 4, 8), pp2 = fkey(32, 64, 4, 8), v1 = fkey(16, 32, 4, 1);
     check(direct_fma_pixels_per_thread(128, 64, 8, 128) == 8 && direct_fma_window(Variant::Forward, dw, 8),
           "direct FMA: t128x64 w4 v8 takes 8 pixels a thread on the window path");
-    // Two output rows a thread (DirectPath::RowPair): forward / backward_weight at stride 1, an even
-    // PP whose half divides Wo; an odd Ho iterates one dead row (the pair order's pixel indices).
+    // Two output rows a thread (DirectPath::RowPair): forward at stride 1, an even PP >= 4 whose half
+    // divides Wo; an odd Ho iterates one dead row (the pair order's pixel indices).
     ConvProblem odd = conv(2, 1, 1, 9);
     odd.G = 16;
     odd.in[2] = 12;
     odd.compute_output();
-    check(direct_fma_row_pair(Variant::Forward, dw, 8) && direct_fma_row_pair(Variant::BackwardWeight, dw, 8) &&
+    check(direct_fma_row_pair(Variant::Forward, dw, 8) && !direct_fma_row_pair(Variant::BackwardWeight, dw, 8) &&
               !direct_fma_row_pair(Variant::BackwardData, dw, 8) && !direct_fma_row_pair(Variant::Forward, dw, 7) &&
+              !direct_fma_row_pair(Variant::Forward, dw, 2) &&
               direct_fma_pixels(Variant::Forward, dw, 8) == direct_pixels(Variant::Forward, dw) &&
               direct_fma_row_pair(Variant::Forward, odd, 8) && !direct_fma_window(Variant::Forward, odd, 8) &&
               direct_fma_pixels(Variant::Forward, odd, 8) == 2 * 5 * 2 * 12 &&

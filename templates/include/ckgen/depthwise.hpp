@@ -131,14 +131,14 @@ struct DirectTraits {
 //           columns per filter row). backward_weight takes Window / WindowS2 for the depthwise
 //           compile-time filter: per filter row a thread loads and converts the (PP - 1) * s + KX
 //           input columns its PP output pixels read once, instead of PP * KX loads.
-//   RowPair forward and backward_weight, depthwise 1x3x3 filter, H and W stride and dilation 1
-//           (direct_fma_row_pair): a thread's PP pixels are two output rows x PC = PP / 2 columns, so
-//           each of the KY + 1 source rows under them is loaded and converted once for both
-//           rows: (KY + 1) x (PC + KX - 1) loads instead of the window's KY x (PP + KX - 1)
-//           (4 x 6 = 24 against 30 at PP = 8). a.pixels and a.fd_pix count the pair order
-//           (direct_fma_pixels): index i is column i % PC of row i / PC % 2 of unit i / PP, unit
-//           u = ((n * Do + d) * ceil(Ho / 2) + hp) * (Wo / PC) + wc at rows 2 hp, 2 hp + 1 and
-//           columns wc * PC ...; the row past an odd Ho is dead (not stored, zero dy).
+//   RowPair forward, depthwise 1x3x3 filter, H and W stride and dilation 1 (direct_fma_row_pair):
+//           a thread's PP pixels are two output rows x PC = PP / 2 columns, so each of the KY + 1
+//           source rows under them is loaded and converted once for both rows: (KY + 1) x
+//           (PC + KX - 1) loads instead of the window's KY x (PP + KX - 1) (4 x 6 = 24 against 30
+//           at PP = 8). a.pixels and a.fd_pix count the pair order (direct_fma_pixels): index i
+//           is column i % PC of row i / PC % 2 of unit i / PP, unit u = ((n * Do + d) *
+//           ceil(Ho / 2) + hp) * (Wo / PC) + wc at rows 2 hp, 2 hp + 1 and columns wc * PC ...;
+//           the row past an odd Ho is dead (not stored).
 enum class DirectPath { Linear, Window, Gather, WindowS2, QuadS2, RowPair };
 
 namespace direct {
@@ -564,10 +564,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   constexpr bool kCT = KZ > 0;
   static_assert(!kCT || Cg == 1, "ckgen: small groups take one tap at a time (Cg x V accumulators)");
   constexpr bool kWin = Path == DirectPath::Window || Path == DirectPath::WindowS2;
-  constexpr bool kRowPair = Path == DirectPath::RowPair;
-  static_assert(Path == DirectPath::Linear || ((kWin || kRowPair) && kCT),
-                "ckgen: backward_weight windows need a compile-time filter");
-  static_assert(!kRowPair || (KZ == 1 && PP % 2 == 0), "ckgen: the pair path takes a 1x3x3 filter and an even PP");
+  static_assert(Path == DirectPath::Linear || (kWin && kCT), "ckgen: backward_weight windows need a compile-time filter");
   constexpr int kTaps = kCT ? KZ * KY * KX : 1;  // taps accumulated at once
   constexpr int kEntries = kTaps * Cg;  // fp32 sums a thread holds per channel
   constexpr int kLd = Tr::Gt + kDirectCombinePad;  // floats per (pixel row, entry)
@@ -603,44 +600,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
       ry = (t0 - rz * yx) / a.fil[2];
       rx = t0 - rz * yx - ry * a.fil[2];
     }
-    if constexpr (kRowPair) {
-      // Two output rows of PC pixels: source row sr meets output row o at filter row sr - o.
-      constexpr int PC = PP / 2, kCols = PC + KX - 1, kSrc = KY + 1;
-      for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
-        const RowPairUnit u = row_pair_unit<PC>(a, m0 / PP);
-        float gy[2][PC][V];
-#pragma unroll
-        for (int o = 0; o < 2; ++o)
-#pragma unroll
-          for (int j = 0; j < PC; ++j)
-            to_floats<D, V>(load_if<D, V>(o == 0 || u.second, dy + (u.m + int64_t(o) * a.out_[2] + j) * a.chans + g0),
-                            gy[o][j]);
-        const RowPairRows<D, V, kCols> src(a, u, x, g0);
-#pragma unroll
-        for (int sr = 0; sr < kSrc; ++sr) {
-          packet_t<D, V> r[kCols];
-          src.load(a, sr, r);
-#pragma unroll
-          for (int q = 0; q < kCols; ++q) {
-            float f[V];
-            to_floats<D, V>(r[q], f);
-#pragma unroll
-            for (int kx = 0; kx < KX; ++kx) {
-              const int j = q - kx;
-              if (j < 0 || j >= PC) continue;
-#pragma unroll
-              for (int o = 0; o < 2; ++o) {
-                const int ky = sr - o;
-                if (ky < 0 || ky >= KY) continue;
-                const int t = ky * KX + kx;
-#pragma unroll
-                for (int k = 0; k < V; ++k) acc[t][0][k] = fmaf(f[k], gy[o][j][k], acc[t][0][k]);
-              }
-            }
-          }
-        }
-      }
-    } else if constexpr (kWin) {
+    if constexpr (kWin) {
       // PP pixels of one output row (m0 % PP == 0, Wo % PP == 0); per filter row the kCols
       // source columns from the first pixel's leftmost one, each loaded and converted once.
       // (One filter row of lookahead across pixel groups measured 3 % slower on an H200 and
@@ -826,7 +786,7 @@ class DepthwiseKernel final : public KernelBase {
     }
   }
   DirectSlices slices(const ConvProblem& p, const RunOptions& opts) const {
-    return direct_weight_slices(p, Tr::P, Tr::kMma, resolve_slices(p, opts), fma_pp());
+    return direct_weight_slices(p, Tr::P, Tr::kMma, resolve_slices(p, opts));
   }
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
@@ -1009,9 +969,7 @@ class DepthwiseKernel final : public KernelBase {
     } else if constexpr (Tr::Cg == 1) {
       if (p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3) {
         const bool win = p.dilation[2] == 1 && p.out[2] % Tr::PP == 0;
-        if (direct_fma_row_pair(kVariant, p, fma_pp()))
-          kernel = row_pair_kernel();
-        else if (win && p.stride[2] == 1)
+        if (win && p.stride[2] == 1)
           kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window>;
         else if (win && p.stride[2] == 2)
           kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::WindowS2>;
@@ -1038,10 +996,10 @@ class DepthwiseKernel final : public KernelBase {
   }
 
   static int64_t chans(const ConvProblem& p) { return p.G * p.C; }  // channels per pixel
-  // Whether the instance has a pair path (DirectPath::RowPair: forward / backward_weight, depthwise
-  // FMA, an even PP), and the pixels a thread takes that direct_fma_pixels / direct_fma_row_pair
+  // Whether the instance has a pair path (DirectPath::RowPair: forward, depthwise FMA, an even
+  // PP >= 4), and the pixels a thread takes that direct_fma_pixels / direct_fma_row_pair
   // test (0: never pairs), and its kernel (the generic one where it has none: never launched).
-  static constexpr bool kRowPairs = kVariant != Variant::BackwardData && Tr::Cg == 1 && !Tr::kMma &&
+  static constexpr bool kRowPairs = kVariant == Variant::Forward && Tr::Cg == 1 && !Tr::kMma &&
                                  Tr::PP >= 4 && Tr::PP % 2 == 0;
   static constexpr int fma_pp() { return kRowPairs ? Tr::PP : 0; }
   static auto row_pair_kernel() {

@@ -80,15 +80,16 @@ inline bool direct_fma_window(Variant v, const ConvProblem& p, int pp) {
   return k3x3 && !gather && p.stride[2] == 1 && p.dilation[2] == 1 && pp > 0 && (bd ? p.in[2] : p.out[2]) % pp == 0;
 }
 
-// Whether the FMA launch takes two output rows a thread (DirectPath::RowPair): forward or
-// backward_weight, a depthwise 1x3x3 filter, H and W stride and dilation 1, and a thread's pp
-// pixels two rows of pp / 2 columns within one row of the output (Wo % (pp / 2) == 0).
+// Whether the forward FMA launch takes two output rows a thread (DirectPath::RowPair): a depthwise
+// 1x3x3 filter, H and W stride and dilation 1, and a thread's pp (even, >= 4) pixels two rows of
+// pp / 2 columns within one row of the output (Wo % (pp / 2) == 0). (backward_weight measured the
+// same with and without the pairs on an H100: bench/NOTES.md, "Depthwise: two output rows a thread".)
 inline bool direct_fma_row_pair(Variant v, const ConvProblem& p, int pp) {
 #if defined(CKGEN_PROBE_NO_ROW_PAIR)  // bench/dev/row_pair_call.sh's A/B build
   return false;
 #endif
   const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
-  return v != Variant::BackwardData && p.C == 1 && p.K == 1 && k3x3 && p.stride[1] == 1 && p.stride[2] == 1 &&
+  return v == Variant::Forward && p.C == 1 && p.K == 1 && k3x3 && p.stride[1] == 1 && p.stride[2] == 1 &&
          p.dilation[1] == 1 && p.dilation[2] == 1 && pp >= 4 && pp % 2 == 0 && p.out[1] >= 2 &&
          p.out[2] % (pp / 2) == 0;
 }
@@ -148,13 +149,12 @@ inline DirectSlices direct_slices(int64_t pixels, int tile_pixels, int kb) {
   return s;
 }
 
-// backward_weight's slices for k_batch kb: the FMA path slices its pixel indices
-// (direct_fma_pixels for pp pixels a thread; chunks of whole tiles), the matrix path row
-// segments (chunk = segments per slice).
-inline DirectSlices direct_weight_slices(const ConvProblem& p, int tile_pixels, bool matrix, int kb, int pp = 0) {
+// backward_weight's slices for k_batch kb: the FMA path slices pixels (chunks of whole tiles),
+// the matrix path row segments (chunk = segments per slice).
+inline DirectSlices direct_weight_slices(const ConvProblem& p, int tile_pixels, bool matrix, int kb) {
   const Variant v = Variant::BackwardWeight;
   return matrix ? direct_slices(direct_row_segments(v, p, tile_pixels), 1, kb)
-                : direct_slices(direct_fma_pixels(v, p, pp), tile_pixels, kb);
+                : direct_slices(direct_pixels(v, p), tile_pixels, kb);
 }
 
 }  // namespace ckgen

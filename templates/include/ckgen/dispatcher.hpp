@@ -524,7 +524,8 @@ inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
 // blocks, each source row staged once per band).
 // Instructions a thread of the forward / backward_data FMA path issues (depthwise.hpp), for pp
 // pixels a thread and vectors of vec channels: its source loads (the window path: pp + X - 1
-// columns per filter row; else one per tap and pixel), each kDirectLoadIssue instructions (the
+// columns per filter row; the row pairs: pp / 2 + X - 1 columns of Y + 1 rows; else one per tap
+// and pixel), each kDirectLoadIssue instructions (the
 // load, its 64-bit address, its bound test, its zeroed destination: the window kernel's SASS,
 // bench/NOTES.md "Depthwise window: weights in shared memory") plus one conversion per 16-bit
 // element, and taps x pp x vec x C fp32 FMAs. On the H200 profiles of the depthwise 56x56 rows
@@ -533,8 +534,9 @@ inline constexpr double kDirectLoadIssue = 4.0;
 inline constexpr double kDirectIssueEfficiency = 0.55;  // issue slots busy (Nsight Compute, window kernel)
 inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes) {
   const double taps = double(p.filter_spatial());
-  const double loads = direct_fma_window(v, p, pp) ? double(p.filter[0] * p.filter[1] * (pp + p.filter[2] - 1))
-                                                   : taps * pp;
+  const double loads = direct_fma_row_pair(v, p, pp) ? double(p.filter[1] + 1) * double(pp / 2 + p.filter[2] - 1)
+                       : direct_fma_window(v, p, pp) ? double(p.filter[0] * p.filter[1] * (pp + p.filter[2] - 1))
+                                                     : taps * pp;
   const double convert = elem_bytes == 2 ? double(vec) : 0.0;
   return loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C);
 }
