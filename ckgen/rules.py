@@ -125,7 +125,7 @@ DIRECT_MMA_BWD_MAX_LDS = 112 * 1024  # backward_weight: dynamic shared memory (k
 # backward_weight: staged columns beyond tile M (direct_bwd_cols): 24 for 16-pixel units, else 16
 DIRECT_MMA_BWD_COLUMN_SLACK = {16: 24}
 DIRECT_MMA_BWD_TAP_TILES = (DIRECT_MMA_MAX_TAPS + 1) // 2  # m16 tiles of two taps (kTapTiles)
-DIRECT_MAX_PIXELS_PER_THREAD = 16
+DIRECT_MAX_PIXELS_PER_THREAD = 8
 # backward_weight depthwise: the Linear 1x3x3 path (all nine taps' loads hoisted) serves up to
 # this many pixels per thread; beyond, 3x3 problems take the window path (per filter row the
 # (pp - 1) * stride + 3 columns, W stride 1 / 2) or the one-tap path (kDirectBwdLinearMaxPixels)

@@ -66,7 +66,7 @@ def test_direct_instances_are_valid_on_every_target(arch: str, variant: Variant,
         (dict(tile=(64, 60, 1)), "direct_layout", "not a multiple of the vector"),
         (dict(tile=(64, 64, 8), vec_a=4, vec_b=4, vec_c=4), "direct_layout", "vector 4 does not hold whole groups of 8"),
         (dict(tile=(8, 64, 1)), "direct_layout", "not a multiple of the 16 pixel rows"),
-        (dict(tile=(512, 64, 1)), "direct_layout", "32 pixels per thread > 16"),
+        (dict(tile=(256, 64, 1)), "direct_layout", "16 pixels per thread > 8"),
         (dict(stages=2), "pipeline", "direct pipeline has exactly one stage"),
     ],
 )

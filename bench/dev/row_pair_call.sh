@@ -5,6 +5,9 @@
 # default sets built with and without the pairs (-DCKGEN_PROBE_NO_ROW_PAIR) and profiled side by
 # side on bench/dev/shapes_dw.csv, fp16 and bf16, verified (bench/dev/flag_sweep.sh, per instance).
 #   bash bench/dev/row_pair_call.sh      # $OUT/ab_run.txt, $OUT/tests_summary.txt, two archives
+# The switch existed in direct_fma_row_pair (direct_plan.hpp: `#if defined(CKGEN_PROBE_NO_ROW_PAIR)
+# return false;`) at e0306bc only, where this ran (H100, results/2026-11-27_H100_row_pair/); put it
+# back to run the A/B again.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/ckgen-out}

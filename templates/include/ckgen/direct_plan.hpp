@@ -85,9 +85,6 @@ inline bool direct_fma_window(Variant v, const ConvProblem& p, int pp) {
 // pp / 2 columns within one row of the output (Wo % (pp / 2) == 0). (backward_weight measured the
 // same with and without the pairs on an H100: bench/NOTES.md, "Depthwise: two output rows a thread".)
 inline bool direct_fma_row_pair(Variant v, const ConvProblem& p, int pp) {
-#if defined(CKGEN_PROBE_NO_ROW_PAIR)  // bench/dev/row_pair_call.sh's A/B build
-  return false;
-#endif
   const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
   return v == Variant::Forward && p.C == 1 && p.K == 1 && k3x3 && p.stride[1] == 1 && p.stride[2] == 1 &&
          p.dilation[1] == 1 && p.dilation[2] == 1 && pp >= 4 && pp % 2 == 0 && p.out[1] >= 2 &&
