@@ -805,6 +805,10 @@ class DepthwiseKernel final : public KernelBase {
     // 32-bit index math: pixel indices and coordinates (tensor offsets are 64-bit).
     if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32 || chans(p) > kMax32)
       return "N * spatial size or G * C exceeds 2^31-1 (32-bit index math)";
+    // a block's first pixel index past the last one, the row pairs' dead rows included
+    if (direct_fma_pixels(kVariant, p, fma_pp()) + Tr::P > kMax32)
+      return "the launch's pixel indices (N * D * H * W; with row pairs N * Do * ceil(Ho / 2) * 2 * Wo) "
+             "plus a tile exceed 2^31-1 (32-bit index math)";
     if (chans(p) % Tr::V != 0)
       return "direct vector width " + str(Tr::V) + " needs G * C (" + str(chans(p)) +
              ") to be a multiple of " + str(Tr::V);
