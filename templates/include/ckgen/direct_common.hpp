@@ -25,8 +25,8 @@ struct DirectArgs {
   int in_[3], out_[3], fil[3], s[3], dil[3], pl[3];
   int taps;                     // Z * Y * X
   int in_spatial, out_spatial;  // Di*Hi*Wi, Do*Ho*Wo
-  int pixels;                   // the iterated pixels (direct_pixels)
-  FastDiv fd_pix[3];            // the iterated tensor's D, H, W sizes
+  int pixels;                   // the iterated pixel indices (direct_fma_pixels; QuadS2: quads)
+  FastDiv fd_pix[3];            // the iterated tensor's D, H, W sizes (RowPair: Do, ceil(Ho / 2), Wo / PC)
   FastDiv fd_s[3];              // strides (backward_data)
   int slice_pixels;             // backward_weight: pixels per slice (a multiple of P; matrix path: row segments)
   int band_rows = 1;            // forward / backward_data matrix path: rows of the iterated tensor a block takes

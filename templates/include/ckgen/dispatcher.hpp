@@ -525,8 +525,8 @@ inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
 // Instructions a thread of the forward / backward_data FMA path issues (depthwise.hpp), for pp
 // pixels a thread and vectors of vec channels: its source loads (the window path: pp + X - 1
 // columns per filter row; the row pairs: pp / 2 + X - 1 columns of Y + 1 rows; else one per tap
-// and pixel), each kDirectLoadIssue instructions (the
-// load, its 64-bit address, its bound test, its zeroed destination: the window kernel's SASS,
+// and pixel), each kDirectLoadIssue instructions (the load, its 64-bit address, its bound test,
+// its zeroed destination: the window kernel's SASS,
 // bench/NOTES.md "Depthwise window: weights in shared memory") plus one conversion per 16-bit
 // element, and taps x pp x vec x C fp32 FMAs. On the H200 profiles of the depthwise 56x56 rows
 // the ranking it gives (PP 8 < 4 < 2 < 1 < the v1 tile) is the measured one.
