@@ -53,6 +53,7 @@ def main() -> None:
     ap.add_argument("--profile", type=Path, required=True)
     ap.add_argument("--shapes", type=Path, required=True)
     ap.add_argument("--without", default="*x192x*", help="name glob of the instances under test")
+    ap.add_argument("--show", default="", help="shape name glob: print every candidate's estimate and time")
     a = ap.parse_args()
     probs = {p.name: p for p in load_shapes(a.shapes)}
     rows = [r for r in csv.DictReader(open(a.profile)) if r["verified"] in ("pass", "none")
@@ -92,6 +93,9 @@ def main() -> None:
         logs["all"].append(math.log(ms[s, pick_all] / best))
         logs["without"].append(math.log(ms[s, pick_wo] / best))
         print(f"{s:30s} {best*1e3:8.2f} {ms[s, pick_all]*1e3:9.2f} {ms[s, pick_wo]*1e3:9.2f}  {pick_all[24:]}")
+        if a.show and fnmatch.fnmatch(s, a.show):
+            for n in sorted(cand, key=lambda n: est[s, n]):
+                print(f"    estimated {est[s, n]:9.2f} us  measured {ms[s, n]*1e3:9.2f} us  {n[24:]}")
     for k, v in logs.items():
         print(f"{k:8s}: cost-model pick over the best measured, geomean {math.exp(sum(v) / len(v)):.3f}, "
               f"worst {math.exp(max(v)):.2f} ({len(v)} shapes)")
