@@ -806,7 +806,8 @@ class DepthwiseKernel final : public KernelBase {
     if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32 || chans(p) > kMax32)
       return "N * spatial size or G * C exceeds 2^31-1 (32-bit index math)";
     // a block's first pixel index past the last one, the row pairs' dead rows included
-    if (direct_fma_pixels(kVariant, p, fma_pp()) + Tr::P > kMax32)
+    const int64_t pixels = direct_fma_pixels(kVariant, p, fma_pp());
+    if (pixels + Tr::P > kMax32)
       return "the launch's pixel indices (N * D * H * W; with row pairs N * Do * ceil(Ho / 2) * 2 * Wo) "
              "plus a tile exceed 2^31-1 (32-bit index math)";
     if (chans(p) % Tr::V != 0)
@@ -818,7 +819,6 @@ class DepthwiseKernel final : public KernelBase {
           p.stride[i] > lim)
         return "a spatial size exceeds 2^30";
     if (channel_tiles(p) > 65535) return "G * C / tile N exceeds 65535 (grid.y limit)";
-    const int64_t pixels = direct_fma_pixels(kVariant, p, fma_pp());
     if constexpr (kVariant == Variant::BackwardWeight) {
       if (opts.k_batch < 0 || opts.k_batch > kDirectMaxSlices)
         return "k_batch " + str(opts.k_batch) + " out of range 0..1024 (0 = chosen per problem)";
@@ -878,10 +878,6 @@ class DepthwiseKernel final : public KernelBase {
     a.out_spatial = int(p.out_spatial());
     const int64_t pixels = direct_fma_pixels(kVariant, p, fma_pp());
     a.pixels = int(pixels);
-    if (direct_fma_row_pair(kVariant, p, fma_pp())) {  // the pair order's units (DirectPath::RowPair)
-      a.fd_pix[1].init((p.out[1] + 1) / 2);
-      a.fd_pix[2].init(p.out[2] / (Tr::PP / 2));
-    }
     a.mode = OutMode::Direct;
     a.ws_stride = p.weight_elems();
     const unsigned gtiles = unsigned(channel_tiles(p));
@@ -917,9 +913,11 @@ class DepthwiseKernel final : public KernelBase {
           a.pixels = int(p.N * p.in[0] * qh * qw);
           const dim3 qgrid(unsigned((a.pixels + Tr::P - 1) / Tr::P), gtiles, 1);
           depthwise_conv_kernel<Cfg, 1, 3, 3, kQ><<<qgrid, Tr::kThreads, 0, stream>>>(a);
-        } else if (pair)
+        } else if (pair) {  // the pixel split counts the pair order's units (DirectPath::RowPair)
+          a.fd_pix[1].init((p.out[1] + 1) / 2);
+          a.fd_pix[2].init(p.out[2] / (Tr::PP / 2));
           row_pair_kernel()<<<grid, Tr::kThreads, 0, stream>>>(a);
-        else if (window)
+        } else if (window)
           depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window><<<grid, Tr::kThreads, 0, stream>>>(a);
         else if (k3x3 && !gather)
           depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
