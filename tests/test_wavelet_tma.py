@@ -200,13 +200,16 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     every = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
     found = [i for i in every if i.ndim < 3]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
-    assert by_variant[Variant.FORWARD] == 84 and by_variant[Variant.BACKWARD_DATA] == 68
+    assert by_variant[Variant.FORWARD] == 88 and by_variant[Variant.BACKWARD_DATA] == 68
     # ping-pong (math waves 8 on waves 4 x 1 x 1): three cshuffle tiles per variant, two more
     # 64-column ones for forward / backward_data
     pp = {(i.variant, i.tile) for i in found if rules.is_pingpong(i)}
     assert pp == ({(v, t) for v in Variant for t in ((64, 256, 64), (64, 128, 64), (128, 128, 64))}
                   | {(v, t) for v in (Variant.FORWARD, Variant.BACKWARD_DATA) for t in ((128, 64, 64), (64, 64, 64))})
-    assert not any(i.swap_ab or i.specialization is Specialization.STRIDE1 for i in every), "test sets only"
+    assert not any(i.swap_ab for i in every), "test sets only"
+    # stride1 (staged input rows): forward's 192 x 64 ring alone (the K=36 box head)
+    s1 = {(i.variant, i.tile, i.stages, i.epilogue) for i in every if i.specialization is Specialization.STRIDE1}
+    assert s1 == {(Variant.FORWARD, (192, 64, 64), 4, Epilogue.DEFAULT)}
     split = [i for i in found if i.variant is not Variant.BACKWARD_WEIGHT and i.k_batch != 1]
     assert len(split) == 16 and all(i.k_batch == 0 and i.stage is Stage.ONE for i in split)
     staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]
