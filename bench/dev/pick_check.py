@@ -17,6 +17,7 @@ import argparse
 import csv
 import fnmatch
 import math
+import os
 import subprocess
 import tempfile
 from collections import defaultdict
@@ -77,7 +78,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as t:
         cpp, exe = Path(t) / "pick.cu", Path(t) / "pick"
         cpp.write_text("\n".join(src) + "\n")
-        subprocess.run(["nvcc", "-std=c++17", "-O1", "-x", "cu", f"-I{a.gen / 'include'}", str(cpp), "-o", str(exe)],
+        subprocess.run(["nvcc", "-std=c++17", "-O1", "-x", "cu", f"-I{a.gen / 'include'}", *os.environ.get("PICK_CFLAGS", "").split(),
+                        str(cpp), "-o", str(exe)],
                        check=True)
         out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     est = {(s, n): float(e) for s, n, e in (line.split() for line in out.splitlines())}

@@ -612,6 +612,11 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   return c;
 }
 
+// Write bandwidth of a register epilogue against the cshuffle one (H100 profiles of 575b9d9: the
+// same 128 x 64 ring on r50_l1_1x1_64_64, 10 MB written, 14.0-14.5 us against 6.4-7.2: the
+// register epilogue's writes at ~1 TB/s).
+inline constexpr double kRegisterStoreEfficiency = 0.3;
+
 // Estimated time of one instance on one problem with a given split count.
 inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
                                   const ArchNumbers& a = {}) {
@@ -685,24 +690,32 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   // the mma.sync pipelines' rate (bench/dev/tma_check, H100: 615 TFLOPS on head_cls 100x100).
   const double async_math = tma ? 2.0 : 1.0;
   const double tile_util = (reuse / (reuse + 32.0)) * 0.4 * feed * handoff * async_math;
+  // Latency hiding counts every resident math warp: a ping-pong block's two warpgroups (one's
+  // epilogue beside the other's MMA) hide as two blocks of one would.
   auto round_us = [&](int64_t r) {
-    return double(r) * tile_flops / (peak_cu * std::min(1.0, double(r) * warps / 8.0) * tile_util) * 1e6;
+    return double(r) * tile_flops / (peak_cu * std::min(1.0, double(r) * math_warps / 8.0) * tile_util) * 1e6;
   };
   const int64_t full_rounds = per_cu / c.blocks_per_cu, last_round = per_cu % c.blocks_per_cu;
   const double compute_us = double(full_rounds) * round_us(c.blocks_per_cu) + (last_round ? round_us(last_round) : 0.0);
 
-  // Memory: the unique bytes once, plus operand re-reads per tile (L2 catches half).
+  // Memory: the unique bytes once, plus operand re-reads per tile (L2 catches half). A tile
+  // stored from registers (epilogue default: a warp's store covers 8 rows x 16 bytes, half
+  // sectors) writes at a fraction of the bandwidth that the cshuffle epilogue's whole-sector
+  // 16-byte stores reach (kRegisterStoreEfficiency).
+  const int64_t written = k.variant == Variant::Forward        ? p.output_elems()
+                          : k.variant == Variant::BackwardData ? p.input_elems()
+                                                               : p.weight_elems();
   const double unique = double(p.input_elems() + p.weight_elems() + p.output_elems()) * eb;
   const double reread =
       double(c.tiles) * double(k.tile_m + k.tile_n) * double(kt * k.tile_k) * eb * 0.5;
   double bytes = unique + reread;
+  if (kb == 1 && k.epilogue != Epilogue::CShuffle)
+    bytes += double(written) * eb * (1.0 / kRegisterStoreEfficiency - 1.0);
   double extra_us = 3.0;  // launch
   double serial_bytes = 0;  // split-K work outside the main kernel (memset, finish kernel)
   if (kb > 1) {
     // the fp32 workspace holds the written tensor (kernel.hpp dst_elems)
-    const int64_t dst = k.variant == Variant::Forward        ? p.output_elems()
-                        : k.variant == Variant::BackwardData ? p.input_elems()
-                                                             : p.weight_elems();
+    const int64_t dst = written;
     const double ws = double(dst) * 4.0;
     if (k.stage == Stage::One) {
       // zero-fill, kb fp32 atomic read-modify-writes of the workspace inside the main kernel,
