@@ -616,6 +616,10 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
 // same 128 x 64 ring on r50_l1_1x1_64_64, 10 MB written, 14.0-14.5 us against 6.4-7.2: the
 // register epilogue's writes at ~1 TB/s).
 inline constexpr double kRegisterStoreEfficiency = 0.3;
+// Fixed time of a round of copy-engine tiles on a compute unit, microseconds (fitted on the
+// RetinaNet profiles of both GPUs, bench/NOTES.md "The dispatcher's cost model on the RetinaNet
+// set": 0.5-1.5 pick alike, 0 leaves many-k-tile narrow tiles behind short ones).
+inline constexpr double kTmaRoundUs = 0.75;
 
 // Estimated time of one instance on one problem with a given split count.
 inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
@@ -692,8 +696,11 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const double tile_util = (reuse / (reuse + 32.0)) * 0.4 * feed * handoff * async_math;
   // Latency hiding counts every resident math warp: a ping-pong block's two warpgroups (one's
   // epilogue beside the other's MMA) hide as two blocks of one would.
+  // wavelet_tma: a round also pays a fixed time (the ring's first copies, the drain of the last
+  // wgmma group, the epilogue): kTmaRoundUs.
   auto round_us = [&](int64_t r) {
-    return double(r) * tile_flops / (peak_cu * std::min(1.0, double(r) * math_warps / 8.0) * tile_util) * 1e6;
+    return double(r) * tile_flops / (peak_cu * std::min(1.0, double(r) * math_warps / 8.0) * tile_util) * 1e6 +
+           (tma ? kTmaRoundUs : 0.0);
   };
   const int64_t full_rounds = per_cu / c.blocks_per_cu, last_round = per_cu % c.blocks_per_cu;
   const double compute_us = double(full_rounds) * round_us(c.blocks_per_cu) + (last_round ? round_us(last_round) : 0.0);
