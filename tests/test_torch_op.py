@@ -108,12 +108,18 @@ def check_unsupported_problem_raises_reason(registry) -> None:
     from ckgen.registry import UnsupportedProblem
     from ckgen.shapes import Problem
 
-    wide = [k for k in registry.kernels if k.variant == "forward" and k.datatype == "fp16" and "_v8x8x8" in k.name]
-    if not wide:
-        return
+    # C = 3: the GEMM instances with 16-byte vectors refuse it (vector width), the direct ones (group
+    # size); whichever refuses it raises its own is_supported reason
     p = Problem.make(N=1, C=3, K=64, input=(8, 8), filter=(3, 3), pad=1)
+    refusing = [(k, k.is_supported(p)) for k in registry.kernels if k.variant == "forward" and k.datatype == "fp16"]
+    refusing = [(k, r) for k, r in refusing if r]
+    if not refusing:
+        return
+    assert any("vector width" in r for _, r in refusing), [r for _, r in refusing][:5]
     xx = torch.randn(1, 8, 8, 3, device="cuda", dtype=torch.float16)
-    _raises(UnsupportedProblem, lambda: wide[0].run(p, xx, xx, xx), "vector width")
+    for k, reason in refusing[:3]:
+        ex = _raises(UnsupportedProblem, lambda k=k: k.run(p, xx, xx, xx))
+        assert reason in str(ex), (k.name, reason, str(ex))
     assert isinstance(NoKernel("x"), Exception)
 
 
