@@ -709,9 +709,7 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   // stored from registers (epilogue default: a warp's store covers 8 rows x 16 bytes, half
   // sectors) writes at a fraction of the bandwidth that the cshuffle epilogue's whole-sector
   // 16-byte stores reach (kRegisterStoreEfficiency).
-  const int64_t written = k.variant == Variant::Forward        ? p.output_elems()
-                          : k.variant == Variant::BackwardData ? p.input_elems()
-                                                               : p.weight_elems();
+  const int64_t written = written_elems(k.variant, p);
   const double unique = double(p.input_elems() + p.weight_elems() + p.output_elems()) * eb;
   const double reread =
       double(c.tiles) * double(k.tile_m + k.tile_n) * double(kt * k.tile_k) * eb * 0.5;
@@ -721,19 +719,17 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   double extra_us = 3.0;  // launch
   double serial_bytes = 0;  // split-K work outside the main kernel (memset, finish kernel)
   if (kb > 1) {
-    // the fp32 workspace holds the written tensor (kernel.hpp dst_elems)
-    const int64_t dst = written;
-    const double ws = double(dst) * 4.0;
+    const double ws = double(written) * 4.0;  // the fp32 workspace holds the written tensor
     if (k.stage == Stage::One) {
       // zero-fill, kb fp32 atomic read-modify-writes of the workspace inside the main kernel,
       // then a convert kernel: three launches.
       // (the atomics contend on the same addresses: not hidden under the math)
-      serial_bytes += 2.0 * kb * ws + ws + ws + double(dst) * eb;
+      serial_bytes += 2.0 * kb * ws + ws + ws + double(written) * eb;
       extra_us += 4.0;
     } else {
       // kb partial writes, then a reduce that reads them all and writes the result: two launches.
       bytes += kb * ws;
-      serial_bytes += kb * ws + double(dst) * eb;
+      serial_bytes += kb * ws + double(written) * eb;
       extra_us += 2.0;
     }
   }

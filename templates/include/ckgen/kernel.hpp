@@ -366,11 +366,7 @@ class GroupedConvKernel final : public KernelBase {
 
   // Elements of the written tensor (the split-K workspace holds it in fp32, per split for
   // two-stage).
-  static int64_t dst_elems(const ConvProblem& p) {
-    return kVariant == Variant::Forward        ? p.output_elems()
-           : kVariant == Variant::BackwardData ? p.input_elems()
-                                               : p.weight_elems();
-  }
+  static int64_t dst_elems(const ConvProblem& p) { return ckgen::written_elems(kVariant, p); }
 
   // Blocks of this instance resident on one SM x SMs: the default StreamK grid B.
   static int resident_blocks() {

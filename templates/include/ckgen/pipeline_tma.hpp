@@ -1261,11 +1261,7 @@ class TmaConvKernel final : public KernelBase {
   static constexpr bool kTakesKBatch = Tr::kWeightGrad || Cfg::kKBatch != 1;
 
   // The elements a call writes (and its split workspace holds): y, dx or dw.
-  static int64_t written_elems(const ConvProblem& p) {
-    return Cfg::kVariant == Variant::Forward        ? p.output_elems()
-           : Cfg::kVariant == Variant::BackwardData ? p.input_elems()
-                                                    : p.weight_elems();
-  }
+  static int64_t written_elems(const ConvProblem& p) { return ckgen::written_elems(Cfg::kVariant, p); }
 
   // A launch's split of its reduction: k_tiles reduction tiles over `tiles` output tiles.
   // RunOptions::k_batch where the instance takes it, else the instance's kKBatch, else (0)

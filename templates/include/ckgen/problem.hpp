@@ -14,6 +14,7 @@
 #include <string>
 
 #include "ckgen/portability.hpp"
+#include "ckgen/vocab.hpp"
 
 namespace ckgen {
 
@@ -71,5 +72,15 @@ struct ConvProblem {
     return {};
   }
 };
+
+// Element count of the tensor a variant writes: y, dx or dw (a split's fp32 workspace holds it).
+inline int64_t written_elems(Variant v, const ConvProblem& p) {
+  switch (v) {
+    case Variant::Forward: return p.output_elems();
+    case Variant::BackwardData: return p.input_elems();
+    case Variant::BackwardWeight: return p.weight_elems();
+  }
+  return 0;
+}
 
 }  // namespace ckgen

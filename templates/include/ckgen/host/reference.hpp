@@ -39,16 +39,6 @@ CKGEN_HOST_DEVICE inline int64_t y_offset(const ConvProblem& p, int64_t n, int64
   return ((((n * p.out[0] + d) * p.out[1] + h) * p.out[2] + w) * p.G + g) * p.K + k;
 }
 
-// Element count of the tensor a variant writes (and which one it is).
-inline int64_t written_elems(Variant v, const ConvProblem& p) {
-  switch (v) {
-    case Variant::Forward: return p.output_elems();
-    case Variant::BackwardData: return p.input_elems();
-    case Variant::BackwardWeight: return p.weight_elems();
-  }
-  return 0;
-}
-
 inline const char* written_tensor_name(Variant v) {
   switch (v) {
     case Variant::Forward: return "y";
