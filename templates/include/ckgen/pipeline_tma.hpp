@@ -121,6 +121,10 @@ struct TmaConvArgs : ConvGeometry2D {
   // past K, which are never stored, so they are not copied)
   int stage_tx;
   int b_rows;  // rows of a B box (backward_data: rows past it are zeroed once per launch)
+  // Chained to a launch that only zeroed the split sums (the call's first): the math warps wait
+  // for it before their first add into the sums instead of every thread at the start, so the
+  // clear runs under the main loop.
+  int late_wait;
   // 3D problems whose depth does not fold (a 3D instance's TmaConvKernel::view): x through a 5D
   // im2col map {G*C, W, H, D, N}; a GEMM row (img, oh, ow) has img = n * Do + od; the tap walk
   // runs over (fz, fy, fx) (Y * X taps per fz) and reads w's tap
@@ -433,8 +437,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   }
   __syncthreads();
   // A launch chained to the call's previous kernel (the copy of dy, the clear of the sums:
-  // chain.hpp) has set up its barriers while that kernel finished; global memory from here on.
-  chain_wait();
+  // chain.hpp) has set up its barriers while that kernel finished; global memory from here on
+  // (p.late_wait: the inputs from here on, the sums after the main loop).
+  if (!p.late_wait) chain_wait();
 
   // x's im2col copies: the corner of GEMM row pm (its output pixel's first input pixel) and one
   // copy of 64 channels from channel ch at tap (fz, fy, fx); 3D instances on a problem whose
@@ -749,6 +754,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     fence_acc();
+    if (p.late_wait) chain_wait();  // the sums' clear (returns at once after the first unit)
     if (lane == 0) {
       mbar::arrive(empty + (t - 1) % Tr::S);  // the unit's last stage
       if (Tr::kPatch) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);  // and its last patch
@@ -1202,7 +1208,11 @@ class TmaConvKernel final : public KernelBase {
       if (!pl.error.empty()) return cudaErrorInvalidValue;
       const int64_t n = written_elems(p);
       const std::size_t ws_bytes = split_bytes(pl, p, opts);  // the split sums lead the workspace
-      if (gpuError_t e = pad_dy(p, src, workspace, ws_bytes, stream); e != gpuSuccess) return e;
+      if (ws_bytes > 0 && workspace == nullptr) return cudaErrorInvalidValue;
+      float* ws = ws_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
+      const bool pad_clears = ws != nullptr && padded_k(p) > 0;  // dy's padding launch zeroes the sums
+      if (gpuError_t e = pad_dy(p, src, workspace, ws_bytes, stream, pad_clears ? ws : nullptr, n); e != gpuSuccess)
+        return e;
       bool chained = padded_k(p) > 0;  // the next launch follows one of ours (chain.hpp)
       if (const int64_t cp = im2col_width(p); cp > 0) {  // forward: the explicit im2col GEMM
         if (workspace == nullptr) return cudaErrorInvalidValue;
@@ -1217,12 +1227,13 @@ class TmaConvKernel final : public KernelBase {
         w = wp;
         chained = true;
       }
-      float* ws = nullptr;
-      if (ws_bytes > 0) {
-        if (workspace == nullptr) return cudaErrorInvalidValue;
-        ws = static_cast<float*>(workspace);
-        if (gpuError_t e = launch_clear_sums(ws, n, stream, chained); e != gpuSuccess) return e;
-        chained = true;
+      bool clear_first = false;  // the clear is the call's first launch (nothing else precedes)
+      if (ws != nullptr) {
+        if (!pad_clears) {
+          clear_first = !chained;
+          if (gpuError_t e = launch_clear_sums(ws, n, stream, chained); e != gpuSuccess) return e;
+          chained = true;
+        }
       } else if (pl.zero_first) {
         if (gpuError_t e = gpuMemsetAsync(dst, 0, std::size_t(n) * sizeof(Raw), stream); e != gpuSuccess)
           return e;
@@ -1241,7 +1252,8 @@ class TmaConvKernel final : public KernelBase {
       for (std::size_t j = 0; j < pl.phase.size(); ++j) {
         const gpuStream_t st = sides > 0 && j > 0 ? fj->side[(j - 1) % detail::PhaseStreams::kSide] : stream;
         if (gpuError_t e = run_forward(pl.phase[j], src, w, p.K, dst, ws,
-                                       phase_split(pl.phase[j], n, opts, pl.phase.size()), st, chained);
+                                       phase_split(pl.phase[j], n, opts, pl.phase.size()), st, chained,
+                                       chained && clear_first);
             e != gpuSuccess)
           return e;
       }
@@ -1440,15 +1452,16 @@ class TmaConvKernel final : public KernelBase {
     return {};
   }
   // dy -> its copy with K padded (at `offset` bytes into the workspace) when padded_k says so;
-  // dy is then the copy.
+  // dy is then the copy. The same launch zeroes the clear_n split sums at clear (when not null).
   static gpuError_t pad_dy(const ConvProblem& p, const void*& dy, void* workspace, std::size_t offset,
-                           gpuStream_t stream) {
+                           gpuStream_t stream, float* clear = nullptr, int64_t clear_n = 0) {
     using Raw = typename Tr::Raw;
     const int64_t kp = padded_k(p);
     if (kp == 0) return gpuSuccess;
     if (workspace == nullptr) return cudaErrorInvalidValue;
     Raw* padded = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + offset);
-    if (gpuError_t e = pad_channels(static_cast<const Raw*>(dy), padded, p.N * p.out_spatial(), p.K, kp, stream);
+    if (gpuError_t e =
+            pad_channels(static_cast<const Raw*>(dy), padded, p.N * p.out_spatial(), p.K, kp, stream, false, clear, clear_n);
         e != gpuSuccess)
       return e;
     dy = padded;
@@ -1633,8 +1646,10 @@ class TmaConvKernel final : public KernelBase {
   // output map; w: GKYXC (forward), or the backward_data filter as it lies (G, w_k, taps, q.K;
   // w_k = q.C unless dy was padded), its taps picked by the phase's tap map. With ws, fp32 sums
   // are added there instead (split sp).
+  // late_wait: after_kernel where that kernel only zeroed ws (TmaConvArgs::late_wait).
   static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, int64_t w_k, void* y,
-                                float* ws, const Split& sp, gpuStream_t stream, bool after_kernel) {
+                                float* ws, const Split& sp, gpuStream_t stream, bool after_kernel,
+                                bool late_wait = false) {
     const ConvProblem& p = ph.q;
     if (!aligned16({x, w, y})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
@@ -1692,6 +1707,7 @@ class TmaConvKernel final : public KernelBase {
     a.k_split = ws != nullptr ? sp.k_split : 1;
     a.kt_per_split = ws != nullptr ? sp.kt_per_split : a.k_tiles;
     a.ws = ws;
+    a.late_wait = late_wait && after_kernel && ws != nullptr ? 1 : 0;
     a.out_dense = ph.dense ? 1 : 0;
     a.out_sn = ph.out_sn;
     a.out_sh = ph.out_sh;
@@ -1718,8 +1734,12 @@ class TmaConvKernel final : public KernelBase {
     const void* dy = t.out;
     const void* x = t.in;
     void* dw = t.wei;
-    // Each launch after the first is chained to the one before it (chain.hpp).
-    if (gpuError_t e = pad_dy(p, dy, workspace, sum_bytes, stream); e != gpuSuccess) return e;
+    // Each launch after the first is chained to the one before it (chain.hpp). With dy padded,
+    // its padding launch zeroes the split sums too.
+    const bool pad_clears = ws != nullptr && kp > 0;
+    if (gpuError_t e = pad_dy(p, dy, workspace, sum_bytes, stream, pad_clears ? ws : nullptr, q.weight_elems());
+        e != gpuSuccess)
+      return e;
     bool chained = kp > 0;
     if (cp > 0) {
       Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + sum_bytes + pad_bytes(p));
@@ -1728,11 +1748,14 @@ class TmaConvKernel final : public KernelBase {
       dw = col + p.N * p.out_spatial() * cp;
       chained = true;
     }
-    if (ws != nullptr) {
+    bool clear_first = false;  // the clear is the call's first launch (nothing else precedes)
+    if (ws != nullptr && !pad_clears) {
+      clear_first = !chained;
       if (gpuError_t e = launch_clear_sums(ws, q.weight_elems(), stream, chained); e != gpuSuccess) return e;
       chained = true;
     }
-    if (gpuError_t e = launch_weight_grad(q, dy, kp > 0 ? kp : q.G * q.K, x, dw, ws, sp, stream, chained);
+    if (gpuError_t e = launch_weight_grad(q, dy, kp > 0 ? kp : q.G * q.K, x, dw, ws, sp, stream, chained,
+                                          clear_first);
         e != gpuSuccess)
       return e;
     if (ws != nullptr)
@@ -1745,10 +1768,11 @@ class TmaConvKernel final : public KernelBase {
                         stream, true);
   }
   // One launch of the weight-gradient GEMM over dy (rows of dy_row elements: G*K, or K padded)
-  // and x into dw, or (ws not null) adding into the fp32 sums ws, with split sp.
+  // and x into dw, or (ws not null) adding into the fp32 sums ws, with split sp. late_wait:
+  // after_kernel where that kernel only zeroed ws (TmaConvArgs::late_wait).
   static gpuError_t launch_weight_grad(const ConvProblem& p, const void* dy, int64_t dy_row, const void* x,
                                        void* dw, float* ws, const Split& sp, gpuStream_t stream,
-                                       bool after_kernel) {
+                                       bool after_kernel, bool late_wait = false) {
     if (!aligned16({dy, x, dw})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
@@ -1775,6 +1799,7 @@ class TmaConvKernel final : public KernelBase {
     a.cluster = sp.cluster ? sp.k_split : 1;
     a.ld_row = p.filter_spatial() * p.C;
     a.ws = ws;
+    a.late_wait = late_wait && after_kernel && ws != nullptr ? 1 : 0;
     return launch(a, stream, after_kernel);
   }
 

@@ -10,6 +10,7 @@
 //     16-byte vectors.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "ckgen/chain.hpp"
@@ -50,7 +51,7 @@ CKGEN_GLOBAL void pad_channels_kernel(const Raw* __restrict__ src, Raw* __restri
 // an H200: a 64-bit division and a 2-byte store per element.
 template <class Raw>
 CKGEN_GLOBAL void pad_channels_vec_kernel(const Raw* __restrict__ src, Raw* __restrict__ dst, int64_t vecs, int k,
-                                          int row_vecs) {
+                                          int row_vecs, float4* __restrict__ clear, int64_t clear_vecs) {
   chain_wait();
   chain_release();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
@@ -66,18 +67,26 @@ CKGEN_GLOBAL void pad_channels_vec_kernel(const Raw* __restrict__ src, Raw* __re
     for (int j = 0; j < 8; ++j) v.e[j] = c0 + j < k ? s[j] : Raw(0);
     reinterpret_cast<uint4*>(dst)[i] = v.u;
   }
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < clear_vecs; i += step)
+    clear[i] = make_float4(0.f, 0.f, 0.f, 0.f);
 }
 // dst[r][c] = c < k ? src[r][c] : 0 for rows x kp elements (src rows k elements apart).
-// after_kernel: chained to the stream's previous kernel (chain.hpp).
+// after_kernel: chained to the stream's previous kernel (chain.hpp). clear (16-byte aligned, its
+// allocation rounded up to 16 bytes): the clear_n fp32 split sums zeroed in the same launch (the
+// padding copies; kp % 8 == 0), one launch fewer in the call's chain.
 template <class Raw>
 gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64_t kp, gpuStream_t stream,
-                        bool after_kernel = false) {
+                        bool after_kernel = false, float* clear = nullptr, int64_t clear_n = 0) {
   constexpr int kThreads = 256;
-  if (kp % 8 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+  const int64_t clear_vecs = clear != nullptr ? (clear_n + 3) / 4 : 0;
+  if (kp % 8 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0 && reinterpret_cast<uintptr_t>(clear) % 16 == 0) {
     const int64_t vecs = rows * (kp / 8);
-    return launch_chained(pad_channels_vec_kernel<Raw>, dim3(unsigned(detail::grid_stride_blocks(vecs, kThreads, 8))),
-                          dim3(kThreads), 0, stream, after_kernel, nullptr, src, dst, vecs, int(k), int(kp / 8));
+    return launch_chained(pad_channels_vec_kernel<Raw>,
+                          dim3(unsigned(detail::grid_stride_blocks(std::max(vecs, clear_vecs), kThreads, 8))),
+                          dim3(kThreads), 0, stream, after_kernel, nullptr, src, dst, vecs, int(k), int(kp / 8),
+                          reinterpret_cast<float4*>(clear), clear_vecs);
   }
+  if (clear != nullptr) return cudaErrorInvalidValue;
   return launch_chained(pad_channels_kernel<Raw>, dim3(unsigned(detail::grid_stride_blocks(rows * kp, kThreads, 8))),
                         dim3(kThreads), 0, stream, after_kernel, nullptr, src, dst, rows, int(k), int(kp));
 }
