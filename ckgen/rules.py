@@ -176,7 +176,7 @@ def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
     pad_b = max(LDS_ROW_PAD_BYTES // e, i.vec_b)
     if i.pipeline is Pipeline.WAVELET_TMA:
         slabs = i.math_waves * TMA_SLAB_ELEMS_PER_WARP * e if i.epilogue is Epilogue.CSHUFFLE else 0
-        if i.specialization is Specialization.STRIDE1:
+        if i.specialization is Specialization.STRIDE1 and i.variant is not Variant.BACKWARD_WEIGHT:
             # B ring + two staged input patches of at least tile M pixels each (the patch grows
             # with the problem's row width; the kernel refuses problems whose patch does not fit)
             return ((i.stages * tn + TMA_PATCH_BUFFERS * tm) * TMA_ROW_BYTES + 16 * (i.stages + TMA_PATCH_BUFFERS)
@@ -565,8 +565,11 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
         (i.groups_to_merge == 1, "wavelet_tma does not merge groups"),
         (i.specialization in (Specialization.DEFAULT, Specialization.STRIDE1),
          "wavelet_tma has no 1x1 specializations (the im2col map covers them): default or stride1"),
-        (i.specialization is not Specialization.STRIDE1 or i.variant is not Variant.BACKWARD_WEIGHT,
-         "stride1 stages the input rows of forward / backward_data; backward_weight has no such path"),
+        # backward_weight's row form: one warpgroup's 64 output channels x a filter row's taps
+        (i.specialization is not Specialization.STRIDE1 or i.variant is not Variant.BACKWARD_WEIGHT
+         or (tm == 64 and i.waves == (4, 1, 1) and not is_pingpong(i) and tn >= 128),
+         "backward_weight stride1 (one filter row's taps per tile) needs tile M 64, waves [4, 1, 1], "
+         "no ping-pong, tile N >= 128 (tile N / 64 = the filter width it serves)"),
     )
     for ok, reason in checks:
         if not ok:

@@ -126,6 +126,18 @@ def test_stride1_stages_input_rows_for_forward_launches(variant: Variant) -> Non
     assert rules.lds_bytes(i) == (3 * 128 + 2 * 128) * 128 + 16 * 5 + 1024
 
 
+def test_backward_weight_stride1_is_the_row_form_on_one_warpgroup() -> None:
+    row = tma(Variant.BACKWARD_WEIGHT, tile=(64, 192, 64), waves=(4, 1, 1), math_waves=4, warp_tile=(64, 192, 16),
+              specialization=Specialization.STRIDE1, k_batch=0)
+    assert rules.check(row, ARCHS["sm_90a"]) is None
+    assert row.name.endswith("_s1") and parse_name(row.name) == row
+    # the row form keeps the default stage (tile M + tile N rows of 128 bytes): no patches
+    assert rules.lds_bytes(row) == rules.lds_bytes(replace(row, specialization=Specialization.DEFAULT))
+    for bad_tile, waves, warp in (((128, 192, 64), (8, 1, 1), (64, 192, 16)), ((64, 64, 64), (4, 1, 1), (64, 64, 16))):
+        bad = rules.check(replace(row, tile=bad_tile, waves=waves, math_waves=waves[0], warp_tile=warp), ARCHS["sm_90a"])
+        assert bad is not None and "tile M 64" in bad[1], bad
+
+
 def test_stride1_is_refused_where_no_path_stages_rows() -> None:
     bad = rules.check(tma(Variant.BACKWARD_WEIGHT, specialization=Specialization.STRIDE1, k_batch=0), ARCHS["sm_90a"])
     assert bad is not None and "backward_weight" in bad[1], bad
@@ -207,14 +219,17 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     assert pp == ({(v, t) for v in Variant for t in ((64, 256, 64), (64, 128, 64), (128, 128, 64))}
                   | {(v, t) for v in (Variant.FORWARD, Variant.BACKWARD_DATA) for t in ((128, 64, 64), (64, 64, 64))})
     assert not any(i.swap_ab for i in every), "test sets only"
-    # stride1 (staged input rows): forward's 192 x 64 ring alone (the K=36 box head)
+    # stride1: forward's staged input rows on the 192 x 64 ring (the K=36 box head) and
+    # backward_weight's row form on 64 x 192 (3x3 filters), four and six stages
     s1 = {(i.variant, i.tile, i.stages, i.epilogue) for i in every if i.specialization is Specialization.STRIDE1}
-    assert s1 == {(Variant.FORWARD, (192, 64, 64), 4, Epilogue.DEFAULT)}
+    assert s1 == {(Variant.FORWARD, (192, 64, 64), 4, Epilogue.DEFAULT),
+                  (Variant.BACKWARD_WEIGHT, (64, 192, 64), 4, Epilogue.CSHUFFLE),
+                  (Variant.BACKWARD_WEIGHT, (64, 192, 64), 6, Epilogue.CSHUFFLE)}
     split = [i for i in found if i.variant is not Variant.BACKWARD_WEIGHT and i.k_batch != 1]
     assert len(split) == 16 and all(i.k_batch == 0 and i.stage is Stage.ONE for i in split)
     staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]
-    assert by_variant[Variant.BACKWARD_WEIGHT] == 58
-    assert len(staged) == 72 + 24 + 16 + 16 + 58, "every ring but 192x64 ships with the cshuffle epilogue; 128x64 with both"
+    assert by_variant[Variant.BACKWARD_WEIGHT] == 66
+    assert len(staged) == 72 + 24 + 16 + 16 + 66, "every ring but 192x64 ships with the cshuffle epilogue; 128x64 with both"
     deep = {(i.tile[0], i.tile[1], i.stages) for i in found if i.variant is Variant.BACKWARD_WEIGHT and i.stages > 4}
     assert deep == {(64, 128, 8), (64, 64, 8), (128, 64, 6), (64, 192, 6)}, "the deep rings of the small bw layers"
     # 192-column rings (wgmma m64n192k16): backward_weight only, 128 x 192 and 64 x 192 at 4 / 6 stages

@@ -123,6 +123,32 @@ inline int64_t tma_weight_tiles(const ConvProblem& p, int tile_m, int tile_n) {
   return ceil_div(p.K, tile_m) * ceil_div(pack ? p.filter_spatial() * p.C : p.C, tile_n) * p.G *
          (pack ? 1 : p.filter_spatial());
 }
+// wavelet_tma backward_weight, specialization stride1 (the row form, pipeline_tma.hpp): a tile
+// is one filter row's X = tile N / 64 taps x 64 channels, a k tile a segment of one output row.
+// A stage (tile M 64 + tile N rows of 128 bytes) holds the segment's dy pixels (at most
+// tma_row_positions, a multiple of 16) and its x pixels plus a halo of at least
+// tma_row_halo(tile_n) pixels for the taps' offsets.
+constexpr int tma_row_positions(int tile_n) {
+  const int fit = (64 + tile_n - 16) / 2 / 16 * 16;
+  return fit < 128 ? fit : 128;
+}
+constexpr int tma_row_halo(int tile_n) { return 64 + tile_n - 2 * tma_row_positions(tile_n); }
+// The segments of an output row of q pixels: as few as fit, of equal length rounded up to 16.
+struct TmaRowSegs {
+  int len, segs;
+};
+inline TmaRowSegs tma_row_segs(int64_t q, int tile_n) {
+  const int64_t segs = ceil_div(q, tma_row_positions(tile_n));
+  return {int(ceil_div(ceil_div(q, segs), 16) * 16), int(segs)};
+}
+// The row form's k tiles (row segments of every image) and tiles (groups x filter rows x K
+// tiles x 64-channel blocks).
+inline int64_t tma_row_k_tiles(const ConvProblem& p, int tile_n) {
+  return p.N * p.out[0] * p.out[1] * tma_row_segs(p.out[2], tile_n).segs;
+}
+inline int64_t tma_row_tiles(const ConvProblem& p, int tile_m) {
+  return p.G * p.filter[0] * p.filter[1] * ceil_div(p.K, tile_m) * ceil_div(p.C, 64);
+}
 // Shared memory of a wavelet_tma block (pipeline_tma.hpp, TmaTraits; the dispatcher's occupancy
 // estimate): a ring of 128-byte rows (tile M + tile N per stage), two mbarriers per stage, with
 // the cshuffle epilogue a slab of 16 rows x 40 elements per math warp, 1 KB of alignment slack.

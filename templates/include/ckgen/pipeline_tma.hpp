@@ -130,12 +130,18 @@ struct TmaConvArgs : ConvGeometry2D {
   // runs over (fz, fy, fx) (Y * X taps per fz) and reads w's tap
   // tap0 + fz * tap_dd + fy * tap_dh + fx * tap_dw. deep 0: the 4D maps (Z = 1, fz = 0).
   int deep, Do, Y, s_d, pl_d, d_d, tap_dd;
+  // backward_weight's row form (TmaTraits::kRows): k tile kt = (img, oh, seg) with seg fastest,
+  // positions [seg * row_len, seg * row_len + row_len) of output row oh of image img; a = dy
+  // {dy_row, Q, P, N}, b = x {G*C, W, H, N}, both tiled. tap = the filter row fy (taps = Y).
+  int row_len, row_segs;
   // The divisors of the unit decode and the pixel maps as multiply-shift reciprocals (a run-time
   // integer division is a ~20-instruction dependent chain; the math warps decode every unit
   // between two units' MMA). Set by set_divisors() from the fields above.
   FastDiv by_k_split, by_tiles_mn, by_taps, by_tiles_n, by_pq, by_q, by_c_chunks, by_x, by_wp, by_tiles_img,
-      by_do, by_yx, by_c;
+      by_do, by_yx, by_c, by_segs, by_p;
   void set_divisors() {
+    by_segs.init(row_segs);
+    by_p.init(P);
     by_c.init(C);
     by_do.init(Do);
     by_yx.init(int64_t(Y) * X);
@@ -196,7 +202,16 @@ struct TmaTraits {
   // Specialization::Stride1: the ring holds B only; two staged input patches (run-time size,
   // TmaConvArgs::patch_stride each) lead the shared memory, two more mbarrier pairs follow the
   // ring's. kPatchFixedBytes: everything but the patches.
-  static constexpr bool kPatch = Cfg::kSpecialization == Specialization::Stride1;
+  static constexpr bool kPatch = Cfg::kSpecialization == Specialization::Stride1 && !kWeightGrad;
+  // backward_weight, Specialization::Stride1 (the row form): a tile is one filter row fy's
+  // X = BN / 64 taps x 64 input channels, a k tile a segment of row_len <= kRowPos positions of
+  // one output row. A stage holds x's row_len + (X - 1) * d_w input pixels of the segment (one
+  // 4D tiled copy, B region first) and dy's row_len pixels (A region, kRowBlock bytes in): every
+  // tap reads its B operand from row fx * d_w of the same pixels, so x is copied once per
+  // filter row instead of once per tap. The stage is the default one (BM + BN rows of 128 bytes).
+  static constexpr bool kRows = kWeightGrad && Cfg::kSpecialization == Specialization::Stride1;
+  static constexpr int kRowPos = detail::tma_row_positions(BN);
+  static constexpr int kRowBlock = (BM + BN - kRowPos) * kRowBytes;
   static constexpr int kPatchBuffers = 2;
   static constexpr int kRingStage = kPatch ? kBBytes : kStageBytes;
   static constexpr int kPatchFixedBytes = S * kBBytes + 2 * (S + kPatchBuffers) * 8 +
@@ -205,7 +220,7 @@ struct TmaTraits {
   // done), rows kPartLd floats apart (8 floats of padding: a half-warp's 8-byte stores of four
   // rows fall in distinct banks).
   static constexpr int kPartLd = BN + 8;
-  static constexpr bool kClusterFits = BM * kPartLd * 4 <= S * kStageBytes && !kPingPong;
+  static constexpr bool kClusterFits = BM * kPartLd * 4 <= S * kStageBytes && !kPingPong && !kRows;
 
   static_assert(Cfg::kKBatch >= 0 && Cfg::kStage == Stage::One,
                 "ckgen: wavelet_tma splits its reduction with fp32 reductions (stage one)");
@@ -232,9 +247,10 @@ struct TmaTraits {
                 "2 x 4 (ping-pong; no swap_ab, no stride1)");
   static_assert(S >= 2 && S <= 8, "ckgen: wavelet_tma needs 2..8 stages");
   static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK && !Cfg::kPersistent &&
-                    (Cfg::kSpecialization == Specialization::Default || (kPatch && !kWeightGrad)),
-                "ckgen: wavelet_tma: no merged groups, split-K only, specialization default or "
-                "stride1 (forward / backward_data)");
+                    (Cfg::kSpecialization == Specialization::Default || kPatch || kRows),
+                "ckgen: wavelet_tma: no merged groups, split-K only, specialization default or stride1");
+  static_assert(!kRows || (BM == 64 && !kPingPong && BN >= 128),
+                "ckgen: backward_weight stride1 (the row form) needs Tile M 64, one math warpgroup, Tile N >= 128");
   static_assert(BN % kSlabCols == 0, "ckgen: wavelet_tma cshuffle stages 32-column slabs");
   static_assert(Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
                 "ckgen: wavelet_tma moves 16-byte rows (vector 8, 8, 8)");
@@ -404,7 +420,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     u.img = 0;
     if constexpr (Tr::kPatch) p.by_tiles_img.divmod(tm, u.img, tm);
     u.m0 = tm * Tr::BM;
-    u.n0 = tn * Tr::BN;
+    u.n0 = tn * (Tr::kRows ? 64 : Tr::BN);  // the row form: a 64-channel block of every tap
     k_range(split, u.kt0, u.kt1);
     return u;
   };
@@ -517,7 +533,25 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       };
       for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
         const Unit u = decode(unit);
-        if constexpr (Tr::kWeightGrad) {
+        if constexpr (Tr::kRows) {
+          // A: dy's row_len positions x 64 output channels; B: x's row_len + (X - 1) * d_w input
+          // pixels of the same segment at filter row fy (u.tap), 64 input channels. Out-of-range
+          // positions and padding are zero-filled by the engine.
+          const int ach = u.g * p.M + u.m0, bch = u.g * p.C + u.n0;
+          const int dh = u.tap * p.d_h - p.pl_h;
+          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
+            const int s = t % Tr::S;
+            if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
+            unsigned char* sb = smem + s * Tr::kStageBytes;
+            int row, seg, img, oh;
+            p.by_segs.divmod(kt, row, seg);
+            p.by_p.divmod(row, img, oh);
+            const int q0 = seg * p.row_len;
+            tma::expect_tx(full + s, uint32_t(p.stage_tx));
+            tma::load_tile_4d(sb + Tr::kRowBlock, &p.a, full + s, ach, q0, oh, img);
+            tma::load_tile_4d(sb, &p.b, full + s, bch, q0 - p.pl_w, oh * p.s_h + dh, img);
+          }
+        } else if constexpr (Tr::kWeightGrad) {
           // A: dy rows of 64 pixels x 64 output channels (BM / 64 boxes); B: x through the im2col
           // map, the same 64 pixels at this tap, 64 input channels per box (BN / 64 boxes).
           // B block nb: channel bch and tap (bfz, bfy, bfx): the unit's tap, or (p.pack) the tap
@@ -697,6 +731,30 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
       const int s = t % Tr::S;
       mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
+      if constexpr (Tr::kRows) {
+        // row_len / 16 k steps; tap fx's B operand starts fx * d_w pixel rows into the x pixels
+        // (any 128-byte row: the swizzle follows the address bits) and adds into its 64 columns.
+        using Op64 = wgmma_detail::Op<64, Tr::kBF16, 1, 1>;
+        fence_acc();
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        const uint32_t b0 = ring + s * Tr::kStageBytes, a0 = b0 + Tr::kRowBlock;
+        const int steps = p.row_len / 16;
+#pragma unroll
+        for (int kk = 0; kk < Tr::kRowPos / 16; ++kk) {
+          if (kk < steps) {
+            const uint64_t da = tma::sw128_desc_mn(a0 + kk * 2048, Tr::kBlockBytes);
+#pragma unroll
+            for (int fx = 0; fx < Tr::BN / 64; ++fx)
+              Op64::run(*reinterpret_cast<float(*)[32]>(&acc[0][32 * fx]), da,
+                        tma::sw128_desc_mn(b0 + uint32_t(fx * p.d_w + kk * 16) * Tr::kRowBytes, Tr::kBlockBytes));
+          }
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        fence_acc();
+        if (kt > u.kt0 && lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);
+        continue;
+      }
       if constexpr (Tr::kPatch)
         if (tap == 0) mbar::wait(pfull + pc % Tr::kPatchBuffers, uint32_t((pc / Tr::kPatchBuffers) & 1));
       fence_acc();
@@ -793,6 +851,14 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         return pix * p.GK + int64_t(g) * p.K;
       }
     };
+    // The written column of tile column tc: n0 + tc, or (the row form) tap tc / 64's column of
+    // channel n0 + tc % 64 (columns = dw's X * C of filter row u.tap).
+    auto gcol = [&](int tc) -> int {
+      if constexpr (Tr::kRows)
+        return (tc >> 6) * p.C + n0 + (tc & 63);
+      else
+        return n0 + tc;
+    };
     if constexpr (Tr::kSwap) {
       // swap_ab: accumulator 4j + 2h + q holds channel warp * 16 + lane / 4 + 8h of pixel
       // wg * PN + 8j + 2 (lane % 4) + q (the m16n8 layout of the transposed tile): 2-byte stores
@@ -848,7 +914,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 #pragma unroll
         for (int q = 0; q < 8; ++q)
           if (q < c) tma::add_remote8(sum, addr, uint32_t(q));
-        const int row = m0 + lr, col = n0 + lc;
+        const int row = m0 + lr, col = gcol(lc);
         if (row < p.M && col < p.K) {
           Raw* dst = y + row_base(row) + col;
           if (vec && col + 8 <= p.K) {
@@ -899,7 +965,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 #pragma unroll
               for (int rr = 0; rr < 2; ++rr) {
                 const float4 v = *reinterpret_cast<const float4*>(slab + (rr * 4 + lr) * kPitch + lc);
-                if (dst[rr] != nullptr) tma::red_add4(dst[rr], n0 + c0 + lc, p.K, v.x, v.y, v.z, v.w);
+                if (dst[rr] != nullptr) tma::red_add4(dst[rr], gcol(c0 + lc), p.K, v.x, v.y, v.z, v.w);
               }
             }
           }
@@ -928,7 +994,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
               const float r0v = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
               const float r1v = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
               if (live)
-                tma::red_add4(dst, n0 + (j + (odd ? 1 : 0)) * 8 + qc, p.K, odd ? r0v : a0, odd ? r1v : a1,
+                tma::red_add4(dst, gcol((j + (odd ? 1 : 0)) * 8 + qc), p.K, odd ? r0v : a0, odd ? r1v : a1,
                               odd ? b0 : r0v, odd ? b1 : r1v);
             }
           }
@@ -959,7 +1025,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
           __syncwarp();
 #pragma unroll
           for (int q = 0; q < 2; ++q) {  // 16 rows x 4 vectors of 8, two per lane
-            const int v = lane + 32 * q, rr = v >> 2, col = n0 + c0 + (v & 3) * 8;
+            const int v = lane + 32 * q, rr = v >> 2, col = gcol(c0 + (v & 3) * 8);
             const int row = r0 + rr;
             if (row_ok(row) && col < p.K) {
               const Raw* src = slab + rr * Tr::kSlabStride + (v & 3) * 8;
@@ -986,7 +1052,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
           Raw* dst_row = y + row_base(row);
 #pragma unroll
           for (int j = 0; j < Tr::BN / 8; ++j) {
-            const int col = n0 + j * 8 + (lane & 3) * 2;
+            const int col = gcol(j * 8 + (lane & 3) * 2);
             if (col >= p.K) continue;
             Raw* dst = dst_row + col;
             const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
@@ -1130,6 +1196,7 @@ class TmaConvKernel final : public KernelBase {
       if (Tr::kPingPong)
         return "split_reduce cluster: a ping-pong instance (two warpgroups taking turns on units) has no "
                "cluster reduction";
+      if (Tr::kRows) return "split_reduce cluster: backward_weight stride1 adds its splits through the workspace";
       if (!Tr::kClusterFits)
         return "split_reduce cluster: this instance's ring (" + str(Tr::S) +
                " stages) cannot hold its fp32 tile";
@@ -1158,6 +1225,7 @@ class TmaConvKernel final : public KernelBase {
         return "wavelet_tma backward_weight needs K (" + str(p.K) + ") and C (" + str(p.C) +
                ") to be multiples of 8, or one group (K padded; C with taps x C <= 512): 16-byte rows of x and dy";
       if (std::string e = im2col_staging_limits(p); !e.empty()) return e;
+      if (std::string e = rows_refusal(p); !e.empty()) return e;
       const ConvProblem q = gemm_view(p);
       if (std::string e = im2col_limits(q); !e.empty()) return e;
       const int64_t tiles = weight_tiles(q);
@@ -1175,6 +1243,33 @@ class TmaConvKernel final : public KernelBase {
                  (Cfg::kVariant == Variant::Forward ? "K" : "C") + " (" + str(ph.q.K) +
                  ", 8-byte fp32 reductions)";
       }
+      return {};
+    }
+  }
+
+  // What backward_weight's row form (TmaTraits::kRows) needs of a 2D view: width stride 1 (a
+  // row segment's pixels are consecutive input pixels), 64-channel blocks, the instance's filter
+  // width (tile N = X x 64) and the taps' reach within the stage's halo.
+  static std::string rows_refusal(const ConvProblem& p) {
+    if constexpr (!Tr::kRows) {
+      (void)p;
+      return {};
+    } else {
+      using detail::str;
+      if (p.ndim == 3)
+        return "backward_weight stride1 reads 2D input rows: a 3D problem needs depth filter 1, depth stride 1 "
+               "and no depth padding (it then runs as 2D over N x D images)";
+      if (p.stride[2] != 1) return "backward_weight stride1 needs width stride 1 (got " + str(p.stride[2]) + ")";
+      if (p.C % 64 != 0)
+        return "backward_weight stride1 needs C (" + str(p.C) + ") to be a multiple of 64 (64-channel blocks)";
+      if (p.filter[2] * 64 != Tr::BN)
+        return "backward_weight stride1: tile N " + str(Tr::BN) + " holds the 64-channel blocks of a filter " +
+               str(Tr::BN / 64) + " wide, got filter width " + str(p.filter[2]);
+      if ((p.filter[2] - 1) * p.dilation[2] > detail::tma_row_halo(Tr::BN))
+        return "backward_weight stride1: the filter's dilated width reaches " +
+               str((p.filter[2] - 1) * p.dilation[2]) + " pixels past a row segment; the stage holds " +
+               str(detail::tma_row_halo(Tr::BN));
+      if (detail::tma_row_k_tiles(p, Tr::BN) > kMax32) return "problem too large for 32-bit k tiles";
       return {};
     }
   }
@@ -1477,12 +1572,15 @@ class TmaConvKernel final : public KernelBase {
   // explicit k_batch of 2..8 allows it) when the ring holds the fp32 tile and the device keeps
   // such clusters resident.
   static Split weight_split(const ConvProblem& p, const RunOptions& opts) {
-    return split_of(detail::ceil_div(p.N * p.out_spatial(), Tr::BK), weight_tiles(p),
+    const int64_t k_tiles = Tr::kRows ? detail::tma_row_k_tiles(p, Tr::BN) : detail::ceil_div(p.N * p.out_spatial(), Tr::BK);
+    return split_of(k_tiles, weight_tiles(p),
                     p.weight_elems(), requested_splits(opts), Tr::kClusterFits ? cluster_slots() : nullptr,
                     opts.split_reduce);
   }
   static bool weight_packs_taps(const ConvProblem& p) { return detail::tma_weight_packs_taps(p, Tr::BN); }
-  static int64_t weight_tiles(const ConvProblem& p) { return detail::tma_weight_tiles(p, Tr::BM, Tr::BN); }
+  static int64_t weight_tiles(const ConvProblem& p) {
+    return Tr::kRows ? detail::tma_row_tiles(p, Tr::BM) : detail::tma_weight_tiles(p, Tr::BM, Tr::BN);
+  }
   static std::size_t weight_sum_bytes(const ConvProblem& q, const Split& sp) {
     if (sp.k_split == 1 || sp.cluster) return 0;
     return (std::size_t(q.weight_elems()) * sizeof(float) + 255) / 256 * 256;
@@ -1776,6 +1874,7 @@ class TmaConvKernel final : public KernelBase {
     if (!aligned16({dy, x, dw})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
+    if constexpr (Tr::kRows) return launch_weight_rows(p, dy, dy_row, x, dw, ws, sp, stream, after_kernel, late_wait);
     {  // dy: {dy_row, N*P*Q}, box 64 x 64
       const cuuint64_t dims[2] = {cuuint64_t(dy_row), cuuint64_t(p.N * p.out_spatial())};
       const cuuint32_t box[2] = {cuuint32_t(Tr::BK), cuuint32_t(Tr::BK)};
@@ -1797,6 +1896,45 @@ class TmaConvKernel final : public KernelBase {
     a.k_split = split ? sp.k_split : 1;
     a.kt_per_split = split ? sp.kt_per_split : sp.k_tiles;
     a.cluster = sp.cluster ? sp.k_split : 1;
+    a.ld_row = p.filter_spatial() * p.C;
+    a.ws = ws;
+    a.late_wait = late_wait && after_kernel && ws != nullptr ? 1 : 0;
+    return launch(a, stream, after_kernel);
+  }
+
+  // The row form's launch (TmaTraits::kRows): dy {dy_row, Q, P, N}, box 64 x row_len; x
+  // {G*C, W, H, N}, box 64 x (row_len + the taps' reach); GEMM columns dw's X * C of a filter row.
+  static gpuError_t launch_weight_rows(const ConvProblem& p, const void* dy, int64_t dy_row, const void* x,
+                                       void* dw, float* ws, const Split& sp, gpuStream_t stream, bool after_kernel,
+                                       bool late_wait) {
+    TmaConvArgs a{};
+    const detail::TmaRowSegs rs = detail::tma_row_segs(p.out[2], Tr::BN);
+    const int reach = int((p.filter[2] - 1) * p.dilation[2]);
+    {
+      const cuuint64_t dims[4] = {cuuint64_t(dy_row), cuuint64_t(p.out[2]), cuuint64_t(p.out[1]), cuuint64_t(p.N)};
+      const cuuint32_t box[4] = {cuuint32_t(Tr::BK), cuuint32_t(rs.len), 1, 1};
+      if (!encode_tiled(&a.a, dy, 4, dims, box)) return cudaErrorInvalidValue;
+    }
+    {
+      const cuuint64_t dims[4] = {cuuint64_t(p.G * p.C), cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
+      const cuuint32_t box[4] = {cuuint32_t(Tr::BK), cuuint32_t(rs.len + reach), 1, 1};
+      if (!encode_tiled(&a.b, x, 4, dims, box)) return cudaErrorInvalidValue;
+    }
+    set_geometry(a, p);
+    a.row_len = rs.len;
+    a.row_segs = rs.segs;
+    a.stage_tx = (2 * rs.len + reach) * Tr::kRowBytes;
+    a.y = dw;
+    a.M = int(p.K);
+    a.K = int(p.filter[2] * p.C);
+    a.GK = int(p.G * p.K);
+    a.k_tiles = sp.k_tiles;
+    a.tiles_m = int(detail::ceil_div(p.K, Tr::BM));
+    a.tiles_n = int(p.C / 64);
+    a.taps = int(p.filter[1]);
+    a.k_split = ws != nullptr ? sp.k_split : 1;
+    a.kt_per_split = ws != nullptr ? sp.kt_per_split : sp.k_tiles;
+    a.cluster = 1;
     a.ld_row = p.filter_spatial() * p.C;
     a.ws = ws;
     a.late_wait = late_wait && after_kernel && ws != nullptr ? 1 : 0;
