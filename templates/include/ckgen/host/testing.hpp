@@ -18,7 +18,9 @@
 //                         instance vs C = K = 3 (not wavelet_tma forward / backward_weight: their
 //                         im2col copy and padded dy);
 //                         StreamK: k_batch != 0, streamk_blocks < 0;
-//                         split-K backward_weight: streamk_blocks != 0
+//                         split-K backward_weight: streamk_blocks != 0; backward_weight's row
+//                         form (stride1): cluster reduction, width stride 2, C = 96, a filter
+//                         width other than tile N / 64, a dilated width past the stage's halo
 //   <variant>_reference   GPU fp32 reference vs CPU fp64 reference on tests.csv
 //   <variant>_im2col_wide  (forward, backward_weight) every 2D wavelet_tma instance on a C=3
 //                         7x7 stride-2 problem with 240-pixel output lines (the im2col copy's
@@ -185,6 +187,12 @@ inline bool is_streamk(const KernelBase& k) { return k.key().reduction != Reduct
 // kernel's TmaTraits::kPingPong): it has no cluster reduction (register_negative_tests checks the
 // refusal).
 inline bool ping_pong(const KernelBase& k) { return k.key().ping_pong; }
+// backward_weight's row form (wavelet_tma, specialization stride1): its splits add into the
+// workspace only (no cluster reduction; register_negative_tests checks its refusals).
+inline bool row_form(const KernelBase& k) {
+  return k.key().pipeline == Pipeline::WaveletTma && k.key().variant == Variant::BackwardWeight &&
+         k.key().specialization == Specialization::Stride1;
+}
 
 // The runs with an explicit RunOptions::split_reduce, besides the k_batch list, for wavelet_tma
 // backward_weight instances: the cluster reduction at its smallest and largest cluster (2, 8) and
@@ -195,7 +203,7 @@ inline std::vector<RunOptions> split_reduce_runs(Variant v, const KernelBase& k)
   std::vector<RunOptions> out;
   for (auto [r, kb] : {std::pair{SplitReduce::Cluster, 0}, std::pair{SplitReduce::Cluster, 2},
                        std::pair{SplitReduce::Cluster, 8}, std::pair{SplitReduce::Workspace, 3}}) {
-    if (r == SplitReduce::Cluster && ping_pong(k)) continue;
+    if (r == SplitReduce::Cluster && (ping_pong(k) || row_form(k))) continue;
     RunOptions o;
     o.k_batch = kb;
     o.split_reduce = r;
@@ -400,6 +408,37 @@ inline void register_negative_tests(Variant v) {
         if (ping_pong(*k)) {
           o.k_batch = 2;
           refuses("ping_pong_cluster", o, "ping-pong instance (two warpgroups taking turns on units) has no cluster");
+        }
+        if (row_form(*k)) {
+          o.k_batch = 2;
+          refuses("rows_cluster", o, "stride1 adds its splits through the workspace");
+          // The row form's limits on the problem (pipeline_tma.hpp, rows_refusal): a row of 100
+          // pixels, 64 output channels; refused before any device query.
+          const int64_t X = key.tile_n / 64;
+          auto row = [nd](int64_t c, int64_t x, int64_t s_w, int64_t d_w) {
+            std::vector<int64_t> in{100}, f{x}, s{s_w}, d{d_w}, pad{1};
+            if (nd == 2) {
+              in.insert(in.begin(), 6);
+              f.insert(f.begin(), 3);
+              s.insert(s.begin(), 1);
+              d.insert(d.begin(), 1);
+              pad.insert(pad.begin(), 1);
+            }
+            return make_problem(nd, 1, 2, c, 64, in, f, s, d, pad, pad);
+          };
+          auto row_refuses = [suite, k](const std::string& what, const ConvProblem& p, const char* expect) {
+            add_test(suite, what + "_refused__" + k->name(), [k, p, expect] {
+              const std::string why = k->is_supported(p, RunOptions{});
+              EXPECT_NE(why.find(expect), std::string::npos)
+                  << k->name() << " on " << problem_summary(p) << ": " << (why.empty() ? "accepted" : why);
+            });
+          };
+          if (nd <= 2) {
+            row_refuses("rows_stride_w2", row(64, X, 2, 1), "needs width stride 1");
+            row_refuses("rows_c96", row(96, X, 1, 1), "to be a multiple of 64");
+            row_refuses("rows_filter_width", row(64, X + 2, 1, 1), "got filter width");
+            row_refuses("rows_dilated_reach", row(64, X, 1, 40), "past a row segment");
+          }
         }
       } else {
         refuses("split_reduce_cluster", o, "split_reduce cluster is for wavelet_tma backward_weight");
