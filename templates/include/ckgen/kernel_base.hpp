@@ -133,14 +133,13 @@ constexpr int tma_row_positions(int tile_n) {
   return fit < 128 ? fit : 128;
 }
 constexpr int tma_row_halo(int tile_n) { return 64 + tile_n - 2 * tma_row_positions(tile_n); }
-// The segments of an output row of q pixels: as few as fit, of equal length (the copies' box;
-// the k steps round it up to 16 over rows the kernel zeroes once).
+// The segments of an output row of q pixels: as few as fit, of equal length rounded up to 16.
 struct TmaRowSegs {
   int len, segs;
 };
 inline TmaRowSegs tma_row_segs(int64_t q, int tile_n) {
   const int64_t segs = ceil_div(q, tma_row_positions(tile_n));
-  return {int(ceil_div(q, segs)), int(segs)};
+  return {int(ceil_div(ceil_div(q, segs), 16) * 16), int(segs)};
 }
 // The row form's k tiles (row segments of every image) and tiles (groups x filter rows x K
 // tiles x 64-channel blocks).

@@ -437,22 +437,6 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  if constexpr (Tr::kRows) {
-    // The row form's boxes land row_len dy rows and row_len + reach x rows a stage; the k steps
-    // read up to the next multiple of 16 (plus reach): those rows, never copied, are zero in
-    // every stage (stale shared memory could hold NaN patterns).
-    const int reach = (p.X - 1) * p.d_w, tail = (p.row_len + 15) / 16 * 16 - p.row_len;
-    if (tail > 0) {
-      const int per_stage = 2 * tail * 8;  // 16-byte chunks: the A rows, then the B rows
-      for (int i = tid; i < Tr::S * per_stage; i += Tr::kThreads) {
-        const int st = i / per_stage, r = i % per_stage, b = r / (tail * 8), q = r % (tail * 8);
-        const int row = (b == 0 ? Tr::kRowBlock / Tr::kRowBytes : reach) + p.row_len + q / 8;
-        *reinterpret_cast<uint4*>(smem + st * Tr::kStageBytes + row * Tr::kRowBytes + (q % 8) * 16) =
-            make_uint4(0, 0, 0, 0);
-      }
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // seen by the wgmma reads
-    }
-  }
   if constexpr (Tr::kBNMajor && !Tr::kWeightGrad) {
     // backward_data's B boxes stop at row b_rows (TmaConvKernel::run_forward): the k rows past
     // it, which the copies never write, are zero in every stage (0 x dy's padded channels).
@@ -754,7 +738,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         fence_acc();
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
         const uint32_t b0 = ring + s * Tr::kStageBytes, a0 = b0 + Tr::kRowBlock;
-        const int steps = (p.row_len + 15) / 16;
+        const int steps = p.row_len / 16;
 #pragma unroll
         for (int kk = 0; kk < Tr::kRowPos / 16; ++kk) {
           if (kk < steps) {
