@@ -88,8 +88,10 @@ class Specialization(Word):
     DEFAULT = ("default", "spdef", "Default")
     FILTER1X1_PAD0 = ("filter1x1_pad0", "f1x1p0", "Filter1x1Pad0")
     FILTER1X1_STRIDE1_PAD0 = ("filter1x1_stride1_pad0", "f1x1s1p0", "Filter1x1Stride1Pad0")
-    # wavelet_tma forward / backward_data at stride 1: a block stages its input rows once per
-    # channel chunk and reads every filter tap from them (no im2col copy per tap)
+    # wavelet_tma at stride 1. forward / backward_data: a block stages its input rows once per
+    # channel chunk and reads every filter tap from them (no im2col copy per tap);
+    # backward_weight (width stride 1, the row form): a tile is one filter row's taps x 64
+    # input channels, a k tile a segment of an output row whose x pixels every tap shares
     STRIDE1 = ("stride1", "s1", "Stride1")
 
 
