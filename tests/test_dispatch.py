@@ -179,7 +179,9 @@ def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     instances' residuals plus the penalty, and that a measured split count is matched by blocks
     per compute unit (k_batch 8 on a shape becomes 2 on one with 4x the tiles), not copied; and
     that a wavelet_tma backward_weight instance's automatic split is estimated with the rule the
-    kernel runs (detail::tma_reduction_splits), not the multistage one."""
+    kernel runs (detail::tma_reduction_splits), not the multistage one; and that backward_weight's
+    row form (wavelet_tma stride1) is picked from a tuning database's exact ranking, never by the
+    cost model alone."""
     cxx = _host_cxx()
     if cxx is None:
         pytest.skip("no host C++ compiler")

@@ -407,6 +407,28 @@ int main(int argc, char** argv) {
               estimate_cost(pp2, s2, 1, fd.arch()).us < estimate_cost(v1, s2, 1, fd.arch()).us,
           "direct FMA stride 2: v8 before the v1 tile");
   }
+  // --- backward_weight's row form (wavelet_tma, stride1): chosen from measurements only ----------
+  {
+    Registry rreg;
+    KernelKey rows = key("bw_rows", Variant::BackwardWeight, 64, 192, 64);
+    rows.pipeline = Pipeline::WaveletTma;
+    rows.specialization = Specialization::Stride1;
+    rows.wave_m = 4, rows.wave_n = 1, rows.warp_m = 64, rows.warp_n = 192;
+    rows.load_waves = 1, rows.math_waves = 4;
+    rreg.add(std::make_unique<FakeKernel>(rows));
+    rreg.add(std::make_unique<FakeKernel>(key("bw_plain", Variant::BackwardWeight, 128, 64, 64)));
+    Dispatcher rd(rreg);
+    const ConvProblem k36 = conv(2, 256, 36, 100);
+    const Selection c = rd.by_cost(k36, DataType::FP16, Variant::BackwardWeight);
+    check(bool(c) && c.kernel->name() == "bw_plain", "the cost model never ranks the row form",
+          c.kernel ? c.kernel->name() : c.why);
+    const std::string rdb = dir + "/rows_db.json";
+    write_db(rdb, {entry_json("backward_weight", "k36", k36, {{"bw_rows", 0, 0.019}, {"bw_plain", 0, 0.024}})});
+    rd.load_tuning_db(rdb);
+    const Selection s = rd.select(k36, DataType::FP16, Variant::BackwardWeight);
+    check(s.source == "tuning-db-exact" && s.kernel && s.kernel->name() == "bw_rows",
+          "a tuning database's exact ranking picks the row form", s.kernel ? s.kernel->name() + " | " + s.why : s.why);
+  }
   std::printf("all %s\n", failures ? "failed" : "passed");
   return failures ? 1 : 0;
 }
