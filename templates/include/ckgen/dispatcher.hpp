@@ -830,10 +830,7 @@ class Dispatcher {
   // and runs 64-row tiles: it wins where the copies bound the kernel (K=36 box head at 100x100
   // 23.8 -> 19.1 us on the H100) and loses up to 2.6x on small rows or many output channels.
   // The cost model has no term for either, so only a tuning database's exact ranking picks it.
-  static bool measured_only(const KernelKey& key) {
-    return key.pipeline == Pipeline::WaveletTma && key.variant == Variant::BackwardWeight &&
-           key.specialization == Specialization::Stride1;
-  }
+  static bool measured_only(const KernelKey& key) { return tma_row_form(key); }
 
   // Every registered instance of (variant, datatype, ndim) that supports the problem, per split
   // count tried (backward_weight instances with k_batch 0: k_batch_candidates()), with its
@@ -920,7 +917,7 @@ class Dispatcher {
   int auto_k_batch(const KernelKey& key, const ConvProblem& p) const {
     if (key.pipeline == Pipeline::WaveletTma) {
       int64_t k_tiles, tiles, elems;
-      if (key.variant == Variant::BackwardWeight && key.specialization == Specialization::Stride1) {
+      if (tma_row_form(key)) {
         k_tiles = detail::tma_row_k_tiles(p, key.tile_n);  // the row form (pipeline_tma.hpp)
         tiles = detail::tma_row_tiles(p, key.tile_m);
         elems = p.weight_elems();

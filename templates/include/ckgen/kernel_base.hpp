@@ -275,6 +275,13 @@ struct KernelKey {
   const char* arch;
 };
 
+// backward_weight's row form (wavelet_tma, specialization stride1: TmaTraits::kRows), as the
+// dispatcher and the test harness tell it from a key.
+inline bool tma_row_form(const KernelKey& k) {
+  return k.pipeline == Pipeline::WaveletTma && k.variant == Variant::BackwardWeight &&
+         k.specialization == Specialization::Stride1;
+}
+
 // The KernelKey fields a generated Config names directly, the same for every launcher; each
 // launcher adds the tile, wave, warp-tile and vector fields from its own traits.
 template <class Cfg>

@@ -731,28 +731,6 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
       const int s = t % Tr::S;
       mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
-      if constexpr (Tr::kRows) {
-        // row_len / 16 k steps of one m64n(BN)k16: the B operand's 64-column blocks (tap fx's
-        // channels) start fx * d_w pixel rows into the x pixels, so the descriptor's block
-        // stride (LBO) is d_w rows: any 128-byte row works, the swizzle follows the address bits
-        // (one instruction measured 2-7 % faster than X m64n64k16 on the same operands, H100).
-        fence_acc();
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-        const uint32_t b0 = ring + s * Tr::kStageBytes, a0 = b0 + Tr::kRowBlock;
-        const int steps = p.row_len / 16;
-#pragma unroll
-        for (int kk = 0; kk < Tr::kRowPos / 16; ++kk) {
-          if (kk < steps) {
-            const uint64_t da = tma::sw128_desc_mn(a0 + kk * 2048, Tr::kBlockBytes);
-            Op::run(acc[0], da, tma::sw128_desc_mn(b0 + uint32_t(kk * 16) * Tr::kRowBytes, uint32_t(p.d_w) * Tr::kRowBytes));
-          }
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-        fence_acc();
-        if (kt > u.kt0 && lane == 0) mbar::arrive(empty + (t - 1) % Tr::S);
-        continue;
-      }
       if constexpr (Tr::kPatch)
         if (tap == 0) mbar::wait(pfull + pc % Tr::kPatchBuffers, uint32_t((pc / Tr::kPatchBuffers) & 1));
       fence_acc();
@@ -764,20 +742,35 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
                            uint32_t(a_row + fy * p.d_h * p.wp + fx * p.d_w) * Tr::kRowBytes
                      : ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
       const uint32_t b0 = ring + s * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes);
+      if constexpr (Tr::kRows) {
+        // The row form: row_len / 16 k steps of one m64n(BN)k16 over the stage's x pixels (B,
+        // first) and dy's (A, kRowBlock bytes in). The B operand's 64-column blocks (tap fx's
+        // channels) start fx * d_w pixel rows into the x pixels, so the descriptor's block
+        // stride (LBO) is d_w rows: any 128-byte row works, the swizzle follows the address bits
+        // (one instruction measured 2-7 % faster than X m64n64k16 on the same operands, H100).
+        const uint32_t xs = ring + s * Tr::kStageBytes, dys = xs + Tr::kRowBlock;
+        const int steps = p.row_len / 16;
 #pragma unroll
-      for (int kk = 0; kk < Tr::BK / 16; ++kk) {
-        const uint64_t db = Tr::kBNMajor ? tma::sw128_desc_mn(b0 + kk * 2048, Tr::kBlockBytes)
-                                         : tma::sw128_desc(b0 + kk * 32);
-        if constexpr (Tr::kSwap) {  // weights as the instruction's A, the PN pixels as its B
-          Op::run(acc[0], db, tma::sw128_desc(a0 + kk * 32));
-        } else {
+        for (int kk = 0; kk < Tr::kRowPos / 16; ++kk)
+          if (kk < steps)
+            Op::run(acc[0], tma::sw128_desc_mn(dys + kk * 2048, Tr::kBlockBytes),
+                    tma::sw128_desc_mn(xs + uint32_t(kk * 16) * Tr::kRowBytes, uint32_t(p.d_w) * Tr::kRowBytes));
+      } else {
 #pragma unroll
-          for (int i = 0; i < Tr::RepM; ++i) {
-            const uint32_t ai = a0 + i * Tr::kBlockBytes;
-            Op::run(acc[i],
-                    Tr::kAMMajor ? tma::sw128_desc_mn(ai + kk * 2048, Tr::kBlockBytes)
-                                 : tma::sw128_desc(ai + kk * 32),
-                    db);
+        for (int kk = 0; kk < Tr::BK / 16; ++kk) {
+          const uint64_t db = Tr::kBNMajor ? tma::sw128_desc_mn(b0 + kk * 2048, Tr::kBlockBytes)
+                                           : tma::sw128_desc(b0 + kk * 32);
+          if constexpr (Tr::kSwap) {  // weights as the instruction's A, the PN pixels as its B
+            Op::run(acc[0], db, tma::sw128_desc(a0 + kk * 32));
+          } else {
+#pragma unroll
+            for (int i = 0; i < Tr::RepM; ++i) {
+              const uint32_t ai = a0 + i * Tr::kBlockBytes;
+              Op::run(acc[i],
+                      Tr::kAMMajor ? tma::sw128_desc_mn(ai + kk * 2048, Tr::kBlockBytes)
+                                   : tma::sw128_desc(ai + kk * 32),
+                      db);
+            }
           }
         }
       }
@@ -1872,67 +1865,46 @@ class TmaConvKernel final : public KernelBase {
     if (!aligned16({dy, x, dw})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
-    if constexpr (Tr::kRows) return launch_weight_rows(p, dy, dy_row, x, dw, ws, sp, stream, after_kernel, late_wait);
-    {  // dy: {dy_row, N*P*Q}, box 64 x 64
-      const cuuint64_t dims[2] = {cuuint64_t(dy_row), cuuint64_t(p.N * p.out_spatial())};
-      const cuuint32_t box[2] = {cuuint32_t(Tr::BK), cuuint32_t(Tr::BK)};
-      if (!encode_tiled(&a.a, dy, 2, dims, box)) return cudaErrorInvalidValue;
+    if constexpr (Tr::kRows) {
+      // The row form: dy {dy_row, Q, P, N}, box 64 x row_len; x {G*C, W, H, N}, box 64 x
+      // (row_len + the taps' reach); GEMM columns dw's X * C of the tile's filter row (taps = Y).
+      const detail::TmaRowSegs rs = detail::tma_row_segs(p.out[2], Tr::BN);
+      const int reach = int((p.filter[2] - 1) * p.dilation[2]);
+      const cuuint64_t ad[4] = {cuuint64_t(dy_row), cuuint64_t(p.out[2]), cuuint64_t(p.out[1]), cuuint64_t(p.N)};
+      const cuuint32_t abox[4] = {cuuint32_t(Tr::BK), cuuint32_t(rs.len), 1, 1};
+      const cuuint64_t bd[4] = {cuuint64_t(p.G * p.C), cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
+      const cuuint32_t bbox[4] = {cuuint32_t(Tr::BK), cuuint32_t(rs.len + reach), 1, 1};
+      if (!encode_tiled(&a.a, dy, 4, ad, abox) || !encode_tiled(&a.b, x, 4, bd, bbox)) return cudaErrorInvalidValue;
+      a.row_len = rs.len;
+      a.row_segs = rs.segs;
+      a.stage_tx = (2 * rs.len + reach) * Tr::kRowBytes;
+      a.K = int(p.filter[2] * p.C);
+      a.tiles_n = int(p.C / 64);
+      a.taps = int(p.filter[1]);
+    } else {
+      {  // dy: {dy_row, N*P*Q}, box 64 x 64
+        const cuuint64_t dims[2] = {cuuint64_t(dy_row), cuuint64_t(p.N * p.out_spatial())};
+        const cuuint32_t box[2] = {cuuint32_t(Tr::BK), cuuint32_t(Tr::BK)};
+        if (!encode_tiled(&a.a, dy, 2, dims, box)) return cudaErrorInvalidValue;
+      }
+      a.plain_x = plain_rows(p) ? 1 : 0;
+      if (!(a.plain_x ? encode_x_rows(&a.b, x, p, Tr::BK) : encode_x(&a.b, x, p, Tr::BK)))
+        return cudaErrorInvalidValue;
+      a.pack = weight_packs_taps(p) ? 1 : 0;
+      a.K = int(a.pack ? p.filter_spatial() * p.C : p.C);
+      a.tiles_n = int(detail::ceil_div(a.K, Tr::BN));
+      a.taps = a.pack ? 1 : int(p.filter_spatial());
     }
-    a.plain_x = plain_rows(p) ? 1 : 0;
-    if (!(a.plain_x ? encode_x_rows(&a.b, x, p, Tr::BK) : encode_x(&a.b, x, p, Tr::BK))) return cudaErrorInvalidValue;
     set_geometry(a, p);
     a.y = dw;
-    a.pack = weight_packs_taps(p) ? 1 : 0;
     a.M = int(p.K);
-    a.K = int(a.pack ? p.filter_spatial() * p.C : p.C);
     a.GK = int(p.G * p.K);
     a.k_tiles = sp.k_tiles;
     a.tiles_m = int(detail::ceil_div(p.K, Tr::BM));
-    a.tiles_n = int(detail::ceil_div(a.K, Tr::BN));
-    a.taps = a.pack ? 1 : int(p.filter_spatial());
     const bool split = ws != nullptr || sp.cluster;
     a.k_split = split ? sp.k_split : 1;
     a.kt_per_split = split ? sp.kt_per_split : sp.k_tiles;
     a.cluster = sp.cluster ? sp.k_split : 1;
-    a.ld_row = p.filter_spatial() * p.C;
-    a.ws = ws;
-    a.late_wait = late_wait && after_kernel && ws != nullptr ? 1 : 0;
-    return launch(a, stream, after_kernel);
-  }
-
-  // The row form's launch (TmaTraits::kRows): dy {dy_row, Q, P, N}, box 64 x row_len; x
-  // {G*C, W, H, N}, box 64 x (row_len + the taps' reach); GEMM columns dw's X * C of a filter row.
-  static gpuError_t launch_weight_rows(const ConvProblem& p, const void* dy, int64_t dy_row, const void* x,
-                                       void* dw, float* ws, const Split& sp, gpuStream_t stream, bool after_kernel,
-                                       bool late_wait) {
-    TmaConvArgs a{};
-    const detail::TmaRowSegs rs = detail::tma_row_segs(p.out[2], Tr::BN);
-    const int reach = int((p.filter[2] - 1) * p.dilation[2]);
-    {
-      const cuuint64_t dims[4] = {cuuint64_t(dy_row), cuuint64_t(p.out[2]), cuuint64_t(p.out[1]), cuuint64_t(p.N)};
-      const cuuint32_t box[4] = {cuuint32_t(Tr::BK), cuuint32_t(rs.len), 1, 1};
-      if (!encode_tiled(&a.a, dy, 4, dims, box)) return cudaErrorInvalidValue;
-    }
-    {
-      const cuuint64_t dims[4] = {cuuint64_t(p.G * p.C), cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
-      const cuuint32_t box[4] = {cuuint32_t(Tr::BK), cuuint32_t(rs.len + reach), 1, 1};
-      if (!encode_tiled(&a.b, x, 4, dims, box)) return cudaErrorInvalidValue;
-    }
-    set_geometry(a, p);
-    a.row_len = rs.len;
-    a.row_segs = rs.segs;
-    a.stage_tx = (2 * rs.len + reach) * Tr::kRowBytes;
-    a.y = dw;
-    a.M = int(p.K);
-    a.K = int(p.filter[2] * p.C);
-    a.GK = int(p.G * p.K);
-    a.k_tiles = sp.k_tiles;
-    a.tiles_m = int(detail::ceil_div(p.K, Tr::BM));
-    a.tiles_n = int(p.C / 64);
-    a.taps = int(p.filter[1]);
-    a.k_split = ws != nullptr ? sp.k_split : 1;
-    a.kt_per_split = ws != nullptr ? sp.kt_per_split : sp.k_tiles;
-    a.cluster = 1;
     a.ld_row = p.filter_spatial() * p.C;
     a.ws = ws;
     a.late_wait = late_wait && after_kernel && ws != nullptr ? 1 : 0;

@@ -187,12 +187,9 @@ inline bool is_streamk(const KernelBase& k) { return k.key().reduction != Reduct
 // kernel's TmaTraits::kPingPong): it has no cluster reduction (register_negative_tests checks the
 // refusal).
 inline bool ping_pong(const KernelBase& k) { return k.key().ping_pong; }
-// backward_weight's row form (wavelet_tma, specialization stride1): its splits add into the
-// workspace only (no cluster reduction; register_negative_tests checks its refusals).
-inline bool row_form(const KernelBase& k) {
-  return k.key().pipeline == Pipeline::WaveletTma && k.key().variant == Variant::BackwardWeight &&
-         k.key().specialization == Specialization::Stride1;
-}
+// backward_weight's row form (tma_row_form): its splits add into the workspace only (no cluster
+// reduction; register_negative_tests checks its refusals).
+inline bool row_form(const KernelBase& k) { return tma_row_form(k.key()); }
 
 // The runs with an explicit RunOptions::split_reduce, besides the k_batch list, for wavelet_tma
 // backward_weight instances: the cluster reduction at its smallest and largest cluster (2, 8) and
