@@ -176,7 +176,7 @@ def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
     pad_b = max(LDS_ROW_PAD_BYTES // e, i.vec_b)
     if i.pipeline is Pipeline.WAVELET_TMA:
         slabs = i.math_waves * TMA_SLAB_ELEMS_PER_WARP * e if i.epilogue is Epilogue.CSHUFFLE else 0
-        if i.specialization is Specialization.STRIDE1 and i.variant is not Variant.BACKWARD_WEIGHT:
+        if is_patch(i):
             # B ring + two staged input patches of at least tile M pixels each (the patch grows
             # with the problem's row width; the kernel refuses problems whose patch does not fit)
             return ((i.stages * tn + TMA_PATCH_BUFFERS * tm) * TMA_ROW_BYTES + 16 * (i.stages + TMA_PATCH_BUFFERS)
@@ -528,6 +528,20 @@ def is_pingpong(i: KernelInstance) -> bool:
     return i.pipeline is Pipeline.WAVELET_TMA and i.math_waves == 2 * i.waves[0] * i.waves[1] * i.waves[2]
 
 
+def is_row_form(i: KernelInstance) -> bool:
+    """backward_weight's row form (TmaTraits::kRows): wavelet_tma stride1 on backward_weight, a tile
+    one filter row's taps, a k tile a segment of an output row; the default stage layout."""
+    return (i.pipeline is Pipeline.WAVELET_TMA and i.specialization is Specialization.STRIDE1
+            and i.variant is Variant.BACKWARD_WEIGHT)
+
+
+def is_patch(i: KernelInstance) -> bool:
+    """forward / backward_data stride1 on wavelet_tma (TmaTraits::kPatch): staged input patches
+    beside a ring of B tiles."""
+    return (i.pipeline is Pipeline.WAVELET_TMA and i.specialization is Specialization.STRIDE1
+            and i.variant is not Variant.BACKWARD_WEIGHT)
+
+
 def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
     """What TmaTraits (pipeline_tma.hpp) accepts, as one list of reasons. Any ndim: a 3D instance
     runs a problem whose depth is one tap (filter 1, stride 1, no depth padding) as 2D over N x D
@@ -566,7 +580,7 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
         (i.specialization in (Specialization.DEFAULT, Specialization.STRIDE1),
          "wavelet_tma has no 1x1 specializations (the im2col map covers them): default or stride1"),
         # backward_weight's row form: one warpgroup's 64 output channels x a filter row's taps
-        (i.specialization is not Specialization.STRIDE1 or i.variant is not Variant.BACKWARD_WEIGHT
+        (not is_row_form(i)
          or (tm == 64 and i.waves == (4, 1, 1) and not is_pingpong(i) and tn >= 128),
          "backward_weight stride1 (one filter row's taps per tile) needs tile M 64, waves [4, 1, 1], "
          "no ping-pong, tile N >= 128 (tile N / 64 = the filter width it serves)"),
