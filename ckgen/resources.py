@@ -27,5 +27,12 @@ def configs_dir() -> Path:
     return share_dir() / "configs"
 
 
+def tuning_dir() -> Path:
+    """Tuning databases measured on a GPU (``<arch>_<gpu>.json``, made by ``ckgen tune
+    --from-csv`` from a benchmark's profiles): ``CKGEN_TUNING_DB`` or ``Registry.load_tuning_db``
+    takes one."""
+    return configs_dir() / "tuning"
+
+
 def arch_specs_path() -> Path:
     return share_dir() / "arch_specs.json"

@@ -97,6 +97,33 @@ def test_tuning_db_keeps_every_timed_pair() -> None:
     assert {(r["kernel"], r["k_batch"]) for r in ranking} == {(f"k{i:02d}", kb) for i in range(12) for kb in (0, 4)}
 
 
+def test_shipped_tuning_databases_name_default_instances() -> None:
+    """Every shipped tuning database (configs/tuning/<arch>_<gpu>.json, `ckgen tune --from-csv` of a
+    benchmark's profiles) reads as one of this version, belongs to a known arch, ranks its entries
+    fastest first, and names only instances of that arch's default set: a config change that
+    renames or drops an instance fails here instead of leaving entries the dispatcher skips."""
+    from ckgen.arch import load_arch_specs
+    from ckgen.expand import default_config_paths, expand, load_configs
+    from ckgen.resources import tuning_dir
+    from ckgen.tune import DB_VERSION, read_db
+    from ckgen.vocab import Variant
+
+    dbs = sorted(tuning_dir().glob("*.json"))
+    assert dbs, f"no tuning database under {tuning_dir()}"
+    for path in dbs:
+        db = read_db(path)
+        arch = db["arch"]
+        assert db["ckgen_tuning_db"] == DB_VERSION and path.stem.startswith(arch + "_"), path
+        names = {i.name for i in expand(load_configs(default_config_paths(list(Variant), "default")),
+                                        load_arch_specs()[arch]).instances}
+        used = set()
+        for e in db["entries"]:
+            ms = [r["ms"] for r in e["ranking"]]
+            assert ms == sorted(ms) and e["kernel"] == e["ranking"][0]["kernel"], (path.name, e["shape"])
+            used.update(r["kernel"] for r in e["ranking"])
+        assert used and used <= names, (path.name, sorted(used - names)[:5])
+
+
 def test_summary_distribution() -> None:
     q = [Quality("forward", "fp16", f"s{i}", "k", 0, "cost-model", ms, "b", 1.0) for i, ms in enumerate([1.0, 1.05, 1.5, None])]
     s = summarize(q)

@@ -41,7 +41,8 @@ def test_wheel_contains_the_data(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for f in ("ckgen/cli.py", "ckgen/_share/arch_specs.json", "ckgen/_share/CMakeLists.txt.in",
               "ckgen/_share/templates/project/instance.hpp.j2", "ckgen/_share/templates/include/ckgen/vocab.hpp",
-              "ckgen/_share/configs/forward/tests.yaml", "ckgen/_share/configs/backward_weight/profiler.yaml"):
+              "ckgen/_share/configs/forward/tests.yaml", "ckgen/_share/configs/backward_weight/profiler.yaml",
+              "ckgen/_share/configs/tuning/sm_90a_H100.json"):
         assert f in names, f
     src_templates = {p.relative_to(REPO).as_posix() for p in (REPO / "templates").rglob("*") if p.is_file()
                      and "__pycache__" not in p.parts}
