@@ -6,14 +6,13 @@
 #   on the odd ones (the neighbour ranking). fp16 2D forward + backward_weight instances.
 #   PROFILES=allprof.csv SHAPES=allshapes.csv bash bench/dev/db_check.sh -> $OUT/db_*.json, db_check.txt
 set -uo pipefail
-ROOT=$(pwd); export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
-W=${W:-/tmp/dbcheck}; mkdir -p "$W" "$OUT"
+. "$(dirname "$0")/small_project.sh"
+cd "$ROOT" || exit 1
+W=${W:-/tmp/dbcheck}
 ckgen() { python3 -m ckgen.cli "$@"; }
 t0=$SECONDS
-ckgen generate --arch sm_90a --set default --variant forward --variant backward_weight --datatype fp16 --ndim 2 \
-  -o "$W/g" -q && ckgen emit-cmake -o "$W/g" --platform nvidia --gpu-targets 90a > /dev/null &&
-  cmake -S "$W/g" -B "$W/g/build" -G Ninja -DCKGEN_BUILD_TESTS=OFF > "$OUT/cmake.log" 2>&1 &&
-  ninja -C "$W/g/build" -j 16 ckgen_dispatch > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+small_generate "$W/g" --set default --variant forward --variant backward_weight --datatype fp16 --ndim 2 &&
+  NINJA_TARGETS=ckgen_dispatch small_build "$W/g" "$W/g/build" || exit 1
 echo "build $((SECONDS - t0)) s" | tee "$OUT/db_check.txt"
 run() {  # run <label> [check-heuristic args]
   local label=$1; shift

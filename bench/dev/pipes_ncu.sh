@@ -5,19 +5,13 @@
 # reads / writes; the metric names are taken from `ncu --query-metrics` of this GPU.
 #   bash bench/dev/pipes_ncu.sh   -> $OUT/pipes_<n>.csv, $OUT/pipes.txt
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-/tmp/ckgen-out}
+. "$(dirname "$0")/small_project.sh"
 WORK=${WORK:-/tmp/pipes-work}
-mkdir -p "$OUT" "$WORK"
-export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
+mkdir -p "$WORK"
 ROWS=${ROWS:-"forward:fp16:*fwd_fp16_2d_t128x64x64_w8x1x1_wt64x64x16_wltma8_lm1x8_cshuffle_v8x8x8:coverage:grouped_3x3_g4_c64_100
 backward_weight:fp16:*bwd_weight_fp16_2d_t64x192x64_w4x1x1_wt64x192x16_wltma4_lm1x4_cshuffle_v8x8x8_s1:coverage:grouped_3x3_g4_c64_100"}
-args=()
-while IFS=: read -r v dt k _ _; do args+=(--variant "$v" --datatype "$dt" --kernels "$k"); done <<< "$ROWS"
-python3 -m ckgen.cli generate --arch sm_90a "${args[@]}" --ndim 2 -o "$WORK/gen" -q || exit 1
-python3 -m ckgen.cli emit-cmake -o "$WORK/gen" --platform nvidia --gpu-targets 90a > /dev/null || exit 1
-cmake -S "$WORK/gen" -B "$WORK/gen/build" -G Ninja -DCKGEN_BUILD_TESTS=OFF > "$OUT/pipes_build.log" 2>&1 || exit 1
-ninja -C "$WORK/gen/build" -j "$(nproc)" >> "$OUT/pipes_build.log" 2>&1 || { grep -m20 -A5 error "$OUT/pipes_build.log"; exit 1; }
+rows_build "$WORK" || exit 1
+cp "$WORK/gen/build.log" "$OUT/pipes_build.log"
 ncu --query-metrics > "$WORK/metrics.txt" 2>&1
 METRICS=$(python3 - "$WORK/metrics.txt" <<'PY'
 import re, sys
