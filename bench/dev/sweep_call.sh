@@ -9,7 +9,8 @@ set -uo pipefail
 cd "$ROOT" || exit 1
 W=${W:-/tmp/sweep}; NAME=${NAME:-sweep}; TOP=${TOP:-14}; DT=${DT:-fp16}; KB=${KB:-0}
 t0=$SECONDS
-small_generate "$W/g" --config "$CONFIG" && small_build "$W/g" "$W/g/build" || exit 1
+# shellcheck disable=SC2086  # GEN_ARGS: extra generate filters (--datatype fp16 --ndim 2)
+small_generate "$W/g" --config "$CONFIG" ${GEN_ARGS:-} && small_build "$W/g" "$W/g/build" || exit 1
 cp "$W/g/build.log" "$OUT/build.log"
 echo "build $((SECONDS - t0)) s"
 for rep in 1 2; do

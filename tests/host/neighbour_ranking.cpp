@@ -407,6 +407,49 @@ int main(int argc, char** argv) {
               estimate_cost(pp2, s2, 1, fd.arch()).us < estimate_cost(v1, s2, 1, fd.arch()).us,
           "direct FMA stride 2: v8 before the v1 tile");
   }
+  // --- direct backward_weight: units in sequence (matrix path), the threads' issue (FMA path) ---
+  {
+    // H100 (fp16, bench/NOTES.md "The cost model on the direct backward_weight tiles"): depthwise
+    // 56x56 on the matrix path with 16 / 32 / 64-pixel units ran 31.4 / 19.1 / 15.6 us (28 / 14 / 7
+    // units a block), which the bytes alone estimated equal; ResNeXt c4's FMA tile t64x64x4 w4
+    // 27.0 us against the matrix t64x64x4 w8's 12.0 (estimated 12.1 / 10.3 from the fp32 peak);
+    // the depthwise v1 FMA tile 31.3 us against 10.5 for t64x64 v4.
+    auto bkey = [](const std::string& name, int tm, int tn, int tk, int waves, int vec, bool matrix) {
+      KernelKey k = key(name, Variant::BackwardWeight, tm, tn, tk);
+      k.pipeline = Pipeline::Direct;
+      k.stages = 1;
+      k.wave_m = waves, k.wave_n = 1, k.wave_k = 1;
+      k.warp_m = matrix ? 16 : 1, k.warp_n = matrix ? 8 : 1, k.warp_k = matrix ? 16 : 1;
+      k.vec_a = k.vec_b = k.vec_c = vec;
+      k.stage = Stage::Two;
+      return k;
+    };
+    Registry breg;
+    Dispatcher bd(breg);
+    ConvProblem dw = conv(8, 1, 1, 56);
+    dw.G = 256;
+    dw.compute_output();
+    auto est = [&](const KernelKey& k, const ConvProblem& p) {
+      return estimate_cost(k, p, bd.auto_k_batch(k, p), bd.arch()).us;
+    };
+    const double m16 = est(bkey("m16", 16, 64, 1, 8, 8, true), dw), m32 = est(bkey("m32", 32, 64, 1, 8, 8, true), dw),
+                 m64 = est(bkey("m64", 64, 64, 1, 8, 8, true), dw);
+    check(m64 < m32 && m32 < m16 && m16 - m64 > 10.0,
+          "direct backward_weight matrix path: 16-pixel units (28 a block) estimated well above 64-pixel ones (7)",
+          std::to_string(m16) + " " + std::to_string(m32) + " " + std::to_string(m64));
+    const double v4 = est(bkey("v4", 64, 64, 1, 4, 4, false), dw), v1 = est(bkey("v1", 16, 32, 1, 4, 1, false), dw);
+    check(direct_fma_bwd_path(dw, 1, 8) == DirectBwdPath::Window && direct_fma_bwd_path(dw, 1, 4) == DirectBwdPath::Window &&
+              direct_fma_bwd_path(dw, 4, 8) == DirectBwdPath::Generic && v4 < v1 && v4 < m16,
+          "direct backward_weight FMA path: the v4 window tile before the v1 tile and the 16-pixel matrix units",
+          std::to_string(v4) + " " + std::to_string(v1));
+    ConvProblem c4 = conv(8, 4, 4, 56);
+    c4.G = 32;
+    c4.compute_output();
+    const KernelKey fma4 = bkey("fma4", 64, 64, 4, 4, 8, false), mma4 = bkey("mma4", 64, 64, 4, 8, 8, true);
+    check(est(mma4, c4) < est(fma4, c4),
+          "direct backward_weight small groups: the matrix tile before the FMA tile (C = 4: 8 x 4 FMAs a pixel and tap)",
+          std::to_string(est(mma4, c4)) + " vs " + std::to_string(est(fma4, c4)));
+  }
   // --- backward_weight's row form (wavelet_tma, stride1): chosen from measurements only ----------
   {
     Registry rreg;

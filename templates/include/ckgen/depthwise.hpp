@@ -59,11 +59,6 @@
 
 namespace ckgen {
 
-// backward_weight's depthwise Linear 1x3x3 path holds all nine taps' loads of a thread's pixels
-// (ptxas hoists them): up to this many pixels per thread (rules.py DIRECT_BWD_LINEAR_MAX_PIXELS).
-// Tiles with more take the window path (DirectPath::Window / WindowS2) for 1x3x3 filters.
-inline constexpr int kDirectBwdLinearMaxPixels = 2;
-
 template <class Cfg>
 struct DirectTraits {
   using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
@@ -969,14 +964,13 @@ class DepthwiseKernel final : public KernelBase {
     if constexpr (Tr::kMma) {
       smem = DirectMmaBwdTraits<Cfg>::kSmemBytes;
     } else if constexpr (Tr::Cg == 1) {
-      if (p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3) {
-        const bool win = p.dilation[2] == 1 && p.out[2] % Tr::PP == 0;
-        if (win && p.stride[2] == 1)
-          kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window>;
-        else if (win && p.stride[2] == 2)
-          kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::WindowS2>;
-        else if constexpr (Tr::PP <= kDirectBwdLinearMaxPixels)
-          kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>;
+      switch (direct_fma_bwd_path(p, Tr::Cg, Tr::PP)) {
+        case DirectBwdPath::Window: kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window>; break;
+        case DirectBwdPath::WindowS2: kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::WindowS2>; break;
+        case DirectBwdPath::Linear9:
+          if constexpr (Tr::PP <= kDirectBwdLinearMaxPixels) kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>;
+          break;
+        case DirectBwdPath::Generic: break;
       }
     }
     return kernel;

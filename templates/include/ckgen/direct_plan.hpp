@@ -112,6 +112,21 @@ inline int direct_mma_band_rows(const ConvProblem& p, int stages, int64_t row_bl
   return 1;
 }
 
+// backward_weight's FMA path (depthwise.hpp bwd_kernel) for a tile of pp pixels a thread:
+// depthwise (Cg = 1) with a 1x3x3 filter takes a window of the thread's pixels per filter row
+// where they share an output row (W dilation 1, W stride 1 or 2, Wo % pp == 0: Window /
+// WindowS2), else all nine taps at once up to kDirectBwdLinearMaxPixels pixels a thread (its
+// hoisted loads spill beyond); everything else one tap at a time (Generic).
+inline constexpr int kDirectBwdLinearMaxPixels = 2;
+enum class DirectBwdPath { Window, WindowS2, Linear9, Generic };
+inline DirectBwdPath direct_fma_bwd_path(const ConvProblem& p, int group_channels, int pp) {
+  if (group_channels != 1 || p.filter[0] != 1 || p.filter[1] != 3 || p.filter[2] != 3) return DirectBwdPath::Generic;
+  const bool win = p.dilation[2] == 1 && pp > 0 && p.out[2] % pp == 0;
+  if (win && p.stride[2] == 1) return DirectBwdPath::Window;
+  if (win && p.stride[2] == 2) return DirectBwdPath::WindowS2;
+  return pp <= kDirectBwdLinearMaxPixels ? DirectBwdPath::Linear9 : DirectBwdPath::Generic;
+}
+
 // backward_weight: the slice count (k_batch) when none is given. Slices x group tiles blocks
 // of `threads` threads are sized to about kDirectThreadsPerCU threads per compute unit: more
 // slices shorten each block's loop but add partials to combine, and on an H200 the optimum

@@ -515,13 +515,12 @@ inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
 // from L2), channel tiles that overhang G * C counted as traffic; threads: one channel vector x
 // pixels per thread, too few resident warps to hide the memory latency slow it down (latency
 // bound below ~16 warps per SM). backward_weight adds its workspace traffic and the reduce
-// launch. forward / backward_data on FMA: the larger of the memory time and the issue time of
-// the threads' instructions (direct_fma_issue: loads with their addressing, conversions, FMAs;
-// these kernels are issue- and latency-bound, bench/NOTES.md); backward_weight small groups
-// (C = K > 1) on FMA: C fp32 FMAs per output element and tap at the fp32 peak. The matrix path
-// (warp tile 16x8x16, direct_mma.hpp) has no FMA term: its mma.sync work is far below the
-// memory time; its forward / backward_data blocks take the bands the launch gives them (fewer
-// blocks, each source row staged once per band).
+// launch. On FMA: the larger of the memory time and the issue time of the threads' instructions
+// (direct_fma_issue / direct_fma_bwd_issue: loads with their addressing, conversions, FMAs;
+// these kernels are issue- and latency-bound, bench/NOTES.md). The matrix path (warp tile
+// 16x8x16, direct_mma.hpp) has no FMA term: its mma.sync work is far below the memory time; its
+// forward / backward_data blocks take the bands the launch gives them (fewer blocks, each source
+// row staged once per band), its backward_weight blocks add a fixed time per unit they run.
 // Instructions a thread of the forward / backward_data FMA path issues (depthwise.hpp), for pp
 // pixels a thread and vectors of vec channels: its source loads (the window path: pp + X - 1
 // columns per filter row; the row pairs: pp / 2 + X - 1 columns of Y + 1 rows; else one per tap
@@ -531,6 +530,11 @@ inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
 // element, and taps x pp x vec x C fp32 FMAs. On the H200 profiles of the depthwise 56x56 rows
 // the ranking it gives (PP 8 < 4 < 2 < 1 < the v1 tile) is the measured one.
 inline constexpr double kDirectLoadIssue = 4.0;
+// The backward_weight matrix path (direct_mma_bwd_weight.hpp) runs the row segments of its slice
+// one after another, each a chain of copy, wait and a short MMA: on the H100 ~0.7-0.85 us a unit
+// beyond the bandwidth time (depthwise 56x56: 16 / 32 / 64-pixel units, 28 / 14 / 7 a block,
+// 31.4 / 19.1 / 15.6 us; ResNeXt c4 / c8 alike), which the bytes alone estimated equal.
+inline constexpr double kDirectMmaBwdUnitUs = 0.75;
 inline constexpr double kDirectIssueEfficiency = 0.55;  // issue slots busy (Nsight Compute, window kernel)
 inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes) {
   const double taps = double(p.filter_spatial());
@@ -539,6 +543,25 @@ inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec,
                                                      : taps * pp;
   const double convert = elem_bytes == 2 ? double(vec) : 0.0;
   return loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C);
+}
+
+// Instructions a thread of the backward_weight FMA path (depthwise.hpp bwd_weight) issues for
+// `ppt` pixels of its slice, pp at a time, vectors of vec channels: per pixel group the dy loads
+// and the source loads of its path (direct_fma_bwd_path: the window's (pp - 1) * s + X columns of
+// each filter row, the nine taps at once, or one pass per tap that re-reads dy), each
+// kDirectLoadIssue instructions plus one conversion per 16-bit element, and taps x pp x vec x Cg
+// fp32 FMAs.
+inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int vec, int elem_bytes) {
+  const double taps = double(p.filter_spatial());
+  double loads = 0;
+  switch (direct_fma_bwd_path(p, int(p.C), pp)) {
+    case DirectBwdPath::Window: loads = pp + 3.0 * (pp + 2); break;
+    case DirectBwdPath::WindowS2: loads = pp + 3.0 * (2 * pp + 1); break;
+    case DirectBwdPath::Linear9: loads = pp + 9.0 * pp; break;
+    case DirectBwdPath::Generic: loads = 2.0 * taps * pp; break;
+  }
+  const double convert = elem_bytes == 2 ? double(vec) : 0.0;
+  return ppt / pp * (loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C));
 }
 
 inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
@@ -597,18 +620,24 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   const double latency = std::max(1.0, 16.0 / std::max(1.0, std::min(64.0, warps_per_cu)));
   const double mem_us = bytes * overhang / (a.bandwidth_gbs * 1e9) * 1e6 * std::sqrt(latency);
   double fma_us = 0.0;  // the matrix path: none
+  // warp instructions issued per second at every scheduler busy: the fp32 peak / (2 x warp size)
+  const double issue_rate = a.peak_tflops(DataType::FP32) * 1e12 / (2.0 * a.warp_size) * kDirectIssueEfficiency;
   if (!matrix && k.variant == Variant::BackwardWeight) {
-    const double fmas = double(pixels) * double(chans) * double(p.C) * taps;
-    fma_us = fmas * 2.0 / (a.peak_tflops(DataType::FP32) * 1e12) * 1e6;
+    const int vec = std::max(1, k.vec_a);
+    const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, vec, threads));
+    const DirectSlices sl = direct_weight_slices(p, k.tile_m, false, std::max(1, k_batch));
+    const double warp_instr = double(active_threads) / a.warp_size *
+                              direct_fma_bwd_issue(p, double(sl.chunk) * pp / k.tile_m, pp, vec, eb);
+    fma_us = warp_instr / issue_rate * 1e6 * std::sqrt(latency);
   } else if (!matrix) {
     const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, std::max(1, k.vec_a), threads));
     const double warp_instr = double(active_threads) / a.warp_size *
                               direct_fma_issue(k.variant, p, pp, std::max(1, k.vec_a), eb);
-    // warp instructions issued per second at every scheduler busy: the fp32 peak / (2 x warp size)
-    const double issue_rate = a.peak_tflops(DataType::FP32) * 1e12 / (2.0 * a.warp_size) * kDirectIssueEfficiency;
     fma_us = warp_instr / issue_rate * 1e6 * std::sqrt(latency);
   }
   c.us = std::max(mem_us, fma_us) + extra_us;
+  if (matrix && k.variant == Variant::BackwardWeight)  // its units in sequence (kDirectMmaBwdUnitUs)
+    c.us += kDirectMmaBwdUnitUs * double(direct_weight_slices(p, k.tile_m, true, std::max(1, k_batch)).chunk);
   return c;
 }
 
