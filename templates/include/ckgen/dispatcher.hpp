@@ -550,7 +550,8 @@ inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec,
 // and the source loads of its path (direct_fma_bwd_path: the window's (pp - 1) * s + X columns of
 // each filter row, the nine taps at once, or one pass per tap that re-reads dy), each
 // kDirectLoadIssue instructions plus one conversion per 16-bit element, and taps x pp x vec x Cg
-// fp32 FMAs.
+// fp32 FMAs; then the block's combine of its taps x Cg x vec sums through shared memory (a store,
+// a load and an add each), once for all taps or (Generic) once per tap.
 inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int vec, int elem_bytes) {
   const double taps = double(p.filter_spatial());
   double loads = 0;
@@ -561,7 +562,8 @@ inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int
     case DirectBwdPath::Generic: loads = 2.0 * taps * pp; break;
   }
   const double convert = elem_bytes == 2 ? double(vec) : 0.0;
-  return ppt / pp * (loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C));
+  const double combine = 3.0 * taps * double(p.C) * vec;
+  return ppt / pp * (loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C)) + combine;
 }
 
 inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
