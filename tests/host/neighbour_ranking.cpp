@@ -450,6 +450,31 @@ int main(int argc, char** argv) {
           "direct backward_weight small groups: the matrix tile before the FMA tile (C = 4: 8 x 4 FMAs a pixel and tap)",
           std::to_string(est(mma4, c4)) + " vs " + std::to_string(est(fma4, c4)));
   }
+  // --- wavelet_tma backward_weight: the estimate counts the kernel's tile grid -----------------
+  {
+    // ResNeXt 5x5 c8 (G = 32, N = 8, 28 x 28): the kernel runs taps x K/BM x C/BN = 25 tiles a
+    // group (800), not the GEMM view's 8 x 200 (64); an H100 measured the 64 x 128 ring at 317 us
+    // against 47 for a multistage tile, and the GEMM view's estimate (25 us) had picked it. The
+    // stem (C = 3, one group) runs over its im2col copy: 7 x 7 x 3 -> 152 columns, 2 tiles of 128.
+    Registry treg;
+    Dispatcher td(treg);
+    KernelKey w = key("bw_tma", Variant::BackwardWeight, 64, 128, 64);
+    w.pipeline = Pipeline::WaveletTma;
+    w.wave_m = 4, w.wave_n = 1, w.warp_m = 64, w.warp_n = 128;
+    w.load_waves = 1, w.math_waves = 4;
+    ConvProblem r5 = conv(8, 8, 8, 28, 5);
+    r5.G = 32;
+    r5.compute_output();
+    ConvProblem stem = conv(2, 3, 64, 224, 7);
+    stem.stride[1] = stem.stride[2] = 2;
+    stem.compute_output();
+    const CostEstimate er = estimate_cost(w, r5, 1, td.arch()), es = estimate_cost(w, stem, 1, td.arch());
+    const KernelKey ms = key("bw_ms", Variant::BackwardWeight, 64, 64, 32);
+    check(er.tiles == 800 && es.tiles == 2 && estimate_cost(ms, r5, td.auto_k_batch(ms, r5), td.arch()).us < er.us,
+          "wavelet_tma backward_weight: the kernel's tiles (800 on ResNeXt 5x5 c8, 2 on the im2col stem), "
+          "estimated behind a multistage tile there",
+          std::to_string(er.tiles) + " " + std::to_string(es.tiles) + " " + std::to_string(er.us));
+  }
   // --- backward_weight's row form (wavelet_tma, stride1): chosen from measurements only ----------
   {
     Registry rreg;

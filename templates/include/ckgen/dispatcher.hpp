@@ -666,10 +666,19 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const int64_t mt = cdiv(g.M, k.tile_m), nt = cdiv(g.N, k.tile_n);
   const int64_t k_per_split = cdiv(g.K, kb);
   const int64_t kt = cdiv(k_per_split, k.tile_k);
-  c.tiles = mt * nt * g.batch * kb;
+  // wavelet_tma backward_weight runs its own grid (pipeline_tma.hpp): taps x (K / BM) x (C / BN)
+  // tiles a group unless the taps pack into the columns or x goes through the im2col copy
+  // (detail::tma_weight_tiles of detail::tma_gemm_view). With few channels a group that is far
+  // more tiles than the GEMM view's (ResNeXt 5x5 c8: 800 against 64, 317 us measured on an H100
+  // where the GEMM view estimated 25).
+  const int64_t grid =
+      k.pipeline == Pipeline::WaveletTma && k.variant == Variant::BackwardWeight && !tma_row_form(k)
+          ? detail::tma_weight_tiles(detail::tma_gemm_view(Variant::BackwardWeight, p), k.tile_m, k.tile_n)
+          : mt * nt * g.batch;
+  c.tiles = grid * kb;
   // a merged block's useful MACs: its gm groups' diagonal blocks (1 / gm of its GEMM)
-  const double useful = double(g.M) * double(g.N) * double(g.K) / std::max(1, k.groups_to_merge);
-  const double padded = double(mt * k.tile_m) * double(nt * k.tile_n) * double(kt * k.tile_k * kb);
+  const double useful = double(g.M) * double(g.N) * double(g.K) * double(g.batch);
+  const double padded = double(grid) * k.tile_m * k.tile_n * double(kt * k.tile_k * kb) * std::max(1, k.groups_to_merge);
   c.tile_efficiency = useful / padded;
 
   // Occupancy: threads, shared memory (as config.hpp lays it out, rows padded by 16 bytes),

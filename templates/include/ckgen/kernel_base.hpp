@@ -111,6 +111,29 @@ inline ConvProblem fold_depth(const ConvProblem& p) {
   q.in[0] = q.out[0] = q.filter[0] = q.stride[0] = q.dilation[0] = 1;
   return q;
 }
+// wavelet_tma's explicit im2col (pipeline_tma.hpp; the dispatcher's estimate): forward and
+// backward_weight problems of one group whose C is not a multiple of 8 have x rows that are not
+// 16-byte multiples, so x is copied into the workspace as a dense matrix (rows = output pixels,
+// taps x C columns padded with zeros to a multiple of 8) and the problem runs as a 1x1 GEMM over
+// it (tma_gemm_view). Width 0 = not used (also past 512 columns).
+inline int64_t tma_im2col_width(Variant v, const ConvProblem& p) {
+  if (v == Variant::BackwardData) return 0;
+  const int64_t cp = (p.filter_spatial() * p.C + 7) / 8 * 8;
+  return p.C % 8 != 0 && p.G == 1 && cp <= 512 ? cp : 0;
+}
+// The problem the GEMM launches see: p, or the 1x1 problem over the im2col copy.
+inline ConvProblem tma_gemm_view(Variant v, const ConvProblem& p) {
+  const int64_t cp = tma_im2col_width(v, p);
+  if (cp == 0) return p;
+  ConvProblem q = p;
+  q.C = cp;
+  for (int i = 0; i < 3; ++i) {
+    q.in[i] = p.out[i];
+    q.filter[i] = q.stride[i] = q.dilation[i] = 1;
+    q.pad_l[i] = q.pad_r[i] = 0;
+  }
+  return q;
+}
 // wavelet_tma backward_weight's tiles (pipeline_tma.hpp; the dispatcher's split estimate): per
 // group K x C columns per tap, taps tile grids; or, with C % 64 == 0 not a multiple of the tile's
 // N and several taps, dw's taps * C columns in one grid (tap packing: each 64-column block of a

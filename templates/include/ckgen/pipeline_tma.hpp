@@ -1496,36 +1496,15 @@ class TmaConvKernel final : public KernelBase {
       return p.K % 8 != 0 && p.G == 1 ? (p.K + 7) / 8 * 8 : 0;
     }
   }
-  // forward / backward_weight with C % 8 != 0 in one group (the C=3 stem): x's rows are not
-  // 16-byte multiples, so x is copied into the workspace (after the split sums) as a dense
-  // matrix (rows = output pixels, taps x C columns padded with zeros to a multiple of 8) and
-  // the problem runs as a 1x1 GEMM over it (gemm_view): forward with a copy of w padded the same
-  // way, backward_weight into a padded dw, cropped into dw. Width 0 = not used (also past 512
-  // columns). (Measured on the stem: copying only the X taps of a filter row, a quarter of the
-  // bytes, and running a Y x 1 convolution over that was slower, 124 -> 184 us: the copy engine
-  // moves 48-byte pixel rows slowly and the 64-channel k tiles are 3/8 live.)
-  static int64_t im2col_width(const ConvProblem& p) {
-    if constexpr (Cfg::kVariant == Variant::BackwardData) {
-      (void)p;
-      return 0;
-    } else {
-      const int64_t cp = (p.filter_spatial() * p.C + 7) / 8 * 8;
-      return p.C % 8 != 0 && p.G == 1 && cp <= 512 ? cp : 0;
-    }
-  }
-  // The problem the GEMM launches see: p, or the 1x1 problem over the copy.
-  static ConvProblem gemm_view(const ConvProblem& p) {
-    const int64_t cp = im2col_width(p);
-    if (cp == 0) return p;
-    ConvProblem q = p;
-    q.C = cp;
-    for (int i = 0; i < 3; ++i) {
-      q.in[i] = p.out[i];
-      q.filter[i] = q.stride[i] = q.dilation[i] = 1;
-      q.pad_l[i] = q.pad_r[i] = 0;
-    }
-    return q;
-  }
+  // forward / backward_weight with C % 8 != 0 in one group (the C=3 stem): the explicit im2col
+  // copy (detail::tma_im2col_width, kernel_base.hpp), written into the workspace after the split
+  // sums; the problem runs as a 1x1 GEMM over it (gemm_view): forward with a copy of w padded the
+  // same way, backward_weight into a padded dw, cropped into dw. (Measured on the stem: copying
+  // only the X taps of a filter row, a quarter of the bytes, and running a Y x 1 convolution over
+  // that was slower, 124 -> 184 us: the copy engine moves 48-byte pixel rows slowly and the
+  // 64-channel k tiles are 3/8 live.)
+  static int64_t im2col_width(const ConvProblem& p) { return detail::tma_im2col_width(Cfg::kVariant, p); }
+  static ConvProblem gemm_view(const ConvProblem& p) { return detail::tma_gemm_view(Cfg::kVariant, p); }
   // The copy of x and the padded w (forward) or dw (backward_weight), K x cp.
   static std::size_t im2col_bytes(const ConvProblem& p) {
     const int64_t cp = im2col_width(p);
