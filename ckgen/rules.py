@@ -128,7 +128,8 @@ DIRECT_MMA_BWD_TAP_TILES = (DIRECT_MMA_MAX_TAPS + 1) // 2  # m16 tiles of two ta
 DIRECT_MAX_PIXELS_PER_THREAD = 8
 # backward_weight depthwise: the Linear 1x3x3 path (all nine taps' loads hoisted) serves up to
 # this many pixels per thread; beyond, 3x3 problems take the window path (per filter row the
-# (pp - 1) * stride + 3 columns, W stride 1 / 2) or the one-tap path (kDirectBwdLinearMaxPixels)
+# (pp - 1) * stride + 3 columns, W stride 1 / 2) or the one-tap path (kDirectBwdLinearMaxPixels,
+# direct_plan.hpp)
 DIRECT_BWD_LINEAR_MAX_PIXELS = 2
 DIRECT_BWD_WINDOW_MAX_STRIDE = 2
 # The filter taps the direct kernel holds in registers (a compile-time 3x3 path; other filters

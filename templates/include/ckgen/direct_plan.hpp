@@ -116,7 +116,8 @@ inline int direct_mma_band_rows(const ConvProblem& p, int stages, int64_t row_bl
 // depthwise (Cg = 1) with a 1x3x3 filter takes a window of the thread's pixels per filter row
 // where they share an output row (W dilation 1, W stride 1 or 2, Wo % pp == 0: Window /
 // WindowS2), else all nine taps at once up to kDirectBwdLinearMaxPixels pixels a thread (its
-// hoisted loads spill beyond); everything else one tap at a time (Generic).
+// hoisted loads spill beyond; rules.py DIRECT_BWD_LINEAR_MAX_PIXELS mirrors it); everything else
+// one tap at a time (Generic).
 inline constexpr int kDirectBwdLinearMaxPixels = 2;
 enum class DirectBwdPath { Window, WindowS2, Linear9, Generic };
 inline DirectBwdPath direct_fma_bwd_path(const ConvProblem& p, int group_channels, int pp) {
