@@ -446,8 +446,8 @@ int main(int argc, char** argv) {
     c4.G = 32;
     c4.compute_output();
     const KernelKey fma4 = bkey("fma4", 64, 64, 4, 4, 8, false), mma4 = bkey("mma4", 64, 64, 4, 8, 8, true);
-    check(est(mma4, c4) < est(fma4, c4),
-          "direct backward_weight small groups: the matrix tile before the FMA tile (C = 4: 8 x 4 FMAs a pixel and tap)",
+    check(est(fma4, c4) > 1.4 * est(mma4, c4),
+          "direct backward_weight small groups: the FMA tile well behind the matrix tile (C = 4: 8 x 4 FMAs a pixel and tap)",
           std::to_string(est(mma4, c4)) + " vs " + std::to_string(est(fma4, c4)));
   }
   // --- wavelet_tma backward_weight: the estimate counts the kernel's tile grid -----------------
