@@ -66,6 +66,15 @@ TMA_SLICES_M = (1, 2, 3)  # m64 slices per math warpgroup
 TMA_SMEM_SLACK = 1024
 TMA_SWAP_TILE_N = 64  # swap_ab: the output channels of a tile fill one wgmma M
 TMA_PATCH_BUFFERS = 2  # stride1: staged input patches (double-buffered across channel chunks)
+# Specialization window (templates/include/ckgen/pipeline_tma_window.hpp): a tile is Tile M / 8
+# output rows x 8 columns (the instruction's N, which mma_wgmma.hpp implements for these widths),
+# 64-channel groups, two math warpgroups taking turns on windows, 2..4 patch buffers (stages);
+# shared memory as detail::tma_window_smem_bytes lays it out for a 3x3 filter (the kernel refuses
+# larger filters that do not fit the device).
+TMA_WINDOW_PIXELS = (64, 128, 160, 192, 256)
+TMA_WINDOW_COLUMNS = 8
+TMA_WINDOW_STAGES = (2, 3, 4)
+TMA_WINDOW_CHANNELS = 64
 # cshuffle epilogue: a slab of 16 rows x 40 elements per math warp.
 TMA_SLAB_ELEMS_PER_WARP = 16 * 40
 # Shared-memory rows are padded by 16 bytes against bank conflicts.
@@ -175,6 +184,8 @@ def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
     tm, tn, tk = i.tile
     pad_a = max(LDS_ROW_PAD_BYTES // e, i.vec_a)
     pad_b = max(LDS_ROW_PAD_BYTES // e, i.vec_b)
+    if is_window(i):
+        return window_lds_bytes(i)
     if i.pipeline is Pipeline.WAVELET_TMA:
         slabs = i.math_waves * TMA_SLAB_ELEMS_PER_WARP * e if i.epilogue is Epilogue.CSHUFFLE else 0
         if is_patch(i):
@@ -543,6 +554,42 @@ def is_patch(i: KernelInstance) -> bool:
             and i.variant is not Variant.BACKWARD_WEIGHT)
 
 
+def is_window(i: KernelInstance) -> bool:
+    """forward window on wavelet_tma (pipeline_tma_window.hpp): the group's filter resident, a tile
+    a window of output rows x 8 columns, every tap read from one copied input patch."""
+    return i.pipeline is Pipeline.WAVELET_TMA and i.specialization is Specialization.WINDOW
+
+
+def window_lds_bytes(i: KernelInstance, taps: int = 9, reach: int = 2) -> int:
+    """Shared memory of a window instance for a filter of `taps` taps reaching `reach` pixels past
+    the window in each dimension (3x3: 9, 2): detail::tma_window_smem_bytes."""
+    tm = i.tile[0]
+    patch = (TMA_WINDOW_COLUMNS + reach) * (tm // TMA_WINDOW_COLUMNS + reach) * TMA_ROW_BYTES
+    patch = (patch + TMA_SMEM_SLACK - 1) // TMA_SMEM_SLACK * TMA_SMEM_SLACK
+    return (taps * TMA_WINDOW_CHANNELS * TMA_ROW_BYTES + i.stages * patch + 2 * tm * TMA_ROW_BYTES
+            + 8 * (2 + 2 * i.stages) + TMA_SMEM_SLACK)
+
+
+def _window(i: KernelInstance) -> str | None:
+    tm, tn, _ = i.tile
+    checks = (
+        (i.variant is Variant.FORWARD and i.ndim == 2, "specialization window is 2D forward"),
+        (tn == TMA_WINDOW_CHANNELS and tm in TMA_WINDOW_PIXELS and i.warp_tile == (64, tm, 16) and i.swap_ab,
+         f"specialization window computes the transposed tile: swap_ab, tile N {TMA_WINDOW_CHANNELS}, "
+         f"tile M (8 x window rows) in {TMA_WINDOW_PIXELS}, warp tile (64, tile M, 16)"),
+        (i.waves == TMA_PINGPONG_WAVES and is_pingpong(i),
+         f"specialization window needs waves {list(TMA_PINGPONG_WAVES)} and math waves "
+         f"{2 * TMA_PINGPONG_WAVES[0]} (two warpgroups taking turns on windows)"),
+        (i.epilogue is Epilogue.CSHUFFLE, "specialization window stages its tile through shared memory: epilogue cshuffle"),
+        (i.stages in TMA_WINDOW_STAGES, f"specialization window takes stages (patch buffers) in {TMA_WINDOW_STAGES}"),
+        (i.k_batch == 1, "specialization window does not split its reduction: k_batch 1"),
+    )
+    for ok, reason in checks:
+        if not ok:
+            return reason
+    return None
+
+
 def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
     """What TmaTraits (pipeline_tma.hpp) accepts, as one list of reasons. Any ndim: a 3D instance
     runs a problem whose depth is one tap (filter 1, stride 1, no depth padding) as 2D over N x D
@@ -550,17 +597,15 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
     math_waves = i.waves[0] * i.waves[1] * i.waves[2]
     tm, tn, tk = i.tile
     groups = i.waves[0] // 4
+    if is_window(i):
+        return _window(i) or _wavelet_tma_common(i, a)
     checks = (
-        (a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA,
-         "wavelet_tma needs a wgmma warp tile (64 x tile N x 16)"),
-        (i.load_waves == TMA_LOAD_WAVES, f"wavelet_tma has one load warp: load waves {TMA_LOAD_WAVES}"),
         ((i.math_waves == math_waves and math_waves in TMA_MATH_WAVES and i.waves[1:] == (1, 1))
          or (is_pingpong(i) and i.waves == TMA_PINGPONG_WAVES),
          f"wavelet_tma math waves = waves M in {TMA_MATH_WAVES}, waves (M, 1, 1); or ping-pong: "
          f"waves {list(TMA_PINGPONG_WAVES)}, math waves {2 * TMA_PINGPONG_WAVES[0]}"),
         (not is_pingpong(i) or (not i.swap_ab and i.specialization is Specialization.DEFAULT),
          "ping-pong (two warpgroups taking turns on units) needs specialization default, no swap_ab"),
-        (tk * DATATYPE_BYTES[i.datatype] == TMA_ROW_BYTES, f"wavelet_tma needs tile K x element bytes = {TMA_ROW_BYTES}"),
         (i.swap_ab or (tn in TMA_TILE_N and i.warp_tile == (64, tn, 16)),
          f"wavelet_tma needs tile N in {TMA_TILE_N} and warp tile (64, tile N, 16)"),
         (i.swap_ab or (groups > 0 and tm % (64 * groups) == 0 and tm // (64 * groups) in TMA_SLICES_M and tm <= TMA_MAX_TILE_M),
@@ -573,11 +618,6 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
         (not i.swap_ab or i.variant is not Variant.BACKWARD_WEIGHT, "swap_ab is for forward / backward_data"),
         (not i.swap_ab or i.epilogue is Epilogue.DEFAULT,
          "swap_ab stores from registers (epilogue default): a thread's values of a pixel are 8 channels apart"),
-        ((i.vec_a, i.vec_b, i.vec_c) == (8, 8, 8), "wavelet_tma moves 16-byte rows: vector [8, 8, 8]"),
-        (i.reduction is Reduction.SPLITK and i.stage is Stage.ONE,
-         "wavelet_tma splits its reduction with fp32 reductions into one workspace: split-K, "
-         "stage one (k_batch 1, auto or fixed)"),
-        (i.groups_to_merge == 1, "wavelet_tma does not merge groups"),
         (i.specialization in (Specialization.DEFAULT, Specialization.STRIDE1),
          "wavelet_tma has no 1x1 specializations (the im2col map covers them): default or stride1"),
         # backward_weight's row form: one warpgroup's 64 output channels x a filter row's taps
@@ -585,6 +625,25 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
          or (tm == 64 and i.waves == (4, 1, 1) and not is_pingpong(i) and tn >= 128),
          "backward_weight stride1 (one filter row's taps per tile) needs tile M 64, waves [4, 1, 1], "
          "no ping-pong, tile N >= 128 (tile N / 64 = the filter width it serves)"),
+    )
+    for ok, reason in checks:
+        if not ok:
+            return reason
+    return _wavelet_tma_common(i, a)
+
+
+def _wavelet_tma_common(i: KernelInstance, a: ArchSpec) -> str | None:
+    """What every wavelet_tma kernel (pipeline_tma.hpp, pipeline_tma_window.hpp) needs."""
+    checks = (
+        (a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA,
+         "wavelet_tma needs a wgmma warp tile (64 x tile N x 16)"),
+        (i.load_waves == TMA_LOAD_WAVES, f"wavelet_tma has one load warp: load waves {TMA_LOAD_WAVES}"),
+        (i.tile[2] * DATATYPE_BYTES[i.datatype] == TMA_ROW_BYTES, f"wavelet_tma needs tile K x element bytes = {TMA_ROW_BYTES}"),
+        ((i.vec_a, i.vec_b, i.vec_c) == (8, 8, 8), "wavelet_tma moves 16-byte rows: vector [8, 8, 8]"),
+        (i.reduction is Reduction.SPLITK and i.stage is Stage.ONE,
+         "wavelet_tma splits its reduction with fp32 reductions into one workspace: split-K, "
+         "stage one (k_batch 1, auto or fixed)"),
+        (i.groups_to_merge == 1, "wavelet_tma does not merge groups"),
     )
     for ok, reason in checks:
         if not ok:
@@ -670,6 +729,8 @@ def _swap_ab(i: KernelInstance, a: ArchSpec) -> str | None:
 def _specialization(i: KernelInstance, a: ArchSpec) -> str | None:
     if i.specialization is Specialization.STRIDE1 and i.pipeline is not Pipeline.WAVELET_TMA:
         return "stride1 is a wavelet_tma specialization (staged input rows read by every tap)"
+    if i.specialization is Specialization.WINDOW and i.pipeline is not Pipeline.WAVELET_TMA:
+        return "window is a wavelet_tma specialization (the group's filter resident, windows of output rows)"
     if i.specialization is not Specialization.DEFAULT and i.variant is Variant.BACKWARD_DATA and i.groups_to_merge > 1:
         return "1x1 specializations do not combine with merged groups in backward_data"
     return None

@@ -93,6 +93,10 @@ class Specialization(Word):
     # backward_weight (width stride 1, the row form): a tile is one filter row's taps x 64
     # input channels, a k tile a segment of an output row whose x pixels every tap shares
     STRIDE1 = ("stride1", "s1", "Stride1")
+    # wavelet_tma forward of 64-channel groups (C = K = 64) at stride 1: a block keeps its group's
+    # filter in shared memory, a tile is a window of output rows x 8 columns whose input patch is
+    # copied once and read by every tap (templates/include/ckgen/pipeline_tma_window.hpp)
+    WINDOW = ("window", "win", "Window")
 
 
 class Reduction(Word):

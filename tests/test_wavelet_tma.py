@@ -210,6 +210,11 @@ def test_fp32_is_rejected() -> None:
 def test_shipped_default_set_has_tma_for_every_variant() -> None:
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
     every = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
+    # forward windows (pipeline_tma_window.hpp): 20- and 16-row windows, three patch buffers, 2D
+    win = {(i.variant, i.datatype, i.ndim, i.tile, i.stages, i.swap_ab, i.epilogue) for i in every if rules.is_window(i)}
+    assert win == {(Variant.FORWARD, d, 2, (m, 64, 64), 3, True, Epilogue.CSHUFFLE)
+                   for d in (DataType.FP16, DataType.BF16) for m in (160, 128)}
+    every = [i for i in every if not rules.is_window(i)]
     found = [i for i in every if i.ndim < 3]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
     assert by_variant[Variant.FORWARD] == 88 and by_variant[Variant.BACKWARD_DATA] == 68
@@ -255,3 +260,47 @@ def test_template_library_has_the_tma_pipeline() -> None:
     hdr = templates_dir() / "include" / "ckgen" / "pipeline_tma.hpp"
     text = hdr.read_text()
     assert "TmaConvKernel" in text and "cp.async.bulk.tensor" in text
+
+
+# ------------------------------------------------------------------ specialization window
+def window(**kw) -> KernelInstance:
+    base = dict(tile=(160, 64, 64), waves=(4, 1, 1), warp_tile=(64, 160, 16), math_waves=8, swap_ab=True,
+                epilogue=Epilogue.CSHUFFLE, specialization=Specialization.WINDOW, k_batch=1)
+    base.update(kw)
+    return tma(**base)
+
+
+@pytest.mark.parametrize("m", [64, 128, 160, 192])
+def test_window_accepted(m: int) -> None:
+    i = window(tile=(m, 64, 64), warp_tile=(64, m, 16))
+    assert rules.check(i, ARCHS["sm_90a"]) is None
+    assert i.name.endswith("_wltma3_lm1x8_swapab_cshuffle_v8x8x8_win")
+    assert parse_name(i.name) == i
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(variant=Variant.BACKWARD_DATA), "2D forward"),
+    (dict(ndim=3), "2D forward"),
+    (dict(swap_ab=False), "not a multiple of waves x warp tile"),
+    (dict(tile=(96, 64, 64), warp_tile=(64, 96, 16)), "warp tile"),
+    (dict(tile=(160, 128, 64)), "tile N 64"),
+    (dict(waves=(8, 1, 1), math_waves=8), "not a multiple of waves x warp tile"),
+    (dict(math_waves=4), "waves [4, 1, 1]"),
+    (dict(epilogue=Epilogue.DEFAULT), "epilogue cshuffle"),
+    (dict(stages=5), "patch buffers"),
+    (dict(k_batch=0), "k_batch 1"),
+    (dict(tile=(256, 64, 64), warp_tile=(64, 256, 16), stages=3), "LDS"),
+    (dict(pipeline=Pipeline.MULTISTAGE, load_waves=0, math_waves=0, swap_ab=False, warp_tile=(16, 8, 16),
+          waves=(2, 2, 1)), "window is a wavelet_tma specialization"),
+])
+def test_window_refusals(change: dict, words: str) -> None:
+    bad = rules.check(window(**change), ARCHS["sm_90a"])
+    assert bad is not None and words in bad[1], bad
+
+
+def test_window_lds_matches_the_kernel_layout() -> None:
+    # detail::tma_window_smem_bytes for a 3x3 filter: 9 filter taps of 8 KB, the patches
+    # (10 x (rows + 2) pixels of 128 bytes, 1024-aligned), two staging buffers, barriers, slack
+    i = window(stages=3)
+    patch = -(-(10 * 22 * 128) // 1024) * 1024
+    assert rules.lds_bytes(i, ARCHS["sm_90a"]) == 9 * 8192 + 3 * patch + 2 * 160 * 128 + 8 * 8 + 1024

@@ -652,10 +652,42 @@ inline constexpr double kRegisterStoreEfficiency = 0.3;
 // set": 0.5-1.5 pick alike, 0 leaves many-k-tile narrow tiles behind short ones).
 inline constexpr double kTmaRoundUs = 0.75;
 
+// The window form (pipeline_tma_window.hpp): its busiest block runs ceil(G / groups side by side)
+// groups x ceil(windows / blocks a group) windows, each taps x 4 MMAs from resident operands at
+// kTmaWindowRate of the compute unit's peak, plus one filter copy a group (kTmaWindowFilterUs);
+// or the bytes (x's patches, y, a filter a block and group), whichever is longer; plus the launch.
+// Fitted on the probe of bench/NOTES.md "Forward windows" (H200: g4 100x100, 56x56 G40, 37x45 G3,
+// 20x20 G200; rate 0.71-0.85 of peak).
+inline constexpr double kTmaWindowRate = 0.8;
+inline constexpr double kTmaWindowFilterUs = 0.5;
+inline CostEstimate estimate_window_cost(const KernelKey& k, const ConvProblem& p, const ArchNumbers& a) {
+  CostEstimate c;
+  const int64_t windows = detail::tma_window_tiles(p, k.tile_m);
+  const detail::TmaWindowGrid gr = detail::tma_window_grid(p.G, a.compute_units);
+  const int64_t groups_per_block = (p.G + gr.group_stride - 1) / gr.group_stride;
+  const int64_t per_block = groups_per_block * ((windows + gr.bpg - 1) / gr.bpg);
+  c.tiles = windows * p.G;
+  c.blocks_per_cu = 1;
+  c.waves = per_block;
+  c.tile_efficiency = double(p.N * p.out[1] * p.out[2]) / double(windows * k.tile_m);
+  const double window_flops = 2.0 * 64 * k.tile_m * double(p.filter_spatial()) * 64;
+  const double peak_cu = a.peak_tflops(k.datatype) * 1e12 / a.compute_units;
+  const double compute_us =
+      double(per_block) * window_flops / (peak_cu * kTmaWindowRate) * 1e6 + double(groups_per_block) * kTmaWindowFilterUs;
+  const int eb = elem_bytes(k.datatype);
+  const double patch = double((8 + (p.filter[2] - 1) * p.dilation[2]) * (k.tile_m / 8 + (p.filter[1] - 1) * p.dilation[1]));
+  const double bytes = (double(c.tiles) * patch * 64 + double(p.output_elems()) +
+                        double(gr.bpg * gr.group_stride * groups_per_block) * double(p.filter_spatial()) * 64 * 64) *
+                       eb;
+  c.us = std::max(compute_us, bytes / (a.bandwidth_gbs * 1e9) * 1e6) + 3.0;
+  return c;
+}
+
 // Estimated time of one instance on one problem with a given split count.
 inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
                                   const ArchNumbers& a = {}) {
   if (k.pipeline == Pipeline::Direct) return estimate_direct_cost(k, p, k_batch, a);
+  if (tma_window_form(k)) return estimate_window_cost(k, p, a);
   CostEstimate c;
   auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
   const GemmDims g = tiled_gemm_dims(k.variant, p, k.groups_to_merge);

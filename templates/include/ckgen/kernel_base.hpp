@@ -305,6 +305,26 @@ inline bool tma_row_form(const KernelKey& k) {
          k.specialization == Specialization::Stride1;
 }
 
+// forward windows (wavelet_tma, specialization window: pipeline_tma_window.hpp).
+inline bool tma_window_form(const KernelKey& k) {
+  return k.pipeline == Pipeline::WaveletTma && k.specialization == Specialization::Window;
+}
+namespace detail {
+// The window form's grid: the compute units spread over the groups, bpg blocks a group (at least
+// one), group_stride groups side by side (block b runs groups b / bpg, + group_stride, ...).
+struct TmaWindowGrid {
+  int64_t bpg, group_stride;
+};
+inline TmaWindowGrid tma_window_grid(int64_t groups, int64_t compute_units) {
+  const int64_t bpg = std::max<int64_t>(1, compute_units / groups);
+  return {bpg, std::min<int64_t>(groups, std::max<int64_t>(1, compute_units / bpg))};
+}
+// Windows of a group: images x window rows x window columns (`pixels` / 8 rows of 8 columns).
+inline int64_t tma_window_tiles(const ConvProblem& p, int pixels) {
+  return p.N * ((p.out[1] + pixels / 8 - 1) / (pixels / 8)) * ((p.out[2] + 7) / 8);
+}
+}  // namespace detail
+
 // The KernelKey fields a generated Config names directly, the same for every launcher; each
 // launcher adds the tile, wave, warp-tile and vector fields from its own traits.
 template <class Cfg>

@@ -1085,6 +1085,20 @@ Fn driver_entry(const char* name) {
     return nullptr;
   return reinterpret_cast<Fn>(f);
 }
+// A dense tensor of rank 2..4 (dims innermost first, fp16 or bf16 elements) in tiled mode,
+// 128-byte swizzled boxes.
+inline bool encode_tiled16(CUtensorMap* map, bool bf16, const void* ptr, int rank, const cuuint64_t* dims,
+                           const cuuint32_t* box) {
+  static const auto enc = driver_entry<EncodeTiledFn>("cuTensorMapEncodeTiled");
+  if (!enc) return false;
+  cuuint64_t strides[3] = {dims[0] * 2, 0, 0};
+  for (int i = 1; i + 1 < rank; ++i) strides[i] = strides[i - 1] * dims[i];
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  return enc(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, cuuint32_t(rank),
+             const_cast<void*>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
 
 // Side streams that let backward_data's stride phases (disjoint dx pixels, or fp32 reductions
 // into one workspace) run side by side: phase j > 0 runs on side stream (j - 1) % kSide, forked
@@ -1639,17 +1653,9 @@ class TmaConvKernel final : public KernelBase {
     return encode_tiled(map, x, 2, dims, box);
   }
 
-  // A dense tensor of rank 2..4 (dims innermost first, 16-bit elements) in tiled mode.
   static bool encode_tiled(CUtensorMap* map, const void* ptr, int rank, const cuuint64_t* dims,
                            const cuuint32_t* box) {
-    static const auto enc = detail::driver_entry<detail::EncodeTiledFn>("cuTensorMapEncodeTiled");
-    if (!enc) return false;
-    cuuint64_t strides[3] = {dims[0] * 2, 0, 0};
-    for (int i = 1; i + 1 < rank; ++i) strides[i] = strides[i - 1] * dims[i];
-    const cuuint32_t estr[4] = {1, 1, 1, 1};
-    return enc(map, map_type(), cuuint32_t(rank), const_cast<void*>(ptr), dims, strides, box, estr,
-               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    return detail::encode_tiled16(map, Tr::kBF16, ptr, rank, dims, box);
   }
 
   static bool aligned16(std::initializer_list<const void*> ptrs) {

@@ -53,13 +53,14 @@ inline constexpr const char* to_string(Epilogue v) {
   return "?";
 }
 
-enum class Specialization { Default, Filter1x1Pad0, Filter1x1Stride1Pad0, Stride1 };
+enum class Specialization { Default, Filter1x1Pad0, Filter1x1Stride1Pad0, Stride1, Window };
 inline constexpr const char* to_string(Specialization v) {
   switch (v) {
     case Specialization::Default: return "default";
     case Specialization::Filter1x1Pad0: return "filter1x1_pad0";
     case Specialization::Filter1x1Stride1Pad0: return "filter1x1_stride1_pad0";
     case Specialization::Stride1: return "stride1";
+    case Specialization::Window: return "window";
   }
   return "?";
 }

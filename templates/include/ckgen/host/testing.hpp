@@ -21,6 +21,7 @@
 //                         split-K backward_weight: streamk_blocks != 0; backward_weight's row
 //                         form (stride1): cluster reduction, width stride 2, C = 96, a filter
 //                         width other than tile N / 64, a dilated width past the stage's halo
+//                         forward windows: C = 32, K = 128, stride 2, a 9x9 filter
 //   <variant>_reference   GPU fp32 reference vs CPU fp64 reference on tests.csv
 //   <variant>_im2col_wide  (forward, backward_weight) every 2D wavelet_tma instance on a C=3
 //                         7x7 stride-2 problem with 240-pixel output lines (the im2col copy's
@@ -318,7 +319,7 @@ inline void register_problem_tests(Variant v, const std::string& suite,
 
 // wavelet_tma's explicit im2col path (C % 8 != 0, one group) on output lines of 240 pixels
 // (N=2, 480 x 480, 7x7 stride 2): every 2D wavelet_tma instance of the variant must run it
-// (k_batch 0, and 3 where it splits); stride1 instances refuse its stride 2.
+// (k_batch 0, and 3 where it splits); stride1 and window instances refuse its stride 2.
 inline void register_im2col_wide_tests(Variant v) {
   if (v == Variant::BackwardData) return;
   const ConvProblem p = make_problem(2, 1, 2, 3, 24, {480, 480}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3});
@@ -326,7 +327,7 @@ inline void register_im2col_wide_tests(Variant v) {
   uint64_t counter = 0;
   for (const KernelBase* k : instances_of(v)) {
     if (k->key().pipeline != Pipeline::WaveletTma || k->key().ndim != 2 ||
-        k->key().specialization == Specialization::Stride1)
+        k->key().specialization != Specialization::Default)
       continue;
     std::vector<RunOptions> runs;
     for (int kb : takes_k_batch(v, *k) ? std::vector<int>{0, 3} : std::vector<int>{0}) {
@@ -444,6 +445,24 @@ inline void register_negative_tests(Variant v) {
       // forward / backward_data instances have one reduction scheme.
       o.split_reduce = SplitReduce::Workspace;
       refuses("split_reduce_workspace", o, "split_reduce workspace is for wavelet_tma backward_weight");
+      if (tma_window_form(key)) {
+        // The window form's limits (pipeline_tma_window.hpp): 64-channel groups, stride 1, a
+        // filter whose taps fit shared memory beside the patches (9x9: 648 KB).
+        auto win = [](int64_t c, int64_t kk, int64_t s, int64_t f) {
+          return make_problem(2, 2, 1, c, kk, {12, 20}, {f, f}, {s, s}, {1, 1}, {f / 2, f / 2}, {f / 2, f / 2});
+        };
+        auto win_refuses = [suite, k](const std::string& what, const ConvProblem& p, const char* expect) {
+          add_test(suite, what + "_refused__" + k->name(), [k, p, expect] {
+            const std::string why = k->is_supported(p, RunOptions{});
+            EXPECT_NE(why.find(expect), std::string::npos)
+                << k->name() << " on " << problem_summary(p) << ": " << (why.empty() ? "accepted" : why);
+          });
+        };
+        win_refuses("window_c32", win(32, 64, 1, 3), "needs C = K = 64");
+        win_refuses("window_k128", win(64, 128, 1, 3), "needs C = K = 64");
+        win_refuses("window_stride2", win(64, 64, 2, 3), "needs stride 1");
+        win_refuses("window_filter9", win(64, 64, 1, 9), "bytes of shared memory");
+      }
     }
     const int vec = std::max({key.vec_a, key.vec_b, key.vec_c});
     // (wavelet_tma forward and backward_weight run C % 8 != 0 through an explicit im2col copy
@@ -642,8 +661,9 @@ inline ConvProblem random_problem(SweepRng& rng, int ndim) {
     // depthwise (C = K = 1): half of them G a multiple of 8 so the 16-byte direct instances
     // (depthwise.hpp) draw them too; small groups (C = K = 2, 4 or 8, ResNeXt-style) for the
     // direct small-group instances, G * C mostly a multiple of 8
+    // 64-channel groups at stride 1 (kind 30..35) for the forward windows (pipeline_tma_window.hpp)
     const int kind = int(rng.uniform(0, 99));
-    const bool depthwise = kind < 20, small_groups = kind >= 20 && kind < 30;
+    const bool depthwise = kind < 20, small_groups = kind >= 20 && kind < 30, wide = kind >= 30 && kind < 36;
     const int64_t cg = small_groups ? rng.pick<int64_t>({2, 4, 4, 8}) : 1;
     const int64_t G = small_groups     ? (rng.chance(75) ? (8 / cg) * rng.uniform(1, 8)
                                                           : rng.uniform(1, 24))
@@ -651,6 +671,7 @@ inline ConvProblem random_problem(SweepRng& rng, int ndim) {
                       : rng.chance(50) ? 8 * rng.uniform(1, 16)
                                         : rng.uniform(2, 64);
     auto channels = [&]() -> int64_t {
+      if (wide) return 64;
       if (depthwise || small_groups) return cg;
       if (rng.chance(50)) return 8 * rng.uniform(1, 8);
       return rng.uniform(1, 40);
@@ -662,7 +683,7 @@ inline ConvProblem random_problem(SweepRng& rng, int ndim) {
     for (int i = 0; i < ndim; ++i) {
       in.push_back(rng.uniform(1, max_in));
       f.push_back(rng.pick<int64_t>({1, 1, 2, 3, 3, 3, 4, 5}));
-      s.push_back(rng.pick<int64_t>({1, 1, 1, 2, 2, 3}));
+      s.push_back(wide ? 1 : rng.pick<int64_t>({1, 1, 1, 2, 2, 3}));
       d.push_back(rng.pick<int64_t>({1, 1, 1, 1, 2, 3}));
       const int64_t eff = (f.back() - 1) * d.back() + 1;
       const int64_t pmax = std::min<int64_t>(3, eff - 1);
