@@ -68,12 +68,12 @@ TMA_SWAP_TILE_N = 64  # swap_ab: the output channels of a tile fill one wgmma M
 TMA_PATCH_BUFFERS = 2  # stride1: staged input patches (double-buffered across channel chunks)
 # Specialization window (templates/include/ckgen/pipeline_tma_window.hpp): a tile is Tile M / 8
 # output rows x 8 columns (the instruction's N, which mma_wgmma.hpp implements for these widths),
-# 64-channel groups, two math warpgroups taking turns on windows, 2..4 patch buffers (stages);
+# 64-channel groups, two math warpgroups taking turns on windows, 2 or 4 patch buffers (stages);
 # shared memory as detail::tma_window_smem_bytes lays it out for a 3x3 filter (the kernel refuses
 # larger filters that do not fit the device).
 TMA_WINDOW_PIXELS = (64, 128, 160, 192, 256)
 TMA_WINDOW_COLUMNS = 8
-TMA_WINDOW_STAGES = (2, 3, 4)
+TMA_WINDOW_STAGES = (2, 4)  # even: each patch buffer has one reader warpgroup (TmaWindowTraits)
 TMA_WINDOW_CHANNELS = 64
 # cshuffle epilogue: a slab of 16 rows x 40 elements per math warp.
 TMA_SLAB_ELEMS_PER_WARP = 16 * 40

@@ -210,9 +210,9 @@ def test_fp32_is_rejected() -> None:
 def test_shipped_default_set_has_tma_for_every_variant() -> None:
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
     every = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
-    # forward windows (pipeline_tma_window.hpp): 20- and 16-row windows, three patch buffers, 2D
+    # forward windows (pipeline_tma_window.hpp): 20- and 16-row windows, four patch buffers, 2D
     win = {(i.variant, i.datatype, i.ndim, i.tile, i.stages, i.swap_ab, i.epilogue) for i in every if rules.is_window(i)}
-    assert win == {(Variant.FORWARD, d, 2, (m, 64, 64), 3, True, Epilogue.CSHUFFLE)
+    assert win == {(Variant.FORWARD, d, 2, (m, 64, 64), 4, True, Epilogue.CSHUFFLE)
                    for d in (DataType.FP16, DataType.BF16) for m in (160, 128)}
     every = [i for i in every if not rules.is_window(i)]
     found = [i for i in every if i.ndim < 3]
@@ -264,17 +264,17 @@ def test_template_library_has_the_tma_pipeline() -> None:
 
 # ------------------------------------------------------------------ specialization window
 def window(**kw) -> KernelInstance:
-    base = dict(tile=(160, 64, 64), waves=(4, 1, 1), warp_tile=(64, 160, 16), math_waves=8, swap_ab=True,
+    base = dict(tile=(160, 64, 64), waves=(4, 1, 1), warp_tile=(64, 160, 16), math_waves=8, swap_ab=True, stages=4,
                 epilogue=Epilogue.CSHUFFLE, specialization=Specialization.WINDOW, k_batch=1)
     base.update(kw)
     return tma(**base)
 
 
-@pytest.mark.parametrize("m", [64, 128, 160, 192])
-def test_window_accepted(m: int) -> None:
-    i = window(tile=(m, 64, 64), warp_tile=(64, m, 16))
+@pytest.mark.parametrize("m, stages", [(64, 4), (128, 4), (160, 4), (192, 2), (256, 2)])
+def test_window_accepted(m: int, stages: int) -> None:
+    i = window(tile=(m, 64, 64), warp_tile=(64, m, 16), stages=stages)
     assert rules.check(i, ARCHS["sm_90a"]) is None
-    assert i.name.endswith("_wltma3_lm1x8_swapab_cshuffle_v8x8x8_win")
+    assert i.name.endswith(f"_wltma{stages}_lm1x8_swapab_cshuffle_v8x8x8_win")
     assert parse_name(i.name) == i
 
 
@@ -288,8 +288,9 @@ def test_window_accepted(m: int) -> None:
     (dict(math_waves=4), "waves [4, 1, 1]"),
     (dict(epilogue=Epilogue.DEFAULT), "epilogue cshuffle"),
     (dict(stages=5), "patch buffers"),
+    (dict(stages=3), "patch buffers"),
     (dict(k_batch=0), "k_batch 1"),
-    (dict(tile=(256, 64, 64), warp_tile=(64, 256, 16), stages=3), "LDS"),
+    (dict(tile=(256, 64, 64), warp_tile=(64, 256, 16), stages=4), "LDS"),
     (dict(pipeline=Pipeline.MULTISTAGE, load_waves=0, math_waves=0, swap_ab=False, warp_tile=(16, 8, 16),
           waves=(2, 2, 1)), "window is a wavelet_tma specialization"),
 ])
@@ -301,6 +302,6 @@ def test_window_refusals(change: dict, words: str) -> None:
 def test_window_lds_matches_the_kernel_layout() -> None:
     # detail::tma_window_smem_bytes for a 3x3 filter: 9 filter taps of 8 KB, the patches
     # (10 x (rows + 2) pixels of 128 bytes, 1024-aligned), two staging buffers, barriers, slack
-    i = window(stages=3)
+    i = window(stages=4)
     patch = -(-(10 * 22 * 128) // 1024) * 1024
-    assert rules.lds_bytes(i, ARCHS["sm_90a"]) == 9 * 8192 + 3 * patch + 2 * 160 * 128 + 8 * 8 + 1024
+    assert rules.lds_bytes(i, ARCHS["sm_90a"]) == 9 * 8192 + 4 * patch + 2 * 160 * 128 + 8 * 10 + 1024

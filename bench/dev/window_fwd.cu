@@ -9,6 +9,8 @@
 // Two math warpgroups take turns on the block's tiles; one load warp.
 //
 // Build + run: bench/dev/window_call.sh (device). Prints PASS/FAIL and the median time per call.
+// (Its P = 3 cases share patch buffers between the two warpgroups, which the library form refuses:
+// see TmaWindowTraits in templates/include/ckgen/pipeline_tma_window.hpp.)
 #include <cuda.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>

@@ -9,7 +9,7 @@
 //           copies its input patch ((rows + (Y - 1) d_h) x (8 + (X - 1) d_w) pixels x 64
 //           channels, one 4D tiled box of x {G*C, W, H, N} from (ow0 - pl_w, oh0 - pl_h);
 //           padding and pixels past the image are zero-filled by the engine) into one of
-//           kStages patch buffers; tap (fy, fx) reads its B operand straight from the patch: its
+//           kStages (2 or 4) patch buffers; tap (fy, fx) reads its B operand straight from the patch: its
 //           8-pixel groups (one output row each) start fy * d_h patch rows and fx * d_w pixels
 //           in, one patch row apart (descriptor SBO = patch width x 128 bytes; any 128-byte row
 //           works, the swizzle follows the address bits). No im2col copy, no copy per tap.
@@ -57,7 +57,11 @@ struct TmaWindowTraits {
                 "ckgen: specialization window needs waves (4, 1, 1), two math warpgroups (math waves 8), one load warp");
   static_assert(Cfg::kEpilogue == Epilogue::CShuffle,
                 "ckgen: specialization window stages its tile through shared memory (epilogue cshuffle)");
-  static_assert(S >= 2 && S <= 4, "ckgen: specialization window needs 2..4 patch buffers (stages)");
+  // Window li lands in buffer li % S and is read by warpgroup li % 2: with S even each buffer has
+  // one reader, which waits for its phases in order. With S odd the two warpgroups share every
+  // buffer and the faster one can wait for a `full` parity two phases early (a window whose copy
+  // has not landed reads as landed): measured as a launch failure with S = 3 (H100, 56x56 G32).
+  static_assert(S == 2 || S == 4, "ckgen: specialization window needs 2 or 4 patch buffers (stages)");
   static_assert(Cfg::kKBatch == 1 && Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK &&
                     !Cfg::kPersistent && Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
                 "ckgen: specialization window: k_batch 1, no merged groups, vector (8, 8, 8)");
