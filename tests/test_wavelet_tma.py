@@ -210,10 +210,10 @@ def test_fp32_is_rejected() -> None:
 def test_shipped_default_set_has_tma_for_every_variant() -> None:
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
     every = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
-    # forward windows (pipeline_tma_window.hpp): 20- and 16-row windows, four patch buffers, 2D
+    # forward windows (pipeline_tma_window.hpp): 20-, 16- and 8-row windows, four patch buffers, 2D
     win = {(i.variant, i.datatype, i.ndim, i.tile, i.stages, i.swap_ab, i.epilogue) for i in every if rules.is_window(i)}
     assert win == {(Variant.FORWARD, d, 2, (m, 64, 64), 4, True, Epilogue.CSHUFFLE)
-                   for d in (DataType.FP16, DataType.BF16) for m in (160, 128)}
+                   for d in (DataType.FP16, DataType.BF16) for m in (160, 128, 64)}
     every = [i for i in every if not rules.is_window(i)]
     found = [i for i in every if i.ndim < 3]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
