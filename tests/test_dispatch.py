@@ -208,7 +208,8 @@ def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     that a wavelet_tma backward_weight instance's automatic split is estimated with the rule the
     kernel runs (detail::tma_reduction_splits), not the multistage one; and that backward_weight's
     row form (wavelet_tma stride1) is picked from a tuning database's exact ranking, never by the
-    cost model alone."""
+    cost model alone; and that the forward windows (wavelet_tma window) are estimated on their own
+    grid (windows a block, groups a block) and picked over the ring on grouped g4."""
     cxx = _host_cxx()
     if cxx is None:
         pytest.skip("no host C++ compiler")

@@ -497,6 +497,46 @@ int main(int argc, char** argv) {
     check(s.source == "tuning-db-exact" && s.kernel && s.kernel->name() == "bw_rows",
           "a tuning database's exact ranking picks the row form", s.kernel ? s.kernel->name() + " | " + s.why : s.why);
   }
+  // --- forward windows (wavelet_tma, specialization window): their own grid and rate ----------
+  {
+    // g4 100x100 (4 groups of 64 -> 64, N = 2): 2 x 5 x 13 windows of 20 x 8 a group, 33 blocks
+    // a group on 132 compute units, 4 windows the busiest block; measured 10.3 us on an H100
+    // against the 128 x 64 ring's 17.6 (bench/NOTES.md, "Forward windows").
+    Registry wreg;
+    KernelKey win = key("fwd_win", Variant::Forward, 160, 64, 64);
+    win.pipeline = Pipeline::WaveletTma;
+    win.specialization = Specialization::Window;
+    win.wave_m = 4, win.wave_n = 1, win.warp_m = 64, win.warp_n = 160;
+    win.load_waves = 1, win.math_waves = 8, win.stages = 4;
+    win.swap_ab = win.ping_pong = true;
+    win.epilogue = Epilogue::CShuffle;
+    KernelKey ring = key("fwd_ring", Variant::Forward, 128, 64, 64);
+    ring.pipeline = Pipeline::WaveletTma;
+    ring.wave_m = 8, ring.wave_n = 1, ring.warp_m = 64, ring.warp_n = 64;
+    ring.load_waves = 1, ring.math_waves = 8, ring.stages = 8;
+    ring.epilogue = Epilogue::CShuffle;
+    wreg.add(std::make_unique<FakeKernel>(ring));
+    wreg.add(std::make_unique<FakeKernel>(win));
+    Dispatcher wd(wreg);
+    ConvProblem g4 = conv(2, 64, 64, 100);
+    g4.G = 4;
+    g4.compute_output();
+    const CostEstimate ew = estimate_cost(win, g4, 1, wd.arch()), er = estimate_cost(ring, g4, 1, wd.arch());
+    check(ew.tiles == 4 * 2 * 5 * 13 && ew.waves == 4 && ew.us > 8.0 && ew.us < 14.0 && ew.us < er.us,
+          "forward windows: g4's 520 windows, 4 a block, estimated 8-14 us and ahead of the ring",
+          std::to_string(ew.tiles) + " " + std::to_string(ew.waves) + " " + std::to_string(ew.us) + " ring " +
+              std::to_string(er.us));
+    const Selection c = wd.by_cost(g4, DataType::FP16, Variant::Forward);
+    check(bool(c) && c.kernel->name() == "fwd_win", "the cost model picks the window on g4",
+          c.kernel ? c.kernel->name() : c.why);
+    // more groups than compute units: each block runs ceil(200 / 132) groups, a filter copy each
+    ConvProblem many = conv(1, 64, 64, 20);
+    many.G = 200;
+    many.compute_output();
+    const detail::TmaWindowGrid gr = detail::tma_window_grid(200, 132);
+    check(gr.bpg == 1 && gr.group_stride == 132 && estimate_cost(win, many, 1, wd.arch()).waves == 2 * 3,
+          "forward windows: 200 groups on 132 units, two groups of 1 x 3 windows a block");
+  }
   std::printf("all %s\n", failures ? "failed" : "passed");
   return failures ? 1 : 0;
 }

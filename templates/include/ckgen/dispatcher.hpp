@@ -585,8 +585,10 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   int64_t active_threads;
   const bool matrix = k.warp_m > 1;  // a block per row segment or band (direct_plan.hpp)
   double bytes = 0;
+  // backward_weight: the slices of the launch, read by the split, the FMA issue and the unit terms
+  DirectSlices sl{};
   if (k.variant == Variant::BackwardWeight) {
-    const DirectSlices sl = direct_weight_slices(p, k.tile_m, matrix, std::max(1, k_batch));
+    sl = direct_weight_slices(p, k.tile_m, matrix, std::max(1, k_batch));
     c.k_batch = sl.count;
     c.tiles = int64_t(sl.count) * gtiles;
     active_threads = c.tiles * threads;
@@ -627,7 +629,6 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   if (!matrix && k.variant == Variant::BackwardWeight) {
     const int vec = std::max(1, k.vec_a);
     const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, vec, threads));
-    const DirectSlices sl = direct_weight_slices(p, k.tile_m, false, std::max(1, k_batch));
     const double warp_instr = double(active_threads) / a.warp_size *
                               direct_fma_bwd_issue(p, double(sl.chunk) * pp / k.tile_m, pp, vec, eb);
     fma_us = warp_instr / issue_rate * 1e6 * std::sqrt(latency);
@@ -639,7 +640,7 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   }
   c.us = std::max(mem_us, fma_us) + extra_us;
   if (matrix && k.variant == Variant::BackwardWeight)  // its units in sequence (kDirectMmaBwdUnitUs)
-    c.us += kDirectMmaBwdUnitUs * double(direct_weight_slices(p, k.tile_m, true, std::max(1, k_batch)).chunk);
+    c.us += kDirectMmaBwdUnitUs * double(sl.chunk);
   return c;
 }
 
