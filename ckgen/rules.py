@@ -594,11 +594,11 @@ def _wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
     """What TmaTraits (pipeline_tma.hpp) accepts, as one list of reasons. Any ndim: a 3D instance
     runs a problem whose depth is one tap (filter 1, stride 1, no depth padding) as 2D over N x D
     images (kernel_base.hpp, fold_depth) and any other through 5D im2col maps."""
-    math_waves = i.waves[0] * i.waves[1] * i.waves[2]
-    tm, tn, tk = i.tile
-    groups = i.waves[0] // 4
     if is_window(i):
         return _window(i) or _wavelet_tma_common(i, a)
+    math_waves = i.waves[0] * i.waves[1] * i.waves[2]
+    tm, tn, _ = i.tile
+    groups = i.waves[0] // 4
     checks = (
         ((i.math_waves == math_waves and math_waves in TMA_MATH_WAVES and i.waves[1:] == (1, 1))
          or (is_pingpong(i) and i.waves == TMA_PINGPONG_WAVES),

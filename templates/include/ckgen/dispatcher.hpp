@@ -663,7 +663,8 @@ inline constexpr double kTmaWindowRate = 0.8;
 inline constexpr double kTmaWindowFilterUs = 0.5;
 inline CostEstimate estimate_window_cost(const KernelKey& k, const ConvProblem& p, const ArchNumbers& a) {
   CostEstimate c;
-  const int64_t windows = detail::tma_window_tiles(p, k.tile_m);
+  const detail::TmaWindowShape ws = detail::tma_window_shape(p, k.tile_m);
+  const int64_t windows = ws.tiles_group;
   const detail::TmaWindowGrid gr = detail::tma_window_grid(p.G, a.compute_units);
   const int64_t groups_per_block = (p.G + gr.group_stride - 1) / gr.group_stride;
   const int64_t per_block = groups_per_block * ((windows + gr.bpg - 1) / gr.bpg);
@@ -676,8 +677,7 @@ inline CostEstimate estimate_window_cost(const KernelKey& k, const ConvProblem& 
   const double compute_us =
       double(per_block) * window_flops / (peak_cu * kTmaWindowRate) * 1e6 + double(groups_per_block) * kTmaWindowFilterUs;
   const int eb = elem_bytes(k.datatype);
-  const double patch = double((8 + (p.filter[2] - 1) * p.dilation[2]) * (k.tile_m / 8 + (p.filter[1] - 1) * p.dilation[1]));
-  const double bytes = (double(c.tiles) * patch * 64 + double(p.output_elems()) +
+  const double bytes = (double(c.tiles) * double(ws.pw * ws.ph) * 64 + double(p.output_elems()) +
                         double(gr.bpg * gr.group_stride * groups_per_block) * double(p.filter_spatial()) * 64 * 64) *
                        eb;
   c.us = std::max(compute_us, bytes / (a.bandwidth_gbs * 1e9) * 1e6) + 3.0;

@@ -319,9 +319,20 @@ inline TmaWindowGrid tma_window_grid(int64_t groups, int64_t compute_units) {
   const int64_t bpg = std::max<int64_t>(1, compute_units / groups);
   return {bpg, std::min<int64_t>(groups, std::max<int64_t>(1, compute_units / bpg))};
 }
-// Windows of a group: images x window rows x window columns (`pixels` / 8 rows of 8 columns).
-inline int64_t tma_window_tiles(const ConvProblem& p, int pixels) {
-  return p.N * ((p.out[1] + pixels / 8 - 1) / (pixels / 8)) * ((p.out[2] + 7) / 8);
+// A problem's windows of `pixels` / 8 rows x 8 columns: the input patch a window copies (pw x ph
+// pixels: the window plus the dilated filter's reach) and the windows of an image and a group.
+struct TmaWindowShape {
+  int64_t pw, ph, tiles_w, tiles_img, tiles_group;
+};
+inline TmaWindowShape tma_window_shape(const ConvProblem& p, int pixels) {
+  const int64_t rows = pixels / 8;
+  TmaWindowShape s;
+  s.pw = 8 + (p.filter[2] - 1) * p.dilation[2];
+  s.ph = rows + (p.filter[1] - 1) * p.dilation[1];
+  s.tiles_w = (p.out[2] + 7) / 8;
+  s.tiles_img = s.tiles_w * ((p.out[1] + rows - 1) / rows);
+  s.tiles_group = p.N * s.tiles_img;
+  return s;
 }
 }  // namespace detail
 

@@ -1085,6 +1085,12 @@ Fn driver_entry(const char* name) {
     return nullptr;
   return reinterpret_cast<Fn>(f);
 }
+// Whether every pointer is 16-byte aligned (a tensor map's global address must be).
+inline bool aligned16(std::initializer_list<const void*> ptrs) {
+  for (const void* ptr : ptrs)
+    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
+  return true;
+}
 // A dense tensor of rank 2..4 (dims innermost first, fp16 or bf16 elements) in tiled mode,
 // 128-byte swizzled boxes.
 inline bool encode_tiled16(CUtensorMap* map, bool bf16, const void* ptr, int rank, const cuuint64_t* dims,
@@ -1658,11 +1664,6 @@ class TmaConvKernel final : public KernelBase {
     return detail::encode_tiled16(map, Tr::kBF16, ptr, rank, dims, box);
   }
 
-  static bool aligned16(std::initializer_list<const void*> ptrs) {
-    for (const void* ptr : ptrs)
-      if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
-    return true;
-  }
 
   // The convolution geometry every launch carries.
   static void set_geometry(TmaConvArgs& a, const ConvProblem& p) {
@@ -1725,7 +1726,7 @@ class TmaConvKernel final : public KernelBase {
                                 float* ws, const Split& sp, gpuStream_t stream, bool after_kernel,
                                 bool late_wait = false) {
     const ConvProblem& p = ph.q;
-    if (!aligned16({x, w, y})) return cudaErrorMisalignedAddress;
+    if (!detail::aligned16({x, w, y})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
     Patch pt{};
@@ -1847,7 +1848,7 @@ class TmaConvKernel final : public KernelBase {
   static gpuError_t launch_weight_grad(const ConvProblem& p, const void* dy, int64_t dy_row, const void* x,
                                        void* dw, float* ws, const Split& sp, gpuStream_t stream,
                                        bool after_kernel, bool late_wait = false) {
-    if (!aligned16({dy, x, dw})) return cudaErrorMisalignedAddress;
+    if (!detail::aligned16({dy, x, dw})) return cudaErrorMisalignedAddress;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     TmaConvArgs a{};
     if constexpr (Tr::kRows) {

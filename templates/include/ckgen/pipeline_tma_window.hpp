@@ -295,9 +295,7 @@ class TmaWindowKernel final : public KernelBase {
 
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void*, gpuStream_t stream,
                  const RunOptions& = {}) const override {
-    for (const void* ptr : {static_cast<const void*>(t.in), static_cast<const void*>(t.wei),
-                            static_cast<const void*>(t.out)})
-      if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return cudaErrorMisalignedAddress;
+    if (!detail::aligned16({t.in, t.wei, t.out})) return cudaErrorMisalignedAddress;
     const Geometry gm = geometry(p);
     TmaWindowArgs a{};
     const bool bf = Tr::kBF16;
@@ -323,9 +321,9 @@ class TmaWindowKernel final : public KernelBase {
     a.pl_w = int(p.pad_l[2]);
     a.d_h = int(p.dilation[1]);
     a.d_w = int(p.dilation[2]);
-    a.pw = gm.pw;
-    a.patch_bytes = detail::tma_window_patch_bytes(gm.pw, gm.ph);
-    a.patch_tx = gm.pw * gm.ph * Tr::kRowBytes;
+    a.pw = int(gm.pw);
+    a.patch_bytes = detail::tma_window_patch_bytes(int(gm.pw), int(gm.ph));
+    a.patch_tx = int(gm.pw * gm.ph) * Tr::kRowBytes;
     a.tiles_group = int(gm.tiles_group);
     a.by_tiles_img.init(gm.tiles_img);
     a.by_tiles_w.init(gm.tiles_w);
@@ -341,18 +339,15 @@ class TmaWindowKernel final : public KernelBase {
   }
 
  private:
-  struct Geometry {
-    int pw, ph, smem;
-    int64_t tiles_w, tiles_img, tiles_group;
+  // The problem's windows (detail::tma_window_shape, which the dispatcher's estimate reads too)
+  // and the shared memory of its launch.
+  struct Geometry : detail::TmaWindowShape {
+    int smem;
   };
   static Geometry geometry(const ConvProblem& p) {
     Geometry g{};
-    g.pw = int(Tr::TW + (p.filter[2] - 1) * p.dilation[2]);
-    g.ph = int(Tr::TH + (p.filter[1] - 1) * p.dilation[1]);
-    g.smem = detail::tma_window_smem_bytes(int(p.filter_spatial()), g.pw, g.ph, Tr::S, Tr::PN);
-    g.tiles_w = detail::ceil_div(p.out[2], Tr::TW);
-    g.tiles_img = g.tiles_w * detail::ceil_div(p.out[1], Tr::TH);
-    g.tiles_group = detail::tma_window_tiles(p, Tr::PN);
+    static_cast<detail::TmaWindowShape&>(g) = detail::tma_window_shape(p, Tr::PN);
+    g.smem = detail::tma_window_smem_bytes(int(p.filter_spatial()), int(g.pw), int(g.ph), Tr::S, Tr::PN);
     return g;
   }
   static std::string options_refusal(const RunOptions& opts) {

@@ -386,6 +386,15 @@ inline void register_negative_tests(Variant v) {
         EXPECT_NE(why.find(expect), std::string::npos) << "reason: " << why;
       });
     };
+    // A problem the instance must refuse, the reason naming `expect` (limits checked before any
+    // device query: the row form's, the windows').
+    auto refuses_problem = [suite, k](const std::string& what, const ConvProblem& p, const char* expect) {
+      add_test(suite, what + "_refused__" + k->name(), [k, p, expect] {
+        const std::string why = k->is_supported(p, RunOptions{});
+        EXPECT_NE(why.find(expect), std::string::npos)
+            << k->name() << " on " << problem_summary(p) << ": " << (why.empty() ? "accepted" : why);
+      });
+    };
     RunOptions o;
     if (v == Variant::BackwardWeight) {
       if (key.reduction != Reduction::SplitK) {
@@ -424,18 +433,11 @@ inline void register_negative_tests(Variant v) {
             }
             return make_problem(nd, 1, 2, c, 64, in, f, s, d, pad, pad);
           };
-          auto row_refuses = [suite, k](const std::string& what, const ConvProblem& p, const char* expect) {
-            add_test(suite, what + "_refused__" + k->name(), [k, p, expect] {
-              const std::string why = k->is_supported(p, RunOptions{});
-              EXPECT_NE(why.find(expect), std::string::npos)
-                  << k->name() << " on " << problem_summary(p) << ": " << (why.empty() ? "accepted" : why);
-            });
-          };
           if (nd <= 2) {
-            row_refuses("rows_stride_w2", row(64, X, 2, 1), "needs width stride 1");
-            row_refuses("rows_c96", row(96, X, 1, 1), "to be a multiple of 64");
-            row_refuses("rows_filter_width", row(64, X + 2, 1, 1), "got filter width");
-            row_refuses("rows_dilated_reach", row(64, X, 1, 40), "past a row segment");
+            refuses_problem("rows_stride_w2", row(64, X, 2, 1), "needs width stride 1");
+            refuses_problem("rows_c96", row(96, X, 1, 1), "to be a multiple of 64");
+            refuses_problem("rows_filter_width", row(64, X + 2, 1, 1), "got filter width");
+            refuses_problem("rows_dilated_reach", row(64, X, 1, 40), "past a row segment");
           }
         }
       } else {
@@ -451,17 +453,10 @@ inline void register_negative_tests(Variant v) {
         auto win = [](int64_t c, int64_t kk, int64_t s, int64_t f) {
           return make_problem(2, 2, 1, c, kk, {12, 20}, {f, f}, {s, s}, {1, 1}, {f / 2, f / 2}, {f / 2, f / 2});
         };
-        auto win_refuses = [suite, k](const std::string& what, const ConvProblem& p, const char* expect) {
-          add_test(suite, what + "_refused__" + k->name(), [k, p, expect] {
-            const std::string why = k->is_supported(p, RunOptions{});
-            EXPECT_NE(why.find(expect), std::string::npos)
-                << k->name() << " on " << problem_summary(p) << ": " << (why.empty() ? "accepted" : why);
-          });
-        };
-        win_refuses("window_c32", win(32, 64, 1, 3), "needs C = K = 64");
-        win_refuses("window_k128", win(64, 128, 1, 3), "needs C = K = 64");
-        win_refuses("window_stride2", win(64, 64, 2, 3), "needs stride 1");
-        win_refuses("window_filter9", win(64, 64, 1, 9), "bytes of shared memory");
+        refuses_problem("window_c32", win(32, 64, 1, 3), "needs C = K = 64");
+        refuses_problem("window_k128", win(64, 128, 1, 3), "needs C = K = 64");
+        refuses_problem("window_stride2", win(64, 64, 2, 3), "needs stride 1");
+        refuses_problem("window_filter9", win(64, 64, 1, 9), "bytes of shared memory");
       }
     }
     const int vec = std::max({key.vec_a, key.vec_b, key.vec_c});
