@@ -70,11 +70,16 @@ TMA_PATCH_BUFFERS = 2  # stride1: staged input patches (double-buffered across c
 # output rows x 8 columns (the instruction's N, which mma_wgmma.hpp implements for these widths),
 # 64-channel groups, two math warpgroups taking turns on windows, 2 or 4 patch buffers (stages);
 # shared memory as detail::tma_window_smem_bytes lays it out for a 3x3 filter (the kernel refuses
-# larger filters that do not fit the device).
+# larger filters that do not fit the device). backward_weight (pipeline_tma_window_weight.hpp):
+# the same windows as the reduction, three math warpgroups (one a filter row of a 3x3 filter, its
+# three taps x 64 channels on the instruction's N), 2 to 4 stages of the window's dy and patch.
 TMA_WINDOW_PIXELS = (64, 128, 160, 192, 256)
 TMA_WINDOW_COLUMNS = 8
 TMA_WINDOW_STAGES = (2, 4)  # even: each patch buffer has one reader warpgroup (TmaWindowTraits)
 TMA_WINDOW_CHANNELS = 64
+TMA_WINDOW_WEIGHT_STAGES = (2, 3, 4)  # every warpgroup reads every stage (TmaWindowWeightTraits)
+TMA_WINDOW_WEIGHT_WAVES = (12, 1, 1)  # one warpgroup a filter row
+TMA_WINDOW_WEIGHT_TAPS = 3  # a filter row's taps: the warp tile's N = 3 x 64
 # cshuffle epilogue: a slab of 16 rows x 40 elements per math warp.
 TMA_SLAB_ELEMS_PER_WARP = 16 * 40
 # Shared-memory rows are padded by 16 bytes against bank conflicts.
@@ -482,6 +487,8 @@ def _block_size(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _divisible(i: KernelInstance, a: ArchSpec) -> str | None:
+    if is_window(i) and i.variant is Variant.BACKWARD_WEIGHT:
+        return None  # its warpgroups split the filter rows, not the tile: _window checks its shape
     group = 4 if a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA else 1
     # swap_ab: the instruction's M covers the tile's N (channels), its N the tile's M (pixels)
     wt = (i.warp_tile[1], i.warp_tile[0], i.warp_tile[2]) if i.swap_ab else i.warp_tile
@@ -555,36 +562,56 @@ def is_patch(i: KernelInstance) -> bool:
 
 
 def is_window(i: KernelInstance) -> bool:
-    """forward window on wavelet_tma (pipeline_tma_window.hpp): the group's filter resident, a tile
-    a window of output rows x 8 columns, every tap read from one copied input patch."""
+    """window on wavelet_tma (pipeline_tma_window.hpp, pipeline_tma_window_weight.hpp): a tile a
+    window of output rows x 8 columns, every tap read from one copied input patch."""
     return i.pipeline is Pipeline.WAVELET_TMA and i.specialization is Specialization.WINDOW
 
 
 def window_lds_bytes(i: KernelInstance, taps: int = 9, reach: int = 2) -> int:
     """Shared memory of a window instance for a filter of `taps` taps reaching `reach` pixels past
-    the window in each dimension (3x3: 9, 2): detail::tma_window_smem_bytes."""
+    the window in each dimension (3x3: 9, 2): detail::tma_window_smem_bytes (forward: the
+    filter, the patch buffers, two staging buffers) or detail::tma_window_weight_smem_bytes
+    (backward_weight: stages of the window's dy and its patch)."""
     tm = i.tile[0]
     patch = (TMA_WINDOW_COLUMNS + reach) * (tm // TMA_WINDOW_COLUMNS + reach) * TMA_ROW_BYTES
     patch = (patch + TMA_SMEM_SLACK - 1) // TMA_SMEM_SLACK * TMA_SMEM_SLACK
+    if i.variant is Variant.BACKWARD_WEIGHT:
+        return i.stages * (tm * TMA_ROW_BYTES + patch) + 16 * i.stages + TMA_SMEM_SLACK
     return (taps * TMA_WINDOW_CHANNELS * TMA_ROW_BYTES + i.stages * patch + 2 * tm * TMA_ROW_BYTES
             + 8 * (2 + 2 * i.stages) + TMA_SMEM_SLACK)
 
 
 def _window(i: KernelInstance) -> str | None:
     tm, tn, _ = i.tile
-    checks = (
-        (i.variant is Variant.FORWARD and i.ndim == 2, "specialization window is 2D forward"),
-        (tn == TMA_WINDOW_CHANNELS and tm in TMA_WINDOW_PIXELS and i.warp_tile == (64, tm, 16) and i.swap_ab,
-         f"specialization window computes the transposed tile: swap_ab, tile N {TMA_WINDOW_CHANNELS}, "
-         f"tile M (8 x window rows) in {TMA_WINDOW_PIXELS}, warp tile (64, tile M, 16)"),
+    bw = i.variant is Variant.BACKWARD_WEIGHT
+    common = (
+        (i.ndim == 2 and i.variant is not Variant.BACKWARD_DATA,
+         "specialization window is 2D forward or backward_weight"),
+        (tn == TMA_WINDOW_CHANNELS and tm in TMA_WINDOW_PIXELS,
+         f"specialization window needs tile N {TMA_WINDOW_CHANNELS} (64-channel groups) and tile M "
+         f"(8 x window rows) in {TMA_WINDOW_PIXELS}"),
+        (i.k_batch == 1, "specialization window does not split its reduction: k_batch 1"),
+    )
+    wn = TMA_WINDOW_WEIGHT_TAPS * TMA_WINDOW_CHANNELS
+    variant = (
+        (i.warp_tile == (64, wn, 16) and not i.swap_ab,
+         f"backward_weight window: warp tile (64, {wn}, 16) (a filter row's three taps), no swap_ab"),
+        (i.waves == TMA_WINDOW_WEIGHT_WAVES and i.math_waves == TMA_WINDOW_WEIGHT_WAVES[0],
+         f"backward_weight window needs waves {list(TMA_WINDOW_WEIGHT_WAVES)} and math waves "
+         f"{TMA_WINDOW_WEIGHT_WAVES[0]} (three warpgroups, one a filter row)"),
+        (i.epilogue is Epilogue.DEFAULT, "backward_weight window adds its sums from registers: epilogue default"),
+        (i.stages in TMA_WINDOW_WEIGHT_STAGES,
+         f"backward_weight window takes stages in {TMA_WINDOW_WEIGHT_STAGES}"),
+    ) if bw else (
+        (i.warp_tile == (64, tm, 16) and i.swap_ab,
+         "specialization window computes the transposed tile: swap_ab, warp tile (64, tile M, 16)"),
         (i.waves == TMA_PINGPONG_WAVES and is_pingpong(i),
          f"specialization window needs waves {list(TMA_PINGPONG_WAVES)} and math waves "
          f"{2 * TMA_PINGPONG_WAVES[0]} (two warpgroups taking turns on windows)"),
         (i.epilogue is Epilogue.CSHUFFLE, "specialization window stages its tile through shared memory: epilogue cshuffle"),
         (i.stages in TMA_WINDOW_STAGES, f"specialization window takes stages (patch buffers) in {TMA_WINDOW_STAGES}"),
-        (i.k_batch == 1, "specialization window does not split its reduction: k_batch 1"),
     )
-    for ok, reason in checks:
+    for ok, reason in common + variant:
         if not ok:
             return reason
     return None

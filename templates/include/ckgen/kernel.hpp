@@ -49,6 +49,7 @@
 #include "ckgen/pipeline_multistage.hpp"
 #include "ckgen/pipeline_tma.hpp"
 #include "ckgen/pipeline_tma_window.hpp"
+#include "ckgen/pipeline_tma_window_weight.hpp"
 #include "ckgen/pipeline_wavelet.hpp"
 #include "ckgen/portability.hpp"
 #include "ckgen/problem.hpp"
@@ -521,7 +522,9 @@ std::unique_ptr<KernelBase> make_kernel() {
     return std::make_unique<DepthwiseKernel<Cfg>>();
   } else if constexpr (Cfg::kPipeline == Pipeline::WaveletTma) {
 #if defined(CKGEN_NVIDIA)
-    if constexpr (Cfg::kSpecialization == Specialization::Window) return std::make_unique<TmaWindowKernel<Cfg>>();
+    if constexpr (Cfg::kSpecialization == Specialization::Window && Cfg::kVariant == Variant::BackwardWeight)
+      return std::make_unique<TmaWindowWeightKernel<Cfg>>();
+    else if constexpr (Cfg::kSpecialization == Specialization::Window) return std::make_unique<TmaWindowKernel<Cfg>>();
     else return std::make_unique<TmaConvKernel<Cfg>>();
 #else
     static_assert(Cfg::kPipeline != Pipeline::WaveletTma, "ckgen: wavelet_tma is NVIDIA sm_90a only");

@@ -305,7 +305,8 @@ inline bool tma_row_form(const KernelKey& k) {
          k.specialization == Specialization::Stride1;
 }
 
-// forward windows (wavelet_tma, specialization window: pipeline_tma_window.hpp).
+// windows (wavelet_tma, specialization window: pipeline_tma_window.hpp forward,
+// pipeline_tma_window_weight.hpp backward_weight).
 inline bool tma_window_form(const KernelKey& k) {
   return k.pipeline == Pipeline::WaveletTma && k.specialization == Specialization::Window;
 }

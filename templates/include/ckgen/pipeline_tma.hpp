@@ -359,6 +359,29 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void red_add4(float* dst, int col, int K, float v
     asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + col + 2), "f"(v2), "f"(v3)
                  : "memory");
 }
+// Adds row h (0: lane / 4, 1: lane / 4 + 8) of a warp's m64nN accumulator fragment into the fp32
+// sums of row dst, 16 bytes a lane: lanes 2q and 2q + 1 of a quad hold columns 4q..4q+1 /
+// 4q+2..4q+3 (q = 0, 1) of 8-column groups j and j + 1; they trade halves (one shuffle a float),
+// so that the even lane holds 4 consecutive columns of group j and the odd one 4 of group j + 1:
+// one 16-byte red where there were two 8-byte ones (red_add4 for unaligned rows). col maps a
+// fragment column to the row's column; every lane runs the shuffles, live ones add.
+template <int N, class Col>
+CKGEN_DEVICE CKGEN_FORCEINLINE void red_fragment_row(const float* acc, int h, float* dst, int K, bool live, Col col) {
+  const int lane = int(threadIdx.x % 32);
+  const bool odd = (lane & 1) != 0;
+  const int qc = (lane & 2) * 2;  // the pair's first column in a group: 0 or 4
+#pragma unroll
+  for (int j = 0; j < N / 8; j += 2) {
+    const float a0 = acc[j * 4 + h * 2], a1 = acc[j * 4 + h * 2 + 1];
+    const float b0 = acc[j * 4 + 4 + h * 2], b1 = acc[j * 4 + 4 + h * 2 + 1];
+    // even lane: sends b, keeps a; odd lane: sends a, keeps b
+    const float r0v = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
+    const float r1v = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+    if (live)
+      red_add4(dst, col((j + (odd ? 1 : 0)) * 8 + qc), K, odd ? r0v : a0, odd ? r1v : a1, odd ? b0 : r0v,
+               odd ? b1 : r1v);
+  }
+}
 CKGEN_DEVICE inline void prefetch_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
@@ -371,11 +394,12 @@ CKGEN_HOST_DEVICE constexpr uint64_t sw128_desc(uint32_t smem_addr) {
          (uint64_t(1) << 62);
 }
 // The same for an N-major operand (tnsp 1) stored as 64-column blocks of 128-byte k-rows: a row
-// holds 64 consecutive n, 8-row groups (one swizzle atom) are 1024 bytes apart along k (SBO),
-// 64-column blocks block_bytes apart along n (LBO). The k16 step advances 16 rows (2048 bytes).
-CKGEN_HOST_DEVICE constexpr uint64_t sw128_desc_mn(uint32_t smem_addr, uint32_t block_bytes) {
+// holds 64 consecutive n, 8-row groups are sbo bytes apart along k (1024: one swizzle atom after
+// the other), 64-column blocks block_bytes apart along n (LBO). The k16 step advances 16 rows
+// (2048 bytes) when the groups are one atom apart.
+CKGEN_HOST_DEVICE constexpr uint64_t sw128_desc_mn(uint32_t smem_addr, uint32_t block_bytes, uint32_t sbo = 1024) {
   return uint64_t((smem_addr & 0x3FFFF) >> 4) | (uint64_t((block_bytes >> 4) & 0x3FFF) << 16) |
-         (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+         (uint64_t((sbo >> 4) & 0x3FFF) << 32) | (uint64_t(1) << 62);
 }
 }  // namespace tma
 
@@ -962,13 +986,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
           }
         }
       } else {
-        // split: fp32 reductions into the workspace (splitk_finish converts), 16 bytes a lane.
-        // Lanes 2q and 2q + 1 of a quad hold columns 4q..4q+1 / 4q+2..4q+3 (q = 0, 1) of 8-column
-        // groups j and j + 1; they trade halves (one shuffle a float), so that the even lane holds
-        // 4 consecutive columns of group j and the odd one 4 of group j + 1: one 16-byte red
-        // where there were two 8-byte ones (red_add4 for unaligned rows).
-        const bool odd = (lane & 1) != 0;
-        const int qc = (lane & 2) * 2;  // the pair's first column in a group: 0 or 4
+        // split: fp32 reductions into the workspace (splitk_finish converts), 16 bytes a lane
+        // (tma::red_fragment_row).
 #pragma unroll
         for (int i = 0; i < Tr::RepM; ++i) {
           const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
@@ -976,18 +995,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
           for (int h = 0; h < 2; ++h) {
             const int row = r0 + h * 8;
             const bool live = row_ok(row);  // the same for both lanes of a pair (one row)
-            float* dst = p.ws + (live ? row_base(row) : 0);
-#pragma unroll
-            for (int j = 0; j < Tr::BN / 8; j += 2) {
-              const float a0 = acc[i][j * 4 + h * 2], a1 = acc[i][j * 4 + h * 2 + 1];
-              const float b0 = acc[i][j * 4 + 4 + h * 2], b1 = acc[i][j * 4 + 4 + h * 2 + 1];
-              // even lane: sends b, keeps a; odd lane: sends a, keeps b
-              const float r0v = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
-              const float r1v = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
-              if (live)
-                tma::red_add4(dst, gcol((j + (odd ? 1 : 0)) * 8 + qc), p.K, odd ? r0v : a0, odd ? r1v : a1,
-                              odd ? b0 : r0v, odd ? b1 : r1v);
-            }
+            tma::red_fragment_row<Tr::BN>(acc[i], h, p.ws + (live ? row_base(row) : 0), p.K, live, gcol);
           }
         }
       }

@@ -21,7 +21,8 @@
 //                         split-K backward_weight: streamk_blocks != 0; backward_weight's row
 //                         form (stride1): cluster reduction, width stride 2, C = 96, a filter
 //                         width other than tile N / 64, a dilated width past the stage's halo
-//                         forward windows: C = 32, K = 128, stride 2, a 9x9 filter
+//                         windows: C = 32, K = 128, stride 2, a 9x9 filter (forward), a 5x5
+//                         filter (backward_weight)
 //   <variant>_reference   GPU fp32 reference vs CPU fp64 reference on tests.csv
 //   <variant>_im2col_wide  (forward, backward_weight) every 2D wavelet_tma instance on a C=3
 //                         7x7 stride-2 problem with 240-pixel output lines (the im2col copy's
@@ -447,17 +448,21 @@ inline void register_negative_tests(Variant v) {
       // forward / backward_data instances have one reduction scheme.
       o.split_reduce = SplitReduce::Workspace;
       refuses("split_reduce_workspace", o, "split_reduce workspace is for wavelet_tma backward_weight");
-      if (tma_window_form(key)) {
-        // The window form's limits (pipeline_tma_window.hpp): 64-channel groups, stride 1, a
-        // filter whose taps fit shared memory beside the patches (9x9: 648 KB).
-        auto win = [](int64_t c, int64_t kk, int64_t s, int64_t f) {
-          return make_problem(2, 2, 1, c, kk, {12, 20}, {f, f}, {s, s}, {1, 1}, {f / 2, f / 2}, {f / 2, f / 2});
-        };
-        refuses_problem("window_c32", win(32, 64, 1, 3), "needs C = K = 64");
-        refuses_problem("window_k128", win(64, 128, 1, 3), "needs C = K = 64");
-        refuses_problem("window_stride2", win(64, 64, 2, 3), "needs stride 1");
+    }
+    if (tma_window_form(key)) {
+      // The window forms' limits (pipeline_tma_window.hpp, pipeline_tma_window_weight.hpp):
+      // 64-channel groups, stride 1; forward: a filter whose taps fit shared memory beside the
+      // patches (9x9: 648 KB); backward_weight: 3x3 filters (one warpgroup a filter row).
+      auto win = [](int64_t c, int64_t kk, int64_t s, int64_t f) {
+        return make_problem(2, 2, 1, c, kk, {12, 20}, {f, f}, {s, s}, {1, 1}, {f / 2, f / 2}, {f / 2, f / 2});
+      };
+      refuses_problem("window_c32", win(32, 64, 1, 3), "needs C = K = 64");
+      refuses_problem("window_k128", win(64, 128, 1, 3), "needs C = K = 64");
+      refuses_problem("window_stride2", win(64, 64, 2, 3), "needs stride 1");
+      if (v == Variant::BackwardWeight)
+        refuses_problem("window_filter5", win(64, 64, 1, 5), "needs a 3x3 filter");
+      else
         refuses_problem("window_filter9", win(64, 64, 1, 9), "bytes of shared memory");
-      }
     }
     const int vec = std::max({key.vec_a, key.vec_b, key.vec_c});
     // (wavelet_tma forward and backward_weight run C % 8 != 0 through an explicit im2col copy
@@ -656,7 +661,8 @@ inline ConvProblem random_problem(SweepRng& rng, int ndim) {
     // depthwise (C = K = 1): half of them G a multiple of 8 so the 16-byte direct instances
     // (depthwise.hpp) draw them too; small groups (C = K = 2, 4 or 8, ResNeXt-style) for the
     // direct small-group instances, G * C mostly a multiple of 8
-    // 64-channel groups at stride 1 (kind 30..35) for the forward windows (pipeline_tma_window.hpp)
+    // 64-channel groups at stride 1 (kind 30..35) for the windows (pipeline_tma_window.hpp,
+    // pipeline_tma_window_weight.hpp), half of them with a 3x3 filter (the backward_weight windows')
     const int kind = int(rng.uniform(0, 99));
     const bool depthwise = kind < 20, small_groups = kind >= 20 && kind < 30, wide = kind >= 30 && kind < 36;
     const int64_t cg = small_groups ? rng.pick<int64_t>({2, 4, 4, 8}) : 1;
@@ -672,12 +678,13 @@ inline ConvProblem random_problem(SweepRng& rng, int ndim) {
       return rng.uniform(1, 40);
     };
     const int64_t C = channels(), K = channels();
+    const bool square3 = wide && ndim == 2 && rng.chance(50);
     const int64_t N = rng.uniform(1, 3);
     const int64_t max_in = ndim == 1 ? 48 : ndim == 2 ? 16 : 7;
     std::vector<int64_t> in, f, s, d, pl, pr;
     for (int i = 0; i < ndim; ++i) {
       in.push_back(rng.uniform(1, max_in));
-      f.push_back(rng.pick<int64_t>({1, 1, 2, 3, 3, 3, 4, 5}));
+      f.push_back(square3 ? 3 : rng.pick<int64_t>({1, 1, 2, 3, 3, 3, 4, 5}));
       s.push_back(wide ? 1 : rng.pick<int64_t>({1, 1, 1, 2, 2, 3}));
       d.push_back(rng.pick<int64_t>({1, 1, 1, 1, 2, 3}));
       const int64_t eff = (f.back() - 1) * d.back() + 1;

@@ -1,0 +1,291 @@
+// Specialization::Window on a backward_weight wavelet_tma instance: the weight gradient of
+// 64-channel groups (C = K = 64) at stride 1 for 3x3 filters, the input read once a window.
+//
+//   window: a unit is a window of Tile M / 8 output rows x 8 output columns of one image (the
+//           windows of pipeline_tma_window.hpp). The load warp copies the window's dy (one 4D
+//           tiled box of dy {G*K, Q, P, N}: Tile M positions x 64 output channels, rows past the
+//           image zero-filled, so they add nothing) and its input patch ((rows + 2 d_h) x (8 +
+//           2 d_w) pixels x 64 channels, one 4D tiled box of x from (ow0 - pl_w, oh0 - pl_h),
+//           padding zero-filled) into one stage of a kStages ring.
+//   math:   three warpgroups, one a filter row fy, each accumulating dw[k][fy][0..2][c] (64 x 192)
+//           over the block's windows: per k16 step (two output rows of the window) one
+//           m64n192k16 with A = dy's 16 positions (M-major: 64 output channels a 128-byte row) and
+//           B = the patch pixels under them for the row's three taps (N-major: the taps' 64-channel
+//           blocks start d_w pixels apart, LBO = d_w x 128 bytes; the step's second 8 positions
+//           lie one patch row below the first, SBO = patch width x 128 bytes). Every warpgroup
+//           reads every stage; a stage is released once the three have finished its MMAs (the
+//           next window's MMAs are issued before waiting for the last one's).
+//   sum:    the blocks of a group (detail::tma_window_grid) split its windows; each adds its
+//           64 x 576 partial filter into a zeroed fp32 copy of dw with 16-byte reductions, and
+//           splitk_finish converts it (clear, kernel and conversion chained: chain.hpp).
+// The input is copied ~1.3 times (the patch's halo) and dy once, where backward_weight's row form
+// (pipeline_tma.hpp, TmaTraits::kRows) copies both once a filter row.
+#pragma once
+
+#include "ckgen/pipeline_tma_window.hpp"
+#include "ckgen/splitk_finish.hpp"
+
+namespace ckgen {
+
+#if defined(CKGEN_NVIDIA)
+
+template <class Cfg>
+struct TmaWindowWeightTraits {
+  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  static constexpr int PN = Cfg::Tile::kM;  // positions of a window (the reduction of one unit)
+  static constexpr int TW = 8, TH = PN / TW;
+  static constexpr int S = Cfg::kStages;
+  static constexpr int kRowBytes = 128;  // one position's 64 channels
+  static constexpr int kDyBytes = PN * kRowBytes;
+  static constexpr int kTaps = 3;          // a filter row's taps: one warpgroup's N = 3 x 64
+  static constexpr int kN = kTaps * 64;
+  static constexpr int kMathThreads = 3 * 128;  // one warpgroup a filter row
+  static constexpr int kThreads = kMathThreads + 32;
+  static constexpr bool kBF16 = Cfg::kDataType == DataType::BF16;
+  static_assert(Cfg::kVariant == Variant::BackwardWeight && Cfg::kNDim == 2,
+                "ckgen: TmaWindowWeightTraits is 2D backward_weight");
+  static_assert(Cfg::kDataType == DataType::FP16 || Cfg::kDataType == DataType::BF16,
+                "ckgen: specialization window needs fp16 or bf16");
+  static_assert(Cfg::Tile::kN == 64 && Cfg::Tile::kK * int(sizeof(Raw)) == kRowBytes,
+                "ckgen: specialization window needs Tile N 64 and Tile K 64 (64-channel groups)");
+  static_assert(PN == 64 || PN == 128 || PN == 160 || PN == 192 || PN == 256,
+                "ckgen: specialization window needs Tile M (8 x window rows) 64, 128, 160, 192 or 256");
+  static_assert(Cfg::kMathUnit == MathUnit::Wgmma && Cfg::WarpTile::kM == 64 && Cfg::WarpTile::kN == kN &&
+                    Cfg::WarpTile::kK == 16 && !Cfg::kSwapAB,
+                "ckgen: backward_weight window: warp tile (64, 192, 16) (a filter row's three taps), no swap_ab");
+  static_assert(Cfg::Waves::kM == 12 && Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1 && Cfg::kMathWaves == 12 &&
+                    Cfg::kLoadWaves == 1,
+                "ckgen: backward_weight window needs waves (12, 1, 1): three math warpgroups, one load warp");
+  static_assert(Cfg::kEpilogue == Epilogue::Default,
+                "ckgen: backward_weight window adds its sums from registers (epilogue default)");
+  static_assert(S >= 2 && S <= 4, "ckgen: backward_weight window takes 2 to 4 stages");
+  static_assert(Cfg::kKBatch == 1 && Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK &&
+                    !Cfg::kPersistent && Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
+                "ckgen: specialization window: k_batch 1, no merged groups, vector (8, 8, 8)");
+};
+
+namespace detail {
+// Shared memory of a backward_weight window launch: `stages` stages of a window's dy (pixels rows
+// of 128 bytes) and its pw x ph patch, a full / empty barrier pair a stage, the alignment slack.
+inline constexpr int tma_window_weight_smem_bytes(int pw, int ph, int stages, int pixels) {
+  return stages * (pixels * 128 + tma_window_patch_bytes(pw, ph)) + 16 * stages + 1024;
+}
+}  // namespace detail
+
+struct TmaWindowWeightArgs {
+  CUtensorMap x, dy;  // x {G*C, W, H, N}, box 64 x pw x ph; dy {G*K, Q, P, N}, box 64 x 8 x TH
+  float* ws;          // fp32 sums of dw (G, K, 3, 3, C), zeroed before the launch
+  int G, pl_h, pl_w, d_h, d_w;
+  int pw, stage_bytes, stage_tx;  // patch width (pixels); ring stage stride; bytes a stage's copies land
+  int tiles_group;                // windows a group: N x tiles_img
+  int bpg, group_stride;          // blocks a group; groups run at once (block b: group b / bpg + i * group_stride)
+  FastDiv by_tiles_img, by_tiles_w;
+};
+
+template <class Cfg>
+CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
+    tma_window_weight_kernel(const CKGEN_GRID_CONSTANT TmaWindowWeightArgs p) {
+  using Tr = TmaWindowWeightTraits<Cfg>;
+  extern __shared__ __attribute__((aligned(1024))) unsigned char wwin_smem_raw[];
+#if defined(CKGEN_HAS_TMA) && defined(CKGEN_HAS_WGMMA)
+  const uint32_t raw_addr = mbar::addr(wwin_smem_raw);
+  unsigned char* ring = wwin_smem_raw + ((1024u - (raw_addr & 1023u)) & 1023u);
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + Tr::S * p.stage_bytes);
+  uint64_t* empty = full + Tr::S;
+  const int tid = threadIdx.x;
+  const int slot = int(blockIdx.x) / p.bpg, sub = int(blockIdx.x) % p.bpg;
+  if (tid == 0) {
+    for (int b = 0; b < Tr::S; ++b) {
+      mbar::init(full + b, 1);
+      mbar::init(empty + b, Tr::kMathThreads / 32);  // every math warp reads every stage
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  chain_wait();  // the clear of the sums
+  if (tid >= Tr::kMathThreads) {  // the load warp: one thread issues every copy
+    if (tid == Tr::kMathThreads) {
+      tma::prefetch_map(&p.x);
+      tma::prefetch_map(&p.dy);
+      int li = 0;
+      for (int g = slot; g < p.G; g += p.group_stride)
+        for (int tile = sub; tile < p.tiles_group; tile += p.bpg, ++li) {
+          const int b = li % Tr::S;
+          if (li >= Tr::S) mbar::wait(empty + b, uint32_t((li / Tr::S - 1) & 1));
+          int n, r, th, tw;
+          p.by_tiles_img.divmod(tile, n, r);
+          p.by_tiles_w.divmod(r, th, tw);
+          const int oh0 = th * Tr::TH, ow0 = tw * Tr::TW;
+          unsigned char* st = ring + b * p.stage_bytes;
+          tma::expect_tx(full + b, uint32_t(p.stage_tx));
+          tma::load_tile_4d(st, &p.dy, full + b, g * 64, ow0, oh0, n);
+          tma::load_tile_4d(st + Tr::kDyBytes, &p.x, full + b, g * 64, ow0 - p.pl_w, oh0 - p.pl_h, n);
+        }
+      chain_release();
+    }
+    return;
+  }
+
+  // Math warpgroup fy: filter row fy's taps over every window of the block.
+  using Op = wgmma_detail::Op<Tr::kN, Tr::kBF16, 1, 1>;
+  const int fy = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+  float acc[Tr::kN / 2];
+  auto fence_acc = [&] {
+#pragma unroll
+    for (int e = 0; e < Tr::kN / 2; ++e) asm volatile("" : "+f"(acc[e])::"memory");
+  };
+  const uint32_t ra = mbar::addr(ring);
+  const uint32_t sbo = uint32_t(p.pw) * Tr::kRowBytes, lbo = uint32_t(p.d_w) * Tr::kRowBytes;
+  const uint32_t row0 = uint32_t(Tr::kDyBytes) + uint32_t(fy * p.d_h) * sbo;  // the patch row under window row 0
+  int li = 0;
+  for (int g = slot; g < p.G; g += p.group_stride) {
+#pragma unroll
+    for (int e = 0; e < Tr::kN / 2; ++e) acc[e] = 0.f;
+    fence_acc();
+    int held = -1;  // the stage whose MMAs may still be in flight
+    for (int tile = sub; tile < p.tiles_group; tile += p.bpg, ++li) {
+      const int b = li % Tr::S;
+      mbar::wait(full + b, uint32_t((li / Tr::S) & 1));
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      const uint32_t st = ra + uint32_t(b * p.stage_bytes);
+#pragma unroll
+      for (int kk = 0; kk < Tr::TH / 2; ++kk)  // output rows 2 kk, 2 kk + 1 of the window
+        Op::run(acc, tma::sw128_desc_mn(st + uint32_t(kk * 2048), uint32_t(Tr::kDyBytes)),
+                tma::sw128_desc_mn(st + row0 + uint32_t(2 * kk) * sbo, lbo, sbo));
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the last window's MMAs
+      fence_acc();
+      if (held >= 0 && lane == 0) mbar::arrive(empty + held);
+      held = b;
+    }
+    if (held < 0) continue;  // no window of this group in this block
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    fence_acc();
+    if (lane == 0) mbar::arrive(empty + held);
+    // dw row k = warp * 16 + lane / 4 (+ 8): columns fy * 192 + tap * 64 + c of its 576.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int k = warp * 16 + (lane >> 2) + h * 8;
+      float* dst = p.ws + (int64_t(g) * 64 + k) * (3 * Tr::kN) + fy * Tr::kN;
+      tma::red_fragment_row<Tr::kN>(acc, h, dst, Tr::kN, true, [](int c) { return c; });
+    }
+  }
+#else
+  (void)p;
+  (void)wwin_smem_raw;
+#endif
+}
+
+template <class Cfg>
+class TmaWindowWeightKernel final : public KernelBase {
+ public:
+  using Tr = TmaWindowWeightTraits<Cfg>;
+
+  TmaWindowWeightKernel() {
+    key_ = config_key<Cfg>();
+    key_.tile_m = Tr::PN;
+    key_.tile_n = 64;
+    key_.tile_k = 64;
+    key_.wave_m = 12;
+    key_.wave_n = key_.wave_k = 1;
+    key_.warp_m = 64;
+    key_.warp_n = Tr::kN;
+    key_.warp_k = 16;
+    key_.vec_a = key_.vec_b = key_.vec_c = 8;
+  }
+  const KernelKey& key() const override { return key_; }
+
+  std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    using detail::str;
+    if (std::string e = detail::common_refusal(p, 2, [&] { return options_refusal(opts); }); !e.empty()) return e;
+    if (p.C != 64 || p.K != 64)
+      return "specialization window needs C = K = 64 a group (got C " + str(p.C) + ", K " + str(p.K) + ")";
+    if (p.stride[1] != 1 || p.stride[2] != 1)
+      return "specialization window needs stride 1 (got " + str(p.stride[1]) + "x" + str(p.stride[2]) + ")";
+    if (p.filter[1] != 3 || p.filter[2] != 3)
+      return "backward_weight window needs a 3x3 filter (one math warpgroup a filter row of three taps; got " +
+             str(p.filter[1]) + "x" + str(p.filter[2]) + ")";
+    const Geometry gm = geometry(p);
+    if (gm.pw > 256 || gm.ph > 256)
+      return "specialization window: the input patch (" + str(gm.ph) + " x " + str(gm.pw) +
+             " pixels) exceeds a tensor copy's 256 per dimension";
+    if (gm.smem > detail::device_smem_optin())
+      return "specialization window: " + str(Tr::S) + " stages need " + str(gm.smem) +
+             " bytes of shared memory, the device allows " + str(detail::device_smem_optin());
+    if (gm.tiles_group > (int64_t(1) << 30) || p.N * p.G * p.in_spatial() * 64 > (int64_t(1) << 40))
+      return "specialization window: too many windows for a 32-bit index";
+    return {};
+  }
+  // The fp32 sums of dw.
+  std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& = {}) const override {
+    return std::size_t(p.weight_elems()) * sizeof(float);
+  }
+
+  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
+                 const RunOptions& = {}) const override {
+    if (workspace == nullptr) return cudaErrorInvalidValue;
+    if (!detail::aligned16({t.in, t.out, t.wei, workspace})) return cudaErrorMisalignedAddress;
+    const Geometry gm = geometry(p);
+    TmaWindowWeightArgs a{};
+    const bool bf = Tr::kBF16;
+    {
+      const cuuint64_t dims[4] = {cuuint64_t(p.G * 64), cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
+      const cuuint32_t box[4] = {64, cuuint32_t(gm.pw), cuuint32_t(gm.ph), 1};
+      if (!detail::encode_tiled16(&a.x, bf, t.in, 4, dims, box)) return cudaErrorInvalidValue;
+    }
+    {
+      const cuuint64_t dims[4] = {cuuint64_t(p.G * 64), cuuint64_t(p.out[2]), cuuint64_t(p.out[1]), cuuint64_t(p.N)};
+      const cuuint32_t box[4] = {64, cuuint32_t(Tr::TW), cuuint32_t(Tr::TH), 1};
+      if (!detail::encode_tiled16(&a.dy, bf, t.out, 4, dims, box)) return cudaErrorInvalidValue;
+    }
+    float* ws = static_cast<float*>(workspace);
+    const int64_t n = p.weight_elems();
+    a.ws = ws;
+    a.G = int(p.G);
+    a.pl_h = int(p.pad_l[1]);
+    a.pl_w = int(p.pad_l[2]);
+    a.d_h = int(p.dilation[1]);
+    a.d_w = int(p.dilation[2]);
+    a.pw = int(gm.pw);
+    const int patch = detail::tma_window_patch_bytes(int(gm.pw), int(gm.ph));
+    a.stage_bytes = Tr::kDyBytes + patch;
+    a.stage_tx = Tr::kDyBytes + int(gm.pw * gm.ph) * Tr::kRowBytes;
+    a.tiles_group = int(gm.tiles_group);
+    a.by_tiles_img.init(gm.tiles_img);
+    a.by_tiles_w.init(gm.tiles_w);
+    const detail::TmaWindowGrid gr = detail::tma_window_grid(p.G, detail::device_sm_count());
+    a.bpg = int(gr.bpg);
+    a.group_stride = int(gr.group_stride);
+    static std::atomic<uint64_t> done{0};
+    if (gpuError_t e = detail::allow_dynamic_smem(tma_window_weight_kernel<Cfg>, detail::device_smem_optin(), done);
+        e != gpuSuccess)
+      return e;
+    if (gpuError_t e = launch_clear_sums(ws, n, stream, false); e != gpuSuccess) return e;
+    if (gpuError_t e = launch_chained(tma_window_weight_kernel<Cfg>, dim3(unsigned(gr.bpg * gr.group_stride)),
+                                      dim3(Tr::kThreads), std::size_t(gm.smem), stream, true, nullptr, a);
+        e != gpuSuccess)
+      return e;
+    return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<typename Tr::Raw*>(t.wei), n, stream, true);
+  }
+
+ private:
+  struct Geometry : detail::TmaWindowShape {
+    int smem;
+  };
+  static Geometry geometry(const ConvProblem& p) {
+    Geometry g{};
+    static_cast<detail::TmaWindowShape&>(g) = detail::tma_window_shape(p, Tr::PN);
+    g.smem = detail::tma_window_weight_smem_bytes(int(g.pw), int(g.ph), Tr::S, Tr::PN);
+    return g;
+  }
+  static std::string options_refusal(const RunOptions& opts) {
+    if (opts.streamk_blocks != 0)
+      return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
+    return detail::split_reduce_refusal(opts.split_reduce);
+  }
+  KernelKey key_;
+};
+
+#endif  // CKGEN_NVIDIA
+
+}  // namespace ckgen
