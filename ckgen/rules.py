@@ -80,6 +80,9 @@ TMA_WINDOW_CHANNELS = 64
 TMA_WINDOW_WEIGHT_STAGES = (2, 3, 4)  # every warpgroup reads every stage (TmaWindowWeightTraits)
 TMA_WINDOW_WEIGHT_WAVES = (12, 1, 1)  # one warpgroup a filter row
 TMA_WINDOW_WEIGHT_TAPS = 3  # a filter row's taps: the warp tile's N = 3 x 64
+# the partial filter a block leaves for its cluster: 64 rows of 9 x 64 fp32 sums, 8 floats of
+# padding a row (detail::kTmaWindowPartBytes)
+TMA_WINDOW_WEIGHT_PART_BYTES = 64 * (9 * 64 + 8) * 4
 # cshuffle epilogue: a slab of 16 rows x 40 elements per math warp.
 TMA_SLAB_ELEMS_PER_WARP = 16 * 40
 # Shared-memory rows are padded by 16 bytes against bank conflicts.
@@ -571,12 +574,14 @@ def window_lds_bytes(i: KernelInstance, taps: int = 9, reach: int = 2) -> int:
     """Shared memory of a window instance for a filter of `taps` taps reaching `reach` pixels past
     the window in each dimension (3x3: 9, 2): detail::tma_window_smem_bytes (forward: the
     filter, the patch buffers, two staging buffers) or detail::tma_window_weight_smem_bytes
-    (backward_weight: stages of the window's dy and its patch)."""
+    (backward_weight: stages of the window's dy and its patch, or the partial filter its cluster
+    sums after the main loop, whichever is larger)."""
     tm = i.tile[0]
     patch = (TMA_WINDOW_COLUMNS + reach) * (tm // TMA_WINDOW_COLUMNS + reach) * TMA_ROW_BYTES
     patch = (patch + TMA_SMEM_SLACK - 1) // TMA_SMEM_SLACK * TMA_SMEM_SLACK
-    if i.variant is Variant.BACKWARD_WEIGHT:
-        return i.stages * (tm * TMA_ROW_BYTES + patch) + 16 * i.stages + TMA_SMEM_SLACK
+    if i.variant is Variant.BACKWARD_WEIGHT:  # the ring, or the partial filter after it
+        ring = i.stages * (tm * TMA_ROW_BYTES + patch)
+        return max(ring, TMA_WINDOW_WEIGHT_PART_BYTES) + 16 * i.stages + TMA_SMEM_SLACK
     return (taps * TMA_WINDOW_CHANNELS * TMA_ROW_BYTES + i.stages * patch + 2 * tm * TMA_ROW_BYTES
             + 8 * (2 + 2 * i.stages) + TMA_SMEM_SLACK)
 

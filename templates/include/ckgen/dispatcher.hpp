@@ -655,33 +655,44 @@ inline constexpr double kTmaRoundUs = 0.75;
 
 // The window forms (pipeline_tma_window.hpp, pipeline_tma_window_weight.hpp): the busiest block
 // runs ceil(G / groups side by side) groups x ceil(windows / blocks a group) windows, each taps x
-// 64 x 64 x window MACs from shared memory at kTmaWindowRate of the compute unit's peak; forward
-// adds one filter copy a group (kTmaWindowFilterUs). Or the bytes, whichever is longer: x's
-// patches, y (dy), and a filter a block and group (forward: its copy; backward_weight: its fp32
-// sums added into the workspace); plus the launch. Fitted on the forward probe of bench/NOTES.md
-// "Forward windows" (H200: g4 100x100, 56x56 G40, 37x45 G3, 20x20 G200; rate 0.71-0.85 of peak).
+// 64 x 64 x window MACs from shared memory at a rate of the compute unit's peak; forward adds one
+// filter copy a group (kTmaWindowFilterUs), backward_weight its cluster's sums
+// (detail::kTmaWindowSumUs / cluster, the grid of detail::tma_window_weight_grid) and the clear
+// and conversion launches. Or the bytes, whichever is longer: x's patches, y (dy), and a filter
+// a block and group (forward: its copy) or a cluster (backward_weight: its fp32 sums); plus the
+// launch. Forward fitted on the probe of bench/NOTES.md "Forward windows" (H200: g4 100x100,
+// 56x56 G40, 37x45 G3, 20x20 G200; rate 0.71-0.85 of peak), backward_weight on the rows of
+// "backward_weight windows" (H200: 0.45-0.56 of peak besides the sums).
 inline constexpr double kTmaWindowRate = 0.8;
 inline constexpr double kTmaWindowFilterUs = 0.5;
+inline constexpr double kTmaWindowWeightRate = 0.5;
+inline constexpr double kTmaWindowWeightLaunchUs = 2.0;
 inline CostEstimate estimate_window_cost(const KernelKey& k, const ConvProblem& p, const ArchNumbers& a) {
   CostEstimate c;
   const bool weight_grad = k.variant == Variant::BackwardWeight;
   const detail::TmaWindowShape ws = detail::tma_window_shape(p, k.tile_m);
   const int64_t windows = ws.tiles_group;
   const detail::TmaWindowGrid gr = detail::tma_window_grid(p.G, a.compute_units);
+  const detail::TmaWindowWeightGrid wg =
+      detail::tma_window_weight_grid(p.G, a.compute_units, nullptr, windows, k.tile_m);
+  const int64_t bpg = weight_grad ? wg.bpg : gr.bpg;
   const int64_t groups_per_block = (p.G + gr.group_stride - 1) / gr.group_stride;
-  const int64_t per_block = groups_per_block * ((windows + gr.bpg - 1) / gr.bpg);
+  const int64_t per_block = groups_per_block * ((windows + bpg - 1) / bpg);
   c.tiles = windows * p.G;
   c.blocks_per_cu = 1;
   c.waves = per_block;
   c.tile_efficiency = double(p.N * p.out[1] * p.out[2]) / double(windows * k.tile_m);
   const double window_flops = 2.0 * 64 * k.tile_m * double(p.filter_spatial()) * 64;
   const double peak_cu = a.peak_tflops(k.datatype) * 1e12 / a.compute_units;
-  const double compute_us = double(per_block) * window_flops / (peak_cu * kTmaWindowRate) * 1e6 +
-                            (weight_grad ? 0.0 : double(groups_per_block) * kTmaWindowFilterUs);
+  const double rate = weight_grad ? kTmaWindowWeightRate : kTmaWindowRate;
+  const double per_group_us = weight_grad ? detail::kTmaWindowSumUs / wg.cluster : kTmaWindowFilterUs;
+  const double compute_us = double(per_block) * window_flops / (peak_cu * rate) * 1e6 +
+                            double(groups_per_block) * per_group_us + (weight_grad ? kTmaWindowWeightLaunchUs : 0.0);
   const int eb = elem_bytes(k.datatype);
   const double filter_bytes = double(p.filter_spatial()) * 64 * 64 * (weight_grad ? 4 : eb);
+  const int64_t adders = weight_grad ? wg.bpg / wg.cluster : gr.bpg;  // blocks of a group adding its filter
   const double bytes = (double(c.tiles) * double(ws.pw * ws.ph) * 64 + double(p.output_elems())) * eb +
-                       double(gr.bpg * gr.group_stride * groups_per_block) * filter_bytes;
+                       double(adders * gr.group_stride * groups_per_block) * filter_bytes;
   c.us = std::max(compute_us, bytes / (a.bandwidth_gbs * 1e9) * 1e6) + 3.0;
   return c;
 }

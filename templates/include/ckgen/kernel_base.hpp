@@ -320,6 +320,40 @@ inline TmaWindowGrid tma_window_grid(int64_t groups, int64_t compute_units) {
   const int64_t bpg = std::max<int64_t>(1, compute_units / groups);
   return {bpg, std::min<int64_t>(groups, std::max<int64_t>(1, compute_units / bpg))};
 }
+// The backward_weight windows' grid (pipeline_tma_window_weight.hpp): tma_window_grid's, with
+// the blocks of a group in clusters of `cluster` blocks that sum their partial filters through
+// distributed shared memory before adding them into the workspace. A block's own reductions
+// run at its end at ~25 GB/s (bench/NOTES.md, "backward_weight splits: reductions spread over a
+// row's lines"): its 147 KB of sums ~kTmaWindowSumUs, 1 / cluster of it in a cluster; a window
+// ~kTmaWindowPixelUs a pixel (a 3x3 filter at ~0.8 of an SM's peak). The cluster (2..8 blocks,
+// bpg a multiple of it, every cluster resident at once: slots[c] blocks, all when slots is
+// null) minimizes window rounds x window + sums / cluster; cluster 1 where none does better.
+inline constexpr double kTmaWindowSumUs = 6.0;
+inline constexpr double kTmaWindowPixelUs = 0.01;
+struct TmaWindowWeightGrid {
+  int64_t bpg, group_stride;
+  int cluster;
+};
+inline TmaWindowWeightGrid tma_window_weight_grid(int64_t groups, int64_t compute_units, const int64_t* slots,
+                                                  int64_t windows_group, int pixels, int max_cluster = 8) {
+  const TmaWindowGrid g = tma_window_grid(groups, compute_units);
+  const double window_us = kTmaWindowPixelUs * pixels;
+  auto cost = [&](int64_t bpg, int c) {
+    return double((windows_group + bpg - 1) / bpg) * window_us + kTmaWindowSumUs / c;
+  };
+  TmaWindowWeightGrid best{g.bpg, g.group_stride, 1};
+  double best_cost = cost(g.bpg, 1);
+  for (int c = 2; c <= max_cluster; ++c) {
+    int64_t bpg = g.bpg / c * c;
+    if (slots != nullptr) bpg = std::min(bpg, slots[c] / (c * g.group_stride) * c);
+    if (bpg < c) continue;
+    if (const double t = cost(bpg, c); t < best_cost) {
+      best = {bpg, g.group_stride, c};
+      best_cost = t;
+    }
+  }
+  return best;
+}
 // A problem's windows of `pixels` / 8 rows x 8 columns: the input patch a window copies (pw x ph
 // pixels: the window plus the dilated filter's reach) and the windows of an image and a group.
 struct TmaWindowShape {

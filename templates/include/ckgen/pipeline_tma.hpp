@@ -327,20 +327,27 @@ CKGEN_DEVICE inline uint32_t cluster_rank() {
 // 8 floats at shared address `addr` of cluster block `rank`, added into s. (Loading every
 // block's floats before adding measured no faster and raised the kernel's registers: the
 // 128x256 tile spilled.)
-CKGEN_DEVICE inline void add_remote8(float* s, uint32_t addr, uint32_t rank) {
+// The 4 floats at shared address addr (16-byte aligned) of cluster block `rank`.
+CKGEN_DEVICE inline float4 load_remote4(uint32_t addr, uint32_t rank) {
   uint32_t ra;
+  float4 v;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(addr), "r"(rank));
-  float v[8];
   asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
                : "r"(ra)
                : "memory");
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v[4]), "=f"(v[5]), "=f"(v[6]), "=f"(v[7])
-               : "r"(ra + 16)
-               : "memory");
-#pragma unroll
-  for (int e = 0; e < 8; ++e) s[e] += v[e];
+  return v;
+}
+CKGEN_DEVICE inline void add_remote8(float* s, uint32_t addr, uint32_t rank) {
+  const float4 a = load_remote4(addr, rank), b = load_remote4(addr + 16, rank);
+  s[0] += a.x;
+  s[1] += a.y;
+  s[2] += a.z;
+  s[3] += a.w;
+  s[4] += b.x;
+  s[5] += b.y;
+  s[6] += b.z;
+  s[7] += b.w;
 }
 // Adds v0..v3 into the fp32 sums of row `dst` at columns col..col+3 (col % 4 == 0, columns from K
 // on skipped): one 16-byte red where the row is 16-byte aligned and K % 4 == 0, else two 8-byte

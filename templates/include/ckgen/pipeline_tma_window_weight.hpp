@@ -15,9 +15,13 @@
 //           lie one patch row below the first, SBO = patch width x 128 bytes). Every warpgroup
 //           reads every stage; a stage is released once the three have finished its MMAs (the
 //           next window's MMAs are issued before waiting for the last one's).
-//   sum:    the blocks of a group (detail::tma_window_grid) split its windows; each adds its
-//           64 x 576 partial filter into a zeroed fp32 copy of dw with 16-byte reductions, and
-//           splitk_finish converts it (clear, kernel and conversion chained: chain.hpp).
+//   sum:    the blocks of a group split its windows (detail::tma_window_weight_grid) and form
+//           clusters of 2..8: each block leaves its 64 x 576 fp32 partial filter in its shared
+//           memory, and after a cluster barrier block r sums its 1 / c of the filter over the
+//           cluster through distributed shared memory and adds it into a
+//           zeroed fp32 copy of dw with 16-byte reductions (one cluster's sums where there were
+//           c blocks'); splitk_finish converts it (clear, kernel and conversion chained:
+//           chain.hpp). A block outside a cluster sums its own the same way.
 // The input is copied ~1.3 times (the patch's halo) and dy once, where backward_weight's row form
 // (pipeline_tma.hpp, TmaTraits::kRows) copies both once a filter row.
 #pragma once
@@ -65,10 +69,16 @@ struct TmaWindowWeightTraits {
 };
 
 namespace detail {
+// The partial filter a block leaves for its cluster: 64 rows of 576 fp32 sums, rows 584 floats
+// apart (a half-warp's 8-byte writes of four rows fall in distinct banks).
+inline constexpr int kTmaWindowPartLd = 3 * 192 + 8;
+inline constexpr int kTmaWindowPartBytes = 64 * kTmaWindowPartLd * 4;
 // Shared memory of a backward_weight window launch: `stages` stages of a window's dy (pixels rows
-// of 128 bytes) and its pw x ph patch, a full / empty barrier pair a stage, the alignment slack.
+// of 128 bytes) and its pw x ph patch, or the partial filter after the main loop, whichever is
+// larger; a full / empty barrier pair a stage, the alignment slack.
 inline constexpr int tma_window_weight_smem_bytes(int pw, int ph, int stages, int pixels) {
-  return stages * (pixels * 128 + tma_window_patch_bytes(pw, ph)) + 16 * stages + 1024;
+  const int ring = stages * (pixels * 128 + tma_window_patch_bytes(pw, ph));
+  return (ring > kTmaWindowPartBytes ? ring : kTmaWindowPartBytes) + 16 * stages + 1024;
 }
 }  // namespace detail
 
@@ -79,6 +89,8 @@ struct TmaWindowWeightArgs {
   int pw, stage_bytes, stage_tx;  // patch width (pixels); ring stage stride; bytes a stage's copies land
   int tiles_group;                // windows a group: N x tiles_img
   int bpg, group_stride;          // blocks a group; groups run at once (block b: group b / bpg + i * group_stride)
+  int cluster;                    // blocks a cluster (1: each block adds its own sums)
+  int ring_bytes;                 // where the barriers start
   FastDiv by_tiles_img, by_tiles_w;
 };
 
@@ -90,7 +102,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
 #if defined(CKGEN_HAS_TMA) && defined(CKGEN_HAS_WGMMA)
   const uint32_t raw_addr = mbar::addr(wwin_smem_raw);
   unsigned char* ring = wwin_smem_raw + ((1024u - (raw_addr & 1023u)) & 1023u);
-  uint64_t* full = reinterpret_cast<uint64_t*>(ring + Tr::S * p.stage_bytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + p.ring_bytes);
   uint64_t* empty = full + Tr::S;
   const int tid = threadIdx.x;
   const int slot = int(blockIdx.x) / p.bpg, sub = int(blockIdx.x) % p.bpg;
@@ -103,12 +115,18 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
   }
   __syncthreads();
   chain_wait();  // the clear of the sums
+  // A cluster whose blocks have no window of their group skips the sums (every block of a cluster
+  // takes the same branch: bpg is a multiple of the cluster, block sub's rank is sub % cluster).
+  const bool summing = sub - sub % p.cluster < p.tiles_group;
   if (tid >= Tr::kMathThreads) {  // the load warp: one thread issues every copy
-    if (tid == Tr::kMathThreads) {
+    const bool issuer = tid == Tr::kMathThreads;
+    if (issuer) {
       tma::prefetch_map(&p.x);
       tma::prefetch_map(&p.dy);
-      int li = 0;
-      for (int g = slot; g < p.G; g += p.group_stride)
+    }
+    int li = 0;
+    for (int g = slot; g < p.G; g += p.group_stride) {
+      if (issuer)
         for (int tile = sub; tile < p.tiles_group; tile += p.bpg, ++li) {
           const int b = li % Tr::S;
           if (li >= Tr::S) mbar::wait(empty + b, uint32_t((li / Tr::S - 1) & 1));
@@ -121,8 +139,14 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
           tma::load_tile_4d(st, &p.dy, full + b, g * 64, ow0, oh0, n);
           tma::load_tile_4d(st + Tr::kDyBytes, &p.x, full + b, g * 64, ow0 - p.pl_w, oh0 - p.pl_h, n);
         }
-      chain_release();
+      if (summing) {  // the math warps' two cluster barriers: the ring holds the partial filter between them
+        __syncwarp();
+        tma::cluster_sync();
+        tma::cluster_sync_relaxed();
+        if (issuer) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // before the next copies
+      }
     }
+    if (issuer) chain_release();
     return;
   }
 
@@ -152,23 +176,64 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
       for (int kk = 0; kk < Tr::TH / 2; ++kk)  // output rows 2 kk, 2 kk + 1 of the window
         Op::run(acc, tma::sw128_desc_mn(st + uint32_t(kk * 2048), uint32_t(Tr::kDyBytes)),
                 tma::sw128_desc_mn(st + row0 + uint32_t(2 * kk) * sbo, lbo, sbo));
+      // The last window's MMAs done, its stage released, this window's left in flight. ptxas
+      // serializes each MMA behind the one before it here (C7518); waiting for each window's own
+      // MMAs instead clears the note and measured no faster (bench/NOTES.md "backward_weight
+      // windows").
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the last window's MMAs
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
       fence_acc();
       if (held >= 0 && lane == 0) mbar::arrive(empty + held);
       held = b;
     }
-    if (held < 0) continue;  // no window of this group in this block
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    fence_acc();
-    if (lane == 0) mbar::arrive(empty + held);
-    // dw row k = warp * 16 + lane / 4 (+ 8): columns fy * 192 + tap * 64 + c of its 576.
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int k = warp * 16 + (lane >> 2) + h * 8;
-      float* dst = p.ws + (int64_t(g) * 64 + k) * (3 * Tr::kN) + fy * Tr::kN;
-      tma::red_fragment_row<Tr::kN>(acc, h, dst, Tr::kN, true, [](int c) { return c; });
+    if (held >= 0) {
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      fence_acc();
+      if (lane == 0) mbar::arrive(empty + held);
     }
+    if (!summing) continue;
+    // Every math warp done with the ring, the partial filter into it (zeros from a block without
+    // windows), cluster barrier; block `rank` sums its 1 / c of the filter over the cluster
+    // (ranks in order: the same sums every run) into the workspace, 16 bytes a lane along dw's
+    // rows; a last barrier keeps every block's shared memory alive until all have read it (and
+    // the ring free until then). A block outside a cluster is a cluster of one.
+    asm volatile("bar.sync 1, %0;\n" ::"r"(Tr::kMathThreads) : "memory");
+    float* part = reinterpret_cast<float*>(ring);
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int j = 0; j < Tr::kN / 8; ++j)
+        *reinterpret_cast<float2*>(part + (warp * 16 + (lane >> 2) + h * 8) * detail::kTmaWindowPartLd +
+                                   fy * Tr::kN + j * 8 + (lane & 3) * 2) =
+            make_float2(acc[j * 4 + h * 2], acc[j * 4 + h * 2 + 1]);
+    __syncwarp();
+    tma::cluster_sync();
+    const int c = p.cluster, rank = int(tma::cluster_rank());
+    constexpr int kChunks = 3 * Tr::kN / 4;  // 16-byte chunks of a row
+    const int c0 = rank * 64 * kChunks / c, c1 = (rank + 1) * 64 * kChunks / c;
+    for (int idx = c0 + tid; idx < c1; idx += Tr::kMathThreads) {
+      const int lr = idx / kChunks, lc = (idx % kChunks) * 4;
+      const uint32_t addr = ra + uint32_t(lr * detail::kTmaWindowPartLd + lc) * 4u;
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int q0 = 0; q0 < 8; q0 += 4) {  // four blocks' chunks loaded before any is added
+        float4 v[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          if (q0 + q < c) v[q] = tma::load_remote4(addr, uint32_t(q0 + q));
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          if (q0 + q < c) {
+            sum.x += v[q].x;
+            sum.y += v[q].y;
+            sum.z += v[q].z;
+            sum.w += v[q].w;
+          }
+      }
+      tma::red_add4(p.ws + (int64_t(g) * 64 + lr) * (3 * Tr::kN), lc, 3 * Tr::kN, sum.x, sum.y, sum.z, sum.w);
+    }
+    __syncwarp();
+    tma::cluster_sync_relaxed();
   }
 #else
   (void)p;
@@ -253,16 +318,22 @@ class TmaWindowWeightKernel final : public KernelBase {
     a.tiles_group = int(gm.tiles_group);
     a.by_tiles_img.init(gm.tiles_img);
     a.by_tiles_w.init(gm.tiles_w);
-    const detail::TmaWindowGrid gr = detail::tma_window_grid(p.G, detail::device_sm_count());
+    a.ring_bytes = Tr::S * a.stage_bytes;
+    if (a.ring_bytes < detail::kTmaWindowPartBytes) a.ring_bytes = detail::kTmaWindowPartBytes;
+    if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
+    const detail::TmaWindowWeightGrid gr =
+        detail::tma_window_weight_grid(p.G, detail::device_sm_count(), cluster_slots(), gm.tiles_group, Tr::PN);
     a.bpg = int(gr.bpg);
     a.group_stride = int(gr.group_stride);
-    static std::atomic<uint64_t> done{0};
-    if (gpuError_t e = detail::allow_dynamic_smem(tma_window_weight_kernel<Cfg>, detail::device_smem_optin(), done);
-        e != gpuSuccess)
-      return e;
+    a.cluster = gr.cluster;
     if (gpuError_t e = launch_clear_sums(ws, n, stream, false); e != gpuSuccess) return e;
+    cudaLaunchAttribute cl{};
+    cl.id = cudaLaunchAttributeClusterDimension;
+    cl.val.clusterDim.x = unsigned(gr.cluster);
+    cl.val.clusterDim.y = cl.val.clusterDim.z = 1;
     if (gpuError_t e = launch_chained(tma_window_weight_kernel<Cfg>, dim3(unsigned(gr.bpg * gr.group_stride)),
-                                      dim3(Tr::kThreads), std::size_t(gm.smem), stream, true, nullptr, a);
+                                      dim3(Tr::kThreads), std::size_t(gm.smem), stream, true,
+                                      gr.cluster > 1 ? &cl : nullptr, a);
         e != gpuSuccess)
       return e;
     return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<typename Tr::Raw*>(t.wei), n, stream, true);
@@ -277,6 +348,37 @@ class TmaWindowWeightKernel final : public KernelBase {
     static_cast<detail::TmaWindowShape&>(g) = detail::tma_window_shape(p, Tr::PN);
     g.smem = detail::tma_window_weight_smem_bytes(int(g.pw), int(g.ph), Tr::S, Tr::PN);
     return g;
+  }
+  static gpuError_t prepare_launch() {
+    static std::atomic<uint64_t> done{0};
+    return detail::allow_dynamic_smem(tma_window_weight_kernel<Cfg>, detail::device_smem_optin(), done);
+  }
+  // Blocks the device keeps resident in clusters of c = 2..8 (occupancy query once, at the
+  // shared memory of a 3x3 filter without dilation: one block a compute unit at any of them).
+  static const int64_t* cluster_slots() {
+    static const std::array<int64_t, 9> n = [] {
+      std::array<int64_t, 9> v{};
+      if (prepare_launch() != gpuSuccess) return v;
+      for (int c = 2; c <= 8; ++c) {
+        cudaLaunchAttribute attr{};
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = unsigned(c);
+        attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = dim3(unsigned(c * 64), 1, 1);
+        cfg.blockDim = dim3(Tr::kThreads, 1, 1);
+        cfg.dynamicSmemBytes = std::size_t(detail::tma_window_weight_smem_bytes(10, Tr::TH + 2, Tr::S, Tr::PN));
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        int clusters = 0;
+        if (cudaOccupancyMaxActiveClusters(&clusters, tma_window_weight_kernel<Cfg>, &cfg) == cudaSuccess)
+          v[size_t(c)] = int64_t(clusters) * c;
+        else
+          (void)cudaGetLastError();  // not sticky: keep it from the next launch's check
+      }
+      return v;
+    }();
+    return n.data();
   }
   static std::string options_refusal(const RunOptions& opts) {
     if (opts.streamk_blocks != 0)
