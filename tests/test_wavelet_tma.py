@@ -210,10 +210,13 @@ def test_fp32_is_rejected() -> None:
 def test_shipped_default_set_has_tma_for_every_variant() -> None:
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
     every = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
-    # forward windows (pipeline_tma_window.hpp): 20-, 16- and 8-row windows, four patch buffers, 2D
+    # forward windows (pipeline_tma_window.hpp): 20-, 16- and 8-row windows, four patch buffers, 2D;
+    # backward_weight windows (pipeline_tma_window_weight.hpp): 8-row windows, four stages
     win = {(i.variant, i.datatype, i.ndim, i.tile, i.stages, i.swap_ab, i.epilogue) for i in every if rules.is_window(i)}
-    assert win == {(Variant.FORWARD, d, 2, (m, 64, 64), 4, True, Epilogue.CSHUFFLE)
-                   for d in (DataType.FP16, DataType.BF16) for m in (160, 128, 64)}
+    assert win == ({(Variant.FORWARD, d, 2, (m, 64, 64), 4, True, Epilogue.CSHUFFLE)
+                    for d in (DataType.FP16, DataType.BF16) for m in (160, 128, 64)}
+                   | {(Variant.BACKWARD_WEIGHT, d, 2, (64, 64, 64), 4, False, Epilogue.DEFAULT)
+                      for d in (DataType.FP16, DataType.BF16)})
     every = [i for i in every if not rules.is_window(i)]
     found = [i for i in every if i.ndim < 3]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
@@ -305,3 +308,55 @@ def test_window_lds_matches_the_kernel_layout() -> None:
     i = window(stages=4)
     patch = -(-(10 * 22 * 128) // 1024) * 1024
     assert rules.lds_bytes(i, ARCHS["sm_90a"]) == 9 * 8192 + 4 * patch + 2 * 160 * 128 + 8 * 10 + 1024
+
+
+# ------------------------------------------------- specialization window, backward_weight
+def weight_window(**kw) -> KernelInstance:
+    base = dict(variant=Variant.BACKWARD_WEIGHT, tile=(160, 64, 64), waves=(12, 1, 1), warp_tile=(64, 192, 16),
+                math_waves=12, stages=4, epilogue=Epilogue.DEFAULT, specialization=Specialization.WINDOW, k_batch=1)
+    base.update(kw)
+    return tma(**base)
+
+
+@pytest.mark.parametrize("m, stages", [(64, 2), (64, 4), (128, 3), (160, 4), (192, 3), (256, 3)])
+def test_weight_window_accepted(m: int, stages: int) -> None:
+    i = weight_window(tile=(m, 64, 64), stages=stages)
+    assert rules.check(i, ARCHS["sm_90a"]) is None
+    assert i.name.endswith(f"_w12x1x1_wt64x192x16_wltma{stages}_lm1x12_v8x8x8_win_kb1")
+    assert parse_name(i.name) == i
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(ndim=1), "2D forward or backward_weight"),
+    (dict(tile=(160, 128, 64)), "tile N 64"),
+    (dict(tile=(96, 64, 64)), "tile M (8 x window rows)"),
+    (dict(warp_tile=(64, 128, 16)), "warp tile (64, 192, 16)"),
+    (dict(swap_ab=True), "no swap_ab"),
+    (dict(waves=(8, 1, 1), math_waves=8), "waves [12, 1, 1]"),
+    (dict(epilogue=Epilogue.CSHUFFLE), "epilogue default"),
+    (dict(stages=5), "stages in (2, 3, 4)"),
+    (dict(k_batch=0), "k_batch 1"),
+    (dict(tile=(256, 64, 64), stages=4), "LDS"),
+])
+def test_weight_window_refusals(change: dict, words: str) -> None:
+    bad = rules.check(weight_window(**change), ARCHS["sm_90a"])
+    assert bad is not None and words in bad[1], bad
+
+
+def test_weight_window_lds_matches_the_kernel_layout() -> None:
+    """window_lds_bytes mirrors detail::tma_window_weight_smem_bytes: the ring of (dy window +
+    1024-aligned patch) stages or the 64 x 584-float partial filter, whichever is larger."""
+    ring = 4 * (160 * 128 + 28 * 1024)  # 22 x 10 pixels of 128 bytes -> 28 KB
+    assert rules.window_lds_bytes(weight_window()) == ring + 16 * 4 + 1024
+    small = weight_window(tile=(64, 64, 64), stages=2)
+    assert rules.window_lds_bytes(small) == 64 * 584 * 4 + 16 * 2 + 1024
+    assert "kTmaWindowPartLd = 3 * 192 + 8" in (templates_dir() / "include" / "ckgen" /
+                                                "pipeline_tma_window_weight.hpp").read_text()
+
+
+def test_wave_layout_12_is_only_the_weight_window() -> None:
+    """waves 12 x 1 x 1 (three warpgroups) is legal on sm_90a for the backward_weight window alone."""
+    bad = rules.check(tma(variant=Variant.BACKWARD_WEIGHT, tile=(192, 64, 64), waves=(12, 1, 1),
+                          warp_tile=(64, 64, 16), math_waves=12), ARCHS["sm_90a"])
+    assert bad is not None
+    assert rules.check(weight_window(), ARCHS["sm_80"]) is not None

@@ -537,6 +537,26 @@ int main(int argc, char** argv) {
     check(gr.bpg == 1 && gr.group_stride == 132 && estimate_cost(win, many, 1, wd.arch()).waves == 2 * 3,
           "forward windows: 200 groups on 132 units, two groups of 1 x 3 windows a block");
   }
+  // --- backward_weight windows: the cluster their blocks sum in ---------------------------------
+  {
+    // g4 with 8-row windows: 338 a group, 33 blocks a group. Every cluster resident: clusters of
+    // 8 (32 blocks a group, 11 windows a block as with 33) sum an eighth of the filter each.
+    const detail::TmaWindowWeightGrid all = detail::tma_window_weight_grid(4, 132, nullptr, 338, 64);
+    check(all.cluster == 8 && all.bpg == 32 && all.group_stride == 4,
+          "backward_weight windows: g4 in clusters of 8, 32 blocks a group",
+          std::to_string(all.cluster) + " x " + std::to_string(all.bpg));
+    // The H200's resident clusters (blocks of clusters of c = 2..8, measured): 8 and 4 keep 120
+    // blocks, so g4 takes 28 blocks a group in clusters of 4 (13 windows a block).
+    const int64_t slots[9] = {0, 0, 132, 117, 120, 110, 102, 105, 120};
+    const detail::TmaWindowWeightGrid h200 = detail::tma_window_weight_grid(4, 132, slots, 338, 64);
+    check(h200.bpg % h200.cluster == 0 && h200.bpg * 4 <= slots[h200.cluster] && h200.cluster >= 2,
+          "backward_weight windows: the clusters fit the resident ones",
+          std::to_string(h200.cluster) + " x " + std::to_string(h200.bpg));
+    // More groups than compute units: one block a group, no cluster.
+    const detail::TmaWindowWeightGrid many = detail::tma_window_weight_grid(200, 132, nullptr, 6, 64);
+    check(many.cluster == 1 && many.bpg == 1 && many.group_stride == 132,
+          "backward_weight windows: 200 groups, one block a group, no cluster");
+  }
   std::printf("all %s\n", failures ? "failed" : "passed");
   return failures ? 1 : 0;
 }
