@@ -176,21 +176,18 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
       for (int kk = 0; kk < Tr::TH / 2; ++kk)  // output rows 2 kk, 2 kk + 1 of the window
         Op::run(acc, tma::sw128_desc_mn(st + uint32_t(kk * 2048), uint32_t(Tr::kDyBytes)),
                 tma::sw128_desc_mn(st + row0 + uint32_t(2 * kk) * sbo, lbo, sbo));
-      // The last window's MMAs done, its stage released, this window's left in flight. ptxas
-      // serializes each MMA behind the one before it here (C7518); waiting for each window's own
-      // MMAs instead clears the note and measured no faster (bench/NOTES.md "backward_weight
-      // windows").
+      // The last window's MMAs done, its stage released, this window's left in flight.
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
       fence_acc();
       if (held >= 0 && lane == 0) mbar::arrive(empty + held);
       held = b;
     }
-    if (held >= 0) {
-      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-      fence_acc();
-      if (lane == 0) mbar::arrive(empty + held);
-    }
+    // Unconditional (nothing in flight without a window): a wait under a branch ptxas cannot
+    // prove uniform makes it serialize every MMA of the loop behind the one before (C7518).
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    fence_acc();
+    if (held >= 0 && lane == 0) mbar::arrive(empty + held);
     if (!summing) continue;
     // Every math warp done with the ring, the partial filter into it (zeros from a block without
     // windows), cluster barrier; block `rank` sums its 1 / c of the filter over the cluster
