@@ -30,30 +30,46 @@ namespace ckgen {
 
 #if defined(CKGEN_NVIDIA)
 
+// What both window forms (this file, pipeline_tma_window_weight.hpp) share: a window of Tile M
+// pixels (Tile M / 8 rows x 8 columns), 64-channel rows of 128 bytes, a 2D fp16 / bf16 instance
+// without split, merged groups or StreamK.
 template <class Cfg>
-struct TmaWindowTraits {
+struct TmaWindowCommonTraits {
   using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
-  static constexpr int PN = Cfg::Tile::kM;   // pixels of a window (the instruction's N)
+  static constexpr int PN = Cfg::Tile::kM;   // pixels of a window
   static constexpr int TW = 8, TH = PN / TW;  // window columns and rows
-  static constexpr int S = Cfg::kStages;     // patch buffers
-  static constexpr int kRowBytes = 128;      // one pixel's 64 channels
-  static constexpr int kTapBytes = 64 * kRowBytes;
-  static constexpr int kStageOut = PN * kRowBytes;  // one warpgroup's staging buffer
-  static constexpr int kThreads = 2 * 128 + 32;     // two math warpgroups + one load warp
+  static constexpr int S = Cfg::kStages;
+  static constexpr int kRowBytes = 128;  // one pixel's 64 channels
   static constexpr bool kBF16 = Cfg::kDataType == DataType::BF16;
-  static_assert(Cfg::kVariant == Variant::Forward && Cfg::kNDim == 2,
-                "ckgen: specialization window is 2D forward");
+  static_assert(Cfg::kNDim == 2 && Cfg::kVariant != Variant::BackwardData,
+                "ckgen: specialization window is 2D forward or backward_weight");
   static_assert(Cfg::kDataType == DataType::FP16 || Cfg::kDataType == DataType::BF16,
                 "ckgen: specialization window needs fp16 or bf16");
   static_assert(Cfg::Tile::kN == 64 && Cfg::Tile::kK * int(sizeof(Raw)) == kRowBytes,
                 "ckgen: specialization window needs Tile N 64 and Tile K 64 (64-channel groups)");
   static_assert(PN == 64 || PN == 128 || PN == 160 || PN == 192 || PN == 256,
                 "ckgen: specialization window needs Tile M (8 x window rows) 64, 128, 160, 192 or 256");
-  static_assert(Cfg::kMathUnit == MathUnit::Wgmma && Cfg::WarpTile::kM == 64 && Cfg::WarpTile::kN == PN &&
-                    Cfg::WarpTile::kK == 16 && Cfg::kSwapAB,
+  static_assert(Cfg::kMathUnit == MathUnit::Wgmma && Cfg::WarpTile::kM == 64 && Cfg::WarpTile::kK == 16 &&
+                    Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1 && Cfg::kLoadWaves == 1,
+                "ckgen: specialization window: wgmma warp tile (64, N, 16), waves (M, 1, 1), one load warp");
+  static_assert(Cfg::kKBatch == 1 && Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK &&
+                    !Cfg::kPersistent && Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
+                "ckgen: specialization window: k_batch 1, no merged groups, vector (8, 8, 8)");
+};
+
+template <class Cfg>
+struct TmaWindowTraits : TmaWindowCommonTraits<Cfg> {
+  using Base = TmaWindowCommonTraits<Cfg>;
+  using Base::PN;
+  using Base::S;
+  using Base::kRowBytes;
+  static constexpr int kTapBytes = 64 * kRowBytes;
+  static constexpr int kStageOut = PN * kRowBytes;  // one warpgroup's staging buffer
+  static constexpr int kThreads = 2 * 128 + 32;     // two math warpgroups + one load warp
+  static_assert(Cfg::kVariant == Variant::Forward, "ckgen: TmaWindowTraits is forward");
+  static_assert(Cfg::WarpTile::kN == PN && Cfg::kSwapAB,
                 "ckgen: specialization window computes the transposed tile: swap_ab, warp tile (64, Tile M, 16)");
-  static_assert(Cfg::Waves::kM == 4 && Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1 && Cfg::kMathWaves == 8 &&
-                    Cfg::kLoadWaves == 1,
+  static_assert(Cfg::Waves::kM == 4 && Cfg::kMathWaves == 8,
                 "ckgen: specialization window needs waves (4, 1, 1), two math warpgroups (math waves 8), one load warp");
   static_assert(Cfg::kEpilogue == Epilogue::CShuffle,
                 "ckgen: specialization window stages its tile through shared memory (epilogue cshuffle)");
@@ -62,9 +78,6 @@ struct TmaWindowTraits {
   // buffer and the faster one can wait for a `full` parity two phases early (a window whose copy
   // has not landed reads as landed): measured as a launch failure with S = 3 (H100, 56x56 G32).
   static_assert(S == 2 || S == 4, "ckgen: specialization window needs 2 or 4 patch buffers (stages)");
-  static_assert(Cfg::kKBatch == 1 && Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK &&
-                    !Cfg::kPersistent && Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
-                "ckgen: specialization window: k_batch 1, no merged groups, vector (8, 8, 8)");
 };
 
 namespace detail {
@@ -86,6 +99,54 @@ struct TmaWindowArgs {
   int bpg, group_stride;          // blocks a group; groups run at once (block b: group b / bpg + i * group_stride)
   FastDiv by_tiles_img, by_tiles_w;
 };
+
+namespace detail {
+// What both window forms refuse (pipeline_tma_window.hpp, pipeline_tma_window_weight.hpp), after
+// common_refusal: groups of other than 64 channels, stride, a patch past a tensor copy's box, a
+// launch past the device's shared memory (`what` needs `smem` bytes), 32-bit window indices.
+inline std::string tma_window_refusal(const ConvProblem& p, const TmaWindowShape& s, int smem, const std::string& what) {
+  if (p.C != 64 || p.K != 64)
+    return "specialization window needs C = K = 64 a group (got C " + str(p.C) + ", K " + str(p.K) + ")";
+  if (p.stride[1] != 1 || p.stride[2] != 1)
+    return "specialization window needs stride 1 (got " + str(p.stride[1]) + "x" + str(p.stride[2]) + ")";
+  if (s.pw > 256 || s.ph > 256)
+    return "specialization window: the input patch (" + str(s.ph) + " x " + str(s.pw) +
+           " pixels) exceeds a tensor copy's 256 per dimension";
+  if (smem > device_smem_optin())
+    return "specialization window: " + what + " need " + str(smem) + " bytes of shared memory, the device allows " +
+           str(device_smem_optin());
+  if (s.tiles_group > (int64_t(1) << 30) || p.N * p.G * p.in_spatial() * 64 > (int64_t(1) << 40))
+    return "specialization window: too many windows for a 32-bit index";
+  return {};
+}
+// The key fields of a window instance: tile (pixels, 64, 64), waves (wave_m, 1, 1), warp tile
+// (64, warp_n, 16), 16-byte vectors.
+inline void set_window_key(KernelKey& k, int pixels, int wave_m, int warp_n) {
+  k.tile_m = pixels;
+  k.tile_n = k.tile_k = 64;
+  k.wave_m = wave_m;
+  k.wave_n = k.wave_k = 1;
+  k.warp_m = 64;
+  k.warp_n = warp_n;
+  k.warp_k = 16;
+  k.vec_a = k.vec_b = k.vec_c = 8;
+}
+// The windows' run options: neither StreamK nor a choice of split reduction.
+inline std::string tma_window_options_refusal(const RunOptions& opts) {
+  if (opts.streamk_blocks != 0) return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
+  return split_reduce_refusal(opts.split_reduce);
+}
+// The windows' two activation maps: x {G*C, W, H, N} in boxes of a window's input patch (64 x
+// pw x ph), and y / dy {G*K, Q, P, N} in boxes of a window (64 x 8 x rows).
+inline bool encode_window_maps(CUtensorMap* x, CUtensorMap* y, bool bf16, const ConvProblem& p, const void* xp,
+                               const void* yp, const TmaWindowShape& s, int rows) {
+  const cuuint64_t xd[4] = {cuuint64_t(p.G * 64), cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
+  const cuuint32_t xb[4] = {64, cuuint32_t(s.pw), cuuint32_t(s.ph), 1};
+  const cuuint64_t yd[4] = {cuuint64_t(p.G * 64), cuuint64_t(p.out[2]), cuuint64_t(p.out[1]), cuuint64_t(p.N)};
+  const cuuint32_t yb[4] = {64, 8, cuuint32_t(rows), 1};
+  return encode_tiled16(x, bf16, xp, 4, xd, xb) && encode_tiled16(y, bf16, yp, 4, yd, yb);
+}
+}  // namespace detail
 
 namespace tma {
 #if defined(CKGEN_HAS_TMA)
@@ -258,38 +319,19 @@ class TmaWindowKernel final : public KernelBase {
 
   TmaWindowKernel() {
     key_ = config_key<Cfg>();
-    key_.tile_m = Tr::PN;
-    key_.tile_n = 64;
-    key_.tile_k = 64;
-    key_.wave_m = 4;
-    key_.wave_n = key_.wave_k = 1;
-    key_.ping_pong = true;
-    key_.warp_m = 64;
-    key_.warp_n = Tr::PN;
-    key_.warp_k = 16;
-    key_.swap_ab = true;
-    key_.vec_a = key_.vec_b = key_.vec_c = 8;
+    detail::set_window_key(key_, Tr::PN, 4, Tr::PN);
+    key_.ping_pong = key_.swap_ab = true;
   }
   const KernelKey& key() const override { return key_; }
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
-    if (std::string e = detail::common_refusal(p, 2, [&] { return options_refusal(opts); }); !e.empty()) return e;
-    if (p.C != 64 || p.K != 64)
-      return "specialization window needs C = K = 64 a group (got C " + str(p.C) + ", K " + str(p.K) + ")";
-    if (p.stride[1] != 1 || p.stride[2] != 1)
-      return "specialization window needs stride 1 (got " + str(p.stride[1]) + "x" + str(p.stride[2]) + ")";
+    if (std::string e = detail::common_refusal(p, 2, [&] { return detail::tma_window_options_refusal(opts); });
+        !e.empty())
+      return e;
     const Geometry gm = geometry(p);
-    if (gm.pw > 256 || gm.ph > 256)
-      return "specialization window: the input patch (" + str(gm.ph) + " x " + str(gm.pw) +
-             " pixels) exceeds a tensor copy's 256 per dimension";
-    if (gm.smem > detail::device_smem_optin())
-      return "specialization window: the filter (" + str(p.filter_spatial()) + " taps) and " + str(Tr::S) +
-             " patches need " + str(gm.smem) + " bytes of shared memory, the device allows " +
-             str(detail::device_smem_optin());
-    if (gm.tiles_group > (int64_t(1) << 30) || p.N * p.G * p.in_spatial() * 64 > (int64_t(1) << 40))
-      return "specialization window: too many windows for a 32-bit index";
-    return {};
+    return detail::tma_window_refusal(
+        p, gm, gm.smem, "the filter (" + str(p.filter_spatial()) + " taps) and " + str(Tr::S) + " patches");
   }
   std::size_t workspace_bytes(const ConvProblem&, const RunOptions& = {}) const override { return 0; }
 
@@ -299,20 +341,11 @@ class TmaWindowKernel final : public KernelBase {
     const Geometry gm = geometry(p);
     TmaWindowArgs a{};
     const bool bf = Tr::kBF16;
-    {
-      const cuuint64_t dims[4] = {cuuint64_t(p.G * 64), cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
-      const cuuint32_t box[4] = {64, cuuint32_t(gm.pw), cuuint32_t(gm.ph), 1};
-      if (!detail::encode_tiled16(&a.x, bf, t.in, 4, dims, box)) return cudaErrorInvalidValue;
-    }
+    if (!detail::encode_window_maps(&a.x, &a.y, bf, p, t.in, t.out, gm, Tr::TH)) return cudaErrorInvalidValue;
     {
       const cuuint64_t dims[3] = {64, cuuint64_t(p.filter_spatial()), cuuint64_t(p.G * 64)};
       const cuuint32_t box[3] = {64, 1, 64};
       if (!detail::encode_tiled16(&a.w, bf, t.wei, 3, dims, box)) return cudaErrorInvalidValue;
-    }
-    {
-      const cuuint64_t dims[4] = {cuuint64_t(p.G * 64), cuuint64_t(p.out[2]), cuuint64_t(p.out[1]), cuuint64_t(p.N)};
-      const cuuint32_t box[4] = {64, cuuint32_t(Tr::TW), cuuint32_t(Tr::TH), 1};
-      if (!detail::encode_tiled16(&a.y, bf, t.out, 4, dims, box)) return cudaErrorInvalidValue;
     }
     a.G = int(p.G);
     a.taps = int(p.filter_spatial());
@@ -349,11 +382,6 @@ class TmaWindowKernel final : public KernelBase {
     static_cast<detail::TmaWindowShape&>(g) = detail::tma_window_shape(p, Tr::PN);
     g.smem = detail::tma_window_smem_bytes(int(p.filter_spatial()), int(g.pw), int(g.ph), Tr::S, Tr::PN);
     return g;
-  }
-  static std::string options_refusal(const RunOptions& opts) {
-    if (opts.streamk_blocks != 0)
-      return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
-    return detail::split_reduce_refusal(opts.split_reduce);
   }
   KernelKey key_;
 };

@@ -34,38 +34,24 @@ namespace ckgen {
 #if defined(CKGEN_NVIDIA)
 
 template <class Cfg>
-struct TmaWindowWeightTraits {
-  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
-  static constexpr int PN = Cfg::Tile::kM;  // positions of a window (the reduction of one unit)
-  static constexpr int TW = 8, TH = PN / TW;
-  static constexpr int S = Cfg::kStages;
-  static constexpr int kRowBytes = 128;  // one position's 64 channels
+struct TmaWindowWeightTraits : TmaWindowCommonTraits<Cfg> {
+  using Base = TmaWindowCommonTraits<Cfg>;
+  using Base::PN;
+  using Base::S;
+  using Base::kRowBytes;
   static constexpr int kDyBytes = PN * kRowBytes;
-  static constexpr int kTaps = 3;          // a filter row's taps: one warpgroup's N = 3 x 64
+  static constexpr int kTaps = 3;  // a filter row's taps: one warpgroup's N = 3 x 64
   static constexpr int kN = kTaps * 64;
   static constexpr int kMathThreads = 3 * 128;  // one warpgroup a filter row
   static constexpr int kThreads = kMathThreads + 32;
-  static constexpr bool kBF16 = Cfg::kDataType == DataType::BF16;
-  static_assert(Cfg::kVariant == Variant::BackwardWeight && Cfg::kNDim == 2,
-                "ckgen: TmaWindowWeightTraits is 2D backward_weight");
-  static_assert(Cfg::kDataType == DataType::FP16 || Cfg::kDataType == DataType::BF16,
-                "ckgen: specialization window needs fp16 or bf16");
-  static_assert(Cfg::Tile::kN == 64 && Cfg::Tile::kK * int(sizeof(Raw)) == kRowBytes,
-                "ckgen: specialization window needs Tile N 64 and Tile K 64 (64-channel groups)");
-  static_assert(PN == 64 || PN == 128 || PN == 160 || PN == 192 || PN == 256,
-                "ckgen: specialization window needs Tile M (8 x window rows) 64, 128, 160, 192 or 256");
-  static_assert(Cfg::kMathUnit == MathUnit::Wgmma && Cfg::WarpTile::kM == 64 && Cfg::WarpTile::kN == kN &&
-                    Cfg::WarpTile::kK == 16 && !Cfg::kSwapAB,
+  static_assert(Cfg::kVariant == Variant::BackwardWeight, "ckgen: TmaWindowWeightTraits is backward_weight");
+  static_assert(Cfg::WarpTile::kN == kN && !Cfg::kSwapAB,
                 "ckgen: backward_weight window: warp tile (64, 192, 16) (a filter row's three taps), no swap_ab");
-  static_assert(Cfg::Waves::kM == 12 && Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1 && Cfg::kMathWaves == 12 &&
-                    Cfg::kLoadWaves == 1,
+  static_assert(Cfg::Waves::kM == 12 && Cfg::kMathWaves == 12,
                 "ckgen: backward_weight window needs waves (12, 1, 1): three math warpgroups, one load warp");
   static_assert(Cfg::kEpilogue == Epilogue::Default,
                 "ckgen: backward_weight window adds its sums from registers (epilogue default)");
   static_assert(S >= 2 && S <= 4, "ckgen: backward_weight window takes 2 to 4 stages");
-  static_assert(Cfg::kKBatch == 1 && Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK &&
-                    !Cfg::kPersistent && Cfg::kVecA == 8 && Cfg::kVecB == 8 && Cfg::kVecC == 8,
-                "ckgen: specialization window: k_batch 1, no merged groups, vector (8, 8, 8)");
 };
 
 namespace detail {
@@ -245,38 +231,20 @@ class TmaWindowWeightKernel final : public KernelBase {
 
   TmaWindowWeightKernel() {
     key_ = config_key<Cfg>();
-    key_.tile_m = Tr::PN;
-    key_.tile_n = 64;
-    key_.tile_k = 64;
-    key_.wave_m = 12;
-    key_.wave_n = key_.wave_k = 1;
-    key_.warp_m = 64;
-    key_.warp_n = Tr::kN;
-    key_.warp_k = 16;
-    key_.vec_a = key_.vec_b = key_.vec_c = 8;
+    detail::set_window_key(key_, Tr::PN, 12, Tr::kN);
   }
   const KernelKey& key() const override { return key_; }
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
-    if (std::string e = detail::common_refusal(p, 2, [&] { return options_refusal(opts); }); !e.empty()) return e;
-    if (p.C != 64 || p.K != 64)
-      return "specialization window needs C = K = 64 a group (got C " + str(p.C) + ", K " + str(p.K) + ")";
-    if (p.stride[1] != 1 || p.stride[2] != 1)
-      return "specialization window needs stride 1 (got " + str(p.stride[1]) + "x" + str(p.stride[2]) + ")";
+    if (std::string e = detail::common_refusal(p, 2, [&] { return detail::tma_window_options_refusal(opts); });
+        !e.empty())
+      return e;
     if (p.filter[1] != 3 || p.filter[2] != 3)
       return "backward_weight window needs a 3x3 filter (one math warpgroup a filter row of three taps; got " +
              str(p.filter[1]) + "x" + str(p.filter[2]) + ")";
     const Geometry gm = geometry(p);
-    if (gm.pw > 256 || gm.ph > 256)
-      return "specialization window: the input patch (" + str(gm.ph) + " x " + str(gm.pw) +
-             " pixels) exceeds a tensor copy's 256 per dimension";
-    if (gm.smem > detail::device_smem_optin())
-      return "specialization window: " + str(Tr::S) + " stages need " + str(gm.smem) +
-             " bytes of shared memory, the device allows " + str(detail::device_smem_optin());
-    if (gm.tiles_group > (int64_t(1) << 30) || p.N * p.G * p.in_spatial() * 64 > (int64_t(1) << 40))
-      return "specialization window: too many windows for a 32-bit index";
-    return {};
+    return detail::tma_window_refusal(p, gm, gm.smem, str(Tr::S) + " stages");
   }
   // The fp32 sums of dw.
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& = {}) const override {
@@ -290,16 +258,7 @@ class TmaWindowWeightKernel final : public KernelBase {
     const Geometry gm = geometry(p);
     TmaWindowWeightArgs a{};
     const bool bf = Tr::kBF16;
-    {
-      const cuuint64_t dims[4] = {cuuint64_t(p.G * 64), cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
-      const cuuint32_t box[4] = {64, cuuint32_t(gm.pw), cuuint32_t(gm.ph), 1};
-      if (!detail::encode_tiled16(&a.x, bf, t.in, 4, dims, box)) return cudaErrorInvalidValue;
-    }
-    {
-      const cuuint64_t dims[4] = {cuuint64_t(p.G * 64), cuuint64_t(p.out[2]), cuuint64_t(p.out[1]), cuuint64_t(p.N)};
-      const cuuint32_t box[4] = {64, cuuint32_t(Tr::TW), cuuint32_t(Tr::TH), 1};
-      if (!detail::encode_tiled16(&a.dy, bf, t.out, 4, dims, box)) return cudaErrorInvalidValue;
-    }
+    if (!detail::encode_window_maps(&a.x, &a.dy, bf, p, t.in, t.out, gm, Tr::TH)) return cudaErrorInvalidValue;
     float* ws = static_cast<float*>(workspace);
     const int64_t n = p.weight_elems();
     a.ws = ws;
@@ -376,11 +335,6 @@ class TmaWindowWeightKernel final : public KernelBase {
       return v;
     }();
     return n.data();
-  }
-  static std::string options_refusal(const RunOptions& opts) {
-    if (opts.streamk_blocks != 0)
-      return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
-    return detail::split_reduce_refusal(opts.split_reduce);
   }
   KernelKey key_;
 };
