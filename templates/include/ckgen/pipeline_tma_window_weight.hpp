@@ -243,6 +243,11 @@ class TmaWindowWeightKernel final : public KernelBase {
     if (p.filter[1] != 3 || p.filter[2] != 3)
       return "backward_weight window needs a 3x3 filter (one math warpgroup a filter row of three taps; got " +
              str(p.filter[1]) + "x" + str(p.filter[2]) + ")";
+    // A block runs one group's windows (the path of several groups a block, G above the compute
+    // units, has not run on a GPU).
+    if (p.G > detail::device_sm_count())
+      return "backward_weight window: more groups (" + str(p.G) + ") than compute units (" +
+             str(detail::device_sm_count()) + "); a block runs one group";
     const Geometry gm = geometry(p);
     return detail::tma_window_refusal(p, gm, gm.smem, str(Tr::S) + " stages");
   }

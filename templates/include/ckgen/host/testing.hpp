@@ -22,7 +22,7 @@
 //                         form (stride1): cluster reduction, width stride 2, C = 96, a filter
 //                         width other than tile N / 64, a dilated width past the stage's halo
 //                         windows: C = 32, K = 128, stride 2, a 9x9 filter (forward), a 5x5
-//                         filter (backward_weight)
+//                         filter and more groups than compute units (backward_weight)
 //   <variant>_reference   GPU fp32 reference vs CPU fp64 reference on tests.csv
 //   <variant>_im2col_wide  (forward, backward_weight) every 2D wavelet_tma instance on a C=3
 //                         7x7 stride-2 problem with 240-pixel output lines (the im2col copy's
@@ -459,9 +459,12 @@ inline void register_negative_tests(Variant v) {
       refuses_problem("window_c32", win(32, 64, 1, 3), "needs C = K = 64");
       refuses_problem("window_k128", win(64, 128, 1, 3), "needs C = K = 64");
       refuses_problem("window_stride2", win(64, 64, 2, 3), "needs stride 1");
-      if (v == Variant::BackwardWeight)
+      if (v == Variant::BackwardWeight) {
         refuses_problem("window_filter5", win(64, 64, 1, 5), "needs a 3x3 filter");
-      else
+        refuses_problem("window_groups",
+                        make_problem(2, 1000, 1, 64, 64, {6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+                        "than compute units");
+      } else
         refuses_problem("window_filter9", win(64, 64, 1, 9), "bytes of shared memory");
     }
     const int vec = std::max({key.vec_a, key.vec_b, key.vec_c});
