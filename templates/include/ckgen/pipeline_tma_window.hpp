@@ -90,14 +90,29 @@ inline constexpr int tma_window_smem_bytes(int taps, int pw, int ph, int stages,
 }
 }  // namespace detail
 
+// What both window launches carry about the problem's windows (detail::window_geometry).
+struct TmaWindowGeometry {
+  int G, pl_h, pl_w, d_h, d_w;
+  int pw;                 // patch width (pixels)
+  int tiles_group;        // windows a group: N x tiles_img
+  int bpg, group_stride;  // blocks a group; groups run at once (block b: group b / bpg + i * group_stride)
+  FastDiv by_tiles_img, by_tiles_w;
+  // Window `tile` of a group (windows of `rows` x 8): image n, first output row oh0 and column ow0.
+  CKGEN_HOST_DEVICE void origin(int tile, int rows, int& n, int& oh0, int& ow0) const {
+    int r, th, tw;
+    by_tiles_img.divmod(tile, n, r);
+    by_tiles_w.divmod(r, th, tw);
+    oh0 = th * rows;
+    ow0 = tw * 8;
+  }
+};
+
 struct TmaWindowArgs {
   CUtensorMap x, w, y;  // x {G*C, W, H, N}, box 64 x pw x ph; w {C, taps, G*K}, box 64 x 1 x 64;
                         // y {G*K, Q, P, N}, box 64 x 8 x TH
-  int G, taps, X, pl_h, pl_w, d_h, d_w;
-  int pw, patch_bytes, patch_tx;  // patch width (pixels), buffer stride, bytes a patch copy lands
-  int tiles_group;                // windows a group: N x tiles_img
-  int bpg, group_stride;          // blocks a group; groups run at once (block b: group b / bpg + i * group_stride)
-  FastDiv by_tiles_img, by_tiles_w;
+  TmaWindowGeometry win;
+  int taps, X;
+  int patch_bytes, patch_tx;  // buffer stride, bytes a patch copy lands
 };
 
 namespace detail {
@@ -130,6 +145,24 @@ inline void set_window_key(KernelKey& k, int pixels, int wave_m, int warp_n) {
   k.warp_n = warp_n;
   k.warp_k = 16;
   k.vec_a = k.vec_b = k.vec_c = 8;
+}
+// The launch's window geometry: problem p's windows (shape s) over bpg blocks a group,
+// group_stride groups side by side.
+inline TmaWindowGeometry window_geometry(const ConvProblem& p, const TmaWindowShape& s, int64_t bpg,
+                                        int64_t group_stride) {
+  TmaWindowGeometry w{};
+  w.G = int(p.G);
+  w.pl_h = int(p.pad_l[1]);
+  w.pl_w = int(p.pad_l[2]);
+  w.d_h = int(p.dilation[1]);
+  w.d_w = int(p.dilation[2]);
+  w.pw = int(s.pw);
+  w.tiles_group = int(s.tiles_group);
+  w.by_tiles_img.init(s.tiles_img);
+  w.by_tiles_w.init(s.tiles_w);
+  w.bpg = int(bpg);
+  w.group_stride = int(group_stride);
+  return w;
 }
 // The windows' run options: neither StreamK nor a choice of split reduction.
 inline std::string tma_window_options_refusal(const RunOptions& opts) {
@@ -181,7 +214,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowTraits<Cfg>::kThreads, 1)
   uint64_t* pfull = wfull + 2;
   uint64_t* pempty = pfull + Tr::S;
   const int tid = threadIdx.x;
-  const int slot = int(blockIdx.x) / p.bpg, sub = int(blockIdx.x) % p.bpg;
+  const int slot = int(blockIdx.x) / p.win.bpg, sub = int(blockIdx.x) % p.win.bpg;
   if (tid == 0) {
     mbar::init(wfull, 1);
     mbar::init(wempty, 8);  // every math warp, once per group
@@ -193,31 +226,24 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowTraits<Cfg>::kThreads, 1)
   }
   __syncthreads();
   chain_wait();
-  // Window `tile` of a group: image n, first output row oh0 and column ow0.
-  auto window = [&](int tile, int& n, int& oh0, int& ow0) {
-    int r, th, tw;
-    p.by_tiles_img.divmod(tile, n, r);
-    p.by_tiles_w.divmod(r, th, tw);
-    oh0 = th * Tr::TH;
-    ow0 = tw * Tr::TW;
-  };
   if (tid >= 256) {  // the load warp: one thread issues every copy
     if (tid == 256) {
       tma::prefetch_map(&p.x);
       tma::prefetch_map(&p.w);
       int li = 0, gi = 0;  // windows and groups of this block
-      for (int g = slot; g < p.G; g += p.group_stride, ++gi) {
+      for (int g = slot; g < p.win.G; g += p.win.group_stride, ++gi) {
         if (gi > 0) mbar::wait(wempty, uint32_t((gi - 1) & 1));  // the last group's MMA done
         tma::expect_tx(wfull, uint32_t(p.taps * Tr::kTapBytes));
         for (int tap = 0; tap < p.taps; ++tap)
           tma::load_tile_3d(wsm + tap * Tr::kTapBytes, &p.w, wfull, 0, tap, g * 64);
-        for (int tile = sub; tile < p.tiles_group; tile += p.bpg, ++li) {
+        for (int tile = sub; tile < p.win.tiles_group; tile += p.win.bpg, ++li) {
           const int b = li % Tr::S;
           if (li >= Tr::S) mbar::wait(pempty + b, uint32_t((li / Tr::S - 1) & 1));
           int n, oh0, ow0;
-          window(tile, n, oh0, ow0);
+          p.win.origin(tile, Tr::TH, n, oh0, ow0);
           tma::expect_tx(pfull + b, uint32_t(p.patch_tx));
-          tma::load_tile_4d(patches + b * p.patch_bytes, &p.x, pfull + b, g * 64, ow0 - p.pl_w, oh0 - p.pl_h, n);
+          tma::load_tile_4d(patches + b * p.patch_bytes, &p.x, pfull + b, g * 64, ow0 - p.win.pl_w,
+                            oh0 - p.win.pl_h, n);
         }
       }
       chain_release();
@@ -235,12 +261,12 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowTraits<Cfg>::kThreads, 1)
   };
   const uint32_t wa = mbar::addr(wsm), pa = mbar::addr(patches);
   const uint32_t out = mbar::addr(staging) + uint32_t(c * Tr::kStageOut);
-  const uint32_t sbo = uint32_t(p.pw) * Tr::kRowBytes;
+  const uint32_t sbo = uint32_t(p.win.pw) * Tr::kRowBytes;
   int li = 0, gi = 0;
   bool stored = false;
-  for (int g = slot; g < p.G; g += p.group_stride, ++gi) {
+  for (int g = slot; g < p.win.G; g += p.win.group_stride, ++gi) {
     mbar::wait(wfull, uint32_t(gi & 1));
-    for (int tile = sub; tile < p.tiles_group; tile += p.bpg, ++li) {
+    for (int tile = sub; tile < p.win.tiles_group; tile += p.win.bpg, ++li) {
       if ((li & 1) != c) continue;
       const int b = li % Tr::S;
       mbar::wait(pfull + b, uint32_t((li / Tr::S) & 1));
@@ -250,7 +276,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowTraits<Cfg>::kThreads, 1)
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
       const uint32_t pb = pa + uint32_t(b * p.patch_bytes);
       auto tap_mma = [&](int tap, int fy, int fx) {
-        const uint32_t bt = pb + uint32_t(fy * p.d_h * p.pw + fx * p.d_w) * Tr::kRowBytes;
+        const uint32_t bt = pb + uint32_t(fy * p.win.d_h * p.win.pw + fx * p.win.d_w) * Tr::kRowBytes;
         const uint32_t at = wa + uint32_t(tap * Tr::kTapBytes);
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk)
@@ -298,7 +324,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowTraits<Cfg>::kThreads, 1)
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
       if (tid % 128 == 0) {
         int n, oh0, ow0;
-        window(tile, n, oh0, ow0);
+        p.win.origin(tile, Tr::TH, n, oh0, ow0);
         tma::store_tile_4d(&p.y, out, g * 64, ow0, oh0, n);
       }
       stored = true;
@@ -347,22 +373,12 @@ class TmaWindowKernel final : public KernelBase {
       const cuuint32_t box[3] = {64, 1, 64};
       if (!detail::encode_tiled16(&a.w, bf, t.wei, 3, dims, box)) return cudaErrorInvalidValue;
     }
-    a.G = int(p.G);
     a.taps = int(p.filter_spatial());
     a.X = int(p.filter[2]);
-    a.pl_h = int(p.pad_l[1]);
-    a.pl_w = int(p.pad_l[2]);
-    a.d_h = int(p.dilation[1]);
-    a.d_w = int(p.dilation[2]);
-    a.pw = int(gm.pw);
     a.patch_bytes = detail::tma_window_patch_bytes(int(gm.pw), int(gm.ph));
     a.patch_tx = int(gm.pw * gm.ph) * Tr::kRowBytes;
-    a.tiles_group = int(gm.tiles_group);
-    a.by_tiles_img.init(gm.tiles_img);
-    a.by_tiles_w.init(gm.tiles_w);
     const detail::TmaWindowGrid gr = detail::tma_window_grid(p.G, detail::device_sm_count());
-    a.bpg = int(gr.bpg);
-    a.group_stride = int(gr.group_stride);
+    a.win = detail::window_geometry(p, gm, gr.bpg, gr.group_stride);
     static std::atomic<uint64_t> done{0};
     if (gpuError_t e = detail::allow_dynamic_smem(tma_window_kernel<Cfg>, detail::device_smem_optin(), done);
         e != gpuSuccess)

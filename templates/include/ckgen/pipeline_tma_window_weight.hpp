@@ -71,13 +71,10 @@ inline constexpr int tma_window_weight_smem_bytes(int pw, int ph, int stages, in
 struct TmaWindowWeightArgs {
   CUtensorMap x, dy;  // x {G*C, W, H, N}, box 64 x pw x ph; dy {G*K, Q, P, N}, box 64 x 8 x TH
   float* ws;          // fp32 sums of dw (G, K, 3, 3, C), zeroed before the launch
-  int G, pl_h, pl_w, d_h, d_w;
-  int pw, stage_bytes, stage_tx;  // patch width (pixels); ring stage stride; bytes a stage's copies land
-  int tiles_group;                // windows a group: N x tiles_img
-  int bpg, group_stride;          // blocks a group; groups run at once (block b: group b / bpg + i * group_stride)
-  int cluster;                    // blocks a cluster (1: each block adds its own sums)
-  int ring_bytes;                 // where the barriers start
-  FastDiv by_tiles_img, by_tiles_w;
+  TmaWindowGeometry win;
+  int stage_bytes, stage_tx;  // ring stage stride; bytes a stage's copies land
+  int cluster;                // blocks a cluster (1: each block adds its own sums)
+  int ring_bytes;             // where the barriers start
 };
 
 template <class Cfg>
@@ -91,7 +88,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(ring + p.ring_bytes);
   uint64_t* empty = full + Tr::S;
   const int tid = threadIdx.x;
-  const int slot = int(blockIdx.x) / p.bpg, sub = int(blockIdx.x) % p.bpg;
+  const int slot = int(blockIdx.x) / p.win.bpg, sub = int(blockIdx.x) % p.win.bpg;
   if (tid == 0) {
     for (int b = 0; b < Tr::S; ++b) {
       mbar::init(full + b, 1);
@@ -103,7 +100,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
   chain_wait();  // the clear of the sums
   // A cluster whose blocks have no window of their group skips the sums (every block of a cluster
   // takes the same branch: bpg is a multiple of the cluster, block sub's rank is sub % cluster).
-  const bool summing = sub - sub % p.cluster < p.tiles_group;
+  const bool summing = sub - sub % p.cluster < p.win.tiles_group;
   if (tid >= Tr::kMathThreads) {  // the load warp: one thread issues every copy
     const bool issuer = tid == Tr::kMathThreads;
     if (issuer) {
@@ -111,19 +108,17 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
       tma::prefetch_map(&p.dy);
     }
     int li = 0;
-    for (int g = slot; g < p.G; g += p.group_stride) {
+    for (int g = slot; g < p.win.G; g += p.win.group_stride) {
       if (issuer)
-        for (int tile = sub; tile < p.tiles_group; tile += p.bpg, ++li) {
+        for (int tile = sub; tile < p.win.tiles_group; tile += p.win.bpg, ++li) {
           const int b = li % Tr::S;
           if (li >= Tr::S) mbar::wait(empty + b, uint32_t((li / Tr::S - 1) & 1));
-          int n, r, th, tw;
-          p.by_tiles_img.divmod(tile, n, r);
-          p.by_tiles_w.divmod(r, th, tw);
-          const int oh0 = th * Tr::TH, ow0 = tw * Tr::TW;
+          int n, oh0, ow0;
+          p.win.origin(tile, Tr::TH, n, oh0, ow0);
           unsigned char* st = ring + b * p.stage_bytes;
           tma::expect_tx(full + b, uint32_t(p.stage_tx));
           tma::load_tile_4d(st, &p.dy, full + b, g * 64, ow0, oh0, n);
-          tma::load_tile_4d(st + Tr::kDyBytes, &p.x, full + b, g * 64, ow0 - p.pl_w, oh0 - p.pl_h, n);
+          tma::load_tile_4d(st + Tr::kDyBytes, &p.x, full + b, g * 64, ow0 - p.win.pl_w, oh0 - p.win.pl_h, n);
         }
       if (summing) {  // the math warps' two cluster barriers: the ring holds the partial filter between them
         __syncwarp();
@@ -145,15 +140,15 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
     for (int e = 0; e < Tr::kN / 2; ++e) asm volatile("" : "+f"(acc[e])::"memory");
   };
   const uint32_t ra = mbar::addr(ring);
-  const uint32_t sbo = uint32_t(p.pw) * Tr::kRowBytes, lbo = uint32_t(p.d_w) * Tr::kRowBytes;
-  const uint32_t row0 = uint32_t(Tr::kDyBytes) + uint32_t(fy * p.d_h) * sbo;  // the patch row under window row 0
+  const uint32_t sbo = uint32_t(p.win.pw) * Tr::kRowBytes, lbo = uint32_t(p.win.d_w) * Tr::kRowBytes;
+  const uint32_t row0 = uint32_t(Tr::kDyBytes) + uint32_t(fy * p.win.d_h) * sbo;  // the patch row under window row 0
   int li = 0;
-  for (int g = slot; g < p.G; g += p.group_stride) {
+  for (int g = slot; g < p.win.G; g += p.win.group_stride) {
 #pragma unroll
     for (int e = 0; e < Tr::kN / 2; ++e) acc[e] = 0.f;
     fence_acc();
     int held = -1;  // the stage whose MMAs may still be in flight
-    for (int tile = sub; tile < p.tiles_group; tile += p.bpg, ++li) {
+    for (int tile = sub; tile < p.win.tiles_group; tile += p.win.bpg, ++li) {
       const int b = li % Tr::S;
       mbar::wait(full + b, uint32_t((li / Tr::S) & 1));
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -267,25 +262,15 @@ class TmaWindowWeightKernel final : public KernelBase {
     float* ws = static_cast<float*>(workspace);
     const int64_t n = p.weight_elems();
     a.ws = ws;
-    a.G = int(p.G);
-    a.pl_h = int(p.pad_l[1]);
-    a.pl_w = int(p.pad_l[2]);
-    a.d_h = int(p.dilation[1]);
-    a.d_w = int(p.dilation[2]);
-    a.pw = int(gm.pw);
     const int patch = detail::tma_window_patch_bytes(int(gm.pw), int(gm.ph));
     a.stage_bytes = Tr::kDyBytes + patch;
     a.stage_tx = Tr::kDyBytes + int(gm.pw * gm.ph) * Tr::kRowBytes;
-    a.tiles_group = int(gm.tiles_group);
-    a.by_tiles_img.init(gm.tiles_img);
-    a.by_tiles_w.init(gm.tiles_w);
     a.ring_bytes = Tr::S * a.stage_bytes;
     if (a.ring_bytes < detail::kTmaWindowPartBytes) a.ring_bytes = detail::kTmaWindowPartBytes;
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     const detail::TmaWindowWeightGrid gr =
         detail::tma_window_weight_grid(p.G, detail::device_sm_count(), cluster_slots(), gm.tiles_group, Tr::PN);
-    a.bpg = int(gr.bpg);
-    a.group_stride = int(gr.group_stride);
+    a.win = detail::window_geometry(p, gm, gr.bpg, gr.group_stride);
     a.cluster = gr.cluster;
     if (gpuError_t e = launch_clear_sums(ws, n, stream, false); e != gpuSuccess) return e;
     cudaLaunchAttribute cl{};
