@@ -3,13 +3,16 @@
 # FMA instances on bench/dev/shapes_dw.csv, fp16 and bf16, verified (flag_sweep.sh, one build):
 # automatic (66 slices for the 64x64 tile at 132 SMs) against 16-512.
 #   bash bench/dev/dw_bw_slices_call.sh     # $OUT/slices.txt, $OUT/slices_csv.tgz
+# KERNELS / KB / GEN_EXTRA override the instance globs, the slice counts and the extra `ckgen
+# generate` arguments, e.g. candidates beside the default set:
+#   GEN_EXTRA="--config configs/backward_weight/default.yaml --config bench/dev/candidates/dwv2_backward_weight.yaml"
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/ckgen-out}
 mkdir -p "$OUT"
 VARIANTS=backward_weight DTYPE=fp16,bf16 PER_INSTANCE=1 OUT=$OUT/slices WORK=/tmp/dwbw-slices \
-  KERNELS="*_2d_*x1_w*_wt1x1x1_direct_*" SHAPES=$ROOT/bench/dev/shapes_dw.csv \
-  PROF_ARGS="--k-batch 0,16,33,66,99,132,198,264,512" \
+  KERNELS="${KERNELS:-*_2d_*x1_w*_wt1x1x1_direct_*}" SHAPES=$ROOT/bench/dev/shapes_dw.csv \
+  PROF_ARGS="--k-batch ${KB:-0,16,33,66,99,132,198,264,512}" GEN_EXTRA="${GEN_EXTRA:-}" \
   bash "$ROOT/bench/dev/flag_sweep.sh" > "$OUT/slices_run.txt" 2>&1
 python3 - "$OUT/slices" <<'PY' > "$OUT/slices.txt"
 import csv, glob, sys
