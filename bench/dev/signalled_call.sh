@@ -4,6 +4,8 @@
 # counters, not on the slice kernel's completion) against the chained finish
 # (-DCKGEN_SIGNALLED_FINISH=0), fp16 / bf16, k_batch auto, on bench/dev/shapes_dw.csv, verified;
 # then the tests set's direct backward_weight instances' GoogleTests (random sweep included).
+# Measured slower (bench/NOTES.md, "Depthwise backward_weight: a signalled finish"); the change is
+# bench/dev/signalled_finish.patch (git apply it before this call).
 #   bash bench/dev/signalled_call.sh     (carry .gtest)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -57,10 +57,6 @@
 #include "ckgen/splitk_finish.hpp"
 #include "ckgen/vocab.hpp"
 
-#ifndef CKGEN_SIGNALLED_FINISH  // probe switch (A/B against the chained finish), not a user option
-#define CKGEN_SIGNALLED_FINISH 1
-#endif
-
 namespace ckgen {
 
 template <class Cfg>
@@ -725,10 +721,6 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
       combine(t0, acc);
     }
   }
-  if (a.done != nullptr) {  // the signalled finish: count this slice once its counters are cleared
-    chain_wait();
-    slices_signal(a.done + blockIdx.y);
-  }
 }
 
 }  // namespace direct
@@ -853,7 +845,6 @@ class DepthwiseKernel final : public KernelBase {
       const DirectSlices s = slices(p, opts);
       if (s.count <= 1) return 0;
       const std::size_t elems = std::size_t(p.weight_elems());
-      if (signalled_finish()) return std::size_t(s.count) * elems * sizeof(float) + counter_bytes(p);
       return (Cfg::kStage == Stage::One ? 1 : std::size_t(s.count)) * elems * sizeof(float);
     }
   }
@@ -951,23 +942,10 @@ class DepthwiseKernel final : public KernelBase {
         static std::atomic<uint64_t> done{0};
         if ((e = detail::allow_dynamic_smem(kernel, smem, done)) != gpuSuccess) return e;
       }
-      const int64_t n = p.weight_elems();
-#if defined(CKGEN_NVIDIA)
-      if (signalled_finish() && a.mode == OutMode::PartialF32) {
-        // counters cleared, slices (chained: they count themselves after chain_wait), finish
-        // (chained: waits on the counters, not on the slice kernel's completion)
-        a.done = reinterpret_cast<unsigned*>(a.ws + int64_t(s.count) * a.ws_stride);
-        if ((e = launch_clear_counters(a.done, gtiles, stream)) != gpuSuccess) return e;
-        if ((e = launch_chained(kernel, grid, dim3(Tr::kThreads), std::size_t(smem), stream, true, nullptr, a)) !=
-            gpuSuccess)
-          return e;
-        return launch_splitk_finish_signalled<Cfg::kDataType>(a.ws, s.count, a.ws_stride, static_cast<Raw*>(a.dst), n,
-                                                              a.done, int64_t(Tr::Gt) * a.taps * Tr::Cg, stream);
-      }
-#endif
       kernel<<<grid, Tr::kThreads, smem, stream>>>(a);
       e = gpuGetLastError();
       if (e != gpuSuccess || a.mode == OutMode::Direct) return e;
+      const int64_t n = p.weight_elems();
       const int splits = Cfg::kStage == Stage::One ? 1 : s.count;
       return launch_splitk_finish<Cfg::kDataType>(a.ws, splits, a.ws_stride, static_cast<Raw*>(a.dst),
                                                   n, stream, true);
@@ -1014,19 +992,6 @@ class DepthwiseKernel final : public KernelBase {
   }
 
   static int64_t chans(const ConvProblem& p) { return p.G * p.C; }  // channels per pixel
-  // backward_weight's two-stage FMA slices count themselves per channel tile for a finish that
-  // waits on those counters (NVIDIA: launch_splitk_finish_signalled); the counters follow the
-  // slices in the workspace (4 bytes a channel tile, rounded up to 16 bytes).
-  static constexpr bool signalled_finish() {
-#if defined(CKGEN_NVIDIA) && CKGEN_SIGNALLED_FINISH
-    return kVariant == Variant::BackwardWeight && Cfg::kStage == Stage::Two && !Tr::kMma;
-#else
-    return false;
-#endif
-  }
-  static std::size_t counter_bytes(const ConvProblem& p) {
-    return (std::size_t(channel_tiles(p)) * sizeof(unsigned) + 15) / 16 * 16;
-  }
   // Whether the instance has a pair path (DirectPath::RowPair: forward, depthwise FMA, an even
   // PP >= 4), and the pixels a thread takes that direct_fma_pixels / direct_fma_row_pair
   // test (0: never pairs), and its kernel (the generic one where it has none: never launched).

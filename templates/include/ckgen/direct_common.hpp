@@ -33,8 +33,6 @@ struct DirectArgs {
   FastDiv fd_bands;             // ... and bands per plane (n, d), ceil(H / band_rows)
   int64_t ws_stride;            // backward_weight two-stage: floats per slice (G * taps)
   OutMode mode;
-  unsigned* done = nullptr;     // backward_weight two-stage FMA (NVIDIA): slices stored, per channel tile
-                                // (the signalled finish, splitk_finish.hpp)
 };
 
 namespace direct {

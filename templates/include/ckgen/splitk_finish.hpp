@@ -15,42 +15,6 @@ namespace ckgen {
 inline constexpr int kFinishThreads = 256;
 inline constexpr int kFinishLanes = 8;  // slice lanes per element of the lanes kernel
 
-// The signalled finish's handshake (NVIDIA; elsewhere no-ops, never launched that way). A block
-// that has stored its slice of a group's sums counts itself once all its threads are past their
-// stores (a barrier, then one thread's fence and atomic: the release pattern of a grid barrier);
-// a block of the finish polls the counters of the groups [lo, hi] touch with acquire loads until
-// `splits` have arrived, fences, and lets the block go.
-CKGEN_DEVICE CKGEN_FORCEINLINE void slices_signal(unsigned* done) {
-#if defined(CKGEN_NVIDIA)
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(done, 1u);
-  }
-#else
-  (void)done;
-#endif
-}
-CKGEN_DEVICE CKGEN_FORCEINLINE void slices_wait(const unsigned* done, int64_t tile_elems, int64_t lo, int64_t hi,
-                                                int splits) {
-#if defined(CKGEN_NVIDIA)
-  if (threadIdx.x == 0) {
-    for (int64_t t = lo / tile_elems; t <= hi / tile_elems; ++t) {
-      for (;;) {
-        unsigned v;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(done + t) : "memory");
-        if (v >= unsigned(splits)) break;
-        __nanosleep(64);
-      }
-    }
-    __threadfence();
-  }
-  __syncthreads();
-#else
-  (void)done, (void)tile_elems, (void)lo, (void)hi, (void)splits;
-#endif
-}
-
 // One thread per element, grid-stride.
 template <DataType D>
 CKGEN_GLOBAL void splitk_finish_kernel(const float* __restrict__ ws, int splits, int64_t stride,
@@ -70,26 +34,19 @@ CKGEN_GLOBAL void splitk_finish_kernel(const float* __restrict__ ws, int splits,
 // elements x L lanes (warp w: element row w % (8 / L), slices w / (8 / L), + L, ...), so a thread
 // issues about splits / L independent loads and each warp load reads 128 contiguous bytes; the
 // lanes' sums meet in shared memory in a fixed order.
-//
-// Signalled (done != nullptr, NVIDIA): the slices' writers count themselves per group of
-// tile_elems consecutive elements in done[] after a fence (slices_signal), and a block waits
-// there for the `splits` slices of the elements it sums instead of for the whole writing grid
-// (chain_wait); it still calls chain_wait before it exits, so its completion implies the
-// writer's, as a chained launch's does.
 template <DataType D>
 CKGEN_GLOBAL void splitk_finish_lanes_kernel(const float* __restrict__ ws, int splits, int64_t stride,
                                              typename DataTypeTraits<D>::raw* __restrict__ dst,
-                                             int64_t n, const unsigned* done, int64_t tile_elems) {
+                                             int64_t n) {
   constexpr int L = kFinishLanes;
   constexpr int kRows = kFinishThreads / 32 / L;  // element rows of 32 a block
   __shared__ float part[L][kRows][32];
-  if (done == nullptr) chain_wait();
+  chain_wait();
   chain_release();
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
   const int er = warp % kRows, sl = warp / kRows;
   const int64_t step = int64_t(gridDim.x) * kRows * 32;
   for (int64_t b = int64_t(blockIdx.x) * kRows * 32; b < n; b += step) {  // uniform in the block
-    if (done != nullptr) slices_wait(done, tile_elems, b, (b + kRows * 32 < n ? b + kRows * 32 : n) - 1, splits);
     const int64_t i = b + er * 32 + lane;
     float s = 0.f;
     if (i < n) {
@@ -106,7 +63,6 @@ CKGEN_GLOBAL void splitk_finish_lanes_kernel(const float* __restrict__ ws, int s
     }
     __syncthreads();
   }
-  if (done != nullptr) chain_wait();
 }
 
 // Whether the conversion takes kFinishLanes lanes per element: where one thread per element would
@@ -128,39 +84,16 @@ gpuError_t launch_splitk_finish(const float* ws, int splits, int64_t stride,
                                 bool after_kernel = false) {
   const bool lanes = splitk_finish_lanes(splits, n);
   const int64_t blocks = detail::grid_stride_blocks(n * (lanes ? kFinishLanes : 1), kFinishThreads, 8);
-  const dim3 grid{unsigned(blocks)};
+  auto kernel = lanes ? splitk_finish_lanes_kernel<D> : splitk_finish_kernel<D>;
 #if defined(CKGEN_NVIDIA)
-  if (lanes) {
-    auto* kernel = &splitk_finish_lanes_kernel<D>;
-    return launch_chained(kernel, grid, dim3(kFinishThreads), 0, stream, after_kernel, nullptr, ws, splits, stride, dst,
-                          n, static_cast<const unsigned*>(nullptr), int64_t(1));
-  }
-  auto* kernel = &splitk_finish_kernel<D>;
-  return launch_chained(kernel, grid, dim3(kFinishThreads), 0, stream, after_kernel, nullptr, ws, splits, stride, dst, n);
+  return launch_chained(kernel, dim3(unsigned(blocks)), dim3(kFinishThreads), 0, stream, after_kernel, nullptr, ws,
+                        splits, stride, dst, n);
 #else
   (void)after_kernel;
-  if (lanes)
-    splitk_finish_lanes_kernel<D><<<grid, kFinishThreads, 0, stream>>>(ws, splits, stride, dst, n, nullptr, 1);
-  else
-    splitk_finish_kernel<D><<<grid, kFinishThreads, 0, stream>>>(ws, splits, stride, dst, n);
+  kernel<<<unsigned(blocks), kFinishThreads, 0, stream>>>(ws, splits, stride, dst, n);
   return gpuGetLastError();
 #endif
 }
-
-#if defined(CKGEN_NVIDIA)
-// The signalled finish (NVIDIA, launched chained after the writer): the lanes kernel waiting on
-// done[] (one counter per tile_elems consecutive elements, zeroed before the writer counts,
-// slices_signal) instead of on the writer's completion.
-template <DataType D>
-gpuError_t launch_splitk_finish_signalled(const float* ws, int splits, int64_t stride,
-                                          typename DataTypeTraits<D>::raw* dst, int64_t n, const unsigned* done,
-                                          int64_t tile_elems, gpuStream_t stream) {
-  const int64_t blocks = detail::grid_stride_blocks(n * kFinishLanes, kFinishThreads, 8);
-  auto* kernel = &splitk_finish_lanes_kernel<D>;
-  return launch_chained(kernel, dim3(unsigned(blocks)), dim3(kFinishThreads), 0, stream, true, nullptr, ws, splits,
-                        stride, dst, n, done, tile_elems);
-}
-#endif
 
 #if defined(CKGEN_NVIDIA)
 // The clear of a split's n fp32 sums as a kernel (a memset is not a kernel, so the launch after
@@ -180,13 +113,6 @@ inline gpuError_t launch_clear_sums(float* ws, int64_t n, gpuStream_t stream, bo
   const int64_t blocks = detail::grid_stride_blocks((n + 3) / 4, kThreads, 8);
   return launch_chained(clear_sums_kernel<float>, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, after_kernel, nullptr,
                         ws, n);
-}
-// The signalled finish's counters (launch_splitk_finish_signalled), the first launch of its call.
-inline gpuError_t launch_clear_counters(unsigned* done, int64_t n, gpuStream_t stream) {
-  constexpr int kThreads = 256;
-  const int64_t blocks = detail::grid_stride_blocks((n + 3) / 4, kThreads, 8);
-  return launch_chained(clear_sums_kernel<unsigned>, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, false, nullptr,
-                        done, n);
 }
 #endif
 
