@@ -11,7 +11,8 @@
 # 7f8a696: forward 366 s, backward_data 283 s, backward_weight 231 s with BUILD_SETS=default),
 #   GEN_ARGS="--variant forward" BUILD_SETS=default bash bench/device.sh build bench peer
 # and merge the three output folders (bench/merge_runs.py: the benchmark CSV, ckgen report's
-# inputs, the targets' summary).
+# inputs, the targets' summary). On a machine of three or more GPUs bench/run_all.sh does all of it
+# in one call (one GPU a variant) and merges there.
 #
 # Phase streamk (not in the default list: estimated 2-3 min more, not yet measured): StreamK vs split-K for
 # backward_weight on seed 002's eight shapes (bench/shapes/streamk_seed002.csv), fp16, tiles
