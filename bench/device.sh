@@ -43,8 +43,10 @@ ckgen() { python3 -m ckgen.cli "$@"; }
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+# the GPU this call runs on (bench/dev/multi_gpu.sh gives each job one through CUDA_VISIBLE_DEVICES)
+SMI_GPU=(); [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && SMI_GPU=(-i "${CUDA_VISIBLE_DEVICES%%,*}")
+nvidia-smi "${SMI_GPU[@]}" --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+GPU=$(nvidia-smi "${SMI_GPU[@]}" --query-gpu=name --format=csv,noheader | head -1)
 
 GT=$WORK/gtest
 if [ ! -d "$GT/usr" ]; then
