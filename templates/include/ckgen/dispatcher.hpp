@@ -672,12 +672,13 @@ inline CostEstimate estimate_window_cost(const KernelKey& k, const ConvProblem& 
   const bool weight_grad = k.variant == Variant::BackwardWeight;
   const detail::TmaWindowShape ws = detail::tma_window_shape(p, k.tile_m);
   const int64_t windows = ws.tiles_group;
-  // forward: tma_window_grid's blocks, each copying the filter (a cluster of one)
-  const detail::TmaWindowGrid gr = detail::tma_window_grid(p.G, a.compute_units);
-  const detail::TmaWindowWeightGrid wg =
-      weight_grad ? detail::tma_window_weight_grid(p.G, a.compute_units, nullptr, windows, k.tile_m)
-                  : detail::TmaWindowWeightGrid{gr.bpg, gr.group_stride, 1};
-  const int64_t groups_per_block = (p.G + gr.group_stride - 1) / gr.group_stride;
+  // The launch's grid; forward: tma_window_grid's blocks, each copying the filter (a cluster of one).
+  const detail::TmaWindowWeightGrid wg = [&] {
+    if (weight_grad) return detail::tma_window_weight_grid(p.G, a.compute_units, nullptr, windows, k.tile_m);
+    const detail::TmaWindowGrid gr = detail::tma_window_grid(p.G, a.compute_units);
+    return detail::TmaWindowWeightGrid{gr.bpg, gr.group_stride, 1};
+  }();
+  const int64_t groups_per_block = (p.G + wg.group_stride - 1) / wg.group_stride;
   const int64_t per_block = groups_per_block * ((windows + wg.bpg - 1) / wg.bpg);
   c.tiles = windows * p.G;
   c.blocks_per_cu = 1;
@@ -693,7 +694,7 @@ inline CostEstimate estimate_window_cost(const KernelKey& k, const ConvProblem& 
   const double filter_bytes = double(p.filter_spatial()) * 64 * 64 * (weight_grad ? 4 : eb);
   const int64_t adders = wg.bpg / wg.cluster;  // blocks (clusters) of a group copying or adding its filter
   const double bytes = (double(c.tiles) * double(ws.pw * ws.ph) * 64 + double(p.output_elems())) * eb +
-                       double(adders * gr.group_stride * groups_per_block) * filter_bytes;
+                       double(adders * wg.group_stride * groups_per_block) * filter_bytes;
   c.us = std::max(compute_us, bytes / (a.bandwidth_gbs * 1e9) * 1e6) + 3.0;
   return c;
 }
