@@ -5,6 +5,8 @@
 #   $OUT/ncu_<dt>.txt   Nsight Compute: speed of light, occupancy, scheduler and warp states,
 #                       instruction statistics, source counters (hot SASS, stall reasons), memory;
 #   $OUT/sass.txt       cuobjdump -sass of both slice kernels.
+# ncu flushes the caches before each profiled kernel here (its default), so the durations are
+# cold-L2 figures (14 us against ~9 warm for the slice kernel); bench/dev/dw_bw_ncu.sh keeps them warm.
 #   bash bench/dev/dw_bw_stalls.sh        (carry .gtest)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

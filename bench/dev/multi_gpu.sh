@@ -11,6 +11,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/ckgen-out}
 mkdir -p "$OUT"
 ngpu=$(nvidia-smi -L | wc -l)
+[ "$#" -ge 1 ] || { echo "multi_gpu: no job (a job: \"name|build sets|phases|ckgen generate args\")" >&2; exit 2; }
 [ "$#" -le "$ngpu" ] || { echo "multi_gpu: $# jobs for $ngpu GPUs" >&2; exit 2; }
 jobs_cpu=$(( $(nproc) / $# ))
 gpu=0
