@@ -61,7 +61,16 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void to_floats(const packet_t<D, V>& r, float (&f
     for (int k = 0; k < V / 2; ++k) {
       const uint32_t u = r.v[k];
       if constexpr (D == DataType::BF16) {
+#if defined(CKGEN_NVIDIA)
+        // The low half moved up by a byte permute: ptxas otherwise shifts it with SHF / IMAD.SHL,
+        // which cost the depthwise window kernels 4 % against fp16 (bench/NOTES.md, "bf16's low
+        // half as a byte permute").
+        uint32_t lo;
+        asm("prmt.b32 %0, %1, 0, 0x1044;" : "=r"(lo) : "r"(u));
+        const uint32_t hi = u & 0xffff0000u;
+#else
         const uint32_t lo = u << 16, hi = u & 0xffff0000u;
+#endif
         memcpy(&f[2 * k], &lo, 4);
         memcpy(&f[2 * k + 1], &hi, 4);
       } else {
