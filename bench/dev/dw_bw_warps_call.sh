@@ -11,7 +11,7 @@ OUT=${OUT:-/tmp/ckgen-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$ROOT
 VARIANTS=backward_weight DTYPE=fp16,bf16 PER_INSTANCE=1 OUT=$OUT/slices WORK=/tmp/dwbw-warps \
-  KERNELS="*_2d_t*x64x1_w*_wt1x1x1_direct_v4x4x4_2st" SHAPES=$ROOT/bench/dev/shapes_dw.csv \
+  KERNELS="*_2d_t*x64x1_w*_wt1x1x1_direct_v4x4x4_2st" SHAPES=${SHAPES:-$ROOT/bench/dev/shapes_dw.csv} \
   FLAG_SETS="${FLAG_SETS:-base:}" PROF_ARGS="--k-batch ${KB:-0,33,44,66,88,132}" \
   GEN_EXTRA="--config $ROOT/configs/backward_weight/default.yaml --config $ROOT/bench/dev/candidates/dww6_backward_weight.yaml" \
   bash "$ROOT/bench/dev/flag_sweep.sh" > "$OUT/run.txt" 2>&1
@@ -21,7 +21,7 @@ import csv, glob, sys, os
 rows = []
 for f in glob.glob(sys.argv[1] + "/flags_*_backward_weight.csv"):
     s = os.path.basename(f).split("_")[1]
-    rows += [dict(r, set=s) for r in csv.DictReader(open(f)) if r["shape"].startswith("dw_")]
+    rows += [dict(r, set=s) for r in csv.DictReader(open(f)) if r["shape"].startswith(("dw_", "tma_"))]
 best = {}
 for r in rows:
     if r["verified"] == "pass":

@@ -50,7 +50,7 @@ struct Packet {
 template <DataType D, int V>
 using packet_t = typename Packet<D, V>::type;
 
-// V floats from a packet (NVIDIA fp16: one HADD2.F32 per element; bf16: a shift / mask).
+// V floats from a packet (NVIDIA fp16: one HADD2.F32 per element; bf16: a byte permute / mask).
 template <DataType D, int V>
 CKGEN_DEVICE CKGEN_FORCEINLINE void to_floats(const packet_t<D, V>& r, float (&f)[V]) {
   if constexpr (!Packet<D, V>::kPairs) {
