@@ -4,7 +4,8 @@
 # once per FLAG_SETS entry (flag_sweep.sh). Its first run (results/2026-11-28_H200_dw_bw_warps_prmt/)
 # built "base:" and "prmt:-DCKGEN_BF16_PRMT", a probe switch for bf16's byte-permute conversion that
 # direct_common.hpp has taken unconditionally since (the switch is gone).
-#   bash bench/dev/dw_bw_warps_call.sh      # $OUT/slices.txt, $OUT/flags.txt, $OUT/sass_bf16.txt.gz
+#   bash bench/dev/dw_bw_warps_call.sh      # $OUT/slices.txt, $OUT/flags.txt, $OUT/sass_ops.txt
+# sass_ops.txt: the bf16 64x64 window kernel's instruction mix per flag set.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/ckgen-out}
@@ -32,7 +33,8 @@ for k in sorted(best):
     print(f"{k[0]:18s} {k[1]} {k[3]:5s} {k[2]:44s} " + " ".join(f"kb{kb}:{us:.2f}" for us, kb in v[:6]))
 print("failed rows:", sum(1 for r in rows if r["verified"] != "pass"))
 PY
-for s in base prmt; do
+for set in ${FLAG_SETS:-base:}; do
+  s=${set%%:*}
   o=$(ls /tmp/dwbw-warps/build_$s/CMakeFiles/*/instances/backward_weight/*bf16_2d_t64x64x1_w4x1x1*.o 2>/dev/null | head -1)
   [ -n "$o" ] && { echo "== $s $o"; cuobjdump -sass "$o" | awk '/Function/ && /DirectPathE1E/ {p=1} /Function/ && !/DirectPathE1E/ {p=0} p' | grep -oE "^\s+/\*[0-9a-f]+\*/\s+[A-Z0-9.]+" | awk '{print $2}' | sed 's/\..*//' | sort | uniq -c | sort -rn | head -12; }
 done > "$OUT/sass_ops.txt" 2>&1
