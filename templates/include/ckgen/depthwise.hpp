@@ -602,6 +602,15 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
       // took more registers: bench/NOTES.md, "Depthwise backward_weight: a window per filter row".)
       constexpr int S = Path == DirectPath::WindowS2 ? 2 : 1;
       constexpr int kCols = (PP - 1) * S + KX;
+      // NVIDIA, W stride 1, 4 or more pixels a thread: two steps a loop iteration (the second's
+      // loads issue under the first's FMAs): depthwise 56x56 10.63 -> 10.24 us (bf16, 8 pixels a
+      // thread) on an H200; at stride 2 it took 1-7 % longer and three steps 5-8 % longer
+      // everywhere (bench/NOTES.md, "Two window steps a loop iteration"). Fewer pixels a thread
+      // were not measured.
+      constexpr int kStepUnroll = S == 1 && PP >= 4 ? 2 : 1;
+#if defined(CKGEN_NVIDIA)
+#pragma unroll(kStepUnroll)
+#endif
       for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
         float gy[PP][V];
 #pragma unroll
