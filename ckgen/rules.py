@@ -334,7 +334,9 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     backward_weight 4 pixels/thread -> 278 estimated, 255 used + spills (rejected); 2 -> 190,
     180 used; forward 4 pixels -> 150, 125-146 used (bf16 182). backward_weight beyond
     DIRECT_BWD_LINEAR_MAX_PIXELS holds the window's three filter rows at W stride 2: 4 pixels ->
-    242 estimated, 204 (stride 1) / 213 (stride 2) used; 7 -> 338, 243 / 255 + spills (rejected)."""
+    242 estimated, 204 (stride 1) / 213 (stride 2) used; 7 -> 338, 243 / 255 + spills (rejected).
+    Since the stride-1 window runs two steps a loop iteration on NVIDIA (4+ pixels a thread),
+    ptxas uses 250 at 4 pixels v8 and 200 at 8 pixels v4 (estimate 200), no spills."""
     e = DATATYPE_BYTES[i.datatype]
     overhead = REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
     if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT:
