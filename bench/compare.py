@@ -1,4 +1,4 @@
-"""Merge profiler CSVs with cuDNN's timing into the benchmark CSV (DESIGN.md's columns),
+"""Merge profiler CSVs with cuDNN's timing into the benchmark CSV (columns: docs/design.md),
 print a speedup table and the geomean per variant.
 
     python3 bench/compare.py --gpu "NVIDIA H200" --cudnn cudnn.csv --out result.csv prof_*.csv

@@ -43,7 +43,7 @@ ckgen() { python3 -m ckgen.cli "$@"; }
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
 
-# the GPU this call runs on (bench/dev/multi_gpu.sh gives each job one through CUDA_VISIBLE_DEVICES)
+# the GPU this call runs on (bench/multi_gpu.sh gives each job one through CUDA_VISIBLE_DEVICES)
 SMI_GPU=(); [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && SMI_GPU=(-i "${CUDA_VISIBLE_DEVICES%%,*}")
 nvidia-smi "${SMI_GPU[@]}" --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 GPU=$(nvidia-smi "${SMI_GPU[@]}" --query-gpu=name --format=csv,noheader | head -1)

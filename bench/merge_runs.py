@@ -157,7 +157,7 @@ def summary(rows: list[dict[str, str]], retinanet: set[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, required=True, help="merged benchmark CSV (DESIGN.md's columns)")
+    ap.add_argument("--out", type=Path, required=True, help="merged benchmark CSV (columns: docs/design.md)")
     ap.add_argument("--report-inputs", type=Path, help="folder for profiles.csv and cudnn.csv (ckgen report's inputs)")
     ap.add_argument("--retinanet", type=Path, default=RETINANET, help="the RetinaNet shapes CSV (its names)")
     ap.add_argument("--override", type=Path, action="append", default=[],

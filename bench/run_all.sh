@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The whole benchmark in one call on a machine of three or more GPUs (the device tool's
 # nvidia-h200-x4): forward, backward_data and backward_weight side by side, one GPU each
-# (bench/dev/multi_gpu.sh running `bench/device.sh build bench peer` with GEN_ARGS="--variant V":
+# (bench/multi_gpu.sh running `bench/device.sh build bench peer` with GEN_ARGS="--variant V":
 # the default set, the profiler over RetinaNet + coverage in fp16 / bf16, GPU-verified, and cuDNN
 # on the same GPU), then merged on the machine (bench/merge_runs.py, `ckgen report`). With
 # TESTS="<ckgen generate args>" and a fourth GPU, that tests-set build and its GoogleTests run
 # beside them. Writes to $OUT:
-#   <date>_<gpu>.csv   the benchmark (DESIGN.md's columns), each row's ratio from its own job
+#   <date>_<gpu>.csv   the benchmark (columns: docs/design.md), each row's ratio from its own job
 #   targets.txt        the issue's targets per variant and datatype (merge_runs.py)
 #   report.tgz         ckgen report: report.md, speedup.png, speedup_<variant>.png, roofline.png
 #   fwd.tgz bd.tgz bw.tgz [tests.tgz] summary.txt   each job's folder, the jobs' summaries
@@ -27,7 +27,7 @@ if [ -n "${TESTS:-}" ]; then
   [ "$ngpu" -ge 4 ] || { echo "run_all: TESTS needs a fourth GPU" >&2; exit 2; }
   jobs+=("tests|tests|build test|$TESTS")
 fi
-OUT=$OUT bash "$ROOT/bench/dev/multi_gpu.sh" "${jobs[@]}" > /dev/null
+OUT=$OUT bash "$ROOT/bench/multi_gpu.sh" "${jobs[@]}" > /dev/null
 tmp=$(mktemp -d)
 for j in fwd bd bw; do tar xzf "$OUT/$j.tgz" -C "$tmp"; done
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print $NF}')

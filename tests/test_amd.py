@@ -10,7 +10,7 @@
   tiles; every target with CKGEN_EXHAUSTIVE=1;
 - hipcc (Debian 5.2, HIP_PLATFORM=amd) builds a small gfx90a --set tests project, profilers and
   GoogleTest binaries included (slow); skipped with the reason when hipcc is missing.
-Nothing here runs a kernel (no AMD GPU): see bench/AMD.md.
+Nothing here runs a kernel (no AMD GPU): see docs/amd.md.
 """
 
 from __future__ import annotations

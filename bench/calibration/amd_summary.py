@@ -1,6 +1,6 @@
 """Markdown summary of bench/resources/<arch>.json (ckgen check-isa --resources-out) per arch and
 datatype, and the matrix instructions by mnemonic where the file records them: the tables in
-bench/AMD.md.   python bench/calibration/amd_summary.py"""
+docs/amd.md.   python bench/calibration/amd_summary.py"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Register estimate calibration: rules.register_estimate against the compilers' reports.
 
-    python bench/calibration/calibrate.py                 # markdown tables (bench/NOTES.md)
+    python bench/calibration/calibrate.py                 # markdown tables
     python bench/calibration/calibrate.py --csv out.csv   # one row per instance
 
 Inputs (committed):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compile every instance TU of a generated NVIDIA project with `nvcc -Xptxas -v` (device code
 # only matters; objects are discarded) and keep ptxas' report per instance, for the register
-# estimate calibration (bench/calibration/calibrate.py, bench/NOTES.md).
+# estimate calibration (bench/calibration/calibrate.py).
 #   bench/calibration/nvcc_ptxas.sh GEN_DIR OUT_DIR [JOBS] [GENCODE]
 set -u
 gen=$(cd "$1" && pwd); out=$2; jobs=${3:-$(nproc)}; gencode=${4:-arch=compute_90a,code=sm_90a}
