@@ -95,7 +95,7 @@ def test_every_numeric_field_has_a_source(arch: str) -> None:
 
 
 def test_design_numbers() -> None:
-    """The numbers DESIGN.md states about the targets."""
+    """The numbers docs/design.md states about the targets."""
     specs = load_arch_specs()
     assert specs["gfx950"].lds_bytes == 160 * 1024
     for a in ("gfx90a", "gfx942"):
