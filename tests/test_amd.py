@@ -23,14 +23,21 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from ckgen import rules
-from ckgen.arch import get_arch
-from ckgen.isa import (count_matrix_insts, matrix_mnemonics, parse_notes, parse_remarks, toolchain_problem,
-                       write_manifest_resources, wrong_shape)
-from ckgen.naming import parse_name
-
 from conftest import EXHAUSTIVE, cli, cli_proc, have
+
+from ckgen.model.arch import get_arch
+from ckgen.model.naming import parse_instance_name
+from ckgen.runtime.isa import (
+    count_matrix_insts,
+    matrix_mnemonics,
+    parse_notes,
+    parse_remarks,
+    toolchain_problem,
+    write_manifest_resources,
+    wrong_shape,
+)
+from ckgen.space import rules
+from ckgen.space.rules.measured import check_measured
 
 NOTES = """\
 Displaying notes found in: .note
@@ -139,17 +146,17 @@ def test_measured_rule_rejects_spills_and_lds(tmp_path: Path) -> None:
                          fine: {"vgpr": 100, "scratch_bytes": 0, "lds_bytes": 1024}}}
     f = tmp_path / "res.json"
     f.write_text(json.dumps(doc))
-    try:
-        got = _names("gfx1100", "--resources", str(f))
-        assert spill not in got and lds not in got and fine in got
-        a = get_arch("gfx1100")
-        rule, why = rules.check(parse_name(spill), a)
-        assert rule == "measured" and "436 bytes of scratch" in why and "VGPR 256" in why, why
-        rule, why = rules.check(parse_name(lds), a)
-        assert rule == "measured" and "LDS 70000 bytes measured > 65536" in why, why
-        assert rules.check(parse_name(fine), a) is None
-    finally:
-        rules.MEASURED.clear()
+    got = _names("gfx1100", "--resources", str(f))
+    assert spill not in got and lds not in got and fine in got
+    a = get_arch("gfx1100")
+    ctx = rules.RuleContext(arch="gfx1100", measured=doc["instances"])
+    rule, why = rules.check(parse_instance_name(spill), a, ctx)
+    assert rule == "measured" and "436 bytes of scratch" in why and "VGPR 256" in why, why
+    rule, why = rules.check(parse_instance_name(lds), a, ctx)
+    assert rule == "measured" and "LDS 70000 bytes measured > 65536" in why, why
+    assert rules.check(parse_instance_name(fine), a, ctx) is None
+    # the context is explicit: a later check without it does not see the measurements
+    assert rules.check(parse_instance_name(spill), a) is None
 
 
 def test_measured_resources_for_another_arch_are_refused(tmp_path: Path) -> None:
@@ -161,8 +168,8 @@ def test_measured_resources_for_another_arch_are_refused(tmp_path: Path) -> None
 
 def test_measured_rule_is_off_without_resources() -> None:
     a = get_arch("gfx1100")
-    i = parse_name(_names("gfx1100")[0])
-    assert rules._measured(i, a) is None
+    i = parse_instance_name(_names("gfx1100")[0])
+    assert check_measured(i, a, rules.NO_CONTEXT) is None
 
 
 # ------------------------------------------------------------------------------------------
@@ -277,7 +284,7 @@ def _check_resources(gen: Path, arch: str, unit: str, allow_measured_failures: b
         else:
             assert r["matrix_insts"] >= r["matrix_expected"] > 0, (name, r)
             # every matrix instruction has the warp tile's shape: v_mfma_f32_16x16x32_bf16 for wt16x16x32
-            shape = parse_name(name).warp_tile
+            shape = parse_instance_name(name).warp_tile
             want = f"{unit}_f32_{shape[0]}x{shape[1]}x{shape[2]}"
             assert r["matrix_mnemonics"] and all(m.startswith(want) for m in r["matrix_mnemonics"]), (name, r)
             assert sum(r["matrix_mnemonics"].values()) == r["matrix_insts"]

@@ -231,12 +231,12 @@ def test_config_file_name_cannot_inject_cpp(places: dict[str, Path], tmp_path: P
 
 def test_unexpected_exception_is_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug (not bad input) gives one 'internal error' line and exit code 1, no traceback."""
-    import ckgen.cli as cli_mod
+    import ckgen.cli.project as cli_mod
 
     def boom(*a: Any, **k: Any) -> None:
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(cli_mod, "_expansion", boom)
+    monkeypatch.setattr(cli_mod, "expansion", boom)
     monkeypatch.delenv("CKGEN_DEBUG", raising=False)
     code, output = run_inproc(["list-instances", "--arch", "sm_90a"])
     assert code == 1, output
@@ -253,7 +253,7 @@ def test_markup_in_messages_is_printed_as_written(tmp_path: Path) -> None:
 def test_unwritable_output_dir_simulated(places: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """output_read_only_dir needs a non-root user; this runs everywhere by denying write access
     to the directory the way os.access would for a 0555 directory."""
-    import ckgen.output as output_mod
+    import ckgen.emit.output as output_mod
 
     ro = places["ro"]
     real_access = os.access

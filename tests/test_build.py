@@ -12,11 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from ckgen.naming import parse_name
-from ckgen.vocab import Variant
-
 from conftest import EXHAUSTIVE, cli, have
+
+from ckgen.model.naming import parse_instance_name
+from ckgen.model.vocab import Variant
 
 pytestmark = [
     pytest.mark.slow,
@@ -89,7 +88,7 @@ def test_profiler_help_and_list(built, variant: str) -> None:
     assert "usage" in _run([str(exe), "--help"]).stdout.lower()
     listed = _run([str(exe), "--list"]).stdout
     short = Variant(variant).short
-    mine = [n for n in names if parse_name(n).variant is Variant(variant)]
+    mine = [n for n in names if parse_instance_name(n).variant is Variant(variant)]
     assert mine and all(n in listed for n in mine)
     assert f"grouped_conv_{short}_" in listed
     if not _gpu_present():

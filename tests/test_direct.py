@@ -6,16 +6,29 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
-from ckgen import rules
-from ckgen.arch import load_arch_specs
-from ckgen.expand import Filters, default_config_paths, expand, load_configs
-from ckgen.instance import KernelInstance
-from ckgen.naming import instance_name, parse_name
-from ckgen.resources import templates_dir
-from ckgen.vocab import DataType, Epilogue, MathUnit, Pipeline, Reduction, Scheduler, Specialization, Stage, Variant
-
 from conftest import ALL_ARCHS
+
+from ckgen.model.arch import load_arch_specs
+from ckgen.model.instance import KernelInstance
+from ckgen.model.naming import instance_name, parse_instance_name
+from ckgen.model.vocab import (
+    DataType,
+    Epilogue,
+    MathUnit,
+    Pipeline,
+    Reduction,
+    Scheduler,
+    Specialization,
+    Stage,
+    Variant,
+)
+from ckgen.resources import templates_dir
+from ckgen.space import rules
+from ckgen.space.estimate import lds_bytes
+from ckgen.space.estimate.direct import direct_mma_accumulators, direct_mma_bwd_ring
+from ckgen.space.estimate.registers import direct_register_estimate
+from ckgen.space.expand import Filters, default_config_paths, expand, load_configs
+from ckgen.space.forms import math_unit
 
 ARCHS = load_arch_specs()
 
@@ -31,11 +44,11 @@ def direct(variant: Variant = Variant.FORWARD, datatype: DataType = DataType.FP1
 def test_name_has_a_stageless_direct_token_and_round_trips() -> None:
     i = direct()
     assert instance_name(i) == "grouped_conv_fwd_fp16_2d_t64x64x1_w4x1x1_wt1x1x1_direct_v8x8x8"
-    assert parse_name(i.name) == i
+    assert parse_instance_name(i.name) == i
     bw = direct(Variant.BACKWARD_WEIGHT, tile=(32, 64, 1), stage=Stage.TWO)
-    assert bw.name.endswith("_direct_v8x8x8_2st") and parse_name(bw.name) == bw
+    assert bw.name.endswith("_direct_v8x8x8_2st") and parse_instance_name(bw.name) == bw
     with pytest.raises(ValueError):
-        parse_name(i.name.replace("_direct_", "_direct2_"))
+        parse_instance_name(i.name.replace("_direct_", "_direct2_"))
 
 
 @pytest.mark.parametrize("arch", ALL_ARCHS)
@@ -45,7 +58,7 @@ def test_direct_instances_are_valid_on_every_target(arch: str, variant: Variant,
     tile = (32, 64, 1) if variant is Variant.BACKWARD_WEIGHT else (64, 64, 1)
     i = direct(variant, datatype, vec, tile=(tile[0], 8 * vec, 1))
     assert rules.check(i, ARCHS[arch]) is None
-    assert rules.math_unit(i, ARCHS[arch]) is MathUnit.FMA
+    assert math_unit(i, ARCHS[arch]) is MathUnit.FMA
 
 
 @pytest.mark.parametrize(
@@ -88,8 +101,8 @@ def test_small_group_instances_are_valid_on_every_target(arch: str, variant: Var
     rows = 4 * ARCHS[arch].warp_size * 8 // 64
     lds = (rows * min(5120 // (rows * 68), cg) * 68 * 4 if variant is Variant.BACKWARD_WEIGHT
            else 9 * cg * (64 + 4) * 4)
-    assert rules.lds_bytes(i, ARCHS[arch]) == lds
-    assert instance_name(i).endswith(f"_2d_t32x64x{cg}_w4x1x1_wt1x1x1_direct_v8x8x8") and parse_name(i.name) == i
+    assert lds_bytes(i, ARCHS[arch]) == lds
+    assert instance_name(i).endswith(f"_2d_t32x64x{cg}_w4x1x1_wt1x1x1_direct_v8x8x8") and parse_instance_name(i.name) == i
 
 
 def test_direct_backward_weight_rules() -> None:
@@ -102,14 +115,14 @@ def test_direct_backward_weight_rules() -> None:
     # accumulators, 4 gradients and three filter rows of 9 columns (estimate 242, ptxas 204-213);
     # 7 and 8 pixels do not (ptxas spills at W stride 2)
     assert rules.check(replace(ok, tile=(64, 64, 1)), a) is None
-    assert rules.direct_register_estimate(replace(ok, tile=(64, 64, 1)), a) == 242
+    assert direct_register_estimate(replace(ok, tile=(64, 64, 1)), a) == 242
     for pixels in (112, 128):
         bad = rules.check(replace(ok, tile=(pixels, 64, 1)), a)
         assert bad is not None and bad[0] == "direct_resources" and "register estimate" in bad[1]
     # the block sums: 16 pixel rows x 4 of the 9 taps a pass x (64 + 4) floats; 64 x 64 x 1 v4 at 8
     # rows takes all 9 taps in one pass (ptxas sm_90a: 19,584 bytes)
-    assert rules.lds_bytes(ok, a) == 16 * 4 * 68 * 4 and rules.lds_bytes(direct(), a) == 0
-    assert rules.lds_bytes(replace(ok, tile=(64, 64, 1), vec_a=4, vec_b=4, vec_c=4), a) == 19584
+    assert lds_bytes(ok, a) == 16 * 4 * 68 * 4 and lds_bytes(direct(), a) == 0
+    assert lds_bytes(replace(ok, tile=(64, 64, 1), vec_a=4, vec_b=4, vec_c=4), a) == 19584
 
 
 def test_gemm_rules_do_not_judge_direct_and_direct_rules_do_not_judge_gemm() -> None:
@@ -133,7 +146,7 @@ def test_shipped_sets_hold_direct_instances_for_every_variant_and_datatype(confi
 
 
 def test_cpp_side_dispatches_direct_and_check_isa_knows_its_kernel() -> None:
-    from ckgen import isa
+    from ckgen.runtime import isa
 
     inc = templates_dir() / "include" / "ckgen"
     kernel = (inc / "kernel.hpp").read_text()
@@ -157,14 +170,14 @@ def mma_direct(variant: Variant = Variant.FORWARD, datatype: DataType = DataType
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_matrix_path_is_valid_on_mma_sync_targets(variant: Variant, datatype: DataType, arch: str) -> None:
     i = mma_direct(variant, datatype)
-    assert i.name.endswith("_t64x64x8_w4x1x1_wt16x8x16_direct_v8x8x8") and parse_name(i.name) == i
+    assert i.name.endswith("_t64x64x8_w4x1x1_wt16x8x16_direct_v8x8x8") and parse_instance_name(i.name) == i
     assert rules.check(i, ARCHS[arch]) is None
-    assert rules.math_unit(i, ARCHS[arch]) is MathUnit.MMA_SYNC
+    assert math_unit(i, ARCHS[arch]) is MathUnit.MMA_SYNC
     # stages x (64 + 16) columns x (64 channels x 2 bytes + 16 bytes of padding) + 9 taps x 64 x
     # 8 x 2 bytes of weights: DirectMmaTraits::kSmemBytes
-    assert rules.lds_bytes(i, ARCHS[arch]) == 3 * 80 * 144 + 9216
-    assert rules.lds_bytes(replace(i, tile=(32, 64, 8), waves=(2, 1, 1)), ARCHS[arch]) == 4 * 48 * 144 + 9216
-    assert rules.lds_bytes(replace(i, tile=(16, 128, 8), waves=(1, 1, 1)), ARCHS[arch]) == 3 * 32 * 272 + 18432
+    assert lds_bytes(i, ARCHS[arch]) == 3 * 80 * 144 + 9216
+    assert lds_bytes(replace(i, tile=(32, 64, 8), waves=(2, 1, 1)), ARCHS[arch]) == 4 * 48 * 144 + 9216
+    assert lds_bytes(replace(i, tile=(16, 128, 8), waves=(1, 1, 1)), ARCHS[arch]) == 3 * 32 * 272 + 18432
     # 144 columns of 144 bytes: one stage beside the weights, refused
     bad = rules.check(replace(i, tile=(128, 64, 8), waves=(4, 1, 1)), ARCHS[arch])
     assert bad is not None and bad[0] == "direct_layout" and "two stages of 20736 bytes" in bad[1], bad
@@ -202,20 +215,20 @@ def mma_weight(cg: int = 8, datatype: DataType = DataType.FP16, **kw) -> KernelI
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_matrix_backward_weight_takes_every_group_size(cg: int, datatype: DataType, arch: str) -> None:
     i = mma_weight(cg, datatype=datatype, stage=Stage.TWO)
-    assert i.name.endswith(f"_t32x64x{cg}_w8x1x1_wt16x8x16_direct_v8x8x8_2st") and parse_name(i.name) == i
+    assert i.name.endswith(f"_t32x64x{cg}_w8x1x1_wt16x8x16_direct_v8x8x8_2st") and parse_instance_name(i.name) == i
     assert rules.check(i, ARCHS[arch]) is None
-    assert rules.math_unit(i, ARCHS[arch]) is MathUnit.MMA_SYNC
+    assert math_unit(i, ARCHS[arch]) is MathUnit.MMA_SYNC
     # a ring of source rows ((M + 16) columns x 64 channels x 2 bytes) beside S buffers of M
     # gradient pixels within 112 KB: DirectMmaBwdTraits (M 32: S 8, 13 rows; 16: 8, 19 rows of
     # 40 columns; 64: 4, 8)
-    assert rules.direct_mma_bwd_ring(i) == (8, 13)
+    assert direct_mma_bwd_ring(i) == (8, 13)
     # (+ one int per buffer, the unit's first ring row: 128 bytes of static smem by ptxas -v)
-    assert rules.lds_bytes(i, ARCHS[arch]) == 13 * 48 * 128 + 8 * 32 * 128 + 128 == 112768
-    assert rules.lds_bytes(replace(i, tile=(16, 64, cg)), ARCHS[arch]) == 19 * 40 * 128 + 8 * 16 * 128 + 128
-    assert rules.direct_mma_bwd_ring(replace(i, tile=(64, 64, cg))) == (4, 8)
+    assert lds_bytes(i, ARCHS[arch]) == 13 * 48 * 128 + 8 * 32 * 128 + 128 == 112768
+    assert lds_bytes(replace(i, tile=(16, 64, cg)), ARCHS[arch]) == 19 * 40 * 128 + 8 * 16 * 128 + 128
+    assert direct_mma_bwd_ring(replace(i, tile=(64, 64, cg))) == (4, 8)
     # one chunk per warp: 20 accumulators (64 registers by ptxas, no spills); two: 40
-    assert rules.direct_mma_accumulators(i) == 20
-    assert rules.direct_mma_accumulators(replace(i, waves=(4, 1, 1))) == 40
+    assert direct_mma_accumulators(i) == 20
+    assert direct_mma_accumulators(replace(i, waves=(4, 1, 1))) == 40
 
 
 @pytest.mark.parametrize(

@@ -13,13 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-
-from ckgen.build import parse_status
-from ckgen.profile import mark_best, shard
-from ckgen.shapes import Problem, load_shapes, write_shapes
-from ckgen.tune import build_db, split_shapes, summarize, Quality
-
 from conftest import REPO, cli, cli_proc, have
+
+from ckgen.model.problem import Problem, load_shapes, write_shapes
+from ckgen.runtime.build import parse_status
+from ckgen.tuning.profile import mark_best, shard
+from ckgen.tuning.tune import Quality, build_db, split_shapes, summarize
 
 SHAPES = REPO / "templates" / "project" / "shapes" / "retinanet_r50fpn_n2.csv"
 # The JIT tests build their own instance lists (stable names, whatever the shipped sets hold).
@@ -37,10 +36,10 @@ FWD_V8 = "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_ms3_v8x8x8"
 
 # ------------------------------------------------------------------ host-only Python pieces
 def test_lazy_import_keeps_ckgen_light() -> None:
-    code = "import sys, ckgen; assert 'ckgen.registry' not in sys.modules; from ckgen import Registry, Problem; print(Registry.__name__, Problem.__name__)"
+    code = "import sys, ckgen; assert 'ckgen.runtime.library' not in sys.modules; from ckgen import KernelLibrary, Registry, Problem; assert Registry is KernelLibrary; print(Registry.__name__, Problem.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["Registry", "Problem"]
+    assert out.stdout.split() == ["KernelLibrary", "Problem"]
 
 
 def test_shapes_roundtrip(tmp_path: Path) -> None:
@@ -102,11 +101,11 @@ def test_shipped_tuning_databases_name_default_instances() -> None:
     benchmark's profiles) reads as one of this version, belongs to a known arch, ranks its entries
     fastest first, and names only instances of that arch's default set: a config change that
     renames or drops an instance fails here instead of leaving entries the dispatcher skips."""
-    from ckgen.arch import load_arch_specs
-    from ckgen.expand import default_config_paths, expand, load_configs
+    from ckgen.model.arch import load_arch_specs
+    from ckgen.model.vocab import Variant
     from ckgen.resources import tuning_dir
-    from ckgen.tune import DB_VERSION, read_db
-    from ckgen.vocab import Variant
+    from ckgen.space.expand import default_config_paths, expand, load_configs
+    from ckgen.tuning.tune import DB_VERSION, read_db
 
     dbs = sorted(tuning_dir().glob("*.json"))
     assert dbs, f"no tuning database under {tuning_dir()}"
@@ -213,8 +212,8 @@ def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     cxx = _host_cxx()
     if cxx is None:
         pytest.skip("no host C++ compiler")
-    from ckgen.arch import get_arch
-    from ckgen.render import _dispatch_files
+    from ckgen.emit.render import _dispatch_files
+    from ckgen.model.arch import get_arch
 
     inc = tmp_path / "include"
     gen = _dispatch_files(get_arch("sm_90a"))["include/ckgen/generated/arch_params.hpp"]
@@ -300,7 +299,7 @@ def test_select_cost_model(reg) -> None:
     assert r[sw.name].estimate_us(p, 1) > r[sw.name].estimate_us(p, sw.k_batch)
     assert sw.workspace_bytes(p) == sw.k_batch * 64 * 64 * 9 * 4 or sw.workspace_bytes(p) == 64 * 64 * 9 * 4
     # tile efficiency: a problem that pads badly costs more per useful flop
-    from ckgen.registry import NoKernel
+    from ckgen.runtime.library import NoKernel
 
     with pytest.raises(NoKernel, match="ndim"):
         r.select(Problem.make(C=8, K=8, input=(16,), filter=(3,)), "forward", "fp16")
@@ -337,7 +336,7 @@ def test_select_tuning_db(reg, tmp_path: Path) -> None:
     # the cost model only, on request
     assert r.select(tuned, "forward", "fp16", cost_model_only=True).source == "cost-model"
     # CKGEN_TUNING_DB is read by a fresh process on first select
-    code = ("import ckgen,sys; from ckgen.shapes import Problem; r=ckgen.Registry.load(sys.argv[1]);"
+    code = ("import ckgen,sys; from ckgen.model.problem import Problem; r=ckgen.Registry.load(sys.argv[1]);"
             "s=r.select(Problem.make(N=2,C=64,K=64,input=(200,200),filter=(3,3),pad=1),'forward','fp16');print(s.source,s.name)")
     out = subprocess.run([sys.executable, "-c", code, str(r.lib_path)], capture_output=True, text=True,
                          env=dict(os.environ, CKGEN_TUNING_DB=str(db)), cwd=REPO)
@@ -346,7 +345,7 @@ def test_select_tuning_db(reg, tmp_path: Path) -> None:
     # a bad file is an error with the reason
     bad = tmp_path / "bad.json"
     bad.write_text("{\"entries\": [1, }")
-    from ckgen.registry import CkgenRuntimeError
+    from ckgen.runtime.library import CkgenRuntimeError
 
     with pytest.raises(CkgenRuntimeError, match="JSON"):
         r.load_tuning_db(bad)
@@ -401,7 +400,7 @@ def test_select_neighbour_ranking(reg, tmp_path: Path) -> None:
 @pytest.mark.slow
 @needs_build
 def test_run_refuses_with_reason_before_any_launch(reg) -> None:
-    from ckgen.registry import CkgenRuntimeError, UnsupportedProblem
+    from ckgen.runtime.library import CkgenRuntimeError, UnsupportedProblem
 
     r = reg[0]
     p3 = Problem.make(N=2, C=3, K=64, input=(56, 56), filter=(3, 3), pad=1)
@@ -461,7 +460,7 @@ def test_profile_shards_over_gpus(tmp_path: Path) -> None:
     write_shapes(shapes, load_shapes(SHAPES)[:3])
     r = cli_proc("profile", "-o", str(out), "--shapes", str(shapes), "--devices", "0,1,2", "--variant", "forward",
                  "--variant", "backward_weight", "--verify", "none", "--csv", str(tmp_path / "all.csv"))
-    from ckgen.profile import read_rows
+    from ckgen.tuning.profile import read_rows
 
     rows = read_rows(tmp_path / "all.csv")
     assert len(rows) == 2 * 3 * 5  # variants x shapes x instances, no row lost or doubled

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import cli, have, tree
 
 NVIDIA = pytest.mark.skipif(not have("cmake", "ninja", "nvcc"), reason="needs cmake, ninja and nvcc on PATH")

@@ -11,15 +11,14 @@ import re
 from pathlib import Path
 
 import pytest
-
-from ckgen.arch import load_arch_specs
-from ckgen.expand import Filters, default_config_paths, expand, load_configs
-from ckgen.instance import INSTANCE_FIELDS
-from ckgen.naming import parse_name
-from ckgen.rules import RULES, check
-from ckgen.vocab import DataType, Pipeline, Variant
-
 from conftest import ALL_ARCHS, cli, cli_proc
+
+from ckgen.model.arch import load_arch_specs
+from ckgen.model.instance import INSTANCE_FIELDS
+from ckgen.model.naming import parse_instance_name
+from ckgen.model.vocab import DataType, Variant
+from ckgen.space.expand import Filters, default_config_paths, expand, load_configs
+from ckgen.space.rules import RULES, check
 
 SM90 = ("--arch", "sm_90a", "--set", "profiler")
 
@@ -50,7 +49,7 @@ def test_order_is_deterministic_across_processes_and_hash_seeds() -> None:
     order = {v.short: k for k, v in enumerate(Variant)}
 
     def key(n: str) -> tuple[int, str]:
-        v = parse_name(n).variant
+        v = parse_instance_name(n).variant
         return (order[v.short], n)
 
     assert names == sorted(names, key=key), "instances are sorted by variant, then name"

@@ -9,12 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
-
-from ckgen.instance import INSTANCE_FIELDS
-from ckgen.naming import parse_name
-from ckgen.vocab import Variant
-
 from conftest import cli, cli_proc, stat_tree, tree
+
+from ckgen.model.instance import INSTANCE_FIELDS
+from ckgen.model.naming import parse_instance_name
+from ckgen.model.vocab import Variant
 
 # The default set for sm_90a has > 64 instances, so --jobs really uses the process pool.
 DEFAULT = ("--arch", "sm_90a")
@@ -144,7 +143,7 @@ def test_manifest_holds_every_instance_with_its_full_config(tmp_path: Path) -> N
     assert [i["name"] for i in man["instances"]] == [i["name"] for i in listed]
     for i in man["instances"]:
         assert set(INSTANCE_FIELDS) <= set(i), set(INSTANCE_FIELDS) - set(i)
-        inst = parse_name(i["name"])
+        inst = parse_instance_name(i["name"])
         for f in INSTANCE_FIELDS:
             v = getattr(inst, f)
             want = v.value if hasattr(v, "value") else (list(v) if isinstance(v, tuple) else v)
@@ -162,7 +161,7 @@ def test_shards(tmp_path: Path, shard: int) -> None:
     names = _names(*DEFAULT)
     seen: list[str] = []
     for v in Variant:
-        vn = [n for n in names if parse_name(n).variant is v]
+        vn = [n for n in names if parse_instance_name(n).variant is v]
         units = sorted((out / "instances" / v.value).glob("*.cpp"))
         assert len(units) == math.ceil(len(vn) / shard)
         assert all(re.fullmatch(r"shard_\d{4}\.cpp", u.name) for u in units)
@@ -178,4 +177,4 @@ def test_shards(tmp_path: Path, shard: int) -> None:
     res = _summary(_gen(out, *DEFAULT))
     assert not list(out.glob("instances/*/shard_*.cpp"))
     assert len(list(out.glob("instances/*/*.cpp"))) == len(names)
-    assert res["removed"] == sum(math.ceil(sum(1 for n in names if parse_name(n).variant is v) / shard) for v in Variant)
+    assert res["removed"] == sum(math.ceil(sum(1 for n in names if parse_instance_name(n).variant is v) / shard) for v in Variant)

@@ -10,7 +10,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 spec = importlib.util.spec_from_file_location("merge_runs", REPO / "bench" / "merge_runs.py")

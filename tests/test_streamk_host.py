@@ -15,8 +15,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from conftest import REPO, build_and_run_host_check, cli, have, mutated_include, needs_host_cxx
+from conftest import (
+    REPO,
+    build_and_run_host_check,
+    cli,
+    have,
+    mutated_include,
+    needs_host_cxx,
+)
 
 INCLUDE = REPO / "templates" / "include"
 HOST_CHECK = REPO / "tests" / "cpp" / "streamk_host_check.cpp"

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, build_and_run_host_check, mutated_include, needs_host_cxx
 
 INCLUDE = REPO / "templates" / "include"

@@ -47,7 +47,7 @@ def _close(a, b, k_red: int) -> None:
 def check_ops_match_torch(registry, case) -> None:
     import torch
 
-    import ckgen.torch as ct
+    import ckgen.runtime.torch as ct
 
     n, g, c, k, hw, f, s, p, d = case
     torch.manual_seed(0)
@@ -74,7 +74,7 @@ def check_ops_match_torch(registry, case) -> None:
 def check_autograd_function_and_module(registry) -> None:
     import torch
 
-    import ckgen.torch as ct
+    import ckgen.runtime.torch as ct
 
     torch.manual_seed(1)
     x = torch.randn(2, 64, 20, 20, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
@@ -97,16 +97,15 @@ def check_autograd_function_and_module(registry) -> None:
 def check_unsupported_problem_raises_reason(registry) -> None:
     import torch
 
-    import ckgen.torch as ct
-
-    from ckgen.registry import NoKernel
+    import ckgen.runtime.torch as ct
+    from ckgen.runtime.library import NoKernel
 
     x = torch.randn(1, 8, 8, 8, device="cuda", dtype=torch.float64)
     w = torch.randn(8, 8, 3, 3, device="cuda", dtype=torch.float64)
     _raises(Exception, lambda: ct.conv_forward(x, w, registry=registry), "unsupported dtype")
     # a kernel asked to run a problem it refuses raises with its is_supported reason
-    from ckgen.registry import UnsupportedProblem
-    from ckgen.shapes import Problem
+    from ckgen.model.problem import Problem
+    from ckgen.runtime.library import UnsupportedProblem
 
     # C = 3: the GEMM instances with 16-byte vectors refuse it (vector width), the direct ones (group
     # size); whichever refuses it raises its own is_supported reason

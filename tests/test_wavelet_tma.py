@@ -8,13 +8,24 @@ from dataclasses import replace
 
 import pytest
 
-from ckgen import rules
-from ckgen.arch import load_arch_specs
-from ckgen.expand import Filters, default_config_paths, expand, load_configs
-from ckgen.instance import KernelInstance
-from ckgen.naming import instance_name, parse_name
+from ckgen.model.arch import load_arch_specs
+from ckgen.model.instance import KernelInstance
+from ckgen.model.naming import instance_name, parse_instance_name
+from ckgen.model.vocab import (
+    DataType,
+    Epilogue,
+    Pipeline,
+    Reduction,
+    Specialization,
+    Stage,
+    Variant,
+)
 from ckgen.resources import templates_dir
-from ckgen.vocab import DataType, Epilogue, Pipeline, Reduction, Specialization, Stage, Variant
+from ckgen.space import rules
+from ckgen.space.estimate import lds_bytes
+from ckgen.space.estimate.tma import window_lds_bytes
+from ckgen.space.expand import Filters, default_config_paths, expand, load_configs
+from ckgen.space.forms import is_pingpong, is_window
 
 ARCHS = load_arch_specs()
 
@@ -29,7 +40,7 @@ def tma(variant: Variant = Variant.FORWARD, datatype: DataType = DataType.FP16, 
 def test_name_round_trips() -> None:
     i = tma()
     assert instance_name(i) == "grouped_conv_fwd_fp16_2d_t128x128x64_w8x1x1_wt64x128x16_wltma3_lm1x8_v8x8x8"
-    assert parse_name(i.name) == i
+    assert parse_instance_name(i.name) == i
 
 
 @pytest.mark.parametrize("variant", list(Variant))
@@ -55,7 +66,7 @@ def test_valid_on_sm90a(variant: Variant, datatype: DataType, ndim: int, tile, w
 def test_every_variant_splits_with_atomics_only(variant: Variant, k_batch: int) -> None:
     inst = tma(variant, k_batch=k_batch)
     assert rules.check(inst, ARCHS["sm_90a"]) is None
-    assert parse_name(inst.name) == inst
+    assert parse_instance_name(inst.name) == inst
     bad = rules.check(replace(inst, stage=Stage.TWO), ARCHS["sm_90a"])
     assert bad is not None and "stage one" in bad[1], bad
 
@@ -89,7 +100,7 @@ def test_wgmma_n192_is_the_copy_engines_alone() -> None:
     """m64n192k16 is implemented for wavelet_tma (pipeline_tma.hpp issues wgmma_detail::Op
     directly); the plain wavelet pipeline's WarpWgmma and swap_ab's pixel widths stay 64/128/256."""
     wide = tma(tile=(64, 192, 64), waves=(4, 1, 1), math_waves=4, warp_tile=(64, 192, 16))
-    assert rules.check(wide, ARCHS["sm_90a"]) is None and parse_name(wide.name) == wide
+    assert rules.check(wide, ARCHS["sm_90a"]) is None and parse_instance_name(wide.name) == wide
     plain = replace(wide, pipeline=Pipeline.WAVELET, stages=2, load_waves=4, vec_a=8, vec_b=8, vec_c=8)
     bad = rules.check(plain, ARCHS["sm_90a"])
     assert bad is not None and "without the copy engine" in bad[1], bad
@@ -105,9 +116,9 @@ def test_cshuffle_is_valid_and_its_slabs_are_counted(variant: Variant) -> None:
     plain = tma(variant)
     staged = replace(plain, epilogue=Epilogue.CSHUFFLE)
     assert rules.check(staged, ARCHS["sm_90a"]) is None
-    assert "_cshuffle_" in staged.name and parse_name(staged.name) == staged
+    assert "_cshuffle_" in staged.name and parse_instance_name(staged.name) == staged
     # one slab of 16 rows x 40 fp16 elements per math warp (TmaTraits::kSlabBytes)
-    assert rules.lds_bytes(staged, ARCHS["sm_90a"]) - rules.lds_bytes(plain, ARCHS["sm_90a"]) == 8 * 16 * 40 * 2
+    assert lds_bytes(staged, ARCHS["sm_90a"]) - lds_bytes(plain, ARCHS["sm_90a"]) == 8 * 16 * 40 * 2
 
 
 def test_cshuffle_counts_against_the_shared_memory_limit() -> None:
@@ -121,18 +132,18 @@ def test_cshuffle_counts_against_the_shared_memory_limit() -> None:
 def test_stride1_stages_input_rows_for_forward_launches(variant: Variant) -> None:
     i = tma(variant, specialization=Specialization.STRIDE1)
     assert rules.check(i, ARCHS["sm_90a"]) is None
-    assert i.name.endswith("_s1") and parse_name(i.name) == i
+    assert i.name.endswith("_s1") and parse_instance_name(i.name) == i
     # the ring holds B only; two patches of at least tile M pixels each (TmaTraits::kPatchFixedBytes)
-    assert rules.lds_bytes(i) == (3 * 128 + 2 * 128) * 128 + 16 * 5 + 1024
+    assert lds_bytes(i) == (3 * 128 + 2 * 128) * 128 + 16 * 5 + 1024
 
 
 def test_backward_weight_stride1_is_the_row_form_on_one_warpgroup() -> None:
     row = tma(Variant.BACKWARD_WEIGHT, tile=(64, 192, 64), waves=(4, 1, 1), math_waves=4, warp_tile=(64, 192, 16),
               specialization=Specialization.STRIDE1, k_batch=0)
     assert rules.check(row, ARCHS["sm_90a"]) is None
-    assert row.name.endswith("_s1") and parse_name(row.name) == row
+    assert row.name.endswith("_s1") and parse_instance_name(row.name) == row
     # the row form keeps the default stage (tile M + tile N rows of 128 bytes): no patches
-    assert rules.lds_bytes(row) == rules.lds_bytes(replace(row, specialization=Specialization.DEFAULT))
+    assert lds_bytes(row) == lds_bytes(replace(row, specialization=Specialization.DEFAULT))
     for bad_tile, waves, warp in (((128, 192, 64), (8, 1, 1), (64, 192, 16)), ((64, 64, 64), (4, 1, 1), (64, 64, 16))):
         bad = rules.check(replace(row, tile=bad_tile, waves=waves, math_waves=waves[0], warp_tile=warp), ARCHS["sm_90a"])
         assert bad is not None and "tile M 64" in bad[1], bad
@@ -157,7 +168,7 @@ def test_stride1_is_refused_where_no_path_stages_rows() -> None:
 def test_swap_ab_puts_the_pixels_on_the_instruction_n(variant: Variant, tile, waves, warp_tile) -> None:
     i = tma(variant, tile=tile, waves=waves, warp_tile=warp_tile, math_waves=waves[0], swap_ab=True)
     assert rules.check(i, ARCHS["sm_90a"]) is None
-    assert "_swapab_" in i.name and parse_name(i.name) == i
+    assert "_swapab_" in i.name and parse_instance_name(i.name) == i
 
 
 @pytest.mark.parametrize("change,words", [
@@ -184,11 +195,11 @@ def test_swap_ab_is_a_wavelet_tma_option() -> None:
 def test_ping_pong_takes_twice_the_math_waves(variant: Variant, tile, warp_tile) -> None:
     i = tma(variant, tile=tile, waves=(4, 1, 1), warp_tile=warp_tile, math_waves=8, stages=4,
             k_batch=0 if variant is Variant.BACKWARD_WEIGHT else 1, epilogue=Epilogue.CSHUFFLE)
-    assert rules.check(i, ARCHS["sm_90a"]) is None and rules.is_pingpong(i)
-    assert "_w4x1x1_" in i.name and "_lm1x8_" in i.name and parse_name(i.name) == i
+    assert rules.check(i, ARCHS["sm_90a"]) is None and is_pingpong(i)
+    assert "_w4x1x1_" in i.name and "_lm1x8_" in i.name and parse_instance_name(i.name) == i
     # both warpgroups hold the whole tile; eight cshuffle slabs (one per math warp)
-    assert rules.lds_bytes(i) == 4 * (tile[0] + tile[1]) * 128 + 16 * 4 + 8 * 16 * 40 * 2 + 1024
-    assert not rules.is_pingpong(tma(variant, k_batch=0 if variant is Variant.BACKWARD_WEIGHT else 1))
+    assert lds_bytes(i) == 4 * (tile[0] + tile[1]) * 128 + 16 * 4 + 8 * 16 * 40 * 2 + 1024
+    assert not is_pingpong(tma(variant, k_batch=0 if variant is Variant.BACKWARD_WEIGHT else 1))
 
 
 @pytest.mark.parametrize("change,words", [
@@ -212,18 +223,18 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     every = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
     # forward windows (pipeline_tma_window.hpp): 20-, 16- and 8-row windows, four patch buffers, 2D;
     # backward_weight windows (pipeline_tma_window_weight.hpp): 8-row windows, four stages
-    win = {(i.variant, i.datatype, i.ndim, i.tile, i.stages, i.swap_ab, i.epilogue) for i in every if rules.is_window(i)}
+    win = {(i.variant, i.datatype, i.ndim, i.tile, i.stages, i.swap_ab, i.epilogue) for i in every if is_window(i)}
     assert win == ({(Variant.FORWARD, d, 2, (m, 64, 64), 4, True, Epilogue.CSHUFFLE)
                     for d in (DataType.FP16, DataType.BF16) for m in (160, 128, 64)}
                    | {(Variant.BACKWARD_WEIGHT, d, 2, (64, 64, 64), 4, False, Epilogue.DEFAULT)
                       for d in (DataType.FP16, DataType.BF16)})
-    every = [i for i in every if not rules.is_window(i)]
+    every = [i for i in every if not is_window(i)]
     found = [i for i in every if i.ndim < 3]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
     assert by_variant[Variant.FORWARD] == 88 and by_variant[Variant.BACKWARD_DATA] == 68
     # ping-pong (math waves 8 on waves 4 x 1 x 1): three cshuffle tiles per variant, two more
     # 64-column ones for forward / backward_data
-    pp = {(i.variant, i.tile) for i in found if rules.is_pingpong(i)}
+    pp = {(i.variant, i.tile) for i in found if is_pingpong(i)}
     assert pp == ({(v, t) for v in Variant for t in ((64, 256, 64), (64, 128, 64), (128, 128, 64))}
                   | {(v, t) for v in (Variant.FORWARD, Variant.BACKWARD_DATA) for t in ((128, 64, 64), (64, 64, 64))})
     assert not any(i.swap_ab for i in every), "test sets only"
@@ -278,7 +289,7 @@ def test_window_accepted(m: int, stages: int) -> None:
     i = window(tile=(m, 64, 64), warp_tile=(64, m, 16), stages=stages)
     assert rules.check(i, ARCHS["sm_90a"]) is None
     assert i.name.endswith(f"_wltma{stages}_lm1x8_swapab_cshuffle_v8x8x8_win")
-    assert parse_name(i.name) == i
+    assert parse_instance_name(i.name) == i
 
 
 @pytest.mark.parametrize("change, words", [
@@ -307,7 +318,7 @@ def test_window_lds_matches_the_kernel_layout() -> None:
     # (10 x (rows + 2) pixels of 128 bytes, 1024-aligned), two staging buffers, barriers, slack
     i = window(stages=4)
     patch = -(-(10 * 22 * 128) // 1024) * 1024
-    assert rules.lds_bytes(i, ARCHS["sm_90a"]) == 9 * 8192 + 4 * patch + 2 * 160 * 128 + 8 * 10 + 1024
+    assert lds_bytes(i, ARCHS["sm_90a"]) == 9 * 8192 + 4 * patch + 2 * 160 * 128 + 8 * 10 + 1024
 
 
 # ------------------------------------------------- specialization window, backward_weight
@@ -323,7 +334,7 @@ def test_weight_window_accepted(m: int, stages: int) -> None:
     i = weight_window(tile=(m, 64, 64), stages=stages)
     assert rules.check(i, ARCHS["sm_90a"]) is None
     assert i.name.endswith(f"_w12x1x1_wt64x192x16_wltma{stages}_lm1x12_v8x8x8_win_kb1")
-    assert parse_name(i.name) == i
+    assert parse_instance_name(i.name) == i
 
 
 @pytest.mark.parametrize("change, words", [
@@ -347,9 +358,9 @@ def test_weight_window_lds_matches_the_kernel_layout() -> None:
     """window_lds_bytes mirrors detail::tma_window_weight_smem_bytes: the ring of (dy window +
     1024-aligned patch) stages or the 64 x 584-float partial filter, whichever is larger."""
     ring = 4 * (160 * 128 + 28 * 1024)  # 22 x 10 pixels of 128 bytes -> 28 KB
-    assert rules.window_lds_bytes(weight_window()) == ring + 16 * 4 + 1024
+    assert window_lds_bytes(weight_window()) == ring + 16 * 4 + 1024
     small = weight_window(tile=(64, 64, 64), stages=2)
-    assert rules.window_lds_bytes(small) == 64 * 584 * 4 + 16 * 2 + 1024
+    assert window_lds_bytes(small) == 64 * 584 * 4 + 16 * 2 + 1024
     assert "kTmaWindowPartLd = 3 * 192 + 8" in (templates_dir() / "include" / "ckgen" /
                                                 "pipeline_tma_window_weight.hpp").read_text()
 

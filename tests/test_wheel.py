@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import site
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, cli, tree
 
 pytestmark = pytest.mark.slow
@@ -39,7 +38,7 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_contains_the_data(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    for f in ("ckgen/cli.py", "ckgen/_share/arch_specs.json", "ckgen/_share/CMakeLists.txt.in",
+    for f in ("ckgen/cli/app.py", "ckgen/_share/arch_specs.json", "ckgen/_share/CMakeLists.txt.in",
               "ckgen/_share/templates/project/instance.hpp.j2", "ckgen/_share/templates/include/ckgen/vocab.hpp",
               "ckgen/_share/configs/forward/tests.yaml", "ckgen/_share/configs/backward_weight/profiler.yaml",
               "ckgen/_share/configs/tuning/sm_90a_H100.json"):

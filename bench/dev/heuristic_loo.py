@@ -18,10 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ckgen.profile import read_rows
-from ckgen.registry import Registry
-from ckgen.shapes import load_shapes
-from ckgen.tune import Quality, build_db, split_shapes, summarize
+from ckgen.tuning.profile import read_rows
+from ckgen.runtime.library import KernelLibrary as Registry
+from ckgen.model.problem import load_shapes
+from ckgen.tuning.tune import Quality, build_db, split_shapes, summarize
 
 
 def main() -> None:

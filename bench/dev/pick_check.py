@@ -23,9 +23,9 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from ckgen import rules
-from ckgen.naming import parse_name
-from ckgen.shapes import load_shapes
+from ckgen.space import rules
+from ckgen.model.naming import parse_instance_name as parse_name
+from ckgen.model.problem import load_shapes
 
 
 def key_init(name: str) -> str:
