@@ -7,7 +7,6 @@ import fnmatch
 import re
 
 import pytest
-from conftest import ALL_ARCHS, cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +33,8 @@ from ckgen.model.vocab import (
     Variant,
 )
 from ckgen.space.expand import Filters, default_config_paths, expand, load_configs
+
+from conftest import ALL_ARCHS, cli
 
 NAME_PATTERN = re.compile(r"^[a-z0-9_]+$")
 
@@ -148,7 +149,7 @@ def test_every_field_is_drawn() -> None:
     from pathlib import Path
 
     text = Path(__file__).read_text()
-    src = text[text.index("def instances("):text.index("def test_name_round_trips")]
+    src = text[text.index("def instances(") : text.index("def test_name_round_trips")]
     for f in INSTANCE_FIELDS:
         assert f"{f}=" in src, f"the hypothesis strategy does not draw {f}"
 
@@ -176,7 +177,8 @@ def test_every_shipped_instance_and_rejection_round_trips(arch: str, config_set:
         "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_basic_v8x8x8_gm1",  # not canonical
         "grouped_conv_fwd_fp16_2d_t064x64x32_w2x2x1_wt16x8x16_basic_v8x8x8",  # not canonical
         "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_ms_v8x8x8",
-        "grouped_conv_fwd_fp16_2d_t64x64x1_w4x1x1_wt1x1x1_direct1_v8x8x8",  # direct has no stage count
+        # direct has no stage count
+        "grouped_conv_fwd_fp16_2d_t64x64x1_w4x1x1_wt1x1x1_direct1_v8x8x8",
         "GROUPED_CONV_FWD_FP16_2D_T64X64X32_W2X2X1_WT16X8X16_BASIC_V8X8X8",
     ],
 )
@@ -197,11 +199,15 @@ def test_kernels_glob_filters_list_and_generate(tmp_path) -> None:
     assert picked == want and 0 < len(picked) < len(every)
     assert all(n.startswith("grouped_conv_bwd_data_fp16_") for n in picked)
     # several globs are a union
-    two = _names("--arch", "sm_90a", "--set", "profiler", "--kernels", glob, "--kernels", "*_fwd_bf16_1d_*")
+    two = _names(
+        "--arch", "sm_90a", "--set", "profiler", "--kernels", glob, "--kernels", "*_fwd_bf16_1d_*"
+    )
     assert set(two) == set(want) | {n for n in every if fnmatch.fnmatchcase(n, "*_fwd_bf16_1d_*")}
     # generate honours the same filter
     out = tmp_path / "gen"
     cli("generate", "--arch", "sm_90a", "--set", "tests", "--kernels", glob, "-o", str(out), "-q")
-    tests_names = [n for n in _names("--arch", "sm_90a", "--set", "tests") if fnmatch.fnmatchcase(n, glob)]
+    tests_names = [
+        n for n in _names("--arch", "sm_90a", "--set", "tests") if fnmatch.fnmatchcase(n, glob)
+    ]
     headers = sorted(p.stem for p in (out / "instances").rglob("*.hpp"))
     assert headers == sorted(tests_names) and headers

@@ -9,18 +9,24 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ALL_ARCHS, REPO
 
 from ckgen.model import vocab
 from ckgen.model.arch import SOURCED_FIELDS, get_arch, load_arch_specs
 from ckgen.model.vocab import ALL_WORDS, DataType, MathUnit, Platform
 from ckgen.resources import arch_specs_path, templates_dir
 
+from conftest import ALL_ARCHS, REPO
+
 
 def test_vocab_hpp_is_rendered_from_vocab_py() -> None:
-    out = subprocess.run([sys.executable, "-m", "ckgen.model.vocab"], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "ckgen.model.vocab"], check=True, capture_output=True, text=True
+    ).stdout
     committed = (REPO / "templates" / "include" / "ckgen" / "vocab.hpp").read_text()
-    assert committed == out, "templates/include/ckgen/vocab.hpp is stale: python -m ckgen.model.vocab > templates/include/ckgen/vocab.hpp"
+    assert committed == out, (
+        "templates/include/ckgen/vocab.hpp is stale: python -m ckgen.model.vocab > "
+        "templates/include/ckgen/vocab.hpp"
+    )
     assert (templates_dir() / "include" / "ckgen" / "vocab.hpp").read_text() == out
 
 

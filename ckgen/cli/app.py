@@ -33,7 +33,12 @@ class CkgenGroup(click.Group):
             return super().invoke(ctx)
         except CkgenError as ex:
             _fail(ex)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+        except (
+            click.exceptions.ClickException,
+            click.exceptions.Exit,
+            click.exceptions.Abort,
+            BrokenPipeError,
+        ):
             raise
         except Exception as ex:  # noqa: BLE001 - the last line of defence against tracebacks
             if os.environ.get("CKGEN_DEBUG"):
@@ -41,7 +46,8 @@ class CkgenGroup(click.Group):
             err_console.print(
                 f"[bold red]internal error:[/] {escape(type(ex).__name__)}: {escape(str(ex))}\n"
                 "This is a bug in ckgen; rerun with CKGEN_DEBUG=1 for the traceback and report it.",
-                markup=True, soft_wrap=True,
+                markup=True,
+                soft_wrap=True,
             )
             sys.exit(INTERNAL_ERROR_EXIT)
 

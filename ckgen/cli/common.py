@@ -37,36 +37,91 @@ def make_console(stderr: bool = False) -> Console:
     return c if c.is_terminal else Console(stderr=stderr, highlight=False, width=240)
 
 
-
 def words(cls: Any) -> click.Choice:
     return click.Choice(cls.allowed())
 
 
 def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
-        click.option("--variant", "variants", multiple=True, type=words(Variant), help="Variant(s); default: all three."),
-        click.option("--arch", required=True, help="Target from arch_specs.json (e.g. sm_90a, gfx942)."),
-        click.option("--config", "configs", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
-                     help="Instance-list YAML file(s); default: the shipped set (--set) per variant."),
-        click.option("--set", "config_set", type=click.Choice(CONFIG_SETS), default="default", show_default=True,
-                     help="Shipped config set used when no --config is given."),
-        click.option("--datatype", "datatypes", multiple=True, type=words(DataType), help="Keep only these datatypes."),
-        click.option("--ndim", "ndims", multiple=True, type=click.IntRange(1, 3), help="Keep only these ndims."),
-        click.option("--pipeline", "pipelines", multiple=True, type=words(Pipeline), help="Keep only these pipelines."),
-        click.option("--kernels", "kernels", multiple=True,
-                     help="Keep only instances whose name matches a glob, e.g. 'grouped_conv_bwd_data_fp16_*'."),
-        click.option("--resources", "resources", type=click.Path(path_type=Path, dir_okay=False), default=None,
-                     help="Measured resources (`ckgen check-isa --resources-out FILE`, or a checked manifest.json): "
-                          "instances that spill or exceed LDS are rejected (rule 'measured')."),
+        click.option(
+            "--variant",
+            "variants",
+            multiple=True,
+            type=words(Variant),
+            help="Variant(s); default: all three.",
+        ),
+        click.option(
+            "--arch", required=True, help="Target from arch_specs.json (e.g. sm_90a, gfx942)."
+        ),
+        click.option(
+            "--config",
+            "configs",
+            multiple=True,
+            type=click.Path(path_type=Path, dir_okay=False),
+            help="Instance-list YAML file(s); default: the shipped set (--set) per variant.",
+        ),
+        click.option(
+            "--set",
+            "config_set",
+            type=click.Choice(CONFIG_SETS),
+            default="default",
+            show_default=True,
+            help="Shipped config set used when no --config is given.",
+        ),
+        click.option(
+            "--datatype",
+            "datatypes",
+            multiple=True,
+            type=words(DataType),
+            help="Keep only these datatypes.",
+        ),
+        click.option(
+            "--ndim",
+            "ndims",
+            multiple=True,
+            type=click.IntRange(1, 3),
+            help="Keep only these ndims.",
+        ),
+        click.option(
+            "--pipeline",
+            "pipelines",
+            multiple=True,
+            type=words(Pipeline),
+            help="Keep only these pipelines.",
+        ),
+        click.option(
+            "--kernels",
+            "kernels",
+            multiple=True,
+            help="Keep only instances whose name matches a glob, e.g. "
+            "'grouped_conv_bwd_data_fp16_*'.",
+        ),
+        click.option(
+            "--resources",
+            "resources",
+            type=click.Path(path_type=Path, dir_okay=False),
+            default=None,
+            help="Measured resources (`ckgen check-isa --resources-out FILE`, or a checked "
+            "manifest.json): "
+            "instances that spill or exceed LDS are rejected (rule 'measured').",
+        ),
     ]
     for o in reversed(opts):
         f = o(f)
     return f
 
 
-def expansion(variants: tuple[str, ...], arch: str, configs: tuple[Path, ...], config_set: str,
-               datatypes: tuple[str, ...], ndims: tuple[int, ...], pipelines: tuple[str, ...],
-               kernels: tuple[str, ...], resources: Path | None = None) -> Expansion:
+def expansion(
+    variants: tuple[str, ...],
+    arch: str,
+    configs: tuple[Path, ...],
+    config_set: str,
+    datatypes: tuple[str, ...],
+    ndims: tuple[int, ...],
+    pipelines: tuple[str, ...],
+    kernels: tuple[str, ...],
+    resources: Path | None = None,
+) -> Expansion:
     spec = get_arch(arch)
     ctx = rule_context(resources, spec.name)
     vs = [Variant(v) for v in variants] or list(Variant)
@@ -79,7 +134,9 @@ def expansion(variants: tuple[str, ...], arch: str, configs: tuple[Path, ...], c
     cfgs = [c for c in all_cfgs if c.variant in vs] if variants else all_cfgs
     if not cfgs:
         shown = "; ".join(f"{c.path} is {c.variant.value}" for c in all_cfgs)
-        raise CkgenError(f"none of the config files is for --variant {', '.join(v.value for v in vs)} ({shown})")
+        raise CkgenError(
+            f"none of the config files is for --variant {', '.join(v.value for v in vs)} ({shown})"
+        )
     filters = Filters(
         datatypes=tuple(DataType(d) for d in datatypes),
         ndims=tuple(ndims),
@@ -94,27 +151,41 @@ def warn_explicit_rejections(exp: Expansion) -> None:
     """An instance the user listed by hand and the rules refused is never dropped silently."""
     for r in exp.rejected:
         if r.explicit:
-            err_console.print(f"warning: {r.instance.origin}: explicit instance {r.name} rejected "
-                              f"[{r.rule}]: {r.reason}", markup=False, highlight=False, soft_wrap=True)
+            err_console.print(
+                f"warning: {r.instance.origin}: explicit instance {r.name} rejected "
+                f"[{r.rule}]: {r.reason}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 def require_instances(exp: Expansion) -> None:
     if exp.instances:
         return
-    lines = [f"the expansion is empty: {exp.candidates} candidates, {len(exp.rejected)} rejected, "
-             f"{exp.duplicates} duplicates, {exp.filtered} filtered out"]
+    lines = [
+        f"the expansion is empty: {exp.candidates} candidates, {len(exp.rejected)} rejected, "
+        f"{exp.duplicates} duplicates, {exp.filtered} filtered out"
+    ]
     rows = exp.rejected_by_reason()
     if rows:
         lines[0] += "; top rejection reasons:"
     for rule, reason, n in rows[:5]:
-        origin = next((r.instance.origin for r in exp.rejected if r.rule == rule and r.instance.origin), "")
+        origin = next(
+            (r.instance.origin for r in exp.rejected if r.rule == rule and r.instance.origin), ""
+        )
         lines.append(f"  {n:6d} x [{rule}] {reason}" + (f" (e.g. from {origin})" if origin else ""))
     if len(rows) > 5:
-        lines.append(f"  ... and {len(rows) - 5} more rules: `ckgen list-instances --show-rejected` lists them all")
+        lines.append(
+            f"  ... and {len(rows) - 5} more rules: `ckgen list-instances --show-rejected` lists "
+            "them all"
+        )
     if exp.filtered:
-        lines.append(f"  {exp.filtered:6d} x filtered out by --datatype/--ndim/--pipeline/--kernels or include/exclude globs")
+        lines.append(
+            f"  {exp.filtered:6d} x filtered out by --datatype/--ndim/--pipeline/--kernels or "
+            "include/exclude globs"
+        )
     raise CkgenError("\n".join(lines))
-
 
 
 # What a GPU target looks like per platform: CUDA archs as CMake's CUDA_ARCHITECTURES spells
@@ -134,7 +205,6 @@ def check_gpu_targets(plat: Platform, targets: str) -> None:
                 f"--gpu-targets: {t.strip()!r} is not a GPU target for {plat.value} "
                 f"(e.g. {GPU_TARGET_EXAMPLE[plat]}; several separated by ',')"
             )
-
 
 
 def rule_context(resources: Path | None, arch: str) -> RuleContext:
@@ -171,6 +241,8 @@ def project_arch(out: Path) -> ArchSpec:
     try:
         return get_arch(json.loads((out / MANIFEST).read_text())["arch"])
     except FileNotFoundError:
-        raise CkgenError(f"{out / MANIFEST} not found: run `ckgen generate -o {out}` first") from None
+        raise CkgenError(
+            f"{out / MANIFEST} not found: run `ckgen generate -o {out}` first"
+        ) from None
     except (OSError, ValueError, KeyError, TypeError) as ex:
         raise CkgenError(f"{out / MANIFEST}: not a ckgen manifest ({ex})") from None

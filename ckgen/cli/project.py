@@ -36,8 +36,18 @@ from ckgen.space.expand import Expansion
 
 @main.command("list-instances")
 @selection_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "names"]), default="table", show_default=True)
-@click.option("--show-rejected", is_flag=True, help="Also print rejected candidates, grouped by reason with counts.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "csv", "names"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "--show-rejected",
+    is_flag=True,
+    help="Also print rejected candidates, grouped by reason with counts.",
+)
 def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
     """List the valid instances of the selected configs for one target. An empty list is an
     error (exit code 2) that names the most frequent rejection reasons."""
@@ -50,10 +60,15 @@ def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
         for i in exp.instances:
             out.write(i.name + "\n")
     elif fmt == "json":
-        doc: dict[str, Any] = {"arch": exp.arch.name, "count": len(exp.instances),
-                               "instances": [i.to_json() for i in exp.instances]}
+        doc: dict[str, Any] = {
+            "arch": exp.arch.name,
+            "count": len(exp.instances),
+            "instances": [i.to_json() for i in exp.instances],
+        }
         if show_rejected:
-            doc["rejected"] = [{"rule": r, "reason": why, "count": n} for r, why, n in exp.rejected_by_reason()]
+            doc["rejected"] = [
+                {"rule": r, "reason": why, "count": n} for r, why, n in exp.rejected_by_reason()
+            ]
         out.write(json.dumps(doc, indent=1) + "\n")
     elif fmt == "csv":
         buf = io.StringIO()
@@ -62,7 +77,9 @@ def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
             w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
             w.writeheader()
             for r in rows:
-                w.writerow({k: "x".join(map(str, v)) if isinstance(v, list) else v for k, v in r.items()})
+                w.writerow(
+                    {k: "x".join(map(str, v)) if isinstance(v, list) else v for k, v in r.items()}
+                )
         out.write(buf.getvalue())
     else:
         console = make_console()
@@ -71,13 +88,23 @@ def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
         for col in ("variant", "dtype", "nd", "tile", "waves", "warp tile", "pipeline", "vec"):
             t.add_column(col, no_wrap=True)
         for i in exp.instances:
-            t.add_row(i.name, i.variant.value, i.datatype.value, str(i.ndim), "x".join(map(str, i.tile)),
-                      "x".join(map(str, i.waves)), "x".join(map(str, i.warp_tile)),
-                      i.pipeline.value + (f"/{i.stages}" if i.stages > 1 else ""),
-                      f"{i.vec_a}/{i.vec_b}/{i.vec_c}")
+            t.add_row(
+                i.name,
+                i.variant.value,
+                i.datatype.value,
+                str(i.ndim),
+                "x".join(map(str, i.tile)),
+                "x".join(map(str, i.waves)),
+                "x".join(map(str, i.warp_tile)),
+                i.pipeline.value + (f"/{i.stages}" if i.stages > 1 else ""),
+                f"{i.vec_a}/{i.vec_b}/{i.vec_c}",
+            )
         console.print(t)
-        console.print(f"{len(exp.instances)} valid, {len(exp.rejected)} rejected, {exp.duplicates} duplicates, "
-                      f"{exp.filtered} filtered out, {exp.candidates} candidates")
+        console.print(
+            f"{len(exp.instances)} valid, {len(exp.rejected)} rejected, {exp.duplicates} "
+            "duplicates, "
+            f"{exp.filtered} filtered out, {exp.candidates} candidates"
+        )
     if show_rejected and fmt != "json":
         console = make_console(stderr=fmt != "table")
         t = Table(title=f"{len(exp.rejected)} rejected candidates by reason")
@@ -92,11 +119,29 @@ def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
 
 @main.command()
 @selection_options
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Output directory of the generated project.")
-@click.option("--shard-size", type=click.IntRange(1, 4096), default=1, show_default=True,
-              help="Instances per translation unit.")
-@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True, help="Render in parallel.")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Output directory of the generated project.",
+)
+@click.option(
+    "--shard-size",
+    type=click.IntRange(1, 4096),
+    default=1,
+    show_default=True,
+    help="Instances per translation unit.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Render in parallel.",
+)
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors.")
 def generate(out: Path, shard_size: int, jobs: int, dry_run: bool, quiet: bool, **sel: Any) -> None:
@@ -114,17 +159,27 @@ def generate(out: Path, shard_size: int, jobs: int, dry_run: bool, quiet: bool, 
             click.echo(("update " if (out / rel).exists() else "create ") + rel)
         for rel in pl.remove:
             click.echo("remove " + rel)
-        click.echo(f"{len(pl.write)} to write, {len(pl.remove)} to remove, {pl.unchanged} unchanged (dry run)")
+        click.echo(
+            f"{len(pl.write)} to write, {len(pl.remove)} to remove, {pl.unchanged} unchanged (dry "
+            "run)"
+        )
         return
     apply(pl)
     if not quiet:
-        counts = ", ".join(f"{sum(1 for i in exp.instances if i.variant is v)} {v.value}"
-                           for v in Variant if any(i.variant is v for i in exp.instances))
-        click.echo(f"{len(exp.instances)} instances for {exp.arch.name} ({counts}) -> {out}: "
-                   f"{len(pl.write)} written, {len(pl.remove)} removed, {pl.unchanged} unchanged")
+        counts = ", ".join(
+            f"{sum(1 for i in exp.instances if i.variant is v)} {v.value}"
+            for v in Variant
+            if any(i.variant is v for i in exp.instances)
+        )
+        click.echo(
+            f"{len(exp.instances)} instances for {exp.arch.name} ({counts}) -> {out}: "
+            f"{len(pl.write)} written, {len(pl.remove)} removed, {pl.unchanged} unchanged"
+        )
 
 
-def _render_with_progress(exp: Expansion, shard_size: int, jobs: int, quiet: bool) -> dict[str, bytes]:
+def _render_with_progress(
+    exp: Expansion, shard_size: int, jobs: int, quiet: bool
+) -> dict[str, bytes]:
     n = len(exp.instances)
     console = Console(stderr=True)
     if quiet or n < 200 or not console.is_terminal:
@@ -137,11 +192,22 @@ def _render_with_progress(exp: Expansion, shard_size: int, jobs: int, quiet: boo
         TimeElapsedColumn,
     )
 
-    with Progress(TextColumn("rendering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as prog:
+    with Progress(
+        TextColumn("rendering"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as prog:
         task = prog.add_task("render", total=n)
-        return render_project(exp.instances, exp.arch, shard_size=shard_size, jobs=jobs,
-                              progress=lambda k: prog.advance(task, k))
+        return render_project(
+            exp.instances,
+            exp.arch,
+            shard_size=shard_size,
+            jobs=jobs,
+            progress=lambda k: prog.advance(task, k),
+        )
 
 
 def write_cmake(out: Path, plat: Platform, targets: str, launcher: str, arch_name: str) -> Plan:
@@ -153,10 +219,22 @@ def write_cmake(out: Path, plat: Platform, targets: str, launcher: str, arch_nam
 
 
 @main.command("emit-cmake")
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Directory written by `ckgen generate`.")
-@click.option("--platform", type=words(Platform), default=None, help="nvidia or amd; default: the target's.")
-@click.option("--gpu-targets", default=None, help="CUDA archs (90a) or AMD offload archs (gfx942); default: the target's.")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory written by `ckgen generate`.",
+)
+@click.option(
+    "--platform", type=words(Platform), default=None, help="nvidia or amd; default: the target's."
+)
+@click.option(
+    "--gpu-targets",
+    default=None,
+    help="CUDA archs (90a) or AMD offload archs (gfx942); default: the target's.",
+)
 @click.option("--launcher", default="", help="Compiler launcher: ccache, sccache or distcc.")
 def emit_cmake(out: Path, platform: str | None, gpu_targets: str | None, launcher: str) -> None:
     """Write CMakeLists.txt for a generated project (targets ckgen_kernels,
@@ -171,14 +249,23 @@ def emit_cmake(out: Path, platform: str | None, gpu_targets: str | None, launche
         raise CkgenError(f"{man}: not a ckgen manifest ({ex})") from None
     plat = Platform(platform) if platform else arch.platform
     if plat is not arch.platform:
-        raise CkgenError(f"the project was generated for {arch.name} ({arch.platform.value}), not {plat.value}")
+        raise CkgenError(
+            f"the project was generated for {arch.name} ({arch.platform.value}), not {plat.value}"
+        )
     targets = gpu_targets if gpu_targets is not None else (arch.cuda_arch or arch.name)
     check_gpu_targets(plat, targets)
-    if launcher and (launcher.startswith("-") or not all(c.isalnum() or c in "_-./+" for c in launcher)):
-        raise CkgenError(f"--launcher: {launcher!r} is not a program name or path (allowed: letters, digits, _ - . / +)")
+    if launcher and (
+        launcher.startswith("-") or not all(c.isalnum() or c in "_-./+" for c in launcher)
+    ):
+        raise CkgenError(
+            f"--launcher: {launcher!r} is not a program name or path (allowed: letters, digits, _ "
+            "- . / +)"
+        )
     pl = write_cmake(out, plat, targets, launcher, arch.name)
-    click.echo(f"{out / 'CMakeLists.txt'}: {'written' if pl.write else 'unchanged'} "
-               f"(platform {plat.value}, targets {targets})")
+    click.echo(
+        f"{out / 'CMakeLists.txt'}: {'written' if pl.write else 'unchanged'} "
+        f"(platform {plat.value}, targets {targets})"
+    )
 
 
 @main.command()
@@ -191,9 +278,26 @@ def schema() -> None:
 def archs() -> None:
     """List the targets of arch_specs.json."""
     t = Table(title="targets (arch_specs.json)")
-    for col in ("arch", "platform", "warp", "LDS bytes", "CUs", "datatypes", "pipelines", "description"):
+    for col in (
+        "arch",
+        "platform",
+        "warp",
+        "LDS bytes",
+        "CUs",
+        "datatypes",
+        "pipelines",
+        "description",
+    ):
         t.add_column(col)
     for name, a in load_arch_specs().items():
-        t.add_row(name, a.platform.value, str(a.warp_size), str(a.lds_bytes), str(a.compute_units),
-                  ",".join(d.value for d in a.datatypes), ",".join(p.value for p in a.pipelines), a.description)
+        t.add_row(
+            name,
+            a.platform.value,
+            str(a.warp_size),
+            str(a.lds_bytes),
+            str(a.compute_units),
+            ",".join(d.value for d in a.datatypes),
+            ",".join(p.value for p in a.pipelines),
+            a.description,
+        )
     make_console().print(t)

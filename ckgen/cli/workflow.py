@@ -1,14 +1,14 @@
-"""Workflow commands over a generated project: build, profile (sharded over GPUs), tune (the
-tuning database), check-heuristic and report. Thin wrappers over ckgen.runtime and ckgen.tuning."""
+"""Workflow commands over a generated project: build (CMake + Ninja) and profile (sharded over
+GPUs). Thin wrappers over ckgen.runtime and ckgen.tuning."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+from typing import cast
 
 import click
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -25,24 +25,49 @@ from ckgen.cli.common import (
 from ckgen.cli.project import write_cmake
 from ckgen.config.schema import glob_problem
 from ckgen.errors import CkgenError
-from ckgen.model.arch import get_arch
 from ckgen.model.vocab import DataType, Variant
 
 
 @main.command("build")
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Directory written by `ckgen generate` (CMakeLists.txt is emitted when missing).")
-@click.option("-j", "--jobs", type=click.IntRange(0, 1024), default=0, show_default=True,
-              help="Parallel compiles (0: ninja's default).")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory written by `ckgen generate` (CMakeLists.txt is emitted when missing).",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(0, 1024),
+    default=0,
+    show_default=True,
+    help="Parallel compiles (0: ninja's default).",
+)
 @click.option("--launcher", default="", help="Compiler launcher (ccache, sccache, distcc).")
-@click.option("--kernels", "kernels", multiple=True, help="Build only instances matching these globs.")
+@click.option(
+    "--kernels", "kernels", multiple=True, help="Build only instances matching these globs."
+)
 @click.option("--gpu-targets", default=None, help="CUDA archs (90a) or AMD offload archs (gfx942).")
-@click.option("--target", "targets", multiple=True,
-              help="Ninja targets (default all: kernels, profilers, tests, ckgen_dispatch).")
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    help="Ninja targets (default all: kernels, profilers, tests, ckgen_dispatch).",
+)
 @click.option("--no-tests", is_flag=True, help="Do not build the GoogleTest binaries.")
 @click.option("--no-profilers", is_flag=True, help="Do not build the profiler binaries.")
-def build_cmd(out: Path, jobs: int, launcher: str, kernels: tuple[str, ...], gpu_targets: str | None,
-              targets: tuple[str, ...], no_tests: bool, no_profilers: bool) -> None:
+def build_cmd(
+    out: Path,
+    jobs: int,
+    launcher: str,
+    kernels: tuple[str, ...],
+    gpu_targets: str | None,
+    targets: tuple[str, ...],
+    no_tests: bool,
+    no_profilers: bool,
+) -> None:
     """Configure (CMake, Ninja generator) and build a generated project into OUTPUT/build, with
     a progress bar from Ninja's [n/m] lines."""
     import shutil
@@ -59,8 +84,15 @@ def build_cmd(out: Path, jobs: int, launcher: str, kernels: tuple[str, ...], gpu
             raise CkgenError(f"--kernels {g!r}: {glob_problem(g)}")
     if launcher and shutil.which(launcher) is None:
         raise CkgenError(f"--launcher {launcher!r} is not on PATH")
-    configure(out, out / "build", gpu_targets=gpu_targets, launcher=launcher, kernels=csv_words(kernels),
-              profilers=not no_profilers, tests=not no_tests)
+    configure(
+        out,
+        out / "build",
+        gpu_targets=gpu_targets,
+        launcher=launcher,
+        kernels=csv_words(kernels),
+        profilers=not no_profilers,
+        tests=not no_tests,
+    )
     console = Console(stderr=True)
     from rich.progress import (
         BarColumn,
@@ -70,9 +102,16 @@ def build_cmd(out: Path, jobs: int, launcher: str, kernels: tuple[str, ...], gpu
         TimeElapsedColumn,
     )
 
-    with Progress(TextColumn("[bold]building[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[what]}", style="dim"), console=console, transient=False,
-                  disable=not console.is_terminal) as prog:
+    with Progress(
+        TextColumn("[bold]building[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[what]}", style="dim"),
+        console=console,
+        transient=False,
+        disable=not console.is_terminal,
+    ) as prog:
         task = prog.add_task("build", total=None, what="")
 
         shown = [0]
@@ -88,174 +127,142 @@ def build_cmd(out: Path, jobs: int, launcher: str, kernels: tuple[str, ...], gpu
 
 
 @main.command("profile")
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Project built by `ckgen build -o OUTPUT`.")
-@click.option("--shapes", required=True, type=click.Path(path_type=Path, dir_okay=False), help="Shapes CSV.")
-@click.option("--variant", "variants", multiple=True, type=words(Variant), help="Variants (default all built).")
-@click.option("--datatype", "datatypes", multiple=True, type=words(DataType), help="Datatypes (default all).")
-@click.option("--devices", default="", help="GPU indices to shard over, e.g. 0,1,2,3 (default: all visible).")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Project built by `ckgen build -o OUTPUT`.",
+)
+@click.option(
+    "--shapes", required=True, type=click.Path(path_type=Path, dir_okay=False), help="Shapes CSV."
+)
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    type=words(Variant),
+    help="Variants (default all built).",
+)
+@click.option(
+    "--datatype", "datatypes", multiple=True, type=words(DataType), help="Datatypes (default all)."
+)
+@click.option(
+    "--devices", default="", help="GPU indices to shard over, e.g. 0,1,2,3 (default: all visible)."
+)
 @click.option("--kernels", "kernels", multiple=True, help="Only instances matching these globs.")
 @click.option("--shape", "shape_glob", default="", help="Only shapes matching this glob.")
-@click.option("--verify", type=click.Choice(["none", "cpu", "gpu", "auto"]), default="gpu", show_default=True)
+@click.option(
+    "--verify", type=click.Choice(["none", "cpu", "gpu", "auto"]), default="gpu", show_default=True
+)
 @click.option("--warmup", type=click.IntRange(0), default=5, show_default=True)
 @click.option("--repeat", type=click.IntRange(1), default=10, show_default=True)
-@click.option("--k-batch", "k_batch", default="", callback=k_batches,
-              help="Split counts to try, e.g. 0,1,4,16 (0 = chosen per problem; instances that never "
-                   "split run once).")
-@click.option("--split-reduce", "split_reduce", type=click.Choice(["auto", "workspace", "cluster"]), default="auto",
-              show_default=True, help="How split reductions add up (backward_weight copy-engine instances; "
-                                      "the others refuse anything but auto).")
-@click.option("--streamk-blocks", "streamk_blocks", type=click.IntRange(0), default=0, show_default=True,
-              help="StreamK grid size (0 = the instance's default).")
-@click.option("--csv", "csv_out", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Merged results (default OUTPUT/profile/results.csv).")
-@click.option("--timeout", type=click.IntRange(1), default=3600, show_default=True, help="Seconds in all.")
-def profile_cmd(out: Path, shapes: Path, variants: tuple[str, ...], datatypes: tuple[str, ...], devices: str,
-                kernels: tuple[str, ...], shape_glob: str, verify: str, warmup: int, repeat: int,
-                k_batch: list[int], split_reduce: str, streamk_blocks: int, csv_out: Path | None,
-                timeout: int) -> None:
+@click.option(
+    "--k-batch",
+    "k_batch",
+    default="",
+    callback=k_batches,
+    help="Split counts to try, e.g. 0,1,4,16 (0 = chosen per problem; instances that never "
+    "split run once).",
+)
+@click.option(
+    "--split-reduce",
+    "split_reduce",
+    type=click.Choice(["auto", "workspace", "cluster"]),
+    default="auto",
+    show_default=True,
+    help="How split reductions add up (backward_weight copy-engine instances; "
+    "the others refuse anything but auto).",
+)
+@click.option(
+    "--streamk-blocks",
+    "streamk_blocks",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="StreamK grid size (0 = the instance's default).",
+)
+@click.option(
+    "--csv",
+    "csv_out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Merged results (default OUTPUT/profile/results.csv).",
+)
+@click.option(
+    "--timeout", type=click.IntRange(1), default=3600, show_default=True, help="Seconds in all."
+)
+def profile_cmd(
+    out: Path,
+    shapes: Path,
+    variants: tuple[str, ...],
+    datatypes: tuple[str, ...],
+    devices: str,
+    kernels: tuple[str, ...],
+    shape_glob: str,
+    verify: str,
+    warmup: int,
+    repeat: int,
+    k_batch: list[int],
+    split_reduce: str,
+    streamk_blocks: int,
+    csv_out: Path | None,
+    timeout: int,
+) -> None:
     """Run the profiler binaries over a shapes file, one process per GPU (instances sharded
     round-robin, CUDA_VISIBLE_DEVICES per process), merge the CSVs and show the best per shape."""
     from ckgen.tuning.profile import VARIANTS, best_rows, run_profile
 
-    run = run_profile(out, shapes, variants=list(variants) or list(VARIANTS), datatypes=list(datatypes),
-                      devices=[d.strip() for d in devices.split(",") if d.strip()], kernels=csv_words(kernels),
-                      shape_glob=shape_glob, verify=verify, warmup=warmup, repeat=repeat, k_batches=k_batch,
-                      split_reduce=split_reduce, streamk_blocks=streamk_blocks, csv_out=csv_out, timeout=timeout,
-                      on_event=lambda m: err_console.print(escape(m)))
+    run = run_profile(
+        out,
+        shapes,
+        variants=list(variants) or list(VARIANTS),
+        datatypes=list(datatypes),
+        devices=[d.strip() for d in devices.split(",") if d.strip()],
+        kernels=csv_words(kernels),
+        shape_glob=shape_glob,
+        verify=verify,
+        warmup=warmup,
+        repeat=repeat,
+        k_batches=k_batch,
+        split_reduce=split_reduce,
+        streamk_blocks=streamk_blocks,
+        csv_out=csv_out,
+        timeout=timeout,
+        on_event=lambda m: err_console.print(escape(m)),
+    )
     best_table(best_rows(run.rows), f"best per shape ({len(run.rows)} rows -> {run.csv})")
     for s in run.failed:
-        err_console.print(f"[red]{s.variant} on GPU {s.device}: exit {s.rc}[/] (log {escape(str(s.log))})")
+        err_console.print(
+            f"[red]{s.variant} on GPU {s.device}: exit {s.rc}[/] (log {escape(str(s.log))})"
+        )
     if run.failed:
         sys.exit(1)
 
 
 def best_table(rows: list[dict[str, str]], title: str) -> None:
     t = Table(title=title)
-    for col, just in (("variant", "left"), ("dtype", "left"), ("shape", "left"), ("instance", "left"),
-                      ("k_batch", "right"), ("ms", "right"), ("TFLOPS", "right"), ("GB/s", "right")):
-        t.add_column(col, justify=just, no_wrap=col in ("shape", "instance"))
+    for col, just in (
+        ("variant", "left"),
+        ("dtype", "left"),
+        ("shape", "left"),
+        ("instance", "left"),
+        ("k_batch", "right"),
+        ("ms", "right"),
+        ("TFLOPS", "right"),
+        ("GB/s", "right"),
+    ):
+        t.add_column(col, justify=cast(JustifyMethod, just), no_wrap=col in ("shape", "instance"))
     for r in rows:
-        t.add_row(r["variant"], r["datatype"], r["shape"], r["instance"], r.get("k_batch", ""), r["ms"],
-                  r.get("tflops", ""), r.get("gbps", ""))
+        t.add_row(
+            r["variant"],
+            r["datatype"],
+            r["shape"],
+            r["instance"],
+            r.get("k_batch", ""),
+            r["ms"],
+            r.get("tflops", ""),
+            r.get("gbps", ""),
+        )
     make_console().print(t)
-
-
-@main.command("tune")
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Project built by `ckgen build -o OUTPUT`.")
-@click.option("--shapes", required=True, type=click.Path(path_type=Path, dir_okay=False), help="Shapes CSV.")
-@click.option("--db", "db_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Tuning database to write (default OUTPUT/tuning_db.json).")
-@click.option("--from-csv", "from_csv", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Build the database from existing profile results instead of profiling.")
-@click.option("--part", type=click.Choice(["all", "even", "odd"]), default="all", show_default=True,
-              help="Tune on every shape, or on the even / odd rows of the shapes file (hold the rest out).")
-@click.option("--variant", "variants", multiple=True, type=words(Variant))
-@click.option("--datatype", "datatypes", multiple=True, type=words(DataType))
-@click.option("--devices", default="", help="GPU indices to shard over (default: all visible).")
-@click.option("--kernels", "kernels", multiple=True, help="Only instances matching these globs.")
-@click.option("--k-batch", "k_batch", default="0,1,2,4,8,16,32", show_default=True, callback=k_batches,
-              help="Split counts to time (every variant; instances that never split run once).")
-@click.option("--verify", type=click.Choice(["none", "cpu", "gpu", "auto"]), default="gpu", show_default=True)
-@click.option("--timeout", type=click.IntRange(1), default=3600, show_default=True)
-def tune_cmd(out: Path, shapes: Path, db_path: Path | None, from_csv: Path | None, part: str,
-             variants: tuple[str, ...], datatypes: tuple[str, ...], devices: str, kernels: tuple[str, ...],
-             k_batch: list[int], verify: str, timeout: int) -> None:
-    """Time every instance (and split count) per shape and write the tuning database
-    the dispatcher reads (load it with CKGEN_TUNING_DB=FILE or KernelLibrary.load_tuning_db)."""
-    from ckgen.model.problem import load_shapes
-    from ckgen.tuning.profile import VARIANTS, read_rows, run_profile
-    from ckgen.tuning.tune import build_db, split_shapes, write_db
-
-    problems = load_shapes(shapes)
-    names = split_shapes(problems, part)
-    arch = project_arch(out)
-    if from_csv is not None:
-        rows = read_rows(from_csv)
-    else:
-        sub = out / "profile" / f"tune_shapes_{part}.csv"
-        from ckgen.model.problem import write_shapes
-
-        sub.parent.mkdir(parents=True, exist_ok=True)
-        write_shapes(sub, [p for p in problems if p.name in names])
-        run = run_profile(out, sub, variants=list(variants) or list(VARIANTS), datatypes=list(datatypes),
-                          devices=[d.strip() for d in devices.split(",") if d.strip()], kernels=csv_words(kernels),
-                          verify=verify, k_batches=k_batch, csv_out=out / "profile" / f"tune_{part}.csv",
-                          timeout=timeout, on_event=lambda m: err_console.print(escape(m)))
-        rows = run.rows
-        for s in run.failed:
-            err_console.print(f"[yellow]warning:[/] {s.variant} on GPU {s.device}: exit {s.rc} (log {escape(str(s.log))})")
-    db = build_db(rows, problems, arch=arch.name, shapes=names)
-    path = db_path or out / "tuning_db.json"
-    write_db(path, db)
-    click.echo(f"{path}: {len(db['entries'])} entries ({part} shapes of {shapes.name})")
-    if not db["entries"]:
-        raise CkgenError("no timed results: the tuning database is empty")
-
-
-@main.command("check-heuristic")
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Project built by `ckgen build -o OUTPUT` (its lib/libckgen_dispatch.so selects).")
-@click.option("--results", required=True, type=click.Path(path_type=Path, dir_okay=False),
-              help="Profile results CSV with every instance timed (e.g. from `ckgen profile`).")
-@click.option("--shapes", required=True, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--db", "db_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Tuning database to select with (default: none, the cost model).")
-@click.option("--part", type=click.Choice(["all", "even", "odd"]), default="all", show_default=True,
-              help="Shapes to judge on (the ones NOT tuned on).")
-@click.option("--json", "json_out", type=click.Path(path_type=Path, dir_okay=False), default=None)
-def check_heuristic(out: Path, results: Path, shapes: Path, db_path: Path | None, part: str,
-                    json_out: Path | None) -> None:
-    """Heuristic quality: for each profiled shape, the selected kernel's measured time over the
-    best instance's (no GPU needed: times come from RESULTS)."""
-    from ckgen.model.problem import load_shapes
-    from ckgen.runtime.library import KernelLibrary
-    from ckgen.tuning.profile import read_rows
-    from ckgen.tuning.tune import evaluate, split_shapes, summarize
-
-    reg = KernelLibrary.load(out / "build")
-    reg.load_tuning_db(db_path)
-    problems = load_shapes(shapes)
-    q = evaluate(reg, read_rows(results), problems, split_shapes(problems, part), cost_model_only=db_path is None)
-    t = Table(title=f"selection vs best ({'tuning db ' + db_path.name if db_path else 'cost model'}, {part} shapes)")
-    for col in ("variant", "dtype", "shape", "selected", "source", "ms", "best ms", "ratio"):
-        t.add_column(col, no_wrap=col in ("shape", "selected"))
-    for x in q:
-        t.add_row(x.variant, x.datatype, x.shape, x.selected, x.source,
-                  f"{x.selected_ms:.4f}" if x.selected_ms is not None else "-", f"{x.best_ms:.4f}",
-                  f"{x.ratio:.3f}" if x.ratio is not None else "-")
-    make_console().print(t)
-    summ = summarize(q)
-    click.echo(json.dumps(summ, indent=1))
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps({"summary": summ, "rows": [x.__dict__ | {"ratio": x.ratio} for x in q]},
-                                       indent=1) + "\n")
-
-
-@main.command("report")
-@click.option("--results", required=True, type=click.Path(path_type=Path, dir_okay=False),
-              help="Profile results CSV (`ckgen profile`).")
-@click.option("--cudnn", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="cuDNN results CSV (columns shape,variant,datatype,cudnn_ms,...).")
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Directory for report.md, speedup.png, speedup_<variant>.png, roofline.png.")
-@click.option("--arch", default="sm_90a", show_default=True, help="Target whose peak and bandwidth draw the roof.")
-def report_cmd(results: Path, cudnn: Path | None, out: Path, arch: str) -> None:
-    """Markdown table (best per shape, cuDNN time, speedup, geomean per variant) and speedup /
-    roofline plots (matplotlib optional: skipped with a message)."""
-    from ckgen.tuning.report import load, markdown, plots
-
-    spec = get_arch(arch)
-    rows = load(results, cudnn)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(markdown(rows))
-    click.echo(f"{out / 'report.md'}: {len(rows)} shape rows")
-    peak = spec.peak_tflops.get(DataType("fp16"), max(spec.peak_tflops.values(), default=1.0))
-    res = plots(rows, out, peak, spec.bandwidth_gbs)
-    if isinstance(res, str):
-        err_console.print(f"[yellow]note:[/] {escape(res)}")
-    else:
-        for p in res:
-            click.echo(f"{p}: written")

@@ -36,7 +36,9 @@ def _mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
     for knode, vnode in node.value:
         key = loader.construct_object(knode, deep=True)
         if not isinstance(key, (str, int, float, bool)) and key is not None:
-            raise ConfigError(Where(loader.name, knode.start_mark.line + 1), "keys must be plain scalars")
+            raise ConfigError(
+                Where(loader.name, knode.start_mark.line + 1), "keys must be plain scalars"
+            )
         if key in out:
             raise ConfigError(
                 Where(loader.name, knode.start_mark.line + 1),
@@ -72,7 +74,9 @@ def load_yaml(path: Path) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as ex:
         line = data.count(b"\n", 0, ex.start) + 1
-        raise ConfigError(Where(path, line), f"not UTF-8 text (byte 0x{data[ex.start]:02x})") from None
+        raise ConfigError(
+            Where(path, line), f"not UTF-8 text (byte 0x{data[ex.start]:02x})"
+        ) from None
     loader = None
     try:
         loader = _Loader(text)
@@ -82,7 +86,9 @@ def load_yaml(path: Path) -> Any:
         raise ConfigError(*_syntax_error(path, ex)) from None
     except yaml.reader.ReaderError as ex:
         line = text.count("\n", 0, ex.position) + 1
-        raise ConfigError(Where(path, line), f"YAML error: control character U+{ex.character:04X} is not allowed") from None
+        raise ConfigError(
+            Where(path, line), f"YAML error: control character U+{ex.character:04X} is not allowed"
+        ) from None
     except yaml.YAMLError as ex:
         raise ConfigError(Where(path), f"YAML error: {ex}") from None
     except RecursionError:

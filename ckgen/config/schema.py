@@ -24,9 +24,10 @@ matrix instruction the target has for the datatype.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ckgen.config.loader import LineDict, LineList, load_yaml
 from ckgen.errors import ConfigError, Where, did_you_mean, shown, type_name
@@ -51,12 +52,15 @@ def _word(cls: type[Word]) -> Callable[[Any], Word]:
 
     def parse(v: Any) -> Word:
         if not isinstance(v, str):
-            raise ValueError(f"expected a {what} name, got {shown(v)}; allowed: {', '.join(allowed)}")
+            raise ValueError(
+                f"expected a {what} name, got {shown(v)}; allowed: {', '.join(allowed)}"
+            )
         try:
             return cls(v)
         except ValueError:
             raise ValueError(
-                f"{v!r} is not a known {what}{did_you_mean(v, allowed)}; allowed: {', '.join(allowed)}"
+                f"{v!r} is not a known {what}{did_you_mean(v, allowed)}; allowed: "
+                f"{', '.join(allowed)}"
             ) from None
 
     return parse
@@ -85,11 +89,15 @@ def _ints(lo: int, hi: int, labels: str) -> Callable[[Any], tuple[int, ...]]:
 
     def parse(v: Any) -> tuple[int, ...]:
         if not isinstance(v, list):
-            raise ValueError(f"expected a list of {words[len(names)]} integers [{labels}], got {shown(v)}")
+            raise ValueError(
+                f"expected a list of {words[len(names)]} integers [{labels}], got {shown(v)}"
+            )
         if len(v) != len(names):
-            raise ValueError(f"expected {words[len(names)]} integers [{labels}], got {len(v)}: {v!r}")
+            raise ValueError(
+                f"expected {words[len(names)]} integers [{labels}], got {len(v)}: {v!r}"
+            )
         out = []
-        for name, x in zip(names, v):
+        for name, x in zip(names, v, strict=False):
             try:
                 out.append(one(x))
             except ValueError as ex:
@@ -140,24 +148,85 @@ class FieldSpec:
 
 
 FIELDS: dict[str, FieldSpec] = {
-    "datatype": FieldSpec(_word(DataType), "element type (fp32 accumulation): " + ", ".join(DataType.allowed()), DataType.FP16),
+    "datatype": FieldSpec(
+        _word(DataType),
+        "element type (fp32 accumulation): " + ", ".join(DataType.allowed()),
+        DataType.FP16,
+    ),
     "ndim": FieldSpec(_int(1, 3), "spatial dimensions: 1, 2 or 3", 2),
-    "tile": FieldSpec(_triple(1, 1024), "block tile [M, N, K] of the implicit GEMM (direct: [pixels, channels, channels per group])", (128, 128, 32), True),
-    "waves": FieldSpec(_triple(1, 16), "waves (warps) per block along [M, N, K] (direct: [w, 1, 1])", (2, 2, 1), True),
-    "warp_tile": FieldSpec(_warp_tile, "matrix instruction [M, N, K], or 'auto' for every legal one (direct: [1, 1, 1] FMA, [16, 8, 16] mma.sync: forward / backward_data 8-channel groups, backward_weight groups of 1-8)", "auto", True),
-    "pipeline": FieldSpec(_word(Pipeline), "main loop: " + ", ".join(Pipeline.allowed()), Pipeline.BASIC),
-    "stages": FieldSpec(_int(1, 16), "buffers in flight (basic, direct: 1; multistage, wavelet, wavelet_tma: 2..8)", 1),
-    "scheduler": FieldSpec(_word(Scheduler), "instruction scheduling (AMD): " + ", ".join(Scheduler.allowed()), Scheduler.INTRAWAVE),
-    "wavelet": FieldSpec(_pair(0, 16), "[load_waves, math_waves] of the wavelet pipeline", (0, 0), True),
-    "epilogue": FieldSpec(_word(Epilogue), "how C is stored: " + ", ".join(Epilogue.allowed()), Epilogue.DEFAULT),
-    "swap_ab": FieldSpec(_bool, "wavelet_tma forward / backward_data with tile N 64: the MMA computes the transposed tile (output channels on the instruction's M, tile M / warpgroups pixels on its N): fewer shared-memory bytes per FLOP", False),
-    "vector": FieldSpec(_vector, "elements per global access [a, b, c] (or one integer for all)", (8, 8, 8), True),
-    "specialization": FieldSpec(_word(Specialization), "problem specialization: " + ", ".join(Specialization.allowed()), Specialization.DEFAULT),
-    "groups_to_merge": FieldSpec(_int(1, 1024), "groups computed by one tile (1, 2, 4, ..., 32)", 1),
-    "k_batch": FieldSpec(_k_batch, "split-K count, or 'auto' (chosen per problem / RunOptions::k_batch); forward and backward_data: 1 never splits", None),
-    "reduction": FieldSpec(_word(Reduction), "backward_weight reduction: " + ", ".join(Reduction.allowed()), Reduction.SPLITK),
+    "tile": FieldSpec(
+        _triple(1, 1024),
+        "block tile [M, N, K] of the implicit GEMM (direct: [pixels, channels, channels per "
+        "group])",
+        (128, 128, 32),
+        True,
+    ),
+    "waves": FieldSpec(
+        _triple(1, 16),
+        "waves (warps) per block along [M, N, K] (direct: [w, 1, 1])",
+        (2, 2, 1),
+        True,
+    ),
+    "warp_tile": FieldSpec(
+        _warp_tile,
+        "matrix instruction [M, N, K], or 'auto' for every legal one (direct: [1, 1, 1] FMA, [16, "
+        "8, 16] mma.sync: forward / backward_data 8-channel groups, backward_weight groups of "
+        "1-8)",
+        "auto",
+        True,
+    ),
+    "pipeline": FieldSpec(
+        _word(Pipeline), "main loop: " + ", ".join(Pipeline.allowed()), Pipeline.BASIC
+    ),
+    "stages": FieldSpec(
+        _int(1, 16),
+        "buffers in flight (basic, direct: 1; multistage, wavelet, wavelet_tma: 2..8)",
+        1,
+    ),
+    "scheduler": FieldSpec(
+        _word(Scheduler),
+        "instruction scheduling (AMD): " + ", ".join(Scheduler.allowed()),
+        Scheduler.INTRAWAVE,
+    ),
+    "wavelet": FieldSpec(
+        _pair(0, 16), "[load_waves, math_waves] of the wavelet pipeline", (0, 0), True
+    ),
+    "epilogue": FieldSpec(
+        _word(Epilogue), "how C is stored: " + ", ".join(Epilogue.allowed()), Epilogue.DEFAULT
+    ),
+    "swap_ab": FieldSpec(
+        _bool,
+        "wavelet_tma forward / backward_data with tile N 64: the MMA computes the transposed tile "
+        "(output channels on the instruction's M, tile M / warpgroups pixels on its N): fewer "
+        "shared-memory bytes per FLOP",
+        False,
+    ),
+    "vector": FieldSpec(
+        _vector, "elements per global access [a, b, c] (or one integer for all)", (8, 8, 8), True
+    ),
+    "specialization": FieldSpec(
+        _word(Specialization),
+        "problem specialization: " + ", ".join(Specialization.allowed()),
+        Specialization.DEFAULT,
+    ),
+    "groups_to_merge": FieldSpec(
+        _int(1, 1024), "groups computed by one tile (1, 2, 4, ..., 32)", 1
+    ),
+    "k_batch": FieldSpec(
+        _k_batch,
+        "split-K count, or 'auto' (chosen per problem / RunOptions::k_batch); forward and "
+        "backward_data: 1 never splits",
+        None,
+    ),
+    "reduction": FieldSpec(
+        _word(Reduction),
+        "backward_weight reduction: " + ", ".join(Reduction.allowed()),
+        Reduction.SPLITK,
+    ),
     "persistent": FieldSpec(_bool, "StreamK: persistent data-parallel section", False),
-    "stage": FieldSpec(_word(Stage), "split-K: one-stage (atomics) or two-stage (workspace + reduce)", Stage.ONE),
+    "stage": FieldSpec(
+        _word(Stage), "split-K: one-stage (atomics) or two-stage (workspace + reduce)", Stage.ONE
+    ),
 }
 
 TOP_KEYS = ("variant", "description", "defaults", "instances", "spaces", "include", "exclude")
@@ -213,7 +282,9 @@ def _globs(path: Path, raw: Any, line: int, keypath: str) -> list[str]:
         raw = LineList([raw])
         raw.line, raw.item_lines = line, [line]
     if not isinstance(raw, list):
-        raise ConfigError(_where(path, line, keypath), f"expected a list of name globs, got {shown(raw)}")
+        raise ConfigError(
+            _where(path, line, keypath), f"expected a list of name globs, got {shown(raw)}"
+        )
     for idx, g in enumerate(raw):
         why = glob_problem(g)
         if why is not None:
@@ -222,13 +293,17 @@ def _globs(path: Path, raw: Any, line: int, keypath: str) -> list[str]:
     return list(raw)
 
 
-def _field_values(path: Path, fname: str, raw: Any, line: int, keypath: str, many: bool) -> list[Any]:
+def _field_values(
+    path: Path, fname: str, raw: Any, line: int, keypath: str, many: bool
+) -> list[Any]:
     spec = FIELDS[fname]
     if many and isinstance(raw, list) and not raw:
         raise ConfigError(_where(path, line, keypath), "empty list: give at least one value")
     if many:
         # A space: a list of values. For list-valued fields, a flat list is one value.
-        if isinstance(raw, list) and not (spec.is_list_value and (not raw or not isinstance(raw[0], list))):
+        if isinstance(raw, list) and not (
+            spec.is_list_value and (not raw or not isinstance(raw[0], list))
+        ):
             items = list(raw)
             lines = raw.item_lines if isinstance(raw, LineList) else [line] * len(items)
         else:
@@ -238,7 +313,7 @@ def _field_values(path: Path, fname: str, raw: Any, line: int, keypath: str, man
     else:
         items, lines = [raw], [line]
     out = []
-    for idx, (item, ln) in enumerate(zip(items, lines)):
+    for idx, (item, ln) in enumerate(zip(items, lines, strict=False)):
         kp = f"{keypath}[{idx}]" if many and len(items) > 1 else keypath
         try:
             out.append(spec.parse(item))
@@ -247,9 +322,13 @@ def _field_values(path: Path, fname: str, raw: Any, line: int, keypath: str, man
     return out
 
 
-def _entry(path: Path, raw: Any, line: int, keypath: str, many: bool, base: dict[str, list[Any]]) -> Entry:
+def _entry(
+    path: Path, raw: Any, line: int, keypath: str, many: bool, base: dict[str, list[Any]]
+) -> Entry:
     if not isinstance(raw, dict):
-        raise ConfigError(_where(path, line, keypath), f"expected a mapping of fields, got {shown(raw)}")
+        raise ConfigError(
+            _where(path, line, keypath), f"expected a mapping of fields, got {shown(raw)}"
+        )
     values = dict(base)
     inc: list[str] = []
     exc: list[str] = []
@@ -260,7 +339,8 @@ def _entry(path: Path, raw: Any, line: int, keypath: str, many: bool, base: dict
         if key not in allowed:
             raise ConfigError(
                 _where(path, kl, kp),
-                f"unknown key {key!r}{did_you_mean(str(key), allowed)}; allowed: {', '.join(allowed)}",
+                f"unknown key {key!r}{did_you_mean(str(key), allowed)}; allowed: "
+                f"{', '.join(allowed)}",
             )
         if key == "include":
             inc = _globs(path, val, kl, kp)
@@ -268,13 +348,21 @@ def _entry(path: Path, raw: Any, line: int, keypath: str, many: bool, base: dict
             exc = _globs(path, val, kl, kp)
         else:
             values[key] = _field_values(path, key, val, kl, kp, many)
-    return Entry(values=values, origin=f"{safe_origin(path)}:{line}", include=inc, exclude=exc, explicit=not many)
+    return Entry(
+        values=values,
+        origin=f"{safe_origin(path)}:{line}",
+        include=inc,
+        exclude=exc,
+        explicit=not many,
+    )
 
 
 def safe_origin(path: Path) -> str:
     """The config path as it may appear in generated C++ comments: a file name is not validated
     input, so anything but plain path characters (a newline would end the comment) becomes '?'."""
-    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "/._-+@ ") else "?" for ch in str(path))
+    return "".join(
+        ch if ch.isascii() and (ch.isalnum() or ch in "/._-+@ ") else "?" for ch in str(path)
+    )
 
 
 def infer_variant(path: Path) -> Variant | None:
@@ -299,7 +387,8 @@ def load_config(path: Path) -> ConfigFile:
         if key not in TOP_KEYS:
             raise ConfigError(
                 Where(path, lines.get(key), str(key)),
-                f"unknown key {key!r}{did_you_mean(str(key), list(TOP_KEYS))}; allowed: {', '.join(TOP_KEYS)}",
+                f"unknown key {key!r}{did_you_mean(str(key), list(TOP_KEYS))}; allowed: "
+                f"{', '.join(TOP_KEYS)}",
             )
     inferred = infer_variant(path)
     if "variant" in doc:
@@ -311,23 +400,31 @@ def load_config(path: Path) -> ConfigFile:
         if inferred is not None and inferred is not variant:
             raise ConfigError(
                 Where(path, lines.get("variant"), "variant"),
-                f"{variant.value!r} contradicts the directory the file is in ({path.resolve().parent.name}/); "
+                f"{variant.value!r} contradicts the directory the file is in "
+                f"({path.resolve().parent.name}/); "
                 f"move the file or fix the variant",
             )
     elif inferred is not None:
         variant = inferred
     else:
-        raise ConfigError(Where(path, 1, "variant"), f"missing 'variant' (one of {', '.join(Variant.allowed())})")
+        raise ConfigError(
+            Where(path, 1, "variant"), f"missing 'variant' (one of {', '.join(Variant.allowed())})"
+        )
     desc = doc.get("description", "")
     if not isinstance(desc, str):
-        raise ConfigError(Where(path, lines.get("description"), "description"), f"expected a string, got {type_name(desc)}")
+        raise ConfigError(
+            Where(path, lines.get("description"), "description"),
+            f"expected a string, got {type_name(desc)}",
+        )
 
     base: dict[str, list[Any]] = {}
     if "defaults" in doc:
         d = doc["defaults"]
         dl = lines.get("defaults", 1)
         if not isinstance(d, dict):
-            raise ConfigError(Where(path, dl, "defaults"), f"expected a mapping of fields, got {shown(d)}")
+            raise ConfigError(
+                Where(path, dl, "defaults"), f"expected a mapping of fields, got {shown(d)}"
+            )
         base = _entry(path, d, dl, "defaults", True, {}).values
 
     entries: list[Entry] = []
@@ -337,23 +434,35 @@ def load_config(path: Path) -> ConfigFile:
         seq = doc[key]
         sl = lines.get(key, 1)
         if not isinstance(seq, list):
-            raise ConfigError(Where(path, sl, key), f"expected a list of mappings, got {type_name(seq)}")
+            raise ConfigError(
+                Where(path, sl, key), f"expected a list of mappings, got {type_name(seq)}"
+            )
         if not seq:
-            raise ConfigError(Where(path, sl, key), "empty list: give at least one entry (or drop the key)")
+            raise ConfigError(
+                Where(path, sl, key), "empty list: give at least one entry (or drop the key)"
+            )
         for idx, item in enumerate(seq):
             il = seq.item_lines[idx] if isinstance(seq, LineList) else sl
             il = getattr(item, "line", il)
             entries.append(_entry(path, item, il, f"{key}[{idx}]", many, base))
     if not entries:
         raise ConfigError(Where(path, 1), "no 'instances' or 'spaces': nothing to expand")
-    inc = _globs(path, doc["include"], lines.get("include", 1), "include") if "include" in doc else []
-    exc = _globs(path, doc["exclude"], lines.get("exclude", 1), "exclude") if "exclude" in doc else []
-    return ConfigFile(path=path, variant=variant, description=desc, entries=entries, include=inc, exclude=exc)
+    inc = (
+        _globs(path, doc["include"], lines.get("include", 1), "include") if "include" in doc else []
+    )
+    exc = (
+        _globs(path, doc["exclude"], lines.get("exclude", 1), "exclude") if "exclude" in doc else []
+    )
+    return ConfigFile(
+        path=path, variant=variant, description=desc, entries=entries, include=inc, exclude=exc
+    )
 
 
 def schema_text() -> str:
     """Human-readable schema (``ckgen schema``)."""
-    rows = [f"  {k:16s} {v.doc} (default: {_show_default(k, v.default)})" for k, v in FIELDS.items()]
+    rows = [
+        f"  {k:16s} {v.doc} (default: {_show_default(k, v.default)})" for k, v in FIELDS.items()
+    ]
     return "Fields of an instance or space entry:\n" + "\n".join(rows) + "\n"
 
 

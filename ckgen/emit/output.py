@@ -53,7 +53,11 @@ def plan(out: Path, files: dict[str, bytes], extra_owned: tuple[str, ...] = ()) 
             raise CkgenError(f"refusing to write outside the output directory: {rel!r}")
         target = out / rel
         try:
-            same = target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data
+            same = (
+                target.is_file()
+                and target.stat().st_size == len(data)
+                and target.read_bytes() == data
+            )
         except OSError:
             same = False
         if same:

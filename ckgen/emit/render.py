@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Callable
 
 import jinja2
 
@@ -55,7 +55,13 @@ def plan_units(instances: list[KernelInstance], shard_size: int) -> list[Unit]:
             units += [Unit(v, f"instances/{v.value}/{n}.cpp", (n,)) for n in names]
         else:
             for k in range(0, len(names), shard_size):
-                units.append(Unit(v, f"instances/{v.value}/shard_{k // shard_size:04d}.cpp", tuple(names[k:k + shard_size])))
+                units.append(
+                    Unit(
+                        v,
+                        f"instances/{v.value}/shard_{k // shard_size:04d}.cpp",
+                        tuple(names[k : k + shard_size]),
+                    )
+                )
     return units
 
 
@@ -77,7 +83,7 @@ def _render_headers_chunk(args: tuple[str, list[str], list[str]]) -> list[str]:
     arch_name, names, origins = args
     arch = get_arch(arch_name)
     out = []
-    for n, o in zip(names, origins):
+    for n, o in zip(names, origins, strict=False):
         inst = parse_instance_name(n)
         object.__setattr__(inst, "origin", o)
         out.append(render_instance_header(inst, arch))
@@ -103,17 +109,23 @@ def _dispatch_files(arch: ArchSpec) -> dict[str, bytes]:
     dispatcher.cmake (included by CMakeLists.txt), and the arch numbers of the cost model
     rendered from arch_specs.json into include/ckgen/generated/arch_params.hpp."""
     root = templates_dir() / "project" / "dispatch"
-    files = {f"dispatch/{p.name}": p.read_bytes() for p in sorted(root.iterdir())
-             if p.is_file() and p.suffix in (".h", ".cpp", ".cmake")}
+    files = {
+        f"dispatch/{p.name}": p.read_bytes()
+        for p in sorted(root.iterdir())
+        if p.is_file() and p.suffix in (".h", ".cpp", ".cmake")
+    }
     files["dispatcher.cmake"] = files.pop("dispatch/dispatcher.cmake")
     files["include/ckgen/generated/arch_params.hpp"] = render_template(
-        "project/dispatch/arch_params.hpp.j2", a=arch, peak={d.value: v for d, v in arch.peak_tflops.items()}
+        "project/dispatch/arch_params.hpp.j2",
+        a=arch,
+        peak={d.value: v for d, v in arch.peak_tflops.items()},
     ).encode()
     return files
 
 
 def _origin_rel(origin: str) -> str:
-    """Config origin relative to ckgen's share dir when inside it (so output is machine independent)."""
+    """Config origin relative to ckgen's share dir when inside it (so output is machine
+    independent)."""
     path, _, line = origin.rpartition(":")
     rel = _rel_config_path(path, os.getcwd())
     return f"{rel}:{line}" if line else rel
@@ -138,11 +150,12 @@ def render_project(
 ) -> dict[str, bytes]:
     """Every file of the generated project (CMakeLists.txt excepted: ``emit-cmake``)."""
     insts = [
-        inst if not inst.origin else _with_origin(inst, _origin_rel(inst.origin)) for inst in instances
+        inst if not inst.origin else _with_origin(inst, _origin_rel(inst.origin))
+        for inst in instances
     ]
     files: dict[str, bytes] = {}
     headers = _render_headers(insts, arch, jobs, progress)
-    for inst, text in zip(insts, headers):
+    for inst, text in zip(insts, headers, strict=False):
         files[f"instances/{inst.variant.value}/{inst.name}.hpp"] = text.encode()
     units = plan_units(insts, shard_size)
     for u in units:
@@ -156,8 +169,12 @@ def render_project(
     ).encode()
     files["registry/registry.cpp"] = render_template("project/registry.cpp.j2").encode()
     for v in variants:
-        files[f"profiler/profiler_{v.value}.cpp"] = render_template("project/profiler.cpp.j2", variant=v).encode()
-        files[f"tests/test_grouped_conv_{v.value}.cpp"] = render_template("project/test.cpp.j2", variant=v).encode()
+        files[f"profiler/profiler_{v.value}.cpp"] = render_template(
+            "project/profiler.cpp.j2", variant=v
+        ).encode()
+        files[f"tests/test_grouped_conv_{v.value}.cpp"] = render_template(
+            "project/test.cpp.j2", variant=v
+        ).encode()
     files.update(_library_files())
     files.update(_shape_files())
     files.update(_dispatch_files(arch))
@@ -176,7 +193,9 @@ def render_project(
 
 
 def _with_origin(inst: KernelInstance, origin: str) -> KernelInstance:
-    new = KernelInstance(**{k: getattr(inst, k) for k in inst.__dataclass_fields__ if k != "origin"}, origin=origin)
+    new = KernelInstance(
+        **{k: getattr(inst, k) for k in inst.__dataclass_fields__ if k != "origin"}, origin=origin
+    )
     return new
 
 
@@ -194,7 +213,11 @@ def _render_headers(
         return out
     chunk = max(16, len(insts) // (jobs * 4))
     work = [
-        (arch.name, [i.name for i in insts[k:k + chunk]], [i.origin for i in insts[k:k + chunk]])
+        (
+            arch.name,
+            [i.name for i in insts[k : k + chunk]],
+            [i.origin for i in insts[k : k + chunk]],
+        )
         for k in range(0, len(insts), chunk)
     ]
     out = []

@@ -100,7 +100,13 @@ def _parse_entry(path: Path, name: str, e: dict[str, Any]) -> ArchSpec:
                 raise ValueError(f"missing field {f!r}")
             if not isinstance(srcs.get(f), str) or not srcs[f].strip():
                 raise ValueError(f"field {f!r} has no source in 'sources'")
-        for f in ("warp_size", "lds_bytes", "max_threads_per_block", "registers_per_thread", "compute_units"):
+        for f in (
+            "warp_size",
+            "lds_bytes",
+            "max_threads_per_block",
+            "registers_per_thread",
+            "compute_units",
+        ):
             if not isinstance(e[f], int) or e[f] <= 0:
                 raise ValueError(f"{f} must be a positive integer")
         if e["warp_size"] not in (32, 64):
@@ -129,8 +135,10 @@ def _parse_entry(path: Path, name: str, e: dict[str, Any]) -> ArchSpec:
             bandwidth_gbs=float(e["bandwidth_gbs"]),
             compiler=dict(e["compiler"]),
             sources=dict(srcs),
-            warpgroup_tiles={DataType(k): tuple(_triple(t) for t in v)
-                             for k, v in e.get("warpgroup_tiles", {}).items()},
+            warpgroup_tiles={
+                DataType(k): tuple(_triple(t) for t in v)
+                for k, v in e.get("warpgroup_tiles", {}).items()
+            },
         )
     except (KeyError, ValueError, TypeError) as ex:
         raise _fail(path, name, f"invalid entry: {ex}") from None

@@ -77,10 +77,13 @@ class KernelInstance:
 
 
 def default_k_batch(variant: Variant) -> int:
-    """0 means 'chosen per problem' and is the default for backward_weight; the others do not split."""
+    """0 means 'chosen per problem' and is the default for backward_weight; the others do not
+    split."""
     return 0 if variant is Variant.BACKWARD_WEIGHT else 1
 
 
-INSTANCE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(KernelInstance) if f.name != "origin")
+INSTANCE_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(KernelInstance) if f.name != "origin"
+)
 
 __all__ = ["KernelInstance", "INSTANCE_FIELDS", "default_k_batch", "asdict"]

@@ -72,7 +72,8 @@ TMA_SLAB_ELEMS_PER_WARP = 16 * 40
 #                     tiles or are a multiple of them that splits the groups; per filter row M + 16
 #                     staged source columns, 2-3 such stages plus 9 taps of weights within 48 KB.
 #                     backward_weight (direct_mma_bwd_weight.hpp): tile K 1, 2, 4 or 8; w warps
-#                     split the tile N / 8 channel chunks; a ring of source rows (M + 16 columns, 16-pixel M + 24)
+#                     split the tile N / 8 channel chunks; a ring of source rows (M + 16 columns,
+#                     16-pixel M + 24)
 #                     beside 2-8 buffers of M gradient pixels within 112 KB (dynamic), at least
 #                     6 rows
 # Everything else takes its default (no LDS pipeline, no merged groups, no epilogue choice, no
@@ -86,8 +87,12 @@ DIRECT_MMA_MAX_LDS = 48 * 1024  # static shared memory (kDirectMmaMaxSmem)
 DIRECT_MMA_MAX_STAGES = 4  # staged source rows (kDirectMmaMaxStages)
 DIRECT_MMA_MAX_TAPS = 9  # taps whose weights are staged at once (kDirectMmaMaxTaps)
 DIRECT_MMA_COLUMN_SLACK = 16  # staged columns per filter row beyond tile M (kDirectMmaColumnSlack)
-DIRECT_MMA_COLUMN_PAD = 16  # forward / backward_data: bytes after a staged column (kDirectMmaColumnPad)
-DIRECT_MMA_BWD_FILTER_ROWS = 3  # backward_weight: filter rows staged per unit (kDirectMmaBwdFilterRows)
+DIRECT_MMA_COLUMN_PAD = (
+    16  # forward / backward_data: bytes after a staged column (kDirectMmaColumnPad)
+)
+DIRECT_MMA_BWD_FILTER_ROWS = (
+    3  # backward_weight: filter rows staged per unit (kDirectMmaBwdFilterRows)
+)
 DIRECT_MMA_BWD_MAX_STAGES = 8  # backward_weight: gradient buffers (kDirectMmaBwdMaxStages)
 DIRECT_MMA_BWD_MAX_LDS = 112 * 1024  # backward_weight: dynamic shared memory (kDirectMmaBwdMaxSmem)
 # backward_weight: staged columns beyond tile M (direct_bwd_cols): 24 for 16-pixel units, else 16

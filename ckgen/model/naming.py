@@ -5,7 +5,8 @@
         [_kb<n>][_sklin|_sktree][_persist][_2st]
 
 The pipeline token is the short name of a single-stage pipeline (``basic``, ``direct``) or the
-pipeline's short name followed by its stage count (``ms3``, ``wavelet2``). Names use only [a-z0-9_], so they are safe as C++ identifiers and
+pipeline's short name followed by its stage count (``ms3``, ``wavelet2``). Names use only
+[a-z0-9_], so they are safe as C++ identifiers and
 file names, and they work as glob filters (``grouped_conv_bwd_data_fp16_*wavelet*``).
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from ckgen.model.instance import KernelInstance, default_k_batch
 from ckgen.model.vocab import (
@@ -45,7 +46,9 @@ def instance_name(i: KernelInstance) -> str:
         "t" + _t(i.tile),
         "w" + _t(i.waves),
         "wt" + _t(i.warp_tile),
-        i.pipeline.short if i.pipeline in SINGLE_STAGE_PIPELINES else f"{i.pipeline.short}{i.stages}",
+        i.pipeline.short
+        if i.pipeline in SINGLE_STAGE_PIPELINES
+        else f"{i.pipeline.short}{i.stages}",
     ]
     if i.scheduler is not Scheduler.INTRAWAVE:
         parts.append(i.scheduler.short)
@@ -79,11 +82,11 @@ def parse_instance_name(name: str) -> KernelInstance:
     """The instance a name describes; ValueError when it is not a valid name."""
     if not name.startswith(PREFIX):
         raise ValueError(f"{name!r} does not start with {PREFIX!r}")
-    rest = name[len(PREFIX):]
+    rest = name[len(PREFIX) :]
     variant = None
     for v in sorted(Variant, key=lambda v: -len(v.short)):
         if rest.startswith(v.short + "_"):
-            variant, rest = v, rest[len(v.short) + 1:]
+            variant, rest = v, rest[len(v.short) + 1 :]
             break
     if variant is None:
         raise ValueError(f"{name!r}: unknown variant")
@@ -145,8 +148,15 @@ def parse_instance_name(name: str) -> KernelInstance:
     if toks:
         raise ValueError(f"{name!r}: unexpected {'_'.join(toks)!r}")
     inst = KernelInstance(
-        variant=variant, datatype=dtype, ndim=ndim, tile=tile, waves=waves, warp_tile=warp_tile,
-        pipeline=pipeline, stages=stages, **kw,  # type: ignore[arg-type]
+        variant=variant,
+        datatype=dtype,
+        ndim=ndim,
+        tile=tile,
+        waves=waves,
+        warp_tile=warp_tile,
+        pipeline=pipeline,
+        stages=stages,
+        **kw,  # type: ignore[arg-type]
     )
     if instance_name(inst) != name:
         raise ValueError(f"{name!r} is not in canonical form ({instance_name(inst)!r})")

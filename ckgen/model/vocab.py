@@ -15,11 +15,14 @@ from typing import TypeVar
 class Word(enum.Enum):
     """An enumerated value with a YAML spelling (``value``), a short name and a C++ tag."""
 
-    def __new__(cls, value: str, short: str, cpp: str) -> "Word":
+    short: str
+    cpp: str
+
+    def __new__(cls, value: str, short: str = "", cpp: str = "") -> Word:
         obj = object.__new__(cls)
         obj._value_ = value
-        obj.short = short  # type: ignore[attr-defined]
-        obj.cpp = cpp  # type: ignore[attr-defined]
+        obj.short = short
+        obj.cpp = cpp
         return obj
 
     def __str__(self) -> str:
@@ -60,8 +63,10 @@ DATATYPE_BYTES = {DataType.FP16: 2, DataType.BF16: 2, DataType.FP32: 4}
 class Pipeline(Word):
     """The main loop. basic / multistage / wavelet are implicit-GEMM pipelines (LDS tiles, matrix
     instructions); wavelet_tma is the sm_90a forward wavelet whose load warpgroup feeds wgmma
-    through the tensor-memory-access engine (templates/include/ckgen/pipeline_tma.hpp); direct is no GEMM at all: depthwise convolution (C = K = 1 per group) or small groups
-    (C = K = tile K per group) with each thread looping over the filter taps (templates/include/ckgen/depthwise.hpp)."""
+    through the tensor-memory-access engine (templates/include/ckgen/pipeline_tma.hpp); direct is
+    no GEMM at all: depthwise convolution (C = K = 1 per group) or small groups
+    (C = K = tile K per group) with each thread looping over the filter taps
+    (templates/include/ckgen/depthwise.hpp)."""
 
     BASIC = ("basic", "basic", "Basic")
     MULTISTAGE = ("multistage", "ms", "Multistage")
@@ -159,7 +164,9 @@ def parse_word(cls: type[W], text: str) -> W:
     try:
         return cls(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not a {cls.__name__.lower()}; allowed: {', '.join(cls.allowed())}") from None
+        raise ValueError(
+            f"{text!r} is not a {cls.__name__.lower()}; allowed: {', '.join(cls.allowed())}"
+        ) from None
 
 
 def by_short(cls: type[W], short: str) -> W:
@@ -172,7 +179,8 @@ def by_short(cls: type[W], short: str) -> W:
 def render_cpp_header() -> str:
     """The C++ mirror of this module (templates/include/ckgen/vocab.hpp)."""
     lines = [
-        "// Rendered from ckgen/model/vocab.py by `python -m ckgen.model.vocab`; do not edit by hand.",
+        "// Rendered from ckgen/model/vocab.py by `python -m ckgen.model.vocab`; do not edit by "
+        "hand.",
         "#pragma once",
         "",
         "namespace ckgen {",

@@ -8,9 +8,9 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ckgen.errors import CkgenError
 
@@ -42,19 +42,38 @@ def parse_status(line: str) -> tuple[int, int, str] | None:
     return int(m.group(1)), int(m.group(2)), m.group(3)
 
 
-def configure(project: Path, build_dir: Path, *, gpu_targets: str | None = None, launcher: str = "",
-              kernels: Sequence[str] = (), profilers: bool = True, tests: bool = True,
-              extra: Sequence[str] = (), timeout: float = 600) -> None:
+def configure(
+    project: Path,
+    build_dir: Path,
+    *,
+    gpu_targets: str | None = None,
+    launcher: str = "",
+    kernels: Sequence[str] = (),
+    profilers: bool = True,
+    tests: bool = True,
+    extra: Sequence[str] = (),
+    timeout: float = 600,
+) -> None:
     """cmake -S project -B build_dir -G Ninja with ckgen's cache variables."""
     which_or_fail("cmake")
     which_or_fail("ninja")
     if not (project / "CMakeLists.txt").is_file():
-        raise CkgenError(f"{project / 'CMakeLists.txt'} not found: run `ckgen emit-cmake -o {project}` first")
-    cmd = ["cmake", "-S", str(project), "-B", str(build_dir), "-G", "Ninja",
-           f"-DCKGEN_BUILD_PROFILERS={'ON' if profilers else 'OFF'}",
-           f"-DCKGEN_BUILD_TESTS={'ON' if tests else 'OFF'}",
-           f"-DCKGEN_COMPILER_LAUNCHER={launcher}",
-           f"-DCKGEN_KERNELS={','.join(kernels) if kernels else '*'}"]
+        raise CkgenError(
+            f"{project / 'CMakeLists.txt'} not found: run `ckgen emit-cmake -o {project}` first"
+        )
+    cmd = [
+        "cmake",
+        "-S",
+        str(project),
+        "-B",
+        str(build_dir),
+        "-G",
+        "Ninja",
+        f"-DCKGEN_BUILD_PROFILERS={'ON' if profilers else 'OFF'}",
+        f"-DCKGEN_BUILD_TESTS={'ON' if tests else 'OFF'}",
+        f"-DCKGEN_COMPILER_LAUNCHER={launcher}",
+        f"-DCKGEN_KERNELS={','.join(kernels) if kernels else '*'}",
+    ]
     if gpu_targets:
         cmd.append(f"-DCKGEN_GPU_TARGETS={gpu_targets}")
     cmd += list(extra)
@@ -67,8 +86,14 @@ def configure(project: Path, build_dir: Path, *, gpu_targets: str | None = None,
         raise CkgenError(f"cmake configure of {project} failed (exit {p.returncode}):\n{tail}")
 
 
-def ninja(build_dir: Path, *, jobs: int = 0, targets: Sequence[str] = (),
-          progress: Callable[[int, int, str], None] | None = None, timeout: float | None = None) -> BuildResult:
+def ninja(
+    build_dir: Path,
+    *,
+    jobs: int = 0,
+    targets: Sequence[str] = (),
+    progress: Callable[[int, int, str], None] | None = None,
+    timeout: float | None = None,
+) -> BuildResult:
     """Runs ninja, calling progress(done, total, what) per status line. CkgenError on failure
     carrying the compiler's error lines."""
     which_or_fail("ninja")
@@ -80,8 +105,9 @@ def ninja(build_dir: Path, *, jobs: int = 0, targets: Sequence[str] = (),
     t0 = time.perf_counter()
     log: list[str] = []
     steps = 0
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            bufsize=1)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, bufsize=1
+    )
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -102,7 +128,7 @@ def ninja(build_dir: Path, *, jobs: int = 0, targets: Sequence[str] = (),
             proc.wait()
         raise
     if rc != 0:
-        errs = [l for l in log if "error" in l.lower() or l.startswith("FAILED")]
+        errs = [ln for ln in log if "error" in ln.lower() or ln.startswith("FAILED")]
         shown = "\n".join((errs or log)[-40:])
         raise CkgenError(f"build failed in {build_dir} (ninja exit {rc}):\n{shown}")
     return BuildResult(build_dir=build_dir, seconds=time.perf_counter() - t0, steps=steps, log=log)

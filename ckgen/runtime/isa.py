@@ -30,10 +30,11 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ckgen.emit.render import MANIFEST, plan_units
 from ckgen.errors import CkgenError
@@ -66,7 +67,9 @@ class InstanceResources:
     wave_size: int = 0
     matrix_insts: int = 0
     matrix_expected: int = 0  # per k step of the main loop (RepM x RepN x RepK)
-    matrix_mnemonics: dict[str, int] = field(default_factory=dict)  # matrix instructions by mnemonic
+    matrix_mnemonics: dict[str, int] = field(
+        default_factory=dict
+    )  # matrix instructions by mnemonic
     global_loads: int = 0  # global_load_* instructions (direct: the fewest of its kernels)
     estimate: int = 0  # rules.register_estimate, for calibration
     failures: list[str] = field(default_factory=list)
@@ -86,7 +89,9 @@ def device_only_command(arch: ArchSpec) -> list[str]:
     """The device-only compile command of ``arch`` (arch_specs.json "compiler")."""
     c = arch.compiler
     if arch.platform is not Platform.AMD or "device_only_compiler" not in c:
-        raise CkgenError(f"{arch.name}: no device-only compiler in arch_specs.json (AMD targets only)")
+        raise CkgenError(
+            f"{arch.name}: no device-only compiler in arch_specs.json (AMD targets only)"
+        )
     return [c["device_only_compiler"], *c.get("device_only_flags", [])]
 
 
@@ -128,7 +133,8 @@ _FUNC = re.compile(r"^[0-9a-f]+ <([^>]+)>:\s*$")
 
 
 def matrix_mnemonics(disasm: str, mnemonic_prefix: str) -> dict[str, dict[str, int]]:
-    """Function symbol -> {mnemonic: count} of the instructions starting with ``mnemonic_prefix``."""
+    """Function symbol -> {mnemonic: count} of the instructions starting with
+    ``mnemonic_prefix``."""
     out: dict[str, dict[str, int]] = {}
     cur: dict[str, int] | None = None
     pat = re.compile(r"^\s+(" + re.escape(mnemonic_prefix) + r"\w*)\s")
@@ -155,7 +161,9 @@ def wrong_shape(mnemonics: dict[str, int], shape: str) -> dict[str, int]:
     return {m: c for m, c in mnemonics.items() if not pat.search(m)}
 
 
-_REMARK = re.compile(r"remark:\s+(Function Name|[A-Za-z][A-Za-z ]*?(?: \[[^\]]+\])?):\s*(\S+)\s*\[-Rpass-analysis")
+_REMARK = re.compile(
+    r"remark:\s+(Function Name|[A-Za-z][A-Za-z ]*?(?: \[[^\]]+\])?):\s*(\S+)\s*\[-Rpass-analysis"
+)
 
 
 def parse_remarks(text: str) -> dict[str, dict[str, str]]:
@@ -203,14 +211,20 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, check=False)
 
 
-def compile_unit(project: Path, arch: ArchSpec, source: str, names: tuple[str, ...], variant: str, workdir: Path) -> UnitResult:
+def compile_unit(
+    project: Path, arch: ArchSpec, source: str, names: tuple[str, ...], variant: str, workdir: Path
+) -> UnitResult:
     obj = workdir / (Path(source).stem + ".o")
     cmd = device_only_command(arch) + [
-        "-I", str(project / "include"),
-        "-I", str(project / "instances" / variant),
+        "-I",
+        str(project / "include"),
+        "-I",
+        str(project / "instances" / variant),
         "-Rpass-analysis=kernel-resource-usage",
-        "-c", str(project / source),
-        "-o", str(obj),
+        "-c",
+        str(project / source),
+        "-o",
+        str(obj),
     ]
     p = _run(cmd)
     if p.returncode != 0:
@@ -220,9 +234,14 @@ def compile_unit(project: Path, arch: ArchSpec, source: str, names: tuple[str, .
     notes = _run([c["readelf"], "--notes", str(obj)])
     dis = _run([c["objdump"], "-d", f"--mcpu={arch.name}", str(obj)])
     if notes.returncode != 0 or dis.returncode != 0:
-        return UnitResult(source, names, False, (notes.stderr + dis.stderr).strip()[-2000:], {}, {}, {})
+        return UnitResult(
+            source, names, False, (notes.stderr + dis.stderr).strip()[-2000:], {}, {}, {}
+        )
     return UnitResult(
-        source, names, True, "",
+        source,
+        names,
+        True,
+        "",
         parse_notes(notes.stdout),
         parse_remarks(p.stderr),
         matrix_mnemonics(dis.stdout, c.get("matrix_instruction", "v_mfma")),
@@ -254,7 +273,11 @@ def _on_matrix_unit(inst_json: dict[str, Any], arch: ArchSpec) -> bool:
 def expected_matrix_shape(inst_json: dict[str, Any], arch: ArchSpec) -> str | None:
     """The M x N x K every matrix instruction of the instance must have (its warp tile), or None
     when it runs on FMA."""
-    return "x".join(str(v) for v in inst_json["warp_tile"]) if _on_matrix_unit(inst_json, arch) else None
+    return (
+        "x".join(str(v) for v in inst_json["warp_tile"])
+        if _on_matrix_unit(inst_json, arch)
+        else None
+    )
 
 
 def expected_matrix_insts(inst_json: dict[str, Any], arch: ArchSpec) -> int:
@@ -266,8 +289,12 @@ def expected_matrix_insts(inst_json: dict[str, Any], arch: ArchSpec) -> int:
     return (tm // (wm * im)) * (tn // (wn * in_)) * (tk // ik)
 
 
-def check_project(project: Path, jobs: int = 0, kernels: Callable[[str], bool] | None = None,
-                  progress: Callable[[int], None] | None = None) -> tuple[ArchSpec, list[InstanceResources]]:
+def check_project(
+    project: Path,
+    jobs: int = 0,
+    kernels: Callable[[str], bool] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[ArchSpec, list[InstanceResources]]:
     """Compile every unit of ``project`` device-only and measure its instances."""
     man = project / MANIFEST
     try:
@@ -280,7 +307,10 @@ def check_project(project: Path, jobs: int = 0, kernels: Callable[[str], bool] |
     except (OSError, ValueError, KeyError, TypeError) as ex:
         raise CkgenError(f"{man}: not a ckgen manifest ({ex})") from None
     if arch.platform is not Platform.AMD:
-        raise CkgenError(f"{project} was generated for {arch.name} ({arch.platform.value}); check-isa is for AMD targets")
+        raise CkgenError(
+            f"{project} was generated for {arch.name} ({arch.platform.value}); check-isa is for "
+            "AMD targets"
+        )
     why = toolchain_problem(arch)
     if why:
         raise CkgenError(f"cannot compile for {arch.name} here: {why}")
@@ -293,7 +323,12 @@ def check_project(project: Path, jobs: int = 0, kernels: Callable[[str], bool] |
     results: list[InstanceResources] = []
     with tempfile.TemporaryDirectory(prefix="ckgen_isa_") as tmp:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futs = [pool.submit(compile_unit, project, arch, u.source, u.names, u.variant.value, Path(tmp)) for u in work]
+            futs = [
+                pool.submit(
+                    compile_unit, project, arch, u.source, u.names, u.variant.value, Path(tmp)
+                )
+                for u in work
+            ]
             unit_results = []
             for f in futs:
                 unit_results.append(f.result())
@@ -308,7 +343,11 @@ def check_project(project: Path, jobs: int = 0, kernels: Callable[[str], bool] |
             r.matrix_expected = expected_matrix_insts(ij, arch)
             r.estimate = register_estimate(parse_instance_name(n), arch)
             if not ur.ok:
-                r.failures.append("compile failed: " + ur.log.splitlines()[0][:300] if ur.log else "compile failed")
+                r.failures.append(
+                    "compile failed: " + ur.log.splitlines()[0][:300]
+                    if ur.log
+                    else "compile failed"
+                )
                 results.append(r)
                 continue
             sym = _kernel_symbol(list(ur.notes), n)
@@ -338,12 +377,17 @@ def check_project(project: Path, jobs: int = 0, kernels: Callable[[str], bool] |
             if direct and r.global_loads == 0:
                 r.failures.append("no global_load instruction in a direct kernel (empty kernel?)")
             if r.matrix_expected and r.matrix_insts == 0:
-                r.failures.append(f"no {arch.compiler.get('matrix_instruction')} instruction (expected {r.matrix_expected} per k step)")
+                r.failures.append(
+                    f"no {arch.compiler.get('matrix_instruction')} instruction (expected "
+                    f"{r.matrix_expected} per k step)"
+                )
             elif shape is None and r.matrix_insts:
                 r.failures.append(f"{r.matrix_insts} matrix instructions in an FMA instance")
             elif shape is not None and (bad := wrong_shape(r.matrix_mnemonics, shape)):
-                r.failures.append(f"matrix instructions not of the warp tile's shape {shape}: "
-                                  + ", ".join(f"{m} x{c}" for m, c in bad.items()))
+                r.failures.append(
+                    f"matrix instructions not of the warp tile's shape {shape}: "
+                    + ", ".join(f"{m} x{c}" for m, c in bad.items())
+                )
             if r.wave_size and r.wave_size != arch.warp_size:
                 r.failures.append(f"compiled for wave{r.wave_size}, target is wave{arch.warp_size}")
             results.append(r)
@@ -366,7 +410,11 @@ def write_manifest_resources(project: Path, doc: dict[str, Any]) -> None:
     Instances measured earlier and not in this run are kept."""
     man = project / MANIFEST
     data = json.loads(man.read_text())
-    old = data.get("resources", {}).get("instances", {}) if isinstance(data.get("resources"), dict) else {}
+    old = (
+        data.get("resources", {}).get("instances", {})
+        if isinstance(data.get("resources"), dict)
+        else {}
+    )
     valid = {i["name"] for i in data.get("instances", [])}
     merged = {k: v for k, v in old.items() if k in valid}
     merged.update(doc["instances"])
@@ -385,6 +433,12 @@ def load_resources(path: Path) -> tuple[str, dict[str, dict[str, Any]]]:
     except (OSError, ValueError) as ex:
         raise CkgenError(f"{path}: cannot read measured resources: {ex}") from None
     doc = data.get("resources", data) if isinstance(data, dict) else None
-    if not isinstance(doc, dict) or not isinstance(doc.get("instances"), dict) or not isinstance(doc.get("arch"), str):
-        raise CkgenError(f"{path}: no measured resources (write them with `ckgen check-isa --resources-out`)")
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("instances"), dict)
+        or not isinstance(doc.get("arch"), str)
+    ):
+        raise CkgenError(
+            f"{path}: no measured resources (write them with `ckgen check-isa --resources-out`)"
+        )
     return doc["arch"], doc["instances"]

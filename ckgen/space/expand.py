@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ckgen.config.schema import FIELDS, ConfigFile, Entry, load_config, matches
 from ckgen.errors import CkgenError
@@ -90,7 +91,7 @@ def _candidates(entry: Entry, variant: Variant, arch: ArchSpec) -> Iterator[Kern
             tiles = [(1, 1, 1)]
         for wt in dict.fromkeys(tiles):
             for combo in itertools.product(*(vals[k] for k in order)):
-                v = dict(zip(order, combo))
+                v = dict(zip(order, combo, strict=False))
                 load, math = v["wavelet"]
                 va, vb, vc = v["vector"]
                 yield KernelInstance(
@@ -120,8 +121,12 @@ def _candidates(entry: Entry, variant: Variant, arch: ArchSpec) -> Iterator[Kern
                 )
 
 
-def expand(configs: Iterable[ConfigFile], arch: ArchSpec, filters: Filters = Filters(),
-           ctx: RuleContext = NO_CONTEXT) -> Expansion:
+def expand(
+    configs: Iterable[ConfigFile],
+    arch: ArchSpec,
+    filters: Filters = Filters(),
+    ctx: RuleContext = NO_CONTEXT,
+) -> Expansion:
     """Candidates outside their entry's name globs (config include / exclude) are skipped, the
     rest deduplicated on their full configuration (a candidate one entry's globs leave out stays
     open to another entry or file), filtered on the command line's field selections, checked
@@ -137,7 +142,9 @@ def expand(configs: Iterable[ConfigFile], arch: ArchSpec, filters: Filters = Fil
                 if inst in seen:
                     out.duplicates += 1
                     continue
-                if not matches(inst.name, include, exclude):  # this entry's filter: another may take it
+                if not matches(
+                    inst.name, include, exclude
+                ):  # this entry's filter: another may take it
                     out.filtered += 1
                     continue
                 seen.add(inst)
@@ -167,7 +174,9 @@ def default_config_paths(variants: Iterable[Variant], config_set: str) -> list[P
     return paths
 
 
-def load_configs(paths: Iterable[Path], variants: Iterable[Variant] | None = None) -> list[ConfigFile]:
+def load_configs(
+    paths: Iterable[Path], variants: Iterable[Variant] | None = None
+) -> list[ConfigFile]:
     """Load files; with ``variants`` given, keep only files of those variants."""
     cfgs = [load_config(p) for p in paths]
     if variants is not None:

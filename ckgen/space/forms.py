@@ -25,21 +25,30 @@ def is_direct_mma(i: KernelInstance) -> bool:
 def is_pingpong(i: KernelInstance) -> bool:
     """A wavelet_tma instance whose two math warpgroups take turns on units, each with the whole
     tile: twice the math waves of its wave layout."""
-    return i.pipeline is Pipeline.WAVELET_TMA and i.math_waves == 2 * i.waves[0] * i.waves[1] * i.waves[2]
+    return (
+        i.pipeline is Pipeline.WAVELET_TMA
+        and i.math_waves == 2 * i.waves[0] * i.waves[1] * i.waves[2]
+    )
 
 
 def is_row_form(i: KernelInstance) -> bool:
     """backward_weight's row form (TmaTraits::kRows): wavelet_tma stride1 on backward_weight, a tile
     one filter row's taps, a k tile a segment of an output row; the default stage layout."""
-    return (i.pipeline is Pipeline.WAVELET_TMA and i.specialization is Specialization.STRIDE1
-            and i.variant is Variant.BACKWARD_WEIGHT)
+    return (
+        i.pipeline is Pipeline.WAVELET_TMA
+        and i.specialization is Specialization.STRIDE1
+        and i.variant is Variant.BACKWARD_WEIGHT
+    )
 
 
 def is_patch(i: KernelInstance) -> bool:
     """forward / backward_data stride1 on wavelet_tma (TmaTraits::kPatch): staged input patches
     beside a ring of B tiles."""
-    return (i.pipeline is Pipeline.WAVELET_TMA and i.specialization is Specialization.STRIDE1
-            and i.variant is not Variant.BACKWARD_WEIGHT)
+    return (
+        i.pipeline is Pipeline.WAVELET_TMA
+        and i.specialization is Specialization.STRIDE1
+        and i.variant is not Variant.BACKWARD_WEIGHT
+    )
 
 
 def is_window(i: KernelInstance) -> bool:

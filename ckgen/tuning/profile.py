@@ -13,9 +13,9 @@ import fnmatch
 import os
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ckgen.errors import CkgenError
 
@@ -54,7 +54,9 @@ def profiler_path(out: Path, variant: str) -> Path:
     return build_dir_of(out) / "bin" / f"ckgen_profiler_{variant}"
 
 
-def list_instances(out: Path, variant: str, datatypes: Sequence[str] = (), kernels: Sequence[str] = ()) -> list[str]:
+def list_instances(
+    out: Path, variant: str, datatypes: Sequence[str] = (), kernels: Sequence[str] = ()
+) -> list[str]:
     """Names a profiler binary has (its --list; no GPU needed), filtered by globs/datatypes."""
     exe = profiler_path(out, variant)
     if not exe.is_file():
@@ -93,13 +95,27 @@ def shard(names: Sequence[str], n: int) -> list[list[str]]:
     return [p for p in parts if p]
 
 
-def run_profile(out: Path, shapes: Path, *, variants: Sequence[str] = VARIANTS, datatypes: Sequence[str] = (),
-                devices: Sequence[str] = (), kernels: Sequence[str] = (), shape_glob: str = "",
-                verify: str = "gpu", warmup: int = 5, repeat: int = 10, k_batches: Sequence[int] = (),
-                split_reduce: str = "auto", streamk_blocks: int = 0,
-                csv_out: Path | None = None, timeout: float = 3600,
-                on_event: Callable[[str], None] | None = None) -> ProfileRun:
-    """Profile every selected instance on every shape, sharded over devices. Returns the merged rows.
+def run_profile(
+    out: Path,
+    shapes: Path,
+    *,
+    variants: Sequence[str] = VARIANTS,
+    datatypes: Sequence[str] = (),
+    devices: Sequence[str] = (),
+    kernels: Sequence[str] = (),
+    shape_glob: str = "",
+    verify: str = "gpu",
+    warmup: int = 5,
+    repeat: int = 10,
+    k_batches: Sequence[int] = (),
+    split_reduce: str = "auto",
+    streamk_blocks: int = 0,
+    csv_out: Path | None = None,
+    timeout: float = 3600,
+    on_event: Callable[[str], None] | None = None,
+) -> ProfileRun:
+    """Profile every selected instance on every shape, sharded over devices. Returns the merged
+    rows.
     k_batches, split_reduce and streamk_blocks are the profilers' --k-batch / --split-reduce /
     --streamk-blocks (RunOptions), passed to every variant; an instance that cannot take a value
     is skipped for it by the profiler (is_supported), not run wrong."""
@@ -116,12 +132,15 @@ def run_profile(out: Path, shapes: Path, *, variants: Sequence[str] = VARIANTS, 
             if on_event:
                 on_event(f"{v}: no instances built (or none match); skipped")
             continue
-        for d, part in zip(devs, shard(names, len(devs))):
+        for d, part in zip(devs, shard(names, len(devs)), strict=False):
             tag = f"{v}_dev{d}"
             shards.append(Shard(v, d, part, work / f"{tag}.csv", work / f"{tag}.log"))
     if not shards:
-        raise CkgenError(f"nothing to profile: no profiler binaries with matching instances under {build_dir_of(out)} "
-                         f"(run `ckgen build -o {out}` first)")
+        raise CkgenError(
+            "nothing to profile: no profiler binaries with matching instances under "
+            f"{build_dir_of(out)} "
+            f"(run `ckgen build -o {out}` first)"
+        )
     # One process per device at a time; variants of one device run one after another.
     by_dev: dict[str, list[Shard]] = {}
     for s in shards:
@@ -129,8 +148,21 @@ def run_profile(out: Path, shapes: Path, *, variants: Sequence[str] = VARIANTS, 
     t0 = time.perf_counter()
 
     def start(s: Shard) -> None:
-        cmd = [str(profiler_path(out, s.variant)), "--shapes", str(shapes), "--kernels", ",".join(s.instances),
-               "--verify", verify, "--warmup", str(warmup), "--repeat", str(repeat), "--csv", str(s.csv)]
+        cmd = [
+            str(profiler_path(out, s.variant)),
+            "--shapes",
+            str(shapes),
+            "--kernels",
+            ",".join(s.instances),
+            "--verify",
+            verify,
+            "--warmup",
+            str(warmup),
+            "--repeat",
+            str(repeat),
+            "--csv",
+            str(s.csv),
+        ]
         if datatypes:
             cmd += ["--datatype", ",".join(datatypes)]
         if shape_glob:
@@ -149,7 +181,9 @@ def run_profile(out: Path, shapes: Path, *, variants: Sequence[str] = VARIANTS, 
         s.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
         fh.close()
         if on_event:
-            on_event(f"start {s.variant} on GPU {s.device}: {len(s.instances)} instance(s) (log {s.log})")
+            on_event(
+                f"start {s.variant} on GPU {s.device}: {len(s.instances)} instance(s) (log {s.log})"
+            )
 
     queues = {d: list(q) for d, q in by_dev.items()}
     running: dict[str, Shard] = {}
@@ -181,13 +215,15 @@ def run_profile(out: Path, shapes: Path, *, variants: Sequence[str] = VARIANTS, 
             with open(s.csv, newline="") as f:
                 rows += list(csv.DictReader(f))
     mark_best(rows)
-    run = ProfileRun(rows=rows, shards=shards, csv=csv_out or work / "results.csv")
-    write_rows(run.csv, rows)
+    csv_path = csv_out or work / "results.csv"
+    run = ProfileRun(rows=rows, shards=shards, csv=csv_path)
+    write_rows(csv_path, rows)
     return run
 
 
 def mark_best(rows: list[dict[str, str]]) -> None:
-    """Recompute `best` over all shards: fastest timed, non-failed row per (shape, variant, datatype)."""
+    """Recompute `best` over all shards: fastest timed, non-failed row per (shape, variant,
+    datatype)."""
     best: dict[tuple[str, str, str], dict[str, str]] = {}
     for r in rows:
         r["best"] = "0"

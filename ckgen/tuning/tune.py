@@ -8,7 +8,8 @@ Format (version 1):
                   "filter": [1, 3, 3], "stride": [1, 1, 1], "dilation": [1, 1, 1],
                   "pad_l": [0, 1, 1], "pad_r": [0, 1, 1]},
       "kernel": "<best instance>", "k_batch": 0, "ms": 0.0123,
-      "ranking": [{"kernel": ..., "k_batch": ..., "ms": ...}, ...]}]}   (every timed pair, fastest first)
+      "ranking": [{"kernel": ..., "k_batch": ..., "ms": ...}, ...]}]}   (every timed pair, fastest
+      first)
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ckgen.errors import CkgenError
 from ckgen.model.problem import Problem, load_shapes
@@ -31,8 +33,12 @@ DB_VERSION = 1
 RANKING_KEEP: int | None = None
 
 
-def build_db(rows: Iterable[dict[str, str]], problems: Sequence[Problem], arch: str = "",
-             shapes: Sequence[str] | None = None) -> dict[str, Any]:
+def build_db(
+    rows: Iterable[dict[str, str]],
+    problems: Sequence[Problem],
+    arch: str = "",
+    shapes: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """Tuning DB from profiler rows; only shapes named in `shapes` when given."""
     by_name = {p.name: p for p in problems}
     groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
@@ -59,11 +65,25 @@ def build_db(rows: Iterable[dict[str, str]], problems: Sequence[Problem], arch: 
             ranking.append({"kernel": k[0], "k_batch": k[1], "ms": float(r["ms"])})
             if RANKING_KEEP is not None and len(ranking) == RANKING_KEEP:
                 break
-        entries.append({"variant": v, "datatype": d, "shape": s, "problem": by_name[s].to_json(),
-                        "kernel": ranking[0]["kernel"], "k_batch": ranking[0]["k_batch"], "ms": ranking[0]["ms"],
-                        "ranking": ranking})
-    return {"ckgen_tuning_db": DB_VERSION, "arch": arch, "gpu": gpu,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "entries": entries}
+        entries.append(
+            {
+                "variant": v,
+                "datatype": d,
+                "shape": s,
+                "problem": by_name[s].to_json(),
+                "kernel": ranking[0]["kernel"],
+                "k_batch": ranking[0]["k_batch"],
+                "ms": ranking[0]["ms"],
+                "ranking": ranking,
+            }
+        )
+    return {
+        "ckgen_tuning_db": DB_VERSION,
+        "arch": arch,
+        "gpu": gpu,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "entries": entries,
+    }
 
 
 def write_db(path: Path, db: dict[str, Any]) -> None:
@@ -106,8 +126,13 @@ class Quality:
         return None if self.selected_ms is None else self.selected_ms / self.best_ms
 
 
-def evaluate(registry: Any, rows: Iterable[dict[str, str]], problems: Sequence[Problem], shapes: Sequence[str],
-             cost_model_only: bool = False) -> list[Quality]:
+def evaluate(
+    registry: Any,
+    rows: Iterable[dict[str, str]],
+    problems: Sequence[Problem],
+    shapes: Sequence[str],
+    cost_model_only: bool = False,
+) -> list[Quality]:
     """For each (variant, datatype, shape) of `shapes` that was profiled: the dispatcher's choice,
     its measured time (looked up in the rows), and the best measured time."""
     from ckgen.runtime.library import NoKernel
@@ -121,7 +146,9 @@ def evaluate(registry: Any, rows: Iterable[dict[str, str]], problems: Sequence[P
         k = (r["instance"], int(r.get("k_batch") or 0))
         t[k] = min(t.get(k, math.inf), float(r["ms"]))
     # The cost model chooses among the split counts that were measured (backward_weight).
-    kbs = sorted({kb for (v, _d, _s), t in timed.items() if v == "backward_weight" for (_n, kb) in t})
+    kbs = sorted(
+        {kb for (v, _d, _s), t in timed.items() if v == "backward_weight" for (_n, kb) in t}
+    )
     if kbs and hasattr(registry, "set_k_batch_candidates"):
         registry.set_k_batch_candidates(kbs)
     out = []
@@ -147,12 +174,16 @@ def summarize(q: Sequence[Quality]) -> dict[str, Any]:
         return ratios[min(n - 1, int(round(p * (n - 1))))]
 
     return {
-        "count": len(q), "timed": n, "untimed": len(q) - n,
+        "count": len(q),
+        "timed": n,
+        "untimed": len(q) - n,
         "within_1pct": sum(r <= 1.01 for r in ratios) / n,
         "within_10pct": sum(r <= 1.10 for r in ratios) / n,
         "within_25pct": sum(r <= 1.25 for r in ratios) / n,
         "geomean_ratio": math.exp(sum(math.log(r) for r in ratios) / n),
-        "median_ratio": pct(0.5), "p90_ratio": pct(0.9), "max_ratio": ratios[-1],
+        "median_ratio": pct(0.5),
+        "p90_ratio": pct(0.9),
+        "max_ratio": ratios[-1],
     }
 
 

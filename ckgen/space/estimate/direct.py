@@ -40,7 +40,9 @@ def direct_mma_stage_bytes(i: KernelInstance) -> int:
     if i.variant is Variant.BACKWARD_WEIGHT:
         slack = DIRECT_MMA_BWD_COLUMN_SLACK.get(i.tile[0], DIRECT_MMA_COLUMN_SLACK)
         return (i.tile[0] + slack) * i.tile[1] * DATATYPE_BYTES[i.datatype]
-    return (i.tile[0] + DIRECT_MMA_COLUMN_SLACK) * (i.tile[1] * DATATYPE_BYTES[i.datatype] + DIRECT_MMA_COLUMN_PAD)
+    return (i.tile[0] + DIRECT_MMA_COLUMN_SLACK) * (
+        i.tile[1] * DATATYPE_BYTES[i.datatype] + DIRECT_MMA_COLUMN_PAD
+    )
 
 
 def direct_mma_bwd_ring(i: KernelInstance) -> tuple[int, int]:
@@ -93,10 +95,15 @@ def direct_lds_bytes(i: KernelInstance, warp_size: int) -> int:
     threads' fp32 partials through [pixel row][entry][Ct + pad] floats, as many of the entries a
     thread holds per channel (the 3x3 depthwise kernel: 9 taps, the larger of its two kernels;
     groups of Cg > 1: one tap at a time, Cg) as fit DIRECT_COMBINE_FLOATS, at least one."""
-    if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT:  # ring, gradient buffers, their units
+    if (
+        is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT
+    ):  # ring, gradient buffers, their units
         stages, ring = direct_mma_bwd_ring(i)
-        return (ring * direct_mma_stage_bytes(i) + stages * i.tile[0] * i.tile[1] * DATATYPE_BYTES[i.datatype]
-                + -(-4 * stages // 128) * 128)  # ptxas -v: the ints take 128 bytes (dynamic part aligned)
+        return (
+            ring * direct_mma_stage_bytes(i)
+            + stages * i.tile[0] * i.tile[1] * DATATYPE_BYTES[i.datatype]
+            + -(-4 * stages // 128) * 128
+        )  # ptxas -v: the ints take 128 bytes (dynamic part aligned)
     if is_direct_mma(i):
         return direct_mma_stages(i) * direct_mma_stage_bytes(i) + direct_mma_weight_bytes(i)
     if i.variant is not Variant.BACKWARD_WEIGHT:

@@ -33,6 +33,7 @@ REGISTER_OVERHEAD = 30
 LOAD_ADDRESS_REGS = 4
 REGISTER_OVERHEAD_BY_FAMILY = {"rdna3": 40, "rdna4": 40}
 
+
 def register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     """32-bit registers per math thread: fp32 accumulators, the matrix operands of one k step,
     the global staging of one stage of A and B (data plus LOAD_ADDRESS_REGS per load, so small
@@ -74,7 +75,9 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
         # ~40 for the copies' pointers and the ring cursor (ptxas -v, sm_90a: 101-112 for one
         # chunk per warp; this gives 102)
         chunks = max(1, i.tile[1] // 8 // max(1, i.waves[0]))
-        return direct_mma_accumulators(i) + chunks * (DIRECT_MMA_BWD_TAP_TILES + 1) + 6 + 40 + overhead
+        return (
+            direct_mma_accumulators(i) + chunks * (DIRECT_MMA_BWD_TAP_TILES + 1) + 6 + 40 + overhead
+        )
     if is_direct_mma(i):  # m16 x n8 accumulators, as many fragment registers, addresses
         return 2 * direct_mma_accumulators(i) + 16 + overhead
     _, _, pp = direct_layout(i, a.warp_size)

@@ -29,8 +29,13 @@ def window_lds_bytes(i: KernelInstance, taps: int = 9, reach: int = 2) -> int:
     if i.variant is Variant.BACKWARD_WEIGHT:  # the ring, or the partial filter after it
         ring = i.stages * (tm * TMA_ROW_BYTES + patch)
         return max(ring, TMA_WINDOW_WEIGHT_PART_BYTES) + 16 * i.stages + TMA_SMEM_SLACK
-    return (taps * TMA_WINDOW_CHANNELS * TMA_ROW_BYTES + i.stages * patch + 2 * tm * TMA_ROW_BYTES
-            + 8 * (2 + 2 * i.stages) + TMA_SMEM_SLACK)
+    return (
+        taps * TMA_WINDOW_CHANNELS * TMA_ROW_BYTES
+        + i.stages * patch
+        + 2 * tm * TMA_ROW_BYTES
+        + 8 * (2 + 2 * i.stages)
+        + TMA_SMEM_SLACK
+    )
 
 
 def tma_lds_bytes(i: KernelInstance) -> int:

@@ -1,4 +1,5 @@
-"""The validity rules (the table in ckgen.space.rules.table, the rules by kernel family beside it)."""
+"""The validity rules (the table in ckgen.space.rules.table, the rules by kernel family beside
+it)."""
 
 from ckgen.space.rules.context import NO_CONTEXT, RuleContext
 from ckgen.space.rules.measured import measured_failures

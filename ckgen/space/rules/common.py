@@ -31,7 +31,11 @@ def check_ndim(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
 
 def check_block_size(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
     t = i.threads * a.warp_size
-    return None if t <= a.max_threads_per_block else f"{t} threads per block > {a.max_threads_per_block}"
+    return (
+        None
+        if t <= a.max_threads_per_block
+        else f"{t} threads per block > {a.max_threads_per_block}"
+    )
 
 
 def check_pipeline(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
@@ -57,7 +61,10 @@ def check_wavelet(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | Non
     if (i.load_waves, i.math_waves) not in WAVELET_RATIOS:
         return f"wavelet load/math ratio {i.load_waves}x{i.math_waves} not in {WAVELET_RATIOS}"
     if i.math_waves != i.waves[0] * i.waves[1] * i.waves[2]:
-        return f"wavelet math waves {i.math_waves} must equal the wave layout's {i.waves[0] * i.waves[1] * i.waves[2]} waves"
+        return (
+            f"wavelet math waves {i.math_waves} must equal the wave layout's "
+            f"{i.waves[0] * i.waves[1] * i.waves[2]} waves"
+        )
     return None
 
 

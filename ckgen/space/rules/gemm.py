@@ -4,6 +4,8 @@ implements."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ckgen.model.arch import ArchSpec
 from ckgen.model.instance import KernelInstance
 from ckgen.model.limits import (
@@ -28,7 +30,7 @@ from ckgen.space.rules.context import RuleContext
 # What the C++ template library (templates/include/ckgen) implements today. A configuration
 # outside this set is valid for the hardware but has no code yet; it is rejected with that reason
 # rather than generated into something that does not compile.
-IMPLEMENTED = {
+IMPLEMENTED: dict[str, set[Any]] = {
     "pipeline": {Pipeline.BASIC, Pipeline.MULTISTAGE, Pipeline.WAVELET, Pipeline.WAVELET_TMA},
     "epilogue": {Epilogue.DEFAULT, Epilogue.CSHUFFLE},
     "reduction": {Reduction.SPLITK, Reduction.STREAMK_LINEAR, Reduction.STREAMK_TREE},
@@ -49,7 +51,10 @@ def check_warp_tile(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | N
     legal = a.legal_warp_tiles(i.datatype)
     if i.warp_tile not in legal:
         shown = ", ".join("x".join(map(str, t)) for t in legal)
-        return f"warp tile {'x'.join(map(str, i.warp_tile))} is not a {i.datatype.value} matrix instruction on {a.name} (legal: {shown})"
+        return (
+            f"warp tile {'x'.join(map(str, i.warp_tile))} is not a {i.datatype.value} matrix "
+            f"instruction on {a.name} (legal: {shown})"
+        )
     return None
 
 
@@ -103,7 +108,10 @@ def check_merge(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
     if i.groups_to_merge not in GROUPS_TO_MERGE:
         return f"groups_to_merge {i.groups_to_merge} not in {GROUPS_TO_MERGE}"
     if i.groups_to_merge > 1 and i.variant is Variant.BACKWARD_WEIGHT:
-        return "groups_to_merge > 1 is for forward and backward_data (backward_weight: one group per tile)"
+        return (
+            "groups_to_merge > 1 is for forward and backward_data (backward_weight: one group "
+            "per tile)"
+        )
     if i.groups_to_merge > 1 and i.pipeline is Pipeline.WAVELET:
         return "groups_to_merge > 1 is not yet combined with the wavelet pipeline"
     return None
@@ -111,7 +119,9 @@ def check_merge(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
 
 def check_epilogue(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
     if i.epilogue is Epilogue.CSHUFFLE and i.pipeline is Pipeline.WAVELET:
-        return "cshuffle is not yet combined with the wavelet pipeline (all threads run the epilogue)"
+        return (
+            "cshuffle is not yet combined with the wavelet pipeline (all threads run the epilogue)"
+        )
     return None
 
 
@@ -119,8 +129,15 @@ def check_specialization(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> st
     if i.specialization is Specialization.STRIDE1 and i.pipeline is not Pipeline.WAVELET_TMA:
         return "stride1 is a wavelet_tma specialization (staged input rows read by every tap)"
     if i.specialization is Specialization.WINDOW and i.pipeline is not Pipeline.WAVELET_TMA:
-        return "window is a wavelet_tma specialization (the group's filter resident, windows of output rows)"
-    if i.specialization is not Specialization.DEFAULT and i.variant is Variant.BACKWARD_DATA and i.groups_to_merge > 1:
+        return (
+            "window is a wavelet_tma specialization (the group's filter resident, windows of "
+            "output rows)"
+        )
+    if (
+        i.specialization is not Specialization.DEFAULT
+        and i.variant is Variant.BACKWARD_DATA
+        and i.groups_to_merge > 1
+    ):
         return "1x1 specializations do not combine with merged groups in backward_data"
     return None
 

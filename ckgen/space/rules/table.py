@@ -65,27 +65,86 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     Rule("ndim", "ndim is 1, 2 or 3", check_ndim),
     Rule("datatype", "the target has a matrix path for the datatype", check_datatype, GEMM),
-    Rule("warp_tile", "warp tile is a legal matrix instruction for target and datatype", check_warp_tile, GEMM),
+    Rule(
+        "warp_tile",
+        "warp tile is a legal matrix instruction for target and datatype",
+        check_warp_tile,
+        GEMM,
+    ),
     Rule("waves", "wave layout is legal on the target", check_waves, GEMM),
-    Rule("direct_fields", "direct: the GEMM-only fields take their one documented value", check_direct_fields, DIRECT),
+    Rule(
+        "direct_fields",
+        "direct: the GEMM-only fields take their one documented value",
+        check_direct_fields,
+        DIRECT,
+    ),
     Rule("block_size", "threads per block within the target's limit", check_block_size),
     Rule("divisible", "tile is a multiple of waves x warp tile in M, N, K", check_divisible, GEMM),
-    Rule("vectors", "vector sizes are 1/2/4/8, at most 16 bytes, dividing the tile", check_vectors, GEMM),
-    Rule("direct_layout", "direct: one group vector of at most 16 bytes; threads tile the block's groups and pixels", check_direct_layout, DIRECT),
-    Rule("pipeline", "pipeline available on the target, stage count fits the pipeline", check_pipeline),
-    Rule("wavelet", "load/math waves only for the wavelet pipelines, in the allowed ratios; wavelet_tma: what its template implements", check_wavelet),
-    Rule("wgmma", "wgmma warp tiles only with the wavelet pipeline and warpgroup wave layouts", check_wgmma, GEMM),
-    Rule("scheduler", "scheduler available on the target (interwave: AMD wave64 only)", check_scheduler),
-    Rule("reduction", "k_batch / StreamK / persistent: StreamK only for backward_weight, k_batch auto, one stage, not wavelet", check_reduction),
-    Rule("merge", "groups_to_merge in the allowed set; forward / backward_data only", check_merge, GEMM),
+    Rule(
+        "vectors",
+        "vector sizes are 1/2/4/8, at most 16 bytes, dividing the tile",
+        check_vectors,
+        GEMM,
+    ),
+    Rule(
+        "direct_layout",
+        "direct: one group vector of at most 16 bytes; threads tile the block's groups and pixels",
+        check_direct_layout,
+        DIRECT,
+    ),
+    Rule(
+        "pipeline",
+        "pipeline available on the target, stage count fits the pipeline",
+        check_pipeline,
+    ),
+    Rule(
+        "wavelet",
+        "load/math waves only for the wavelet pipelines, in the allowed ratios; wavelet_tma: what "
+        "its template implements",
+        check_wavelet,
+    ),
+    Rule(
+        "wgmma",
+        "wgmma warp tiles only with the wavelet pipeline and warpgroup wave layouts",
+        check_wgmma,
+        GEMM,
+    ),
+    Rule(
+        "scheduler",
+        "scheduler available on the target (interwave: AMD wave64 only)",
+        check_scheduler,
+    ),
+    Rule(
+        "reduction",
+        "k_batch / StreamK / persistent: StreamK only for backward_weight, k_batch auto, one "
+        "stage, not wavelet",
+        check_reduction,
+    ),
+    Rule(
+        "merge",
+        "groups_to_merge in the allowed set; forward / backward_data only",
+        check_merge,
+        GEMM,
+    ),
     Rule("epilogue", "cshuffle combines with the pipeline", check_epilogue, GEMM),
     Rule("specialization", "specialization combines with the rest", check_specialization, GEMM),
     Rule("swap_ab", "swap_ab only for wavelet_tma", check_swap_ab),
     Rule("lds", "shared memory of the pipeline fits the target", check_lds, GEMM),
     Rule("registers", "register estimate fits the target", check_registers, GEMM),
-    Rule("direct_resources", "direct: shared memory and register estimate fit the target", check_direct_resources, DIRECT),
-    Rule("implemented", "the template library implements the configuration", check_implemented, GEMM),
-    Rule("measured", "no spills and LDS within the target, as measured by check-isa (generate --resources)", check_measured),
+    Rule(
+        "direct_resources",
+        "direct: shared memory and register estimate fit the target",
+        check_direct_resources,
+        DIRECT,
+    ),
+    Rule(
+        "implemented", "the template library implements the configuration", check_implemented, GEMM
+    ),
+    Rule(
+        "measured",
+        "no spills and LDS within the target, as measured by check-isa (generate --resources)",
+        check_measured,
+    ),
 )
 
 
