@@ -23,7 +23,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from ckgen.space import rules
+from ckgen.space import forms as rules
 from ckgen.model.naming import parse_instance_name as parse_name
 from ckgen.model.problem import load_shapes
 

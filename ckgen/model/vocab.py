@@ -2,7 +2,7 @@
 (used in instance names) and its C++ tag.
 
 This module is the single source of truth for these words. The C++ header
-``templates/include/ckgen/vocab.hpp`` is rendered from it (``python -m ckgen.vocab``) and a
+``templates/include/ckgen/vocab.hpp`` is rendered from it (``python -m ckgen.model.vocab``) and a
 test checks that the committed copy is current.
 """
 

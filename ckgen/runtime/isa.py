@@ -19,7 +19,7 @@ For every translation unit of a project written by ``ckgen generate --arch <gfx.
 
 The per-instance results go into the project's manifest.json ("resources", keyed by instance
 name, sorted) and, with ``--resources-out``, into a file that ``ckgen generate --resources``
-feeds back into the rule table (rules.py, rule "measured").
+feeds back into the rule table (ckgen.space.rules, rule "measured").
 """
 
 from __future__ import annotations
