@@ -23,11 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from ckgen.arch import get_arch
-from ckgen.expand import Filters, default_config_paths, expand, load_configs
-from ckgen.output import apply, plan
-from ckgen.render import render_project
-from ckgen.vocab import Variant
+from ckgen.model.arch import get_arch
+from ckgen.space.expand import Filters, default_config_paths, expand, load_configs
+from ckgen.emit.output import apply, plan
+from ckgen.emit.render import render_project
+from ckgen.model.vocab import Variant
 
 
 def _expand(arch: str):

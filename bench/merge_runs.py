@@ -24,7 +24,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckgen.report import geomean
+from ckgen.tuning.report import geomean
 
 RETINANET = Path(__file__).resolve().parent.parent / "templates" / "project" / "shapes" / "retinanet_r50fpn_n2.csv"
 

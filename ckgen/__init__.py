@@ -2,16 +2,24 @@
 
 __version__ = "0.1.0"
 
-# Run-time pieces load lazily, so `import ckgen` (and the CLI) stay light.
-_LAZY = {"Registry": "registry", "Kernel": "registry", "Selection": "registry",
-         "UnsupportedProblem": "registry", "NoKernel": "registry", "CkgenRuntimeError": "registry",
-         "Problem": "shapes"}
+# The public API. Run-time pieces load lazily, so `import ckgen` (and the CLI) stay light.
+# `Registry` is the historical name of KernelLibrary (the Python face of libckgen_dispatch.so).
+_LAZY = {
+    "KernelLibrary": ("ckgen.runtime.library", "KernelLibrary"),
+    "Registry": ("ckgen.runtime.library", "KernelLibrary"),
+    "Kernel": ("ckgen.runtime.library", "Kernel"),
+    "Selection": ("ckgen.runtime.library", "Selection"),
+    "UnsupportedProblem": ("ckgen.runtime.library", "UnsupportedProblem"),
+    "NoKernel": ("ckgen.runtime.library", "NoKernel"),
+    "CkgenRuntimeError": ("ckgen.runtime.library", "CkgenRuntimeError"),
+    "Problem": ("ckgen.model.problem", "Problem"),
+}
 
 
-def __getattr__(name: str):  # PEP 562
-    mod = _LAZY.get(name)
-    if mod is None:
+def __getattr__(name: str) -> object:  # PEP 562
+    where = _LAZY.get(name)
+    if where is None:
         raise AttributeError(f"module 'ckgen' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(f"ckgen.{mod}"), name)
+    return getattr(importlib.import_module(where[0]), where[1])

@@ -9,7 +9,8 @@
 #    hipcc (AMD host build). sudo is used only when not root. CKGEN_SKIP_APT=1 skips this.
 # 2. Creates .venv (with the system site-packages, so installed dependencies are reused) unless
 #    a virtualenv is already active, and installs ckgen editable with its test extras into it.
-# 3. Runs the whole pytest suite, slow tests included (wheel build, full nvcc build of the
+# 3. Runs the linters (ruff check, ruff format --check, mypy ckgen; any failure fails the run),
+#    then the whole pytest suite, slow tests included (wheel build, full nvcc build of the
 #    generated test project). nvcc is not installable from apt: tests that need it skip,
 #    visibly, where it is not on PATH (/usr/local/bin/nvcc or /usr/local/cuda/bin/nvcc).
 set -euo pipefail
@@ -64,6 +65,9 @@ if [[ "$here" != "$ROOT" ]]; then
 fi
 echo "test.sh: environment ready in $((SECONDS - t0)) s ($("$PY" --version), $(command -v nvcc || echo 'no nvcc'))"
 
-# --- 3. the tests -------------------------------------------------------------------------
+# --- 3. the linters, then the tests --------------------------------------------------------
+"$PY" -m ruff check ckgen tests
+"$PY" -m ruff format --check ckgen tests
+"$PY" -m mypy ckgen
 "$PY" -m pytest -ra --durations=15 "$@"
 echo "test.sh: done in $((SECONDS - t0)) s"

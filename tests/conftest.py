@@ -23,30 +23,49 @@ REPO = Path(__file__).resolve().parent.parent
 ALL_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201", "sm_80", "sm_90a")
 
 
-def cli(*args: str, ok: bool = True) -> "object":
+def cli(*args: str, ok: bool = True) -> object:
     """Run ckgen in-process; asserts exit code 0 unless ok=False. Returns the click Result
     (stdout in .stdout, stderr in .stderr)."""
     res = CliRunner().invoke(main, list(args), catch_exceptions=False)
     if ok:
-        assert res.exit_code == 0, f"ckgen {' '.join(args)} -> {res.exit_code}\n{res.output}\n{res.stderr}"
+        assert res.exit_code == 0, (
+            f"ckgen {' '.join(args)} -> {res.exit_code}\n{res.output}\n{res.stderr}"
+        )
     return res
 
 
-def cli_proc(*args: str, cwd: Path | None = None, ok: bool = True, env: dict | None = None,
-             timeout: int = 300) -> subprocess.CompletedProcess:
+def cli_proc(
+    *args: str,
+    cwd: Path | None = None,
+    ok: bool = True,
+    env: dict | None = None,
+    timeout: int = 300,
+) -> subprocess.CompletedProcess:
     """Run `python -m ckgen.cli` in a subprocess (own cwd, own hash seed)."""
     e = dict(os.environ)
     e.update(env or {})
-    p = subprocess.run([sys.executable, "-m", "ckgen.cli", *args], cwd=cwd, env=e, text=True,
-                       capture_output=True, timeout=timeout)
+    p = subprocess.run(
+        [sys.executable, "-m", "ckgen.cli", *args],
+        cwd=cwd,
+        env=e,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
     if ok:
-        assert p.returncode == 0, f"ckgen {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+        assert p.returncode == 0, (
+            f"ckgen {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+        )
     return p
 
 
 def tree(root: Path) -> dict[str, bytes]:
     """Every regular file under root, relative posix path -> bytes."""
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def tree_digest(root: Path) -> dict[str, str]:
@@ -63,14 +82,31 @@ def stat_tree(root: Path) -> dict[str, tuple[int, int]]:
 
 
 HOST_CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-needs_host_cxx = pytest.mark.skipif(HOST_CXX is None, reason="needs a host C++ compiler (g++, c++ or clang++)")
+needs_host_cxx = pytest.mark.skipif(
+    HOST_CXX is None, reason="needs a host C++ compiler (g++, c++ or clang++)"
+)
 
 
 def build_and_run_host_check(source: Path, include: Path, out: Path) -> subprocess.CompletedProcess:
     """Compiles a tests/cpp host check (-Wall -Wextra -Werror) against ``include`` and runs it."""
     exe = out / source.stem
-    cc = subprocess.run([HOST_CXX, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{include}",
-                         str(source), "-o", str(exe)], capture_output=True, text=True, timeout=300)
+    cc = subprocess.run(
+        [
+            HOST_CXX,
+            "-std=c++17",
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{include}",
+            str(source),
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert cc.returncode == 0, cc.stdout + cc.stderr
     return subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
 

@@ -24,11 +24,19 @@ from pathlib import Path
 
 import pytest
 
-from ckgen import rules
-from ckgen.arch import get_arch
-from ckgen.isa import (count_matrix_insts, matrix_mnemonics, parse_notes, parse_remarks, toolchain_problem,
-                       write_manifest_resources, wrong_shape)
-from ckgen.naming import parse_name
+from ckgen.model.arch import get_arch
+from ckgen.model.naming import parse_instance_name
+from ckgen.runtime.isa import (
+    count_matrix_insts,
+    matrix_mnemonics,
+    parse_notes,
+    parse_remarks,
+    toolchain_problem,
+    write_manifest_resources,
+    wrong_shape,
+)
+from ckgen.space import rules
+from ckgen.space.rules.measured import check_measured
 
 from conftest import EXHAUSTIVE, cli, cli_proc, have
 
@@ -72,7 +80,7 @@ k.hpp:47:1: remark:     VGPRs: 74 [-Rpass-analysis=kernel-resource-usage]
 k.hpp:47:1: remark:     AGPRs: 64 [-Rpass-analysis=kernel-resource-usage]
 k.hpp:47:1: remark:     Occupancy [waves/SIMD]: 3 [-Rpass-analysis=kernel-resource-usage]
 k.hpp:47:1: remark:     LDS Size [bytes/block]: 18432 [-Rpass-analysis=kernel-resource-usage]
-"""
+"""  # noqa: E501
 
 K = "_ZN5ckgen19grouped_conv_kernelINS_9generated3abcEEEvNS_8ConvArgsE"
 
@@ -96,14 +104,18 @@ def test_matrix_mnemonics_and_shape() -> None:
     m = {"v_mfma_f32_16x16x32_f16": 4}
     assert wrong_shape(m, "16x16x32") == {}
     assert wrong_shape(m, "16x16x16") == m  # a double-K tile must not hide behind 16x16x16
-    assert wrong_shape({"v_mfma_f32_16x16x16_bf16": 8}, "16x16x32") == {"v_mfma_f32_16x16x16_bf16": 8}
+    assert wrong_shape({"v_mfma_f32_16x16x16_bf16": 8}, "16x16x32") == {
+        "v_mfma_f32_16x16x16_bf16": 8
+    }
     assert wrong_shape({"v_mfma_f32_32x32x2f32": 1, "v_mfma_f32_32x32x2_f32": 1}, "32x32x2") == {}
     assert wrong_shape({"v_mfma_f32_32x32x16_bf16": 1}, "32x32x1") != {}
 
 
 def test_toolchain_problem_names_the_packages() -> None:
     a = get_arch("gfx950")
-    gone = dataclasses.replace(a, compiler=dict(a.compiler, device_only_compiler="clang++-no-such-version"))
+    gone = dataclasses.replace(
+        a, compiler=dict(a.compiler, device_only_compiler="clang++-no-such-version")
+    )
     why = toolchain_problem(gone)
     # the missing tools are listed first ("A, B, ... not found"): other LLVM 22 tools may be
     # missing too on a machine where test.sh has not installed them yet
@@ -125,31 +137,45 @@ SUBSET = ("--variant", "forward", "--datatype", "fp16", "--ndim", "2")
 
 
 def _names(arch: str, *extra: str) -> list[str]:
-    return cli("list-instances", "--arch", arch, *SUBSET, *extra, "--format", "names").stdout.split()
+    return cli(
+        "list-instances", "--arch", arch, *SUBSET, *extra, "--format", "names"
+    ).stdout.split()
 
 
 def test_measured_rule_rejects_spills_and_lds(tmp_path: Path) -> None:
     names = _names("gfx1100")
     assert len(names) >= 3
     spill, lds, fine = names[:3]
-    doc = {"resources_version": 1, "arch": "gfx1100", "compiler": "test",
-           "instances": {spill: {"vgpr": 256, "scratch_bytes": 436, "vgpr_spill": 228, "sgpr_spill": 0,
-                                 "lds_bytes": 1024, "estimate": 232},
-                         lds: {"vgpr": 100, "scratch_bytes": 0, "lds_bytes": 70000},
-                         fine: {"vgpr": 100, "scratch_bytes": 0, "lds_bytes": 1024}}}
+    doc = {
+        "resources_version": 1,
+        "arch": "gfx1100",
+        "compiler": "test",
+        "instances": {
+            spill: {
+                "vgpr": 256,
+                "scratch_bytes": 436,
+                "vgpr_spill": 228,
+                "sgpr_spill": 0,
+                "lds_bytes": 1024,
+                "estimate": 232,
+            },
+            lds: {"vgpr": 100, "scratch_bytes": 0, "lds_bytes": 70000},
+            fine: {"vgpr": 100, "scratch_bytes": 0, "lds_bytes": 1024},
+        },
+    }
     f = tmp_path / "res.json"
     f.write_text(json.dumps(doc))
-    try:
-        got = _names("gfx1100", "--resources", str(f))
-        assert spill not in got and lds not in got and fine in got
-        a = get_arch("gfx1100")
-        rule, why = rules.check(parse_name(spill), a)
-        assert rule == "measured" and "436 bytes of scratch" in why and "VGPR 256" in why, why
-        rule, why = rules.check(parse_name(lds), a)
-        assert rule == "measured" and "LDS 70000 bytes measured > 65536" in why, why
-        assert rules.check(parse_name(fine), a) is None
-    finally:
-        rules.MEASURED.clear()
+    got = _names("gfx1100", "--resources", str(f))
+    assert spill not in got and lds not in got and fine in got
+    a = get_arch("gfx1100")
+    ctx = rules.RuleContext(arch="gfx1100", measured=doc["instances"])
+    rule, why = rules.check(parse_instance_name(spill), a, ctx)
+    assert rule == "measured" and "436 bytes of scratch" in why and "VGPR 256" in why, why
+    rule, why = rules.check(parse_instance_name(lds), a, ctx)
+    assert rule == "measured" and "LDS 70000 bytes measured > 65536" in why, why
+    assert rules.check(parse_instance_name(fine), a, ctx) is None
+    # the context is explicit: a later check without it does not see the measurements
+    assert rules.check(parse_instance_name(spill), a) is None
 
 
 def test_measured_resources_for_another_arch_are_refused(tmp_path: Path) -> None:
@@ -161,8 +187,8 @@ def test_measured_resources_for_another_arch_are_refused(tmp_path: Path) -> None
 
 def test_measured_rule_is_off_without_resources() -> None:
     a = get_arch("gfx1100")
-    i = parse_name(_names("gfx1100")[0])
-    assert rules._measured(i, a) is None
+    i = parse_instance_name(_names("gfx1100")[0])
+    assert check_measured(i, a, rules.NO_CONTEXT) is None
 
 
 # ------------------------------------------------------------------------------------------
@@ -184,7 +210,12 @@ ISA_KERNELS_GFX950 = (
 )
 
 
-AMD_TARGETS = [("gfx942", "v_mfma"), ("gfx950", "v_mfma"), ("gfx1100", "v_wmma"), ("gfx1201", "v_wmma")]
+AMD_TARGETS = [
+    ("gfx942", "v_mfma"),
+    ("gfx950", "v_mfma"),
+    ("gfx1100", "v_wmma"),
+    ("gfx1201", "v_wmma"),
+]
 
 
 def _needs(arch: str) -> str | None:
@@ -200,14 +231,20 @@ def test_check_isa_subset(tmp_path: Path, arch: str, unit: str) -> None:
     globs = ISA_KERNELS + (ISA_KERNELS_GFX950 if arch == "gfx950" else ())
     sel = [a for k in globs for a in ("--kernels", k)]
     cli("generate", "--arch", arch, *sel, "-o", str(gen), "-q")
-    p = cli_proc("check-isa", "-o", str(gen), "--resources-out", str(tmp_path / "res.json"), timeout=1200)
+    p = cli_proc(
+        "check-isa", "-o", str(gen), "--resources-out", str(tmp_path / "res.json"), timeout=1200
+    )
     res = _check_resources(gen, arch, unit)
     assert p.returncode == 0
     assert len(res) >= 5
     if arch == "gfx950":  # the CDNA4-only instructions are there, fp16 and bf16
         seen = {m for r in res.values() for m in r["matrix_mnemonics"]}
-        assert {"v_mfma_f32_16x16x32_f16", "v_mfma_f32_16x16x32_bf16", "v_mfma_f32_32x32x16_f16",
-                "v_mfma_f32_32x32x16_bf16"} <= seen, seen
+        assert {
+            "v_mfma_f32_16x16x32_f16",
+            "v_mfma_f32_16x16x32_bf16",
+            "v_mfma_f32_32x32x16_f16",
+            "v_mfma_f32_32x32x16_bf16",
+        } <= seen, seen
     # Deterministic: writing the same measurements again leaves the manifest byte-identical.
     before = (gen / "manifest.json").read_bytes()
     doc = json.loads((tmp_path / "res.json").read_text())
@@ -236,29 +273,66 @@ def test_check_isa_every_default_instance(tmp_path: Path, arch: str, unit: str) 
     sel: list[str] = []
     if not EXHAUSTIVE and arch not in FULL_SET_TARGETS:
         if arch != "gfx950":
-            pytest.skip(f"the whole default set on {arch} compiles with CKGEN_EXHAUSTIVE=1 "
-                        f"(test_check_isa_subset covers {arch} here)")
+            pytest.skip(
+                f"the whole default set on {arch} compiles with CKGEN_EXHAUSTIVE=1 "
+                f"(test_check_isa_subset covers {arch} here)"
+            )
         sel = [a for k in GFX950_ONLY_TILES for a in ("--kernels", k)]
     gen = tmp_path / "gen"
     measured = tmp_path / "res.json"
     cli("generate", "--arch", arch, *sel, "-o", str(gen), "-q")
-    p = cli_proc("check-isa", "-o", str(gen), "-j", "0", "--resources-out", str(measured), timeout=3600, ok=False)
+    p = cli_proc(
+        "check-isa",
+        "-o",
+        str(gen),
+        "-j",
+        "0",
+        "--resources-out",
+        str(measured),
+        timeout=3600,
+        ok=False,
+    )
     res = _check_resources(gen, arch, unit, allow_measured_failures=True)
     assert len(res) >= 200, len(res)
     failed = sorted(n for n, r in res.items() if not r["ok"])
     assert p.returncode == (1 if failed else 0), p.stdout[-4000:] + p.stderr[-4000:]
     if failed:
-        cli("generate", "--arch", arch, *sel, "--resources", str(measured), "-o", str(tmp_path / "gen2"), "-q")
-        kept = {i["name"] for i in json.loads((tmp_path / "gen2" / "manifest.json").read_text())["instances"]}
+        cli(
+            "generate",
+            "--arch",
+            arch,
+            *sel,
+            "--resources",
+            str(measured),
+            "-o",
+            str(tmp_path / "gen2"),
+            "-q",
+        )
+        kept = {
+            i["name"]
+            for i in json.loads((tmp_path / "gen2" / "manifest.json").read_text())["instances"]
+        }
         assert kept == set(res) - set(failed)
-        shown = json.loads(cli("list-instances", "--arch", arch, "--resources", str(measured), "--show-rejected",
-                               "--format", "json").stdout)
+        shown = json.loads(
+            cli(
+                "list-instances",
+                "--arch",
+                arch,
+                "--resources",
+                str(measured),
+                "--show-rejected",
+                "--format",
+                "json",
+            ).stdout
+        )
         by_rule = [g for g in shown["rejected"] if g["rule"] == "measured"]
         assert sum(g["count"] for g in by_rule) == len(failed), by_rule
         assert all("measured" in g["reason"] for g in by_rule), by_rule
 
 
-def _check_resources(gen: Path, arch: str, unit: str, allow_measured_failures: bool = False) -> dict:
+def _check_resources(
+    gen: Path, arch: str, unit: str, allow_measured_failures: bool = False
+) -> dict:
     """The manifest's measured resources: one entry per instance, each compiled, with matrix
     instructions of its warp tile's shape (none for fp32 on RDNA: FMA), and no scratch (or,
     with allow_measured_failures, a failure that names the measured numbers)."""
@@ -276,10 +350,13 @@ def _check_resources(gen: Path, arch: str, unit: str, allow_measured_failures: b
             assert r["matrix_insts"] == 0 and r["matrix_expected"] == 0, (name, r)
         else:
             assert r["matrix_insts"] >= r["matrix_expected"] > 0, (name, r)
-            # every matrix instruction has the warp tile's shape: v_mfma_f32_16x16x32_bf16 for wt16x16x32
-            shape = parse_name(name).warp_tile
+            # every matrix instruction has the warp tile's shape: v_mfma_f32_16x16x32_bf16 for
+            # wt16x16x32
+            shape = parse_instance_name(name).warp_tile
             want = f"{unit}_f32_{shape[0]}x{shape[1]}x{shape[2]}"
-            assert r["matrix_mnemonics"] and all(m.startswith(want) for m in r["matrix_mnemonics"]), (name, r)
+            assert r["matrix_mnemonics"] and all(
+                m.startswith(want) for m in r["matrix_mnemonics"]
+            ), (name, r)
             assert sum(r["matrix_mnemonics"].values()) == r["matrix_insts"]
         if allow_measured_failures and not r["ok"]:
             assert r["failures"] and all("measured" in f for f in r["failures"]), (name, r)
@@ -290,7 +367,17 @@ def _check_resources(gen: Path, arch: str, unit: str, allow_measured_failures: b
 
 def test_check_isa_refuses_nvidia_projects(tmp_path: Path) -> None:
     gen = tmp_path / "gen"
-    cli("generate", "--arch", "sm_90a", *SUBSET, "--kernels", "*t64x64x32*v8x8x8", "-o", str(gen), "-q")
+    cli(
+        "generate",
+        "--arch",
+        "sm_90a",
+        *SUBSET,
+        "--kernels",
+        "*t64x64x32*v8x8x8",
+        "-o",
+        str(gen),
+        "-q",
+    )
     p = cli_proc("check-isa", "-o", str(gen), ok=False)
     assert p.returncode == 2 and "AMD" in p.stderr
 
@@ -303,20 +390,54 @@ def test_hipcc_builds_gfx90a_tests_project(tmp_path: Path) -> None:
     if not have("hipcc", "cmake", "ninja"):
         pytest.skip("needs hipcc (Debian hipcc 5.2: HIP_PLATFORM=amd), cmake and ninja on PATH")
     gen = tmp_path / "gen"
-    cli("generate", "--arch", "gfx90a", "--set", "tests", "--datatype", "fp16", "--ndim", "2",
-        "--kernels", "*wt32x32x8*", "-o", str(gen), "-q")
+    cli(
+        "generate",
+        "--arch",
+        "gfx90a",
+        "--set",
+        "tests",
+        "--datatype",
+        "fp16",
+        "--ndim",
+        "2",
+        "--kernels",
+        "*wt32x32x8*",
+        "-o",
+        str(gen),
+        "-q",
+    )
     cli("emit-cmake", "-o", str(gen))
     env = dict(os.environ, HIP_PLATFORM="amd")
     build = gen / "build"
-    cfg = subprocess.run(["cmake", "-S", str(gen), "-B", str(build), "-G", "Ninja", "-DCKGEN_PLATFORM=amd",
-                          "-DCMAKE_CXX_COMPILER=hipcc", "-DCKGEN_GPU_TARGETS=gfx90a"],
-                         env=env, capture_output=True, text=True, timeout=600)
+    cfg = subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(gen),
+            "-B",
+            str(build),
+            "-G",
+            "Ninja",
+            "-DCKGEN_PLATFORM=amd",
+            "-DCMAKE_CXX_COMPILER=hipcc",
+            "-DCKGEN_GPU_TARGETS=gfx90a",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if cfg.returncode != 0 and "GoogleTest not found" in cfg.stderr:
         pytest.skip("GoogleTest (libgtest-dev) is not installed")
     assert cfg.returncode == 0, cfg.stdout[-4000:] + cfg.stderr[-4000:]
     jobs = str(max(1, os.cpu_count() or 1))
-    b = subprocess.run(["ninja", "-C", str(build), "-j", jobs], env=env, capture_output=True, text=True,
-                       timeout=int(os.environ.get("CKGEN_BUILD_TIMEOUT", "2400")))
+    b = subprocess.run(
+        ["ninja", "-C", str(build), "-j", jobs],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=int(os.environ.get("CKGEN_BUILD_TIMEOUT", "2400")),
+    )
     assert b.returncode == 0, b.stdout[-8000:] + b.stderr[-4000:]
     for v in ("forward", "backward_data", "backward_weight"):
         for exe in (f"ckgen_profiler_{v}", f"test_grouped_conv_{v}"):

@@ -40,16 +40,24 @@ def snapshot(root: Path) -> Snapshot:
         return out
     for p in [root, *sorted(root.rglob("*"))]:
         st = p.lstat()
-        kind = "dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
-        out[p.relative_to(root).as_posix()] = (kind, p.read_bytes() if kind == "file" else None,
-                                               stat.S_IMODE(st.st_mode), st.st_mtime_ns)
+        kind = (
+            "dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
+        )
+        out[p.relative_to(root).as_posix()] = (
+            kind,
+            p.read_bytes() if kind == "file" else None,
+            stat.S_IMODE(st.st_mode),
+            st.st_mtime_ns,
+        )
     return out
 
 
 def assert_untouched(before: Snapshot, root: Path) -> None:
     after = snapshot(root)
     assert set(after) == set(before), (
-        f"{root}: entries added {sorted(set(after) - set(before))}, removed {sorted(set(before) - set(after))}")
+        f"{root}: entries added {sorted(set(after) - set(before))}, removed "
+        f"{sorted(set(before) - set(after))}"
+    )
     changed = [k for k in before if before[k] != after[k]]
     assert not changed, f"{root}: changed {changed[:10]}"
     assert not any(".ckgen-staging-" in k for k in after), "staging leftovers"
@@ -60,9 +68,14 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real project from a successful `ckgen generate --set tests --arch sm_90a`."""
     missing = [t for t in PROJECT_TEMPLATES if not (templates_dir() / "project" / t).is_file()]
     if missing:
-        pytest.skip(f"templates/project/{', '.join(missing)} not there yet: cannot generate the reference project")
+        pytest.skip(
+            f"templates/project/{', '.join(missing)} not there yet: cannot generate the reference "
+            "project"
+        )
     out = tmp_path_factory.mktemp("generated") / "gen"
-    res = CliRunner().invoke(main, ["generate", "--set", "tests", "--arch", "sm_90a", "-o", str(out), "-q"])
+    res = CliRunner().invoke(
+        main, ["generate", "--set", "tests", "--arch", "sm_90a", "-o", str(out), "-q"]
+    )
     assert res.exit_code == 0, res.output
     assert (out / "manifest.json").is_file()
     return out
@@ -83,8 +96,15 @@ def places(tmp_path: Path, generated: Path) -> dict[str, Path]:
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
-    return {"out": out, "empty": empty, "file": file, "badman": badman, "ro": ro,
-            "corpus": CORPUS, "configs": configs_dir()}
+    return {
+        "out": out,
+        "empty": empty,
+        "file": file,
+        "badman": badman,
+        "ro": ro,
+        "corpus": CORPUS,
+        "configs": configs_dir(),
+    }
 
 
 def fill(args: list[str], places: dict[str, Path]) -> list[str]:
@@ -100,8 +120,13 @@ def run_inproc(args: list[str]) -> tuple[int, str]:
 
 def run_proc(args: list[str]) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if k != "CKGEN_DEBUG"}
-    p = subprocess.run([sys.executable, "-m", "ckgen.cli", *args], capture_output=True, text=True,
-                       timeout=120, env=env)
+    p = subprocess.run(
+        [sys.executable, "-m", "ckgen.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     return p.returncode, p.stdout + p.stderr
 
 
@@ -124,7 +149,9 @@ def file_fragments(case: dict[str, Any]) -> list[str]:
 
 
 def test_corpus_size_and_index_agree() -> None:
-    on_disk = sorted(p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*.yaml") if p.name != "cases.yaml")
+    on_disk = sorted(
+        p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*.yaml") if p.name != "cases.yaml"
+    )
     indexed = sorted(c["file"] for c in FILE_CASES)
     assert indexed == on_disk, "every corpus file has exactly one case in cases.yaml"
     assert len(indexed) == len(set(indexed))
@@ -136,18 +163,24 @@ def test_corpus_size_and_index_agree() -> None:
 def test_bad_file(case: dict[str, Any], places: dict[str, Path]) -> None:
     out = places["out"]
     before = snapshot(out)
-    code, output = run_inproc(["generate", "--arch", "sm_90a", "--config", str(CORPUS / case["file"]),
-                               "-o", str(out)])
+    code, output = run_inproc(
+        ["generate", "--arch", "sm_90a", "--config", str(CORPUS / case["file"]), "-o", str(out)]
+    )
     assert code == 2, output
     check_message(output, file_fragments(case))
-    assert sum(line.startswith("error:") for line in output.splitlines()) == 1, f"one message, not several:\n{output}"
+    assert sum(line.startswith("error:") for line in output.splitlines()) == 1, (
+        f"one message, not several:\n{output}"
+    )
     assert_untouched(before, out)
 
 
 @pytest.mark.parametrize("case", CLI_CASES, ids=[c["id"] for c in CLI_CASES])
 def test_bad_command_line(case: dict[str, Any], places: dict[str, Path]) -> None:
     if case.get("needs_non_root") and IS_ROOT:
-        pytest.skip("running as root: a 0555 directory is still writable; output_under_regular_file covers it")
+        pytest.skip(
+            "running as root: a 0555 directory is still writable; output_under_regular_file covers "
+            "it"
+        )
     keep = {name: snapshot(places[name]) for name in case.get("untouched", [])}
     code, output = run_inproc(fill(case["args"], places))
     assert code == 2, output
@@ -157,10 +190,23 @@ def test_bad_command_line(case: dict[str, Any], places: dict[str, Path]) -> None
 
 
 # A few of each kind through a real process: exit status 2 and no traceback on stderr.
-PROC_FILES = ["syntax_tab_indent.yaml", "unknown_top_key_instnaces.yaml", "pipeline_injection.yaml",
-              "include_dotdot.yaml", "empty_expansion_space.yaml", "syntax_not_utf8.yaml"]
-PROC_CLI = ["unknown_arch", "unknown_variant", "kernels_glob_matches_nothing", "output_under_regular_file",
-            "emit_cmake_without_generate", "emit_cmake_gpu_targets_injection", "emit_cmake_launcher_injection"]
+PROC_FILES = [
+    "syntax_tab_indent.yaml",
+    "unknown_top_key_instnaces.yaml",
+    "pipeline_injection.yaml",
+    "include_dotdot.yaml",
+    "empty_expansion_space.yaml",
+    "syntax_not_utf8.yaml",
+]
+PROC_CLI = [
+    "unknown_arch",
+    "unknown_variant",
+    "kernels_glob_matches_nothing",
+    "output_under_regular_file",
+    "emit_cmake_without_generate",
+    "emit_cmake_gpu_targets_injection",
+    "emit_cmake_launcher_injection",
+]
 
 
 @pytest.mark.parametrize("name", PROC_FILES)
@@ -199,7 +245,9 @@ def test_good_run_after_bad_runs_still_works(places: dict[str, Path]) -> None:
     assert_untouched(before, out)
 
 
-def test_blocked_target_fails_before_the_first_write(places: dict[str, Path], tmp_path: Path) -> None:
+def test_blocked_target_fails_before_the_first_write(
+    places: dict[str, Path], tmp_path: Path
+) -> None:
     """A file standing where the generated tree needs a directory is found before anything is
     written (no half-written project)."""
     out = places["out"]
@@ -222,7 +270,9 @@ def test_config_file_name_cannot_inject_cpp(places: dict[str, Path], tmp_path: P
     evil = evil_dir / "x\n#error injected\n.yaml"
     shutil.copy(configs_dir() / "forward" / "tests.yaml", evil)
     out = tmp_path / "gen"
-    code, output = run_inproc(["generate", "--arch", "sm_90a", "--config", str(evil), "-o", str(out), "-q"])
+    code, output = run_inproc(
+        ["generate", "--arch", "sm_90a", "--config", str(evil), "-o", str(out), "-q"]
+    )
     assert code == 0, output
     for p in out.rglob("*"):
         if p.is_file() and p.suffix in (".hpp", ".cpp", ".json", ".cmake"):
@@ -231,29 +281,36 @@ def test_config_file_name_cannot_inject_cpp(places: dict[str, Path], tmp_path: P
 
 def test_unexpected_exception_is_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug (not bad input) gives one 'internal error' line and exit code 1, no traceback."""
-    import ckgen.cli as cli_mod
+    import ckgen.cli.project as cli_mod
 
     def boom(*a: Any, **k: Any) -> None:
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(cli_mod, "_expansion", boom)
+    monkeypatch.setattr(cli_mod, "expansion", boom)
     monkeypatch.delenv("CKGEN_DEBUG", raising=False)
     code, output = run_inproc(["list-instances", "--arch", "sm_90a"])
     assert code == 1, output
-    check_message(output.replace("internal error", "INTERNAL"), ["INTERNAL", "RuntimeError: simulated bug", "CKGEN_DEBUG=1"])
+    check_message(
+        output.replace("internal error", "INTERNAL"),
+        ["INTERNAL", "RuntimeError: simulated bug", "CKGEN_DEBUG=1"],
+    )
 
 
 def test_markup_in_messages_is_printed_as_written(tmp_path: Path) -> None:
     """Messages go through rich: '[a, b, c]' and '[divisible]' must not be eaten as markup."""
-    code, output = run_inproc(["list-instances", "--arch", "sm_90a", "--config", str(CORPUS / "vector_pair.yaml")])
+    code, output = run_inproc(
+        ["list-instances", "--arch", "sm_90a", "--config", str(CORPUS / "vector_pair.yaml")]
+    )
     assert code == 2
     assert "[a, b, c]" in output
 
 
-def test_unwritable_output_dir_simulated(places: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unwritable_output_dir_simulated(
+    places: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """output_read_only_dir needs a non-root user; this runs everywhere by denying write access
     to the directory the way os.access would for a 0555 directory."""
-    import ckgen.output as output_mod
+    import ckgen.emit.output as output_mod
 
     ro = places["ro"]
     real_access = os.access
@@ -265,7 +322,9 @@ def test_unwritable_output_dir_simulated(places: dict[str, Path], monkeypatch: p
 
     monkeypatch.setattr(output_mod.os, "access", access)
     before = snapshot(ro)
-    code, output = run_inproc(["generate", "--arch", "sm_90a", "--set", "tests", "-o", str(ro / "gen")])
+    code, output = run_inproc(
+        ["generate", "--arch", "sm_90a", "--set", "tests", "-o", str(ro / "gen")]
+    )
     assert code == 2, output
     check_message(output, [f"output directory {ro / 'gen'} is not writable ({ro})"])
     assert_untouched(before, ro)

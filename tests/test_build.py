@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from ckgen.naming import parse_name
-from ckgen.vocab import Variant
+from ckgen.model.naming import parse_instance_name
+from ckgen.model.vocab import Variant
 
 from conftest import EXHAUSTIVE, cli, have
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not have("cmake", "ninja", "nvcc"), reason="needs cmake, ninja and nvcc on PATH"),
+    pytest.mark.skipif(
+        not have("cmake", "ninja", "nvcc"), reason="needs cmake, ninja and nvcc on PATH"
+    ),
 ]
 
 BUILD_TIMEOUT = int(os.environ.get("CKGEN_BUILD_TIMEOUT", "2400"))
@@ -34,10 +36,14 @@ def _gpu_present() -> bool:
     return Path("/dev/nvidia0").exists() and shutil.which("nvidia-smi") is not None
 
 
-def _run(cmd: list[str], cwd: Path | None = None, timeout: int = 600, ok: bool = True) -> subprocess.CompletedProcess:
+def _run(
+    cmd: list[str], cwd: Path | None = None, timeout: int = 600, ok: bool = True
+) -> subprocess.CompletedProcess:
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if ok:
-        assert p.returncode == 0, f"{' '.join(cmd)} -> {p.returncode}\n{p.stdout[-8000:]}\n{p.stderr[-8000:]}"
+        assert p.returncode == 0, (
+            f"{' '.join(cmd)} -> {p.returncode}\n{p.stdout[-8000:]}\n{p.stderr[-8000:]}"
+        )
     return p
 
 
@@ -47,11 +53,24 @@ def built(tmp_path_factory) -> tuple[Path, Path, list[str]]:
     cli("generate", "--arch", "sm_90a", "--set", "tests", *SELECT, "-o", str(src), "-q")
     cli("emit-cmake", "-o", str(src), "--platform", "nvidia", "--gpu-targets", "90a")
     build = src / "build"
-    _run(["cmake", "-S", str(src), "-B", str(build), "-G", "Ninja",
-          "-DCKGEN_PLATFORM=nvidia", "-DCKGEN_GPU_TARGETS=90a"])
+    _run(
+        [
+            "cmake",
+            "-S",
+            str(src),
+            "-B",
+            str(build),
+            "-G",
+            "Ninja",
+            "-DCKGEN_PLATFORM=nvidia",
+            "-DCKGEN_GPU_TARGETS=90a",
+        ]
+    )
     jobs = str(max(1, os.cpu_count() or 1))
     _run(["ninja", "-C", str(build), "-j", jobs], timeout=BUILD_TIMEOUT)
-    names = cli("list-instances", "--arch", "sm_90a", "--set", "tests", *SELECT, "--format", "names").stdout.split()
+    names = cli(
+        "list-instances", "--arch", "sm_90a", "--set", "tests", *SELECT, "--format", "names"
+    ).stdout.split()
     return src, build, names
 
 
@@ -89,7 +108,7 @@ def test_profiler_help_and_list(built, variant: str) -> None:
     assert "usage" in _run([str(exe), "--help"]).stdout.lower()
     listed = _run([str(exe), "--list"]).stdout
     short = Variant(variant).short
-    mine = [n for n in names if parse_name(n).variant is Variant(variant)]
+    mine = [n for n in names if parse_instance_name(n).variant is Variant(variant)]
     assert mine and all(n in listed for n in mine)
     assert f"grouped_conv_{short}_" in listed
     if not _gpu_present():

@@ -14,22 +14,25 @@ from pathlib import Path
 
 import pytest
 
-from ckgen.build import parse_status
-from ckgen.profile import mark_best, shard
-from ckgen.shapes import Problem, load_shapes, write_shapes
-from ckgen.tune import build_db, split_shapes, summarize, Quality
+from ckgen.model.problem import Problem, load_shapes, write_shapes
+from ckgen.runtime.build import parse_status
+from ckgen.tuning.profile import mark_best, shard
+from ckgen.tuning.tune import Quality, build_db, split_shapes, summarize
 
 from conftest import REPO, cli, cli_proc, have
 
 SHAPES = REPO / "templates" / "project" / "shapes" / "retinanet_r50fpn_n2.csv"
 # The JIT tests build their own instance lists (stable names, whatever the shipped sets hold).
 TINY_YAML = {
-    "forward": "variant: forward\ndefaults: {ndim: 2, datatype: fp16, tile: [64, 64, 32], waves: [2, 2, 1]}\n"
-               "spaces:\n  - {pipeline: multistage, stages: 3, vector: [8, 8, 8]}\n  - {vector: [1, 1, 1]}\n",
-    "backward_weight": "variant: backward_weight\ndefaults: {ndim: 2, datatype: fp16, tile: [64, 64, 32], waves: [2, 2, 1]}\n"
-                       "spaces:\n  - {pipeline: multistage, stages: 3, vector: [8, 8, 8]}\n",
-    "backward_data": "variant: backward_data\ndefaults: {ndim: 2, datatype: fp16, tile: [64, 64, 32], waves: [2, 2, 1]}\n"
-                     "spaces:\n  - {pipeline: multistage, stages: 3, vector: [8, 8, 8]}\n",
+    "forward": "variant: forward\ndefaults: {ndim: 2, datatype: fp16, tile: [64, 64, 32], waves: "
+    "[2, 2, 1]}\n"
+    "spaces:\n  - {pipeline: multistage, stages: 3, vector: [8, 8, 8]}\n  - {vector: [1, 1, 1]}\n",
+    "backward_weight": "variant: backward_weight\ndefaults: {ndim: 2, datatype: fp16, tile: [64, "
+    "64, 32], waves: [2, 2, 1]}\n"
+    "spaces:\n  - {pipeline: multistage, stages: 3, vector: [8, 8, 8]}\n",
+    "backward_data": "variant: backward_data\ndefaults: {ndim: 2, datatype: fp16, tile: [64, 64, "
+    "32], waves: [2, 2, 1]}\n"
+    "spaces:\n  - {pipeline: multistage, stages: 3, vector: [8, 8, 8]}\n",
 }
 FWD_V1 = "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_basic_v1x1x1"
 FWD_V8 = "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_ms3_v8x8x8"
@@ -37,10 +40,14 @@ FWD_V8 = "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_ms3_v8x8x8"
 
 # ------------------------------------------------------------------ host-only Python pieces
 def test_lazy_import_keeps_ckgen_light() -> None:
-    code = "import sys, ckgen; assert 'ckgen.registry' not in sys.modules; from ckgen import Registry, Problem; print(Registry.__name__, Problem.__name__)"
+    code = (
+        "import sys, ckgen; assert 'ckgen.runtime.library' not in sys.modules; from ckgen "
+        "import KernelLibrary, Registry, Problem; assert Registry is KernelLibrary; "
+        "print(Registry.__name__, Problem.__name__)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["Registry", "Problem"]
+    assert out.stdout.split() == ["KernelLibrary", "Problem"]
 
 
 def test_shapes_roundtrip(tmp_path: Path) -> None:
@@ -64,21 +71,44 @@ def test_ninja_status_parse_and_sharding() -> None:
 
 
 def _rows() -> list[dict[str, str]]:
-    mk = lambda s, i, ms, kb="0", v="forward", ver="pass": {"shape": s, "variant": v, "datatype": "fp16", "instance": i,
-                                                         "ms": ms, "verified": ver, "k_batch": kb, "best": "1", "gpu": "G"}
-    return [mk("r50_l1_1x1_64_64", "a", "0.5"), mk("r50_l1_1x1_64_64", "b", "0.2"),
-            mk("r50_l1_1x1_64_64", "c", "0.1", ver="fail"), mk("r50_l1_3x3_64_64", "a", "0.3"),
-            mk("r50_l1_3x3_64_64", "b", "")]
+    def mk(s, i, ms, kb="0", v="forward", ver="pass"):
+        return {
+            "shape": s,
+            "variant": v,
+            "datatype": "fp16",
+            "instance": i,
+            "ms": ms,
+            "verified": ver,
+            "k_batch": kb,
+            "best": "1",
+            "gpu": "G",
+        }
+
+    return [
+        mk("r50_l1_1x1_64_64", "a", "0.5"),
+        mk("r50_l1_1x1_64_64", "b", "0.2"),
+        mk("r50_l1_1x1_64_64", "c", "0.1", ver="fail"),
+        mk("r50_l1_3x3_64_64", "a", "0.3"),
+        mk("r50_l1_3x3_64_64", "b", ""),
+    ]
 
 
 def test_mark_best_and_tuning_db() -> None:
     rows = _rows()
     mark_best(rows)
-    assert [r["best"] for r in rows] == ["0", "1", "0", "1", "0"]  # failed and untimed rows never win
+    assert [r["best"] for r in rows] == [
+        "0",
+        "1",
+        "0",
+        "1",
+        "0",
+    ]  # failed and untimed rows never win
     db = build_db(rows, load_shapes(SHAPES), arch="sm_90a")
     assert db["ckgen_tuning_db"] == 1 and len(db["entries"]) == 2
     e = {x["shape"]: x for x in db["entries"]}
-    assert e["r50_l1_1x1_64_64"]["kernel"] == "b" and [r["kernel"] for r in e["r50_l1_1x1_64_64"]["ranking"]] == ["b", "a"]
+    assert e["r50_l1_1x1_64_64"]["kernel"] == "b" and [
+        r["kernel"] for r in e["r50_l1_1x1_64_64"]["ranking"]
+    ] == ["b", "a"]
     assert e["r50_l1_3x3_64_64"]["problem"]["filter"] == [1, 3, 3]
     ps = load_shapes(SHAPES)
     even, odd = split_shapes(ps, "even"), split_shapes(ps, "odd")
@@ -88,13 +118,24 @@ def test_mark_best_and_tuning_db() -> None:
 
 def test_tuning_db_keeps_every_timed_pair() -> None:
     # the neighbour ranking needs every instance's time relative to the best, not a top-N
-    mk = lambda i, kb: {"shape": "r50_l1_1x1_64_64", "variant": "backward_weight", "datatype": "fp16",
-                        "instance": f"k{i:02d}", "ms": str(0.1 + 0.01 * i), "verified": "pass", "k_batch": str(kb)}
+    def mk(i, kb):
+        return {
+            "shape": "r50_l1_1x1_64_64",
+            "variant": "backward_weight",
+            "datatype": "fp16",
+            "instance": f"k{i:02d}",
+            "ms": str(0.1 + 0.01 * i),
+            "verified": "pass",
+            "k_batch": str(kb),
+        }
+
     rows = [mk(i, kb) for i in range(12) for kb in (0, 4)]
     db = build_db(rows, load_shapes(SHAPES))
     ranking = db["entries"][0]["ranking"]
     assert len(ranking) == 24 and [r["ms"] for r in ranking] == sorted(r["ms"] for r in ranking)
-    assert {(r["kernel"], r["k_batch"]) for r in ranking} == {(f"k{i:02d}", kb) for i in range(12) for kb in (0, 4)}
+    assert {(r["kernel"], r["k_batch"]) for r in ranking} == {
+        (f"k{i:02d}", kb) for i in range(12) for kb in (0, 4)
+    }
 
 
 def test_shipped_tuning_databases_name_default_instances() -> None:
@@ -102,11 +143,11 @@ def test_shipped_tuning_databases_name_default_instances() -> None:
     benchmark's profiles) reads as one of this version, belongs to a known arch, ranks its entries
     fastest first, and names only instances of that arch's default set: a config change that
     renames or drops an instance fails here instead of leaving entries the dispatcher skips."""
-    from ckgen.arch import load_arch_specs
-    from ckgen.expand import default_config_paths, expand, load_configs
+    from ckgen.model.arch import load_arch_specs
+    from ckgen.model.vocab import Variant
     from ckgen.resources import tuning_dir
-    from ckgen.tune import DB_VERSION, read_db
-    from ckgen.vocab import Variant
+    from ckgen.space.expand import default_config_paths, expand, load_configs
+    from ckgen.tuning.tune import DB_VERSION, read_db
 
     dbs = sorted(tuning_dir().glob("*.json"))
     assert dbs, f"no tuning database under {tuning_dir()}"
@@ -114,18 +155,29 @@ def test_shipped_tuning_databases_name_default_instances() -> None:
         db = read_db(path)
         arch = db["arch"]
         assert db["ckgen_tuning_db"] == DB_VERSION and path.stem.startswith(arch + "_"), path
-        names = {i.name for i in expand(load_configs(default_config_paths(list(Variant), "default")),
-                                        load_arch_specs()[arch]).instances}
+        names = {
+            i.name
+            for i in expand(
+                load_configs(default_config_paths(list(Variant), "default")),
+                load_arch_specs()[arch],
+            ).instances
+        }
         used = set()
         for e in db["entries"]:
             ms = [r["ms"] for r in e["ranking"]]
-            assert ms == sorted(ms) and e["kernel"] == e["ranking"][0]["kernel"], (path.name, e["shape"])
+            assert ms == sorted(ms) and e["kernel"] == e["ranking"][0]["kernel"], (
+                path.name,
+                e["shape"],
+            )
             used.update(r["kernel"] for r in e["ranking"])
         assert used and used <= names, (path.name, sorted(used - names)[:5])
 
 
 def test_summary_distribution() -> None:
-    q = [Quality("forward", "fp16", f"s{i}", "k", 0, "cost-model", ms, "b", 1.0) for i, ms in enumerate([1.0, 1.05, 1.5, None])]
+    q = [
+        Quality("forward", "fp16", f"s{i}", "k", 0, "cost-model", ms, "b", 1.0)
+        for i, ms in enumerate([1.0, 1.05, 1.5, None])
+    ]
     s = summarize(q)
     assert s["timed"] == 3 and s["untimed"] == 1
     assert s["within_10pct"] == pytest.approx(2 / 3) and s["max_ratio"] == 1.5
@@ -133,9 +185,11 @@ def test_summary_distribution() -> None:
 
 def test_report_markdown_and_plots(tmp_path: Path) -> None:
     res = tmp_path / "res.csv"
-    res.write_text("shape,variant,datatype,instance,ms,tflops,gbps,verified,k_batch,best\n"
-                   "s1,forward,fp16,k1,0.5,10,100,pass,0,0\ns1,forward,fp16,k2,0.25,20,200,pass,0,0\n"
-                   "s2,backward_weight,fp16,k3,1.0,5,50,pass,4,1\n")
+    res.write_text(
+        "shape,variant,datatype,instance,ms,tflops,gbps,verified,k_batch,best\n"
+        "s1,forward,fp16,k1,0.5,10,100,pass,0,0\ns1,forward,fp16,k2,0.25,20,200,pass,0,0\n"
+        "s2,backward_weight,fp16,k3,1.0,5,50,pass,4,1\n"
+    )
     cud = tmp_path / "cudnn.csv"
     cud.write_text("shape,variant,datatype,cudnn_ms,cudnn_tflops\ns1,forward,fp16,0.5,10\n")
     r = cli("report", "--results", str(res), "--cudnn", str(cud), "-o", str(tmp_path / "rep"))
@@ -147,7 +201,9 @@ def test_report_markdown_and_plots(tmp_path: Path) -> None:
     except ImportError:
         assert "matplotlib is not installed" in r.stderr
     else:
-        assert (tmp_path / "rep" / "speedup.png").is_file() and (tmp_path / "rep" / "roofline.png").is_file()
+        assert (tmp_path / "rep" / "speedup.png").is_file() and (
+            tmp_path / "rep" / "roofline.png"
+        ).is_file()
         # one plot per variant that has a cuDNN time to compare with
         assert (tmp_path / "rep" / "speedup_forward.png").is_file()
         assert not (tmp_path / "rep" / "speedup_backward_weight.png").exists()
@@ -162,30 +218,68 @@ def test_workflow_help(cmd: str) -> None:
 
 def test_workflow_argument_errors(tmp_path: Path) -> None:
     r = cli_proc("build", "-o", str(tmp_path / "none"), ok=False)
-    assert r.returncode == 2 and "manifest.json not found" in r.stderr and "Traceback" not in r.stderr
+    assert (
+        r.returncode == 2 and "manifest.json not found" in r.stderr and "Traceback" not in r.stderr
+    )
     r = cli_proc("profile", "-o", str(tmp_path), ok=False)
     assert r.returncode == 2 and "--shapes" in r.stderr
-    r = cli_proc("profile", "-o", str(tmp_path), "--shapes", str(SHAPES), "--variant", "sideways", ok=False)
+    r = cli_proc(
+        "profile", "-o", str(tmp_path), "--shapes", str(SHAPES), "--variant", "sideways", ok=False
+    )
     assert r.returncode == 2 and "sideways" in r.stderr
-    cli("generate", "--arch", "sm_90a", "--set", "tests", "-o", str(tmp_path / "g"), "-q", "--kernels", "grouped_conv_fwd_fp16_2d_*")
+    cli(
+        "generate",
+        "--arch",
+        "sm_90a",
+        "--set",
+        "tests",
+        "-o",
+        str(tmp_path / "g"),
+        "-q",
+        "--kernels",
+        "grouped_conv_fwd_fp16_2d_*",
+    )
     r = cli_proc("profile", "-o", str(tmp_path / "g"), "--shapes", str(SHAPES), ok=False)
     assert r.returncode == 2 and "ckgen build -o" in r.stderr
     r = cli_proc("build", "-o", str(tmp_path / "g"), "--launcher", "no-such-launcher-xyz", ok=False)
     assert r.returncode == 2 and "not on PATH" in r.stderr
-    r = cli_proc("tune", "-o", str(tmp_path / "g"), "--shapes", str(tmp_path / "missing.csv"), ok=False)
+    r = cli_proc(
+        "tune", "-o", str(tmp_path / "g"), "--shapes", str(tmp_path / "missing.csv"), ok=False
+    )
     assert r.returncode == 2
-    r = cli_proc("report", "--results", str(tmp_path / "missing.csv"), "-o", str(tmp_path / "rep"), ok=False)
+    r = cli_proc(
+        "report", "--results", str(tmp_path / "missing.csv"), "-o", str(tmp_path / "rep"), ok=False
+    )
     assert r.returncode == 2 and "cannot read" in r.stderr
 
 
 def test_generated_project_has_dispatcher(tmp_path: Path) -> None:
-    cli("generate", "--arch", "sm_90a", "--set", "tests", "-o", str(tmp_path), "-q", "--kernels", "grouped_conv_fwd_fp16_2d_*")
-    for f in ("dispatcher.cmake", "dispatch/ckgen_dispatch.cpp", "dispatch/ckgen_dispatch.h",
-              "include/ckgen/dispatcher.hpp", "include/ckgen/generated/arch_params.hpp"):
+    cli(
+        "generate",
+        "--arch",
+        "sm_90a",
+        "--set",
+        "tests",
+        "-o",
+        str(tmp_path),
+        "-q",
+        "--kernels",
+        "grouped_conv_fwd_fp16_2d_*",
+    )
+    for f in (
+        "dispatcher.cmake",
+        "dispatch/ckgen_dispatch.cpp",
+        "dispatch/ckgen_dispatch.h",
+        "include/ckgen/dispatcher.hpp",
+        "include/ckgen/generated/arch_params.hpp",
+    ):
         assert (tmp_path / f).is_file(), f
     hdr = (tmp_path / "include/ckgen/generated/arch_params.hpp").read_text()
     specs = json.loads((REPO / "arch_specs.json").read_text())["sm_90a"]
-    assert f"kComputeUnits = {specs['compute_units']};" in hdr and f"kLdsBytes = {specs['lds_bytes']};" in hdr
+    assert (
+        f"kComputeUnits = {specs['compute_units']};" in hdr
+        and f"kLdsBytes = {specs['lds_bytes']};" in hdr
+    )
     cli("emit-cmake", "-o", str(tmp_path))
     assert (tmp_path / "CMakeLists.txt").read_text().count("dispatcher.cmake") == 1
 
@@ -213,8 +307,8 @@ def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     cxx = _host_cxx()
     if cxx is None:
         pytest.skip("no host C++ compiler")
-    from ckgen.arch import get_arch
-    from ckgen.render import _dispatch_files
+    from ckgen.emit.render import _dispatch_files
+    from ckgen.model.arch import get_arch
 
     inc = tmp_path / "include"
     gen = _dispatch_files(get_arch("sm_90a"))["include/ckgen/generated/arch_params.hpp"]
@@ -223,17 +317,31 @@ def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     exe = tmp_path / "neighbour_ranking"
     # portability.hpp's host-only branch (CKGEN_PLATFORM_HOST: whatever CUDA / HIP headers the
     # machine has), whose device queries answer "no device"
-    comp = subprocess.run([cxx, "-std=c++17", "-O1", "-DCKGEN_PLATFORM_HOST",
-                           f"-I{REPO / 'templates' / 'include'}", f"-I{inc}",
-                           str(REPO / "tests" / "host" / "neighbour_ranking.cpp"), "-o", str(exe)],
-                          capture_output=True, text=True, timeout=300)
+    comp = subprocess.run(
+        [
+            cxx,
+            "-std=c++17",
+            "-O1",
+            "-DCKGEN_PLATFORM_HOST",
+            f"-I{REPO / 'templates' / 'include'}",
+            f"-I{inc}",
+            str(REPO / "tests" / "host" / "neighbour_ranking.cpp"),
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert comp.returncode == 0, comp.stderr[-4000:]
     out = subprocess.run([str(exe), str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "all passed" in out.stdout, out.stdout + out.stderr
     assert out.stdout.count("\nok ") >= 14, out.stdout
 
 
-needs_build = pytest.mark.skipif(not have("cmake", "ninja", "nvcc"), reason="needs cmake, ninja and nvcc on PATH")
+needs_build = pytest.mark.skipif(
+    not have("cmake", "ninja", "nvcc"), reason="needs cmake, ninja and nvcc on PATH"
+)
 
 
 @pytest.fixture(scope="module")
@@ -267,15 +375,28 @@ def test_jit_build_and_cache_hit(reg) -> None:
     assert not r.cached and r2.cached
     assert second < 2.0 and second < first / 10, (first, second)
     assert r2.lib_path == r.lib_path and sorted(k.name for k in r.kernels) == sorted(
-        [FWD_V1, FWD_V8, FWD_V8.replace("fwd", "bwd_weight"), FWD_V8.replace("fwd", "bwd_data")])
+        [FWD_V1, FWD_V8, FWD_V8.replace("fwd", "bwd_weight"), FWD_V8.replace("fwd", "bwd_data")]
+    )
     assert {k.variant for k in r.kernels} == {"forward", "backward_weight", "backward_data"}
     # the shared library exports the C API and links the shared CUDA runtime (one cudart)
-    nm = subprocess.run(["nm", "-D", "--defined-only", str(r.lib_path)], capture_output=True, text=True).stdout
-    for sym in ("ckgen_num_kernels", "ckgen_kernel_name", "ckgen_is_supported", "ckgen_workspace_bytes",
-                "ckgen_run", "ckgen_select", "ckgen_load_tuning_db"):
+    nm = subprocess.run(
+        ["nm", "-D", "--defined-only", str(r.lib_path)], capture_output=True, text=True
+    ).stdout
+    for sym in (
+        "ckgen_num_kernels",
+        "ckgen_kernel_name",
+        "ckgen_is_supported",
+        "ckgen_workspace_bytes",
+        "ckgen_run",
+        "ckgen_select",
+        "ckgen_load_tuning_db",
+    ):
         assert f" T {sym}" in nm, sym
     if shutil.which("ldd"):
-        assert "libcudart.so" in subprocess.run(["ldd", str(r.lib_path)], capture_output=True, text=True).stdout
+        assert (
+            "libcudart.so"
+            in subprocess.run(["ldd", str(r.lib_path)], capture_output=True, text=True).stdout
+        )
 
 
 @pytest.mark.slow
@@ -295,12 +416,17 @@ def test_select_cost_model(reg) -> None:
     sw = r.select(p, "backward_weight", "fp16")
     import re
 
-    used = int(re.search(r"k_batch (\d+)\)", sw.why).group(1))  # 0 in sw.k_batch = the instance's own choice
+    used = int(
+        re.search(r"k_batch (\d+)\)", sw.why).group(1)
+    )  # 0 in sw.k_batch = the instance's own choice
     assert used > 1 and sw.k_batch != 1 and sw.kernel.variant == "backward_weight", sw.why
     assert r[sw.name].estimate_us(p, 1) > r[sw.name].estimate_us(p, sw.k_batch)
-    assert sw.workspace_bytes(p) == sw.k_batch * 64 * 64 * 9 * 4 or sw.workspace_bytes(p) == 64 * 64 * 9 * 4
+    assert (
+        sw.workspace_bytes(p) == sw.k_batch * 64 * 64 * 9 * 4
+        or sw.workspace_bytes(p) == 64 * 64 * 9 * 4
+    )
     # tile efficiency: a problem that pads badly costs more per useful flop
-    from ckgen.registry import NoKernel
+    from ckgen.runtime.library import NoKernel
 
     with pytest.raises(NoKernel, match="ndim"):
         r.select(Problem.make(C=8, K=8, input=(16,), filter=(3,)), "forward", "fp16")
@@ -314,12 +440,41 @@ def test_select_tuning_db(reg, tmp_path: Path) -> None:
     r = reg[0]
     ps = {p.name: p for p in load_shapes(SHAPES)}
     tuned = ps["r50_l1_3x3_64_64"]
-    rows = [{"shape": tuned.name, "variant": "forward", "datatype": "fp16", "instance": FWD_V1, "ms": "0.1",
-             "verified": "pass", "k_batch": "0", "best": "1", "gpu": "fake"},
-            {"shape": tuned.name, "variant": "forward", "datatype": "fp16", "instance": FWD_V8, "ms": "0.2",
-             "verified": "pass", "k_batch": "0", "best": "0", "gpu": "fake"},
-            {"shape": tuned.name, "variant": "forward", "datatype": "fp16", "instance": "grouped_conv_not_built",
-             "ms": "0.05", "verified": "pass", "k_batch": "0", "best": "0", "gpu": "fake"}]
+    rows = [
+        {
+            "shape": tuned.name,
+            "variant": "forward",
+            "datatype": "fp16",
+            "instance": FWD_V1,
+            "ms": "0.1",
+            "verified": "pass",
+            "k_batch": "0",
+            "best": "1",
+            "gpu": "fake",
+        },
+        {
+            "shape": tuned.name,
+            "variant": "forward",
+            "datatype": "fp16",
+            "instance": FWD_V8,
+            "ms": "0.2",
+            "verified": "pass",
+            "k_batch": "0",
+            "best": "0",
+            "gpu": "fake",
+        },
+        {
+            "shape": tuned.name,
+            "variant": "forward",
+            "datatype": "fp16",
+            "instance": "grouped_conv_not_built",
+            "ms": "0.05",
+            "verified": "pass",
+            "k_batch": "0",
+            "best": "0",
+            "gpu": "fake",
+        },
+    ]
     db = tmp_path / "db.json"
     db.write_text(json.dumps(build_db(rows, list(ps.values()), arch="sm_90a")))
     assert r.load_tuning_db(db) == 1
@@ -337,16 +492,24 @@ def test_select_tuning_db(reg, tmp_path: Path) -> None:
     # the cost model only, on request
     assert r.select(tuned, "forward", "fp16", cost_model_only=True).source == "cost-model"
     # CKGEN_TUNING_DB is read by a fresh process on first select
-    code = ("import ckgen,sys; from ckgen.shapes import Problem; r=ckgen.Registry.load(sys.argv[1]);"
-            "s=r.select(Problem.make(N=2,C=64,K=64,input=(200,200),filter=(3,3),pad=1),'forward','fp16');print(s.source,s.name)")
-    out = subprocess.run([sys.executable, "-c", code, str(r.lib_path)], capture_output=True, text=True,
-                         env=dict(os.environ, CKGEN_TUNING_DB=str(db)), cwd=REPO)
+    code = (
+        "import ckgen,sys; from ckgen.model.problem import Problem; "
+        "r=ckgen.Registry.load(sys.argv[1]);"
+        "s=r.select(Problem.make(N=2,C=64,K=64,input=(200,200),filter=(3,3),pad=1),'forward','fp16');print(s.source,s.name)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(r.lib_path)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, CKGEN_TUNING_DB=str(db)),
+        cwd=REPO,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["tuning-db-exact", FWD_V1]
     # a bad file is an error with the reason
     bad = tmp_path / "bad.json"
-    bad.write_text("{\"entries\": [1, }")
-    from ckgen.registry import CkgenRuntimeError
+    bad.write_text('{"entries": [1, }')
+    from ckgen.runtime.library import CkgenRuntimeError
 
     with pytest.raises(CkgenRuntimeError, match="JSON"):
         r.load_tuning_db(bad)
@@ -358,8 +521,19 @@ def _fwd_3x3(hw: int, name: str = "") -> Problem:
 
 
 def _db_rows(times: dict[str, dict[str, float]]) -> list[dict[str, str]]:
-    return [{"shape": s, "variant": "forward", "datatype": "fp16", "instance": k, "ms": str(ms), "verified": "pass",
-             "k_batch": "0"} for s, t in times.items() for k, ms in t.items()]
+    return [
+        {
+            "shape": s,
+            "variant": "forward",
+            "datatype": "fp16",
+            "instance": k,
+            "ms": str(ms),
+            "verified": "pass",
+            "k_batch": "0",
+        }
+        for s, t in times.items()
+        for k, ms in t.items()
+    ]
 
 
 @pytest.mark.slow
@@ -380,7 +554,11 @@ def test_select_neighbour_ranking(reg, tmp_path: Path) -> None:
     assert r.load_tuning_db(db) == 4
     s = r.select(target, "forward", "fp16")
     assert s.source == "tuning-db-nearest" and s.name == FWD_V1, s.why
-    assert "4 tuned shape(s) within distance" in s.why and "'near'" in s.why and "calibrated by 4" in s.why, s.why
+    assert (
+        "4 tuned shape(s) within distance" in s.why
+        and "'near'" in s.why
+        and "calibrated by 4" in s.why
+    ), s.why
     # the exact shape still takes its own ranking
     assert r.select(shapes[0], "forward", "fp16").name == FWD_V1
     # neighbours that measured both at their estimates: the cost model's order
@@ -389,19 +567,27 @@ def test_select_neighbour_ranking(reg, tmp_path: Path) -> None:
     r.load_tuning_db(db)
     assert r.select(target, "forward", "fp16").name == FWD_V8
     # only an unsupported instance timed nearby (C=3 refuses v8): the supported, untimed v1
-    c3 = [Problem.make(N=2, C=3, K=64, input=(hw, hw), filter=(7, 7), stride=2, pad=3, name=f"c3_{hw}")
-          for hw in (200, 240)]
+    c3 = [
+        Problem.make(
+            N=2, C=3, K=64, input=(hw, hw), filter=(7, 7), stride=2, pad=3, name=f"c3_{hw}"
+        )
+        for hw in (200, 240)
+    ]
     db.write_text(json.dumps(build_db(_db_rows({"c3_200": {FWD_V8: 0.1}}), c3, arch="sm_90a")))
     r.load_tuning_db(db)
     s = r.select(c3[1], "forward", "fp16")
-    assert s.source == "tuning-db-nearest" and s.name == FWD_V1 and "untimed by the neighbours" in s.why, s.why
+    assert (
+        s.source == "tuning-db-nearest"
+        and s.name == FWD_V1
+        and "untimed by the neighbours" in s.why
+    ), s.why
     r.load_tuning_db(None)
 
 
 @pytest.mark.slow
 @needs_build
 def test_run_refuses_with_reason_before_any_launch(reg) -> None:
-    from ckgen.registry import CkgenRuntimeError, UnsupportedProblem
+    from ckgen.runtime.library import CkgenRuntimeError, UnsupportedProblem
 
     r = reg[0]
     p3 = Problem.make(N=2, C=3, K=64, input=(56, 56), filter=(3, 3), pad=1)
@@ -420,16 +606,32 @@ def test_check_heuristic_cli_without_gpu(reg, tmp_path: Path) -> None:
     r = reg[0]
     entry = r.lib_path.parent.parent.parent  # <cache>/<arch-hash>/{src,build}
     res = tmp_path / "res.csv"
-    res.write_text("shape,variant,datatype,instance,ms,tflops,gbps,verified,k_batch,best\n"
-                   f"r50_l1_3x3_64_64,forward,fp16,{FWD_V1},0.30,1,1,pass,0,0\n"
-                   f"r50_l1_3x3_64_64,forward,fp16,{FWD_V8},0.10,1,1,pass,0,1\n")
+    res.write_text(
+        "shape,variant,datatype,instance,ms,tflops,gbps,verified,k_batch,best\n"
+        f"r50_l1_3x3_64_64,forward,fp16,{FWD_V1},0.30,1,1,pass,0,0\n"
+        f"r50_l1_3x3_64_64,forward,fp16,{FWD_V8},0.10,1,1,pass,0,1\n"
+    )
     j = tmp_path / "q.json"
-    cli("check-heuristic", "-o", str(entry), "--results", str(res), "--shapes", str(SHAPES), "--json", str(j))
+    cli(
+        "check-heuristic",
+        "-o",
+        str(entry),
+        "--results",
+        str(res),
+        "--shapes",
+        str(SHAPES),
+        "--json",
+        str(j),
+    )
     q = json.loads(j.read_text())
-    assert q["summary"]["timed"] == 1 and q["rows"][0]["selected"] == FWD_V8 and q["summary"]["within_10pct"] == 1.0
+    assert (
+        q["summary"]["timed"] == 1
+        and q["rows"][0]["selected"] == FWD_V8
+        and q["summary"]["within_10pct"] == 1.0
+    )
 
 
-# ------------------------------------------------------------------ multi-GPU sharding (fake profilers)
+# ---------------------------------------------------------- multi-GPU sharding (fake profilers)
 FAKE_PROFILER = r"""#!/usr/bin/env bash
 # Stand-in for ckgen_profiler_<variant>: --list prints instances; a run writes one CSV row per
 # (shape, instance) it was given, with the GPU it saw (CUDA_VISIBLE_DEVICES) as the time.
@@ -442,7 +644,7 @@ echo "$all" > "$csv.args"
 for s in $(tail -n +2 "$sh" | cut -d, -f1); do
   for k in ${ks//,/ }; do echo "$s,$v,fp16,$k,$((CUDA_VISIBLE_DEVICES + 1)).${#k},1,1,pass,0,1,dev$CUDA_VISIBLE_DEVICES" >> "$csv"; done
 done
-"""
+"""  # noqa: E501
 
 
 def _fake_project(tmp_path: Path, variants: tuple[str, ...]) -> Path:
@@ -459,16 +661,35 @@ def test_profile_shards_over_gpus(tmp_path: Path) -> None:
     out = _fake_project(tmp_path, ("forward", "backward_weight"))
     shapes = tmp_path / "s.csv"
     write_shapes(shapes, load_shapes(SHAPES)[:3])
-    r = cli_proc("profile", "-o", str(out), "--shapes", str(shapes), "--devices", "0,1,2", "--variant", "forward",
-                 "--variant", "backward_weight", "--verify", "none", "--csv", str(tmp_path / "all.csv"))
-    from ckgen.profile import read_rows
+    r = cli_proc(
+        "profile",
+        "-o",
+        str(out),
+        "--shapes",
+        str(shapes),
+        "--devices",
+        "0,1,2",
+        "--variant",
+        "forward",
+        "--variant",
+        "backward_weight",
+        "--verify",
+        "none",
+        "--csv",
+        str(tmp_path / "all.csv"),
+    )
+    from ckgen.tuning.profile import read_rows
 
     rows = read_rows(tmp_path / "all.csv")
     assert len(rows) == 2 * 3 * 5  # variants x shapes x instances, no row lost or doubled
     for v in ("forward", "backward_weight"):
         gpus = {r["instance"]: r["gpu"] for r in rows if r["variant"] == v}
-        assert gpus == {f"grouped_conv_{v}_k{i}": f"dev{i % 3}" for i in range(5)}  # round-robin, one GPU each
-    best = [r for r in rows if r["best"] == "1"]  # recomputed over all shards: fastest = GPU 0's instance k0
+        assert gpus == {
+            f"grouped_conv_{v}_k{i}": f"dev{i % 3}" for i in range(5)
+        }  # round-robin, one GPU each
+    best = [
+        r for r in rows if r["best"] == "1"
+    ]  # recomputed over all shards: fastest = GPU 0's instance k0
     assert len(best) == 6 and all(r["gpu"] == "dev0" for r in best)
     assert "best per shape" in r.stdout
 
@@ -477,15 +698,38 @@ def test_profile_passes_run_options_to_every_variant(tmp_path: Path) -> None:
     out = _fake_project(tmp_path, ("forward", "backward_weight"))
     shapes = tmp_path / "s.csv"
     write_shapes(shapes, load_shapes(SHAPES)[:1])
-    cli_proc("profile", "-o", str(out), "--shapes", str(shapes), "--devices", "0", "--verify", "none",
-             "--k-batch", "0,2", "--split-reduce", "cluster", "--streamk-blocks", "96")
+    cli_proc(
+        "profile",
+        "-o",
+        str(out),
+        "--shapes",
+        str(shapes),
+        "--devices",
+        "0",
+        "--verify",
+        "none",
+        "--k-batch",
+        "0,2",
+        "--split-reduce",
+        "cluster",
+        "--streamk-blocks",
+        "96",
+    )
     for v in ("forward", "backward_weight"):
         args = (out / "profile" / f"{v}_dev0.csv.args").read_text().split()
-        for flag, value in (("--k-batch", "0,2"), ("--split-reduce", "cluster"), ("--streamk-blocks", "96")):
+        for flag, value in (
+            ("--k-batch", "0,2"),
+            ("--split-reduce", "cluster"),
+            ("--streamk-blocks", "96"),
+        ):
             assert args[args.index(flag) + 1] == value, (v, args)
-    cli_proc("profile", "-o", str(out), "--shapes", str(shapes), "--devices", "0", "--verify", "none")
+    cli_proc(
+        "profile", "-o", str(out), "--shapes", str(shapes), "--devices", "0", "--verify", "none"
+    )
     args = (out / "profile" / "forward_dev0.csv.args").read_text().split()
-    assert not {"--k-batch", "--split-reduce", "--streamk-blocks"} & set(args)  # the profilers' defaults
+    assert not {"--k-batch", "--split-reduce", "--streamk-blocks"} & set(
+        args
+    )  # the profilers' defaults
 
 
 @pytest.mark.parametrize("bad", ["x", "1,-2", "65", "1;2"])

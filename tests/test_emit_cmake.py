@@ -13,14 +13,23 @@ import pytest
 
 from conftest import cli, have, tree
 
-NVIDIA = pytest.mark.skipif(not have("cmake", "ninja", "nvcc"), reason="needs cmake, ninja and nvcc on PATH")
+NVIDIA = pytest.mark.skipif(
+    not have("cmake", "ninja", "nvcc"), reason="needs cmake, ninja and nvcc on PATH"
+)
 
 
-def _configure(src: Path, build: Path, *defs: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def _configure(
+    src: Path, build: Path, *defs: str, env: dict | None = None
+) -> subprocess.CompletedProcess:
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run(["cmake", "-S", str(src), "-B", str(build), "-G", "Ninja", *defs], env=e,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        ["cmake", "-S", str(src), "-B", str(build), "-G", "Ninja", *defs],
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _counts(log: str) -> tuple[int, int]:
@@ -58,7 +67,12 @@ def test_emit_cmake_renders_and_is_idempotent(nv_project: Path) -> None:
         assert f"set({var} " in text
     assert '"nvidia"' in text and '"90a"' in text
     st = (nv_project / "CMakeLists.txt").stat()
-    assert "unchanged" in cli("emit-cmake", "-o", str(nv_project), "--platform", "nvidia", "--gpu-targets", "90a").stdout
+    assert (
+        "unchanged"
+        in cli(
+            "emit-cmake", "-o", str(nv_project), "--platform", "nvidia", "--gpu-targets", "90a"
+        ).stdout
+    )
     st2 = (nv_project / "CMakeLists.txt").stat()
     assert (st.st_mtime_ns, st.st_ino) == (st2.st_mtime_ns, st2.st_ino)
 
@@ -71,9 +85,24 @@ def test_emit_cmake_without_generate_is_a_clear_error(tmp_path: Path) -> None:
 @NVIDIA
 def test_configures_for_nvidia_with_filter_launcher_and_empty_glob(nv_project: Path) -> None:
     build = nv_project / "build"
-    total = len(cli("list-instances", "--arch", "sm_90a", "--set", "tests", "--format", "names").stdout.split())
-    fwd = len(cli("list-instances", "--arch", "sm_90a", "--set", "tests", "--format", "names",
-                  "--variant", "forward").stdout.split())
+    total = len(
+        cli(
+            "list-instances", "--arch", "sm_90a", "--set", "tests", "--format", "names"
+        ).stdout.split()
+    )
+    fwd = len(
+        cli(
+            "list-instances",
+            "--arch",
+            "sm_90a",
+            "--set",
+            "tests",
+            "--format",
+            "names",
+            "--variant",
+            "forward",
+        ).stdout.split()
+    )
     # 1. everything
     p = _configure(nv_project, build, "-DCKGEN_PLATFORM=nvidia", "-DCKGEN_GPU_TARGETS=90a")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -114,14 +143,22 @@ def test_configures_for_nvidia_with_filter_launcher_and_empty_glob(nv_project: P
     assert p.returncode == 0 and _counts(p.stdout) == (total, total)
 
 
-@pytest.mark.skipif(not have("cmake", "ninja", "hipcc"), reason="needs cmake, ninja and hipcc on PATH")
+@pytest.mark.skipif(
+    not have("cmake", "ninja", "hipcc"), reason="needs cmake, ninja and hipcc on PATH"
+)
 def test_configures_for_amd_with_hipcc(tmp_path: Path) -> None:
     out = tmp_path / "gen"
     cli("generate", "--arch", "gfx90a", "--set", "tests", "-o", str(out), "-q")
     cli("emit-cmake", "-o", str(out))
     assert '"amd"' in (out / "CMakeLists.txt").read_text()
-    p = _configure(out, out / "build", "-DCKGEN_PLATFORM=amd", "-DCMAKE_CXX_COMPILER=hipcc",
-                   "-DCKGEN_GPU_TARGETS=gfx90a", env={"HIP_PLATFORM": "amd"})
+    p = _configure(
+        out,
+        out / "build",
+        "-DCKGEN_PLATFORM=amd",
+        "-DCMAKE_CXX_COMPILER=hipcc",
+        "-DCKGEN_GPU_TARGETS=gfx90a",
+        env={"HIP_PLATFORM": "amd"},
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     n, total = _counts(p.stdout)
     assert n == total > 0
@@ -133,23 +170,60 @@ def test_platform_mismatch_is_refused(nv_project: Path) -> None:
     assert res.exit_code == 2 and "generated for sm_90a" in res.stderr
 
 
-@pytest.mark.skipif(not (have("cmake") and have("ninja") and have("nvcc")), reason="needs cmake, ninja and nvcc")
+@pytest.mark.skipif(
+    not (have("cmake") and have("ninja") and have("nvcc")), reason="needs cmake, ninja and nvcc"
+)
 def test_build_without_emit_cmake_hands_ninja_the_given_targets(tmp_path: Path) -> None:
     """Writing CMakeLists.txt on the way must not replace the --target list (it once became the GPU
     target string, so ninja was asked for targets '9', '0', 'a')."""
     out = tmp_path / "gen"
-    cli("generate", "--arch", "sm_90a", "--variant", "forward", "--kernels",
-        "*fwd_fp16_2d_t32x64x8_w8x1x1_wt16x8x16_direct_*", "-o", str(out), "-q")
-    r = cli("build", "-o", str(out), "--no-tests", "--no-profilers", "--target", "no_such_target_ckgen", ok=False)
-    assert r.exit_code == 2 and "no_such_target_ckgen" in r.output and "'9'" not in r.output, r.output
+    cli(
+        "generate",
+        "--arch",
+        "sm_90a",
+        "--variant",
+        "forward",
+        "--kernels",
+        "*fwd_fp16_2d_t32x64x8_w8x1x1_wt16x8x16_direct_*",
+        "-o",
+        str(out),
+        "-q",
+    )
+    r = cli(
+        "build",
+        "-o",
+        str(out),
+        "--no-tests",
+        "--no-profilers",
+        "--target",
+        "no_such_target_ckgen",
+        ok=False,
+    )
+    assert r.exit_code == 2 and "no_such_target_ckgen" in r.output and "'9'" not in r.output, (
+        r.output
+    )
 
 
 def test_build_without_emit_cmake_keeps_the_generated_sources(tmp_path: Path) -> None:
     """`ckgen build` writes CMakeLists.txt when it is missing; that must not take the manifest's
     files for stale ones (they are the project)."""
     out = tmp_path / "gen"
-    cli("generate", "--arch", "sm_90a", "--set", "tests", "--variant", "forward", "--datatype", "fp16",
-        "--ndim", "2", "-o", str(out), "-q")
+    cli(
+        "generate",
+        "--arch",
+        "sm_90a",
+        "--set",
+        "tests",
+        "--variant",
+        "forward",
+        "--datatype",
+        "fp16",
+        "--ndim",
+        "2",
+        "-o",
+        str(out),
+        "-q",
+    )
     before = tree(out)
     assert "manifest.json" in before and "CMakeLists.txt" not in before
     # stops right after writing CMakeLists.txt (the launcher is checked before CMake runs)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from ckgen.arch import load_arch_specs
-from ckgen.expand import Filters, default_config_paths, expand, load_configs
-from ckgen.instance import INSTANCE_FIELDS
-from ckgen.naming import parse_name
-from ckgen.rules import RULES, check
-from ckgen.vocab import DataType, Pipeline, Variant
+from ckgen.model.arch import load_arch_specs
+from ckgen.model.instance import INSTANCE_FIELDS
+from ckgen.model.naming import parse_instance_name
+from ckgen.model.vocab import DataType, Variant
+from ckgen.space.expand import Filters, default_config_paths, expand, load_configs
+from ckgen.space.rules import RULES, check
 
 from conftest import ALL_ARCHS, cli, cli_proc
 
@@ -25,10 +25,14 @@ SM90 = ("--arch", "sm_90a", "--set", "profiler")
 
 
 def _expansion(arch: str = "sm_90a", config_set: str = "profiler", filters: Filters = Filters()):
-    return expand(load_configs(default_config_paths(list(Variant), config_set)), load_arch_specs()[arch], filters)
+    return expand(
+        load_configs(default_config_paths(list(Variant), config_set)),
+        load_arch_specs()[arch],
+        filters,
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _json_text(*args: str) -> str:
     return cli("list-instances", "--format", "json", *args).stdout
 
@@ -42,15 +46,17 @@ def _names(*args: str) -> list[str]:
 
 
 def test_order_is_deterministic_across_processes_and_hash_seeds() -> None:
-    outs = [cli_proc("list-instances", "--format", "names", *SM90, env={"PYTHONHASHSEED": seed}).stdout
-            for seed in ("0", "1", "12345")]
+    outs = [
+        cli_proc("list-instances", "--format", "names", *SM90, env={"PYTHONHASHSEED": seed}).stdout
+        for seed in ("0", "1", "12345")
+    ]
     assert outs[0] == outs[1] == outs[2]
     names = outs[0].split()
     assert len(names) > 1000
     order = {v.short: k for k, v in enumerate(Variant)}
 
     def key(n: str) -> tuple[int, str]:
-        v = parse_name(n).variant
+        v = parse_instance_name(n).variant
         return (order[v.short], n)
 
     assert names == sorted(names, key=key), "instances are sorted by variant, then name"
@@ -63,10 +69,10 @@ def test_duplicates_are_removed(tmp_path: Path) -> None:
         "defaults: {ndim: 2, warp_tile: auto, datatype: fp16}\n"
         "instances:\n"
         "  - {tile: [64, 64, 32], waves: [2, 2, 1]}\n"
-        "  - {tile: [64, 64, 32], waves: [2, 2, 1]}\n"           # exact duplicate
+        "  - {tile: [64, 64, 32], waves: [2, 2, 1]}\n"  # exact duplicate
         "spaces:\n"
-        "  - tile: [[64, 64, 32], [128, 64, 32]]\n"               # overlaps the first
-        "    waves: [[2, 2, 1], [2, 2, 1]]\n"                     # duplicate value inside a space
+        "  - tile: [[64, 64, 32], [128, 64, 32]]\n"  # overlaps the first
+        "    waves: [[2, 2, 1], [2, 2, 1]]\n"  # duplicate value inside a space
     )
     exp = expand(load_configs([cfg]), load_arch_specs()["sm_90a"])
     names = [i.name for i in exp.instances]
@@ -124,10 +130,16 @@ def test_show_rejected_groups_by_reason_with_counts() -> None:
     res = cli("list-instances", *SM90, "--show-rejected")
     out = res.stdout
     assert f"{len(exp.rejected)} rejected candidates by reason" in out
-    m = re.search(r"(\d+) valid, (\d+) rejected, (\d+) duplicates, (\d+) filtered out, (\d+) candidates", out)
+    m = re.search(
+        r"(\d+) valid, (\d+) rejected, (\d+) duplicates, (\d+) filtered out, (\d+) candidates", out
+    )
     assert m and int(m.group(1)) == len(exp.instances) and int(m.group(2)) == len(exp.rejected)
     # the grouped table: one row per rule, counts add up to the number rejected
-    rows = re.findall(r"^\W*(\d+)\s*\W\s*([a-z_]+)\s*\W\s*(.+?)\s*\W?\s*$", out.split("rejected candidates by reason")[1], re.M)
+    rows = re.findall(
+        r"^\W*(\d+)\s*\W\s*([a-z_]+)\s*\W\s*(.+?)\s*\W?\s*$",
+        out.split("rejected candidates by reason")[1],
+        re.M,
+    )
     counts = {rule: int(n) for n, rule, _ in rows}
     want: dict[str, int] = {}
     for r in exp.rejected:
@@ -138,7 +150,9 @@ def test_show_rejected_groups_by_reason_with_counts() -> None:
     js = _json(*SM90, "--show-rejected")
     assert {g["rule"]: g["count"] for g in js["rejected"]} == want
     assert all(g["reason"] for g in js["rejected"])
-    assert [g["count"] for g in js["rejected"]] == sorted((g["count"] for g in js["rejected"]), reverse=True)
+    assert [g["count"] for g in js["rejected"]] == sorted(
+        (g["count"] for g in js["rejected"]), reverse=True
+    )
     # with machine formats the rejected table goes to stderr, stdout stays clean
     names = cli("list-instances", *SM90, "--show-rejected", "--format", "names")
     assert "rejected" not in names.stdout and "rejected candidates by reason" in names.stderr
@@ -161,13 +175,22 @@ def test_formats_agree() -> None:
 
 FILTER_CASES = [
     (("--variant", "backward_data"), lambda i: i["variant"] == "backward_data"),
-    (("--variant", "forward", "--variant", "backward_weight"), lambda i: i["variant"] in ("forward", "backward_weight")),
+    (
+        ("--variant", "forward", "--variant", "backward_weight"),
+        lambda i: i["variant"] in ("forward", "backward_weight"),
+    ),
     (("--datatype", "bf16"), lambda i: i["datatype"] == "bf16"),
     (("--ndim", "3"), lambda i: i["ndim"] == 3),
     (("--ndim", "1", "--datatype", "fp32"), lambda i: i["ndim"] == 1 and i["datatype"] == "fp32"),
     (("--pipeline", "basic"), lambda i: i["pipeline"] == "basic"),
-    (("--kernels", "grouped_conv_fwd_fp16_2d_*"), lambda i: i["name"].startswith("grouped_conv_fwd_fp16_2d_")),
-    (("--kernels", "*_t64x64x32_*", "--variant", "forward"), lambda i: "_t64x64x32_" in i["name"] and i["variant"] == "forward"),
+    (
+        ("--kernels", "grouped_conv_fwd_fp16_2d_*"),
+        lambda i: i["name"].startswith("grouped_conv_fwd_fp16_2d_"),
+    ),
+    (
+        ("--kernels", "*_t64x64x32_*", "--variant", "forward"),
+        lambda i: "_t64x64x32_" in i["name"] and i["variant"] == "forward",
+    ),
 ]
 
 
@@ -184,13 +207,23 @@ def test_filters_select_exactly_the_matching_instances(args, keep) -> None:
 def test_empty_selection_says_so() -> None:
     exp = _expansion(filters=Filters(kernels=("grouped_conv_nothing_*",)))
     assert not exp.instances and exp.filtered == len(_expansion().instances)
-    res = cli("list-instances", *SM90, "--kernels", "grouped_conv_nothing_*", "--format", "names", ok=False)
+    res = cli(
+        "list-instances",
+        *SM90,
+        "--kernels",
+        "grouped_conv_nothing_*",
+        "--format",
+        "names",
+        ok=False,
+    )
     # an empty list is either an error that says why (exit 2) or an empty list: never a crash
     assert res.exit_code in (0, 2), res.output
     assert res.stdout.split() == [] or res.exit_code == 2
     if res.exit_code == 2:
         assert "the expansion is empty" in res.stderr and "Traceback" not in res.stderr
-    res = cli("generate", *SM90, "--kernels", "grouped_conv_nothing_*", "-o", "never-written", ok=False)
+    res = cli(
+        "generate", *SM90, "--kernels", "grouped_conv_nothing_*", "-o", "never-written", ok=False
+    )
     assert res.exit_code == 2 and "the expansion is empty" in res.stderr
     assert not Path("never-written").exists()
 
@@ -200,7 +233,9 @@ def test_filters_narrow_but_do_not_reject() -> None:
     narrowed = _expansion(filters=Filters(datatypes=(DataType.FP32,)))
     assert len(narrowed.rejected) < len(full.rejected)
     assert narrowed.filtered > 0
-    assert {i.name for i in narrowed.instances} == {i.name for i in full.instances if i.datatype is DataType.FP32}
+    assert {i.name for i in narrowed.instances} == {
+        i.name for i in full.instances if i.datatype is DataType.FP32
+    }
 
 
 @pytest.mark.parametrize("arch", ALL_ARCHS)

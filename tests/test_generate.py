@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ckgen.instance import INSTANCE_FIELDS
-from ckgen.naming import parse_name
-from ckgen.vocab import Variant
+from ckgen.model.instance import INSTANCE_FIELDS
+from ckgen.model.naming import parse_instance_name
+from ckgen.model.vocab import Variant
 
 from conftest import cli, cli_proc, stat_tree, tree
 
@@ -62,8 +62,19 @@ def test_output_is_identical_from_different_working_directories(tmp_path: Path, 
     cfg = repo / "configs" / "forward" / "tests.yaml"
     (tmp_path / "cfgs").mkdir()
     (tmp_path / "cfgs" / "tests.yaml").write_bytes(cfg.read_bytes())
-    cli_proc("generate", "--arch", "sm_90a", "--config", "cfgs/tests.yaml", "-o", "o1", cwd=tmp_path)
-    cli_proc("generate", "--arch", "sm_90a", "--config", str(tmp_path / "cfgs" / "tests.yaml"), "-o", str(w1 / "o2"), cwd=w2)
+    cli_proc(
+        "generate", "--arch", "sm_90a", "--config", "cfgs/tests.yaml", "-o", "o1", cwd=tmp_path
+    )
+    cli_proc(
+        "generate",
+        "--arch",
+        "sm_90a",
+        "--config",
+        str(tmp_path / "cfgs" / "tests.yaml"),
+        "-o",
+        str(w1 / "o2"),
+        cwd=w2,
+    )
     assert tree(w1 / "out") == tree(w2 / "out")
     assert tree(tmp_path / "o1") == tree(w1 / "o2")
 
@@ -107,8 +118,15 @@ def test_stale_files_are_removed_user_files_survive(tmp_path: Path) -> None:
     assert files["CMakeLists.txt"] == cmake
     manifest = json.loads(files["manifest.json"])
     owned = set(manifest["files"])
-    assert set(files) - owned == {"NOTES.md", "instances/forward/my_local.hpp", "build/CMakeCache.txt", "CMakeLists.txt"}
-    headers = {Path(f).stem for f in files if f.startswith("instances/") and f.endswith(".hpp")} - {"my_local"}
+    assert set(files) - owned == {
+        "NOTES.md",
+        "instances/forward/my_local.hpp",
+        "build/CMakeCache.txt",
+        "CMakeLists.txt",
+    }
+    headers = {Path(f).stem for f in files if f.startswith("instances/") and f.endswith(".hpp")} - {
+        "my_local"
+    }
     assert headers == small
     # no staging leftovers, no empty directories left behind
     assert not [p for p in out.rglob(".ckgen-staging-*")]
@@ -127,9 +145,14 @@ def test_dry_run_lists_changes_and_writes_nothing(tmp_path: Path) -> None:
     before, files_before = stat_tree(out), tree(out)
     # nothing to do
     p = cli("generate", *TESTS, "-o", str(out), "--dry-run").stdout
-    assert p.strip().splitlines()[-1] == f"0 to write, 0 to remove, {len(files_before)} unchanged (dry run)"
+    assert (
+        p.strip().splitlines()[-1]
+        == f"0 to write, 0 to remove, {len(files_before)} unchanged (dry run)"
+    )
     # a different selection: lists creates, updates and removes, still writes nothing
-    p = cli("generate", *TESTS, "--datatype", "fp16", "--shard-size", "4", "-o", str(out), "--dry-run").stdout
+    p = cli(
+        "generate", *TESTS, "--datatype", "fp16", "--shard-size", "4", "-o", str(out), "--dry-run"
+    ).stdout
     kinds = {ln.split(" ", 1)[0] for ln in p.strip().splitlines()[:-1]}
     assert kinds == {"create", "update", "remove"}
     assert stat_tree(out) == before and tree(out) == files_before
@@ -144,7 +167,7 @@ def test_manifest_holds_every_instance_with_its_full_config(tmp_path: Path) -> N
     assert [i["name"] for i in man["instances"]] == [i["name"] for i in listed]
     for i in man["instances"]:
         assert set(INSTANCE_FIELDS) <= set(i), set(INSTANCE_FIELDS) - set(i)
-        inst = parse_name(i["name"])
+        inst = parse_instance_name(i["name"])
         for f in INSTANCE_FIELDS:
             v = getattr(inst, f)
             want = v.value if hasattr(v, "value") else (list(v) if isinstance(v, tuple) else v)
@@ -162,7 +185,7 @@ def test_shards(tmp_path: Path, shard: int) -> None:
     names = _names(*DEFAULT)
     seen: list[str] = []
     for v in Variant:
-        vn = [n for n in names if parse_name(n).variant is v]
+        vn = [n for n in names if parse_instance_name(n).variant is v]
         units = sorted((out / "instances" / v.value).glob("*.cpp"))
         assert len(units) == math.ceil(len(vn) / shard)
         assert all(re.fullmatch(r"shard_\d{4}\.cpp", u.name) for u in units)
@@ -178,4 +201,7 @@ def test_shards(tmp_path: Path, shard: int) -> None:
     res = _summary(_gen(out, *DEFAULT))
     assert not list(out.glob("instances/*/shard_*.cpp"))
     assert len(list(out.glob("instances/*/*.cpp"))) == len(names)
-    assert res["removed"] == sum(math.ceil(sum(1 for n in names if parse_name(n).variant is v) / shard) for v in Variant)
+    assert res["removed"] == sum(
+        math.ceil(sum(1 for n in names if parse_instance_name(n).variant is v) / shard)
+        for v in Variant
+    )

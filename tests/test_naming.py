@@ -10,13 +10,29 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ckgen import rules
-from ckgen.arch import load_arch_specs
-from ckgen.config import FIELDS
-from ckgen.expand import Filters, default_config_paths, expand, load_configs
-from ckgen.instance import INSTANCE_FIELDS, KernelInstance
-from ckgen.naming import NAME_RE, instance_name, parse_name
-from ckgen.vocab import SINGLE_STAGE_PIPELINES, DataType, Epilogue, Pipeline, Reduction, Scheduler, Specialization, Stage, Variant
+from ckgen.config.schema import FIELDS
+from ckgen.model.arch import load_arch_specs
+from ckgen.model.instance import INSTANCE_FIELDS, KernelInstance
+from ckgen.model.limits import (
+    GROUPS_TO_MERGE,
+    MAX_K_BATCH,
+    MAX_STAGES,
+    VECTOR_SIZES,
+    WAVELET_RATIOS,
+)
+from ckgen.model.naming import NAME_RE, instance_name, parse_instance_name
+from ckgen.model.vocab import (
+    SINGLE_STAGE_PIPELINES,
+    DataType,
+    Epilogue,
+    Pipeline,
+    Reduction,
+    Scheduler,
+    Specialization,
+    Stage,
+    Variant,
+)
+from ckgen.space.expand import Filters, default_config_paths, expand, load_configs
 
 from conftest import ALL_ARCHS, cli
 
@@ -70,15 +86,15 @@ def triples(lo_hi: tuple[int, int]) -> st.SearchStrategy[tuple[int, int, int]]:
 @st.composite
 def instances(draw: st.DrawFn) -> KernelInstance:
     """Any instance the configs can describe and the structural rules allow: every field drawn
-    from the vocabulary or the allowed set of rules.py / config.py."""
+    from the vocabulary or the allowed set of ckgen.model.limits / ckgen.config.schema."""
     variant = draw(st.sampled_from(list(Variant)))
     pipeline = draw(st.sampled_from(list(Pipeline)))
     # The name carries stages only for multi-stage pipelines (not basic / direct) and load/math
     # waves only for wavelet: the rules ('pipeline', 'wavelet') reject everything else.
-    stages = 1 if pipeline in SINGLE_STAGE_PIPELINES else draw(st.integers(2, rules.MAX_STAGES))
+    stages = 1 if pipeline in SINGLE_STAGE_PIPELINES else draw(st.integers(2, MAX_STAGES))
     waves = draw(triples(WAVES))
     if pipeline is Pipeline.WAVELET:
-        load, math = draw(st.sampled_from(rules.WAVELET_RATIOS))
+        load, math = draw(st.sampled_from(WAVELET_RATIOS))
     else:
         load, math = 0, 0
     bw = variant is Variant.BACKWARD_WEIGHT
@@ -96,12 +112,12 @@ def instances(draw: st.DrawFn) -> KernelInstance:
         math_waves=math,
         epilogue=draw(st.sampled_from(list(Epilogue))),
         swap_ab=draw(st.booleans()),
-        vec_a=draw(st.sampled_from(rules.VECTOR_SIZES)),
-        vec_b=draw(st.sampled_from(rules.VECTOR_SIZES)),
-        vec_c=draw(st.sampled_from(rules.VECTOR_SIZES)),
+        vec_a=draw(st.sampled_from(VECTOR_SIZES)),
+        vec_b=draw(st.sampled_from(VECTOR_SIZES)),
+        vec_c=draw(st.sampled_from(VECTOR_SIZES)),
         specialization=draw(st.sampled_from(list(Specialization))),
-        groups_to_merge=draw(st.sampled_from(rules.GROUPS_TO_MERGE)),
-        k_batch=draw(st.integers(0, rules.MAX_K_BATCH)) if bw else 1,
+        groups_to_merge=draw(st.sampled_from(GROUPS_TO_MERGE)),
+        k_batch=draw(st.integers(0, MAX_K_BATCH)) if bw else 1,
         reduction=draw(st.sampled_from(list(Reduction))) if bw else Reduction.SPLITK,
         persistent=draw(st.booleans()) if bw else False,
         stage=draw(st.sampled_from(list(Stage))) if bw else Stage.ONE,
@@ -114,7 +130,7 @@ def test_name_round_trips_over_the_whole_space(inst: KernelInstance) -> None:
     name = instance_name(inst)
     assert NAME_PATTERN.match(name), name
     assert NAME_RE.match(name)
-    back = parse_name(name)
+    back = parse_instance_name(name)
     assert back == inst
     for f in INSTANCE_FIELDS:
         assert getattr(back, f) == getattr(inst, f), f
@@ -133,7 +149,7 @@ def test_every_field_is_drawn() -> None:
     from pathlib import Path
 
     text = Path(__file__).read_text()
-    src = text[text.index("def instances("):text.index("def test_name_round_trips")]
+    src = text[text.index("def instances(") : text.index("def test_name_round_trips")]
     for f in INSTANCE_FIELDS:
         assert f"{f}=" in src, f"the hypothesis strategy does not draw {f}"
 
@@ -145,7 +161,7 @@ def test_every_shipped_instance_and_rejection_round_trips(arch: str, config_set:
     exp = expand(load_configs(default_config_paths(list(Variant), config_set)), spec, Filters())
     for inst in exp.instances + [r.instance for r in exp.rejected]:
         assert NAME_PATTERN.match(inst.name), inst.name
-        assert parse_name(inst.name) == inst
+        assert parse_instance_name(inst.name) == inst
 
 
 @pytest.mark.parametrize(
@@ -161,13 +177,14 @@ def test_every_shipped_instance_and_rejection_round_trips(arch: str, config_set:
         "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_basic_v8x8x8_gm1",  # not canonical
         "grouped_conv_fwd_fp16_2d_t064x64x32_w2x2x1_wt16x8x16_basic_v8x8x8",  # not canonical
         "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_ms_v8x8x8",
-        "grouped_conv_fwd_fp16_2d_t64x64x1_w4x1x1_wt1x1x1_direct1_v8x8x8",  # direct has no stage count
+        # direct has no stage count
+        "grouped_conv_fwd_fp16_2d_t64x64x1_w4x1x1_wt1x1x1_direct1_v8x8x8",
         "GROUPED_CONV_FWD_FP16_2D_T64X64X32_W2X2X1_WT16X8X16_BASIC_V8X8X8",
     ],
 )
 def test_parse_name_rejects_malformed(bad: str) -> None:
     with pytest.raises(ValueError):
-        parse_name(bad)
+        parse_instance_name(bad)
 
 
 def _names(*args: str) -> list[str]:
@@ -182,11 +199,15 @@ def test_kernels_glob_filters_list_and_generate(tmp_path) -> None:
     assert picked == want and 0 < len(picked) < len(every)
     assert all(n.startswith("grouped_conv_bwd_data_fp16_") for n in picked)
     # several globs are a union
-    two = _names("--arch", "sm_90a", "--set", "profiler", "--kernels", glob, "--kernels", "*_fwd_bf16_1d_*")
+    two = _names(
+        "--arch", "sm_90a", "--set", "profiler", "--kernels", glob, "--kernels", "*_fwd_bf16_1d_*"
+    )
     assert set(two) == set(want) | {n for n in every if fnmatch.fnmatchcase(n, "*_fwd_bf16_1d_*")}
     # generate honours the same filter
     out = tmp_path / "gen"
     cli("generate", "--arch", "sm_90a", "--set", "tests", "--kernels", glob, "-o", str(out), "-q")
-    tests_names = [n for n in _names("--arch", "sm_90a", "--set", "tests") if fnmatch.fnmatchcase(n, glob)]
+    tests_names = [
+        n for n in _names("--arch", "sm_90a", "--set", "tests") if fnmatch.fnmatchcase(n, glob)
+    ]
     headers = sorted(p.stem for p in (out / "instances").rglob("*.hpp"))
     assert headers == sorted(tests_names) and headers

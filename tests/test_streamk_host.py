@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, build_and_run_host_check, cli, have, mutated_include, needs_host_cxx
+from conftest import (
+    REPO,
+    build_and_run_host_check,
+    cli,
+    have,
+    mutated_include,
+    needs_host_cxx,
+)
 
 INCLUDE = REPO / "templates" / "include"
 HOST_CHECK = REPO / "tests" / "cpp" / "streamk_host_check.cpp"
@@ -41,22 +48,28 @@ def test_streamk_host_checks_pass(tmp_path: Path) -> None:
 MUTATIONS = {
     "linear writer skips the lowest contributor": (
         "for (int c = last - 1; c >= first; --c) ops.add(c);",
-        "for (int c = last - 1; c > first; --c) ops.add(c);"),
+        "for (int c = last - 1; c > first; --c) ops.add(c);",
+    ),
     "tree skips the last level": (
         "if (rank + d < n) ops.add(b - d);",
-        "if (rank + d < n - 1) ops.add(b - d);"),
+        "if (rank + d < n - 1) ops.add(b - d);",
+    ),
     "StreamK ranges ignore the remainder": (
         "CKGEN_HOST_DEVICE int begin(int b) const { return b * q + (b < r ? b : r); }",
-        "CKGEN_HOST_DEVICE int begin(int b) const { return b * q; }"),
+        "CKGEN_HOST_DEVICE int begin(int b) const { return b * q; }",
+    ),
     "block_of forgets the long blocks": (
         "return i < big ? i / (q + 1) : r + (i - big) / q;",
-        "return i < big ? i / (q + 1) : (i - big) / q;"),
+        "return i < big ? i / (q + 1) : (i - big) / q;",
+    ),
     "persistent data-parallel tiles without the wave stride": (
         "t = Persistent ? s.sk_tiles + b + k * s.blocks : s.sk_tiles + (b - s.sk_blocks);",
-        "t = Persistent ? s.sk_tiles + b + k : s.sk_tiles + (b - s.sk_blocks);"),
+        "t = Persistent ? s.sk_tiles + b + k : s.sk_tiles + (b - s.sk_blocks);",
+    ),
     "StreamK section of T % B tiles only": (
         "s.sk_tiles = tiles % blocks + blocks;",
-        "s.sk_tiles = tiles % blocks;"),
+        "s.sk_tiles = tiles % blocks;",
+    ),
 }
 
 
@@ -92,12 +105,24 @@ def is_supported_report(tmp_path_factory) -> dict[str, str]:
     names = sorted(p.stem for p in hdrs.glob("*.hpp"))
     assert names == [LIN, TREE]
     exe = d / "streamk_is_supported"
-    cmd = ["nvcc", "-std=c++17", "-O1", "--generate-code=arch=compute_90a,code=compute_90a",
-           f"-I{gen / 'include'}", f"-I{hdrs}"]
+    cmd = [
+        "nvcc",
+        "-std=c++17",
+        "-O1",
+        "--generate-code=arch=compute_90a,code=compute_90a",
+        f"-I{gen / 'include'}",
+        f"-I{hdrs}",
+    ]
     for n in names:
         cmd += ["-include", f"{n}.hpp"]
-    cmd += ["-DCKGEN_INSTANCES=" + " ".join(f"CKGEN_INSTANCE({n})" for n in names),
-            "-x", "cu", str(IS_SUPPORTED), "-o", str(exe)]
+    cmd += [
+        "-DCKGEN_INSTANCES=" + " ".join(f"CKGEN_INSTANCE({n})" for n in names),
+        "-x",
+        "cu",
+        str(IS_SUPPORTED),
+        "-o",
+        str(exe),
+    ]
     cc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert cc.returncode == 0, cc.stdout[-4000:] + cc.stderr[-4000:]
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)

@@ -1,7 +1,8 @@
 """wavelet_tma backward_data as forward launches (templates/include/ckgen/tma_phases.hpp), checked
 without a GPU: tests/cpp/tma_phase_check.cpp runs every phase as the TMA kernel's forward
 convolution, reading w's taps through the phase's tap map and writing through its output map
-into NaN-poisoned dx, and compares with a direct backward_data on 353 problems (strides 1-4, pads, dilation, groups;
+into NaN-poisoned dx, and compares with a direct backward_data on 353 problems (strides 1-4, pads,
+dilation, groups;
 43 of them 3D with depth stride 1, the depth flipped like the other dimensions).
 The same checks must fail when the plan is broken: tma_phases.hpp is copied, mutated one line
 at a time and the checks rebuilt against the copy."""
@@ -26,27 +27,19 @@ def test_phase_plan_matches_direct_backward_data(tmp_path: Path) -> None:
 
 
 MUTATIONS = {
-    "sub-filter rows not flipped": (
-        "ph.tap_dh = -sh * X;",
-        "ph.tap_dh = sh * X;"),
+    "sub-filter rows not flipped": ("ph.tap_dh = -sh * X;", "ph.tap_dh = sh * X;"),
     "residue ignores the padding": (
         "r[i] = int((b[i] + p.pad_l[i]) % s);",
-        "r[i] = int(b[i] % s);"),
+        "r[i] = int(b[i] % s);",
+    ),
     "left pad off by one": (
         "ph.q.pad_l[i] = (taps - 1) * d - shift;",
-        "ph.q.pad_l[i] = (taps - 1) * d - shift + 1;"),
-    "phases without taps left unwritten": (
-        "        pl.zero_first = true;\n",
-        ""),
-    "output rows not strided": (
-        "ph.out_sh = sh * p.in[2];",
-        "ph.out_sh = p.in[2];"),
-    "depth not flipped": (
-        "ph.tap_dd = -YX;",
-        "ph.tap_dd = YX;"),
-    "sub-filter columns ignore the stride": (
-        "ph.tap_dw = -sw;",
-        "ph.tap_dw = -1;"),
+        "ph.q.pad_l[i] = (taps - 1) * d - shift + 1;",
+    ),
+    "phases without taps left unwritten": ("        pl.zero_first = true;\n", ""),
+    "output rows not strided": ("ph.out_sh = sh * p.in[2];", "ph.out_sh = p.in[2];"),
+    "depth not flipped": ("ph.tap_dd = -YX;", "ph.tap_dd = YX;"),
+    "sub-filter columns ignore the stride": ("ph.tap_dw = -sw;", "ph.tap_dw = -1;"),
 }
 
 

@@ -38,7 +38,7 @@ CASES = [
 
 
 def _close(a, b, k_red: int) -> None:
-    tol = 2e-2 * max(1.0, (k_red ** 0.5) / 8)
+    tol = 2e-2 * max(1.0, (k_red**0.5) / 8)
     err = (a.float() - b.float()).abs().max().item()
     scale = b.float().abs().max().item() + 1e-3
     assert err <= tol * scale, f"max err {err} vs scale {scale} (tol {tol})"
@@ -47,14 +47,20 @@ def _close(a, b, k_red: int) -> None:
 def check_ops_match_torch(registry, case) -> None:
     import torch
 
-    import ckgen.torch as ct
+    import ckgen.runtime.torch as ct
 
     n, g, c, k, hw, f, s, p, d = case
     torch.manual_seed(0)
     dev = "cuda"
-    x = torch.randn(n, g * c, hw, hw, device=dev, dtype=torch.float16).contiguous(memory_format=torch.channels_last)
-    w = torch.randn(g * k, c, f, f, device=dev, dtype=torch.float16).contiguous(memory_format=torch.channels_last)
-    y_ref = torch.nn.functional.conv2d(x.float(), w.float(), stride=s, padding=p, dilation=d, groups=g)
+    x = torch.randn(n, g * c, hw, hw, device=dev, dtype=torch.float16).contiguous(
+        memory_format=torch.channels_last
+    )
+    w = torch.randn(g * k, c, f, f, device=dev, dtype=torch.float16).contiguous(
+        memory_format=torch.channels_last
+    )
+    y_ref = torch.nn.functional.conv2d(
+        x.float(), w.float(), stride=s, padding=p, dilation=d, groups=g
+    )
     y = ct.conv_forward(x, w, s, p, d, g, registry=registry)
     torch.cuda.synchronize()
     assert y.shape == y_ref.shape and y.is_contiguous(memory_format=torch.channels_last)
@@ -63,7 +69,9 @@ def check_ops_match_torch(registry, case) -> None:
     dy = torch.randn_like(y_ref).half().contiguous(memory_format=torch.channels_last)
     xr = x.float().requires_grad_(True)
     wr = w.float().requires_grad_(True)
-    torch.nn.functional.conv2d(xr, wr, stride=s, padding=p, dilation=d, groups=g).backward(dy.float())
+    torch.nn.functional.conv2d(xr, wr, stride=s, padding=p, dilation=d, groups=g).backward(
+        dy.float()
+    )
     dx = ct.conv_backward_data(dy, w, x.shape, s, p, d, g, registry=registry)
     dw = ct.conv_backward_weight(x, dy, w.shape, s, p, d, g, registry=registry)
     torch.cuda.synchronize()
@@ -74,12 +82,19 @@ def check_ops_match_torch(registry, case) -> None:
 def check_autograd_function_and_module(registry) -> None:
     import torch
 
-    import ckgen.torch as ct
+    import ckgen.runtime.torch as ct
 
     torch.manual_seed(1)
-    x = torch.randn(2, 64, 20, 20, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
+    x = torch.randn(2, 64, 20, 20, device="cuda", dtype=torch.float16).contiguous(
+        memory_format=torch.channels_last
+    )
     x.requires_grad_(True)
-    m = ct.Conv2d(64, 64, 3, padding=1, bias=True, registry=registry).cuda().half().to(memory_format=torch.channels_last)
+    m = (
+        ct.Conv2d(64, 64, 3, padding=1, bias=True, registry=registry)
+        .cuda()
+        .half()
+        .to(memory_format=torch.channels_last)
+    )
     ref = torch.nn.Conv2d(64, 64, 3, padding=1, bias=True).cuda().float()
     with torch.no_grad():
         ref.weight.copy_(m.weight.float())
@@ -97,21 +112,25 @@ def check_autograd_function_and_module(registry) -> None:
 def check_unsupported_problem_raises_reason(registry) -> None:
     import torch
 
-    import ckgen.torch as ct
-
-    from ckgen.registry import NoKernel
+    import ckgen.runtime.torch as ct
+    from ckgen.runtime.library import NoKernel
 
     x = torch.randn(1, 8, 8, 8, device="cuda", dtype=torch.float64)
     w = torch.randn(8, 8, 3, 3, device="cuda", dtype=torch.float64)
     _raises(Exception, lambda: ct.conv_forward(x, w, registry=registry), "unsupported dtype")
     # a kernel asked to run a problem it refuses raises with its is_supported reason
-    from ckgen.registry import UnsupportedProblem
-    from ckgen.shapes import Problem
+    from ckgen.model.problem import Problem
+    from ckgen.runtime.library import UnsupportedProblem
 
-    # C = 3: the GEMM instances with 16-byte vectors refuse it (vector width), the direct ones (group
+    # C = 3: the GEMM instances with 16-byte vectors refuse it (vector width), the direct ones
+    # (group
     # size); whichever refuses it raises its own is_supported reason
     p = Problem.make(N=1, C=3, K=64, input=(8, 8), filter=(3, 3), pad=1)
-    refusing = [(k, k.is_supported(p)) for k in registry.kernels if k.variant == "forward" and k.datatype == "fp16"]
+    refusing = [
+        (k, k.is_supported(p))
+        for k in registry.kernels
+        if k.variant == "forward" and k.datatype == "fp16"
+    ]
     refusing = [(k, r) for k, r in refusing if r]
     if not refusing:
         return
@@ -126,10 +145,15 @@ def check_unsupported_problem_raises_reason(registry) -> None:
 IDS = [f"n{c[0]}g{c[1]}c{c[2]}k{c[3]}_{c[4]}_f{c[5]}s{c[6]}p{c[7]}d{c[8]}" for c in CASES]
 
 if pytest is not None and __name__ != "__main__":
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed: the torch custom-op tests need it")
+    torch = pytest.importorskip(
+        "torch", reason="PyTorch is not installed: the torch custom-op tests need it"
+    )
     pytestmark = [
         pytest.mark.gpu,
-        pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible to PyTorch: custom-op tests skipped"),
+        pytest.mark.skipif(
+            not torch.cuda.is_available(),
+            reason="no CUDA GPU visible to PyTorch: custom-op tests skipped",
+        ),
     ]
 
     @pytest.fixture(scope="module")
@@ -141,7 +165,9 @@ if pytest is not None and __name__ != "__main__":
             return Registry.load(lib)
         if not all(shutil.which(t) for t in ("cmake", "ninja", "nvcc")):
             pytest.skip("no CKGEN_TORCH_LIB and no cmake/ninja/nvcc to build one")
-        return Registry.build("default", arch="sm_90a", kernels=KERNELS, max_workers=os.cpu_count() or 4)
+        return Registry.build(
+            "default", arch="sm_90a", kernels=KERNELS, max_workers=os.cpu_count() or 4
+        )
 
     @pytest.mark.parametrize("case", CASES, ids=IDS)
     def test_ops_match_torch(registry, case) -> None:
@@ -167,9 +193,14 @@ def _standalone() -> int:
     from ckgen import Registry
 
     reg = Registry.load(os.environ["CKGEN_TORCH_LIB"])
-    checks = [(f"ops[{i}]", lambda c=c: check_ops_match_torch(reg, c)) for i, c in zip(IDS, CASES)]
-    checks += [("autograd", lambda: check_autograd_function_and_module(reg)),
-               ("unsupported", lambda: check_unsupported_problem_raises_reason(reg))]
+    checks = [
+        (f"ops[{i}]", lambda c=c: check_ops_match_torch(reg, c))
+        for i, c in zip(IDS, CASES, strict=False)
+    ]
+    checks += [
+        ("autograd", lambda: check_autograd_function_and_module(reg)),
+        ("unsupported", lambda: check_unsupported_problem_raises_reason(reg)),
+    ]
     failed = 0
     for name, fn in checks:
         try:

@@ -1,4 +1,4 @@
-"""One source of truth: vocab.hpp is rendered from ckgen/vocab.py; every target of
+"""One source of truth: vocab.hpp is rendered from ckgen/model/vocab.py; every target of
 arch_specs.json loads and every number in it names its source."""
 
 from __future__ import annotations
@@ -10,18 +10,23 @@ import sys
 
 import pytest
 
-from ckgen import vocab
-from ckgen.arch import SOURCED_FIELDS, get_arch, load_arch_specs
+from ckgen.model import vocab
+from ckgen.model.arch import SOURCED_FIELDS, get_arch, load_arch_specs
+from ckgen.model.vocab import ALL_WORDS, DataType, MathUnit, Platform
 from ckgen.resources import arch_specs_path, templates_dir
-from ckgen.vocab import ALL_WORDS, DataType, MathUnit, Platform
 
 from conftest import ALL_ARCHS, REPO
 
 
 def test_vocab_hpp_is_rendered_from_vocab_py() -> None:
-    out = subprocess.run([sys.executable, "-m", "ckgen.vocab"], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "ckgen.model.vocab"], check=True, capture_output=True, text=True
+    ).stdout
     committed = (REPO / "templates" / "include" / "ckgen" / "vocab.hpp").read_text()
-    assert committed == out, "templates/include/ckgen/vocab.hpp is stale: python -m ckgen.vocab > templates/include/ckgen/vocab.hpp"
+    assert committed == out, (
+        "templates/include/ckgen/vocab.hpp is stale: python -m ckgen.model.vocab > "
+        "templates/include/ckgen/vocab.hpp"
+    )
     assert (templates_dir() / "include" / "ckgen" / "vocab.hpp").read_text() == out
 
 

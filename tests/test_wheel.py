@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import site
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -29,7 +29,8 @@ def _run(*cmd: str, cwd: Path | None = None, timeout: int = 600) -> subprocess.C
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
-    # Without network the build backend must be importable here (pip install -e '.[test]' brings it).
+    # Without network the build backend must be importable here (pip install -e '.[test]' brings
+    # it).
     isolation = [] if importlib.util.find_spec("hatchling") is None else ["--no-isolation"]
     _run(sys.executable, "-m", "build", "--wheel", *isolation, "--outdir", str(dist), str(REPO))
     wheels = list(dist.glob("ckgen-*.whl"))
@@ -39,13 +40,22 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_contains_the_data(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    for f in ("ckgen/cli.py", "ckgen/_share/arch_specs.json", "ckgen/_share/CMakeLists.txt.in",
-              "ckgen/_share/templates/project/instance.hpp.j2", "ckgen/_share/templates/include/ckgen/vocab.hpp",
-              "ckgen/_share/configs/forward/tests.yaml", "ckgen/_share/configs/backward_weight/profiler.yaml",
-              "ckgen/_share/configs/tuning/sm_90a_H100.json"):
+    for f in (
+        "ckgen/cli/app.py",
+        "ckgen/_share/arch_specs.json",
+        "ckgen/_share/CMakeLists.txt.in",
+        "ckgen/_share/templates/project/instance.hpp.j2",
+        "ckgen/_share/templates/include/ckgen/vocab.hpp",
+        "ckgen/_share/configs/forward/tests.yaml",
+        "ckgen/_share/configs/backward_weight/profiler.yaml",
+        "ckgen/_share/configs/tuning/sm_90a_H100.json",
+    ):
         assert f in names, f
-    src_templates = {p.relative_to(REPO).as_posix() for p in (REPO / "templates").rglob("*") if p.is_file()
-                     and "__pycache__" not in p.parts}
+    src_templates = {
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "templates").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     assert {f"ckgen/_share/{t}" for t in src_templates} <= names
     assert not any(n.startswith("tests/") for n in names)
 
@@ -58,27 +68,60 @@ def test_installed_wheel_generates_from_another_directory(wheel: Path, tmp_path:
     py = venv / "bin" / "python"
     # When this interpreter is itself a virtualenv (scripts/test.sh's .venv), the new venv's
     # --system-site-packages sees only the base interpreter: point it at ours too (.pth file).
-    new_site = _run(str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
+    new_site = _run(
+        str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    ).stdout.strip()
     ours = [p for p in site.getsitepackages() if Path(p).is_dir()]
     (Path(new_site) / "_ckgen_test_parent_site.pth").write_text("\n".join(ours) + "\n")
     _run(str(py), "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", str(wheel))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    where = _run(str(py), "-c", "import ckgen, ckgen.resources as r; print(ckgen.__file__); print(r.share_dir())",
-                 cwd=elsewhere).stdout.split()
+    where = _run(
+        str(py),
+        "-c",
+        "import ckgen, ckgen.resources as r; print(ckgen.__file__); print(r.share_dir())",
+        cwd=elsewhere,
+    ).stdout.split()
     assert where[0].startswith(str(venv)), where
     assert where[1].startswith(str(venv)) and where[1].endswith("ckgen/_share"), where
     ckgen = venv / "bin" / "ckgen"
     p = _run(str(ckgen), "generate", "--arch", "sm_90a", "--set", "tests", "-o", "X", cwd=elsewhere)
     out = elsewhere / "X"
     assert "written" in p.stdout
-    for f in ("manifest.json", "instances.cmake", "registry/registry.cpp", "include/ckgen/vocab.hpp",
-              "include/ckgen/kernel.hpp", "profiler/profiler_forward.cpp", "tests/test_grouped_conv_backward_weight.cpp"):
+    for f in (
+        "manifest.json",
+        "instances.cmake",
+        "registry/registry.cpp",
+        "include/ckgen/vocab.hpp",
+        "include/ckgen/kernel.hpp",
+        "profiler/profiler_forward.cpp",
+        "tests/test_grouped_conv_backward_weight.cpp",
+    ):
         assert (out / f).is_file(), f
     assert list((out / "instances" / "forward").glob("*.hpp"))
-    _run(str(ckgen), "emit-cmake", "-o", "X", "--platform", "nvidia", "--gpu-targets", "90a", cwd=elsewhere)
+    _run(
+        str(ckgen),
+        "emit-cmake",
+        "-o",
+        "X",
+        "--platform",
+        "nvidia",
+        "--gpu-targets",
+        "90a",
+        cwd=elsewhere,
+    )
     assert (out / "CMakeLists.txt").is_file()
-    _run(str(ckgen), "list-instances", "--arch", "gfx1100", "--set", "profiler", "--format", "names", cwd=elsewhere)
+    _run(
+        str(ckgen),
+        "list-instances",
+        "--arch",
+        "gfx1100",
+        "--set",
+        "profiler",
+        "--format",
+        "names",
+        cwd=elsewhere,
+    )
     # the installed package generates exactly what the source tree does
     ref = tmp_path / "ref"
     cli("generate", "--arch", "sm_90a", "--set", "tests", "-o", str(ref), "-q")

@@ -29,10 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ckgen.arch import get_arch  # noqa: E402
-from ckgen.naming import parse_name  # noqa: E402
-from ckgen.rules import register_estimate  # noqa: E402
-from ckgen.vocab import DATATYPE_BYTES, Pipeline  # noqa: E402
+from ckgen.model.arch import get_arch  # noqa: E402
+from ckgen.model.naming import parse_instance_name as parse_name  # noqa: E402
+from ckgen.space.estimate import register_estimate  # noqa: E402
+from ckgen.model.vocab import DATATYPE_BYTES, Pipeline  # noqa: E402
 
 
 def estimate_v0(name: str, warp_size: int) -> int:

@@ -1,4 +1,4 @@
-// Rendered from ckgen/vocab.py by `python -m ckgen.vocab`; do not edit by hand.
+// Rendered from ckgen/model/vocab.py by `python -m ckgen.model.vocab`; do not edit by hand.
 #pragma once
 
 namespace ckgen {

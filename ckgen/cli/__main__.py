@@ -1,0 +1,5 @@
+"""`python -m ckgen.cli`: the ckgen command line."""
+
+from ckgen.cli import main
+
+main()

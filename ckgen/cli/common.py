@@ -1,0 +1,248 @@
+"""What the commands share: consoles, the instance selection options and their expansion, and
+the checks of option values that reach CMake or the profilers."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from ckgen.config.schema import glob_problem
+from ckgen.emit.render import MANIFEST
+from ckgen.errors import CkgenError
+from ckgen.model.arch import ArchSpec, get_arch
+from ckgen.model.limits import MAX_K_BATCH
+from ckgen.model.vocab import DataType, Pipeline, Platform, Variant
+from ckgen.space.expand import (
+    Expansion,
+    Filters,
+    default_config_paths,
+    expand,
+    load_configs,
+)
+from ckgen.space.rules import NO_CONTEXT, RuleContext
+
+err_console = Console(stderr=True, highlight=False)
+CONFIG_SETS = ("default", "tests", "profiler")
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console that does not fold long kernel names when the output is a file or a pipe."""
+    c = Console(stderr=stderr, highlight=False)
+    return c if c.is_terminal else Console(stderr=stderr, highlight=False, width=240)
+
+
+def words(cls: Any) -> click.Choice:
+    return click.Choice(cls.allowed())
+
+
+def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option(
+            "--variant",
+            "variants",
+            multiple=True,
+            type=words(Variant),
+            help="Variant(s); default: all three.",
+        ),
+        click.option(
+            "--arch", required=True, help="Target from arch_specs.json (e.g. sm_90a, gfx942)."
+        ),
+        click.option(
+            "--config",
+            "configs",
+            multiple=True,
+            type=click.Path(path_type=Path, dir_okay=False),
+            help="Instance-list YAML file(s); default: the shipped set (--set) per variant.",
+        ),
+        click.option(
+            "--set",
+            "config_set",
+            type=click.Choice(CONFIG_SETS),
+            default="default",
+            show_default=True,
+            help="Shipped config set used when no --config is given.",
+        ),
+        click.option(
+            "--datatype",
+            "datatypes",
+            multiple=True,
+            type=words(DataType),
+            help="Keep only these datatypes.",
+        ),
+        click.option(
+            "--ndim",
+            "ndims",
+            multiple=True,
+            type=click.IntRange(1, 3),
+            help="Keep only these ndims.",
+        ),
+        click.option(
+            "--pipeline",
+            "pipelines",
+            multiple=True,
+            type=words(Pipeline),
+            help="Keep only these pipelines.",
+        ),
+        click.option(
+            "--kernels",
+            "kernels",
+            multiple=True,
+            help="Keep only instances whose name matches a glob, e.g. "
+            "'grouped_conv_bwd_data_fp16_*'.",
+        ),
+        click.option(
+            "--resources",
+            "resources",
+            type=click.Path(path_type=Path, dir_okay=False),
+            default=None,
+            help="Measured resources (`ckgen check-isa --resources-out FILE`, or a checked "
+            "manifest.json): "
+            "instances that spill or exceed LDS are rejected (rule 'measured').",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def expansion(
+    variants: tuple[str, ...],
+    arch: str,
+    configs: tuple[Path, ...],
+    config_set: str,
+    datatypes: tuple[str, ...],
+    ndims: tuple[int, ...],
+    pipelines: tuple[str, ...],
+    kernels: tuple[str, ...],
+    resources: Path | None = None,
+) -> Expansion:
+    spec = get_arch(arch)
+    ctx = rule_context(resources, spec.name)
+    vs = [Variant(v) for v in variants] or list(Variant)
+    paths = list(configs) if configs else default_config_paths(vs, config_set)
+    for g in kernels:
+        why = glob_problem(g)
+        if why is not None:
+            raise CkgenError(f"--kernels {g!r}: {why}")
+    all_cfgs = load_configs(paths)
+    cfgs = [c for c in all_cfgs if c.variant in vs] if variants else all_cfgs
+    if not cfgs:
+        shown = "; ".join(f"{c.path} is {c.variant.value}" for c in all_cfgs)
+        raise CkgenError(
+            f"none of the config files is for --variant {', '.join(v.value for v in vs)} ({shown})"
+        )
+    filters = Filters(
+        datatypes=tuple(DataType(d) for d in datatypes),
+        ndims=tuple(ndims),
+        pipelines=tuple(Pipeline(p) for p in pipelines),
+        kernels=tuple(kernels),
+    )
+    exp = expand(cfgs, spec, filters, ctx)
+    return exp
+
+
+def warn_explicit_rejections(exp: Expansion) -> None:
+    """An instance the user listed by hand and the rules refused is never dropped silently."""
+    for r in exp.rejected:
+        if r.explicit:
+            err_console.print(
+                f"warning: {r.instance.origin}: explicit instance {r.name} rejected "
+                f"[{r.rule}]: {r.reason}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+def require_instances(exp: Expansion) -> None:
+    if exp.instances:
+        return
+    lines = [
+        f"the expansion is empty: {exp.candidates} candidates, {len(exp.rejected)} rejected, "
+        f"{exp.duplicates} duplicates, {exp.filtered} filtered out"
+    ]
+    rows = exp.rejected_by_reason()
+    if rows:
+        lines[0] += "; top rejection reasons:"
+    for rule, reason, n in rows[:5]:
+        origin = next(
+            (r.instance.origin for r in exp.rejected if r.rule == rule and r.instance.origin), ""
+        )
+        lines.append(f"  {n:6d} x [{rule}] {reason}" + (f" (e.g. from {origin})" if origin else ""))
+    if len(rows) > 5:
+        lines.append(
+            f"  ... and {len(rows) - 5} more rules: `ckgen list-instances --show-rejected` lists "
+            "them all"
+        )
+    if exp.filtered:
+        lines.append(
+            f"  {exp.filtered:6d} x filtered out by --datatype/--ndim/--pipeline/--kernels or "
+            "include/exclude globs"
+        )
+    raise CkgenError("\n".join(lines))
+
+
+# What a GPU target looks like per platform: CUDA archs as CMake's CUDA_ARCHITECTURES spells
+# them (80, 90a, 100f), AMD offload archs with optional target features (gfx90a:xnack+).
+GPU_TARGET_RE = {
+    Platform.NVIDIA: re.compile(r"^[0-9]{2,3}[af]?$"),
+    Platform.AMD: re.compile(r"^gfx[0-9a-f]{3,4}(:(sramecc|xnack)[+-])*$"),
+}
+GPU_TARGET_EXAMPLE = {Platform.NVIDIA: "90a, 80", Platform.AMD: "gfx942, gfx90a:xnack+"}
+
+
+def check_gpu_targets(plat: Platform, targets: str) -> None:
+    """--gpu-targets reaches CMake: only well-formed target names, separated by ',' or ';'."""
+    for t in targets.replace(";", ",").split(","):
+        if not GPU_TARGET_RE[plat].match(t.strip()):
+            raise CkgenError(
+                f"--gpu-targets: {t.strip()!r} is not a GPU target for {plat.value} "
+                f"(e.g. {GPU_TARGET_EXAMPLE[plat]}; several separated by ',')"
+            )
+
+
+def rule_context(resources: Path | None, arch: str) -> RuleContext:
+    """The rules' context: measured resources of `generate --resources FILE` (for ``arch`` only)."""
+    if resources is None:
+        return NO_CONTEXT
+    from ckgen.runtime.isa import load_resources
+
+    got, res = load_resources(resources)
+    if got != arch:
+        raise CkgenError(f"{resources}: measured resources are for {got}, not {arch}")
+    return RuleContext(arch=got, measured=dict(res))
+
+
+def k_batches(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
+    """--k-batch: comma-separated split counts 0..MAX_K_BATCH (0 = chosen per problem)."""
+    out: list[int] = []
+    for w in (w.strip() for w in value.split(",")):
+        if not w:
+            continue
+        if not w.isdigit() or int(w) > MAX_K_BATCH:
+            raise click.BadParameter(
+                f"'{w}' is not a split count 0..{MAX_K_BATCH} (comma-separated, e.g. 0,1,4,16)"
+            )
+        out.append(int(w))
+    return out
+
+
+def csv_words(values: tuple[str, ...]) -> list[str]:
+    return [w.strip() for v in values for w in v.split(",") if w.strip()]
+
+
+def project_arch(out: Path) -> ArchSpec:
+    try:
+        return get_arch(json.loads((out / MANIFEST).read_text())["arch"])
+    except FileNotFoundError:
+        raise CkgenError(
+            f"{out / MANIFEST} not found: run `ckgen generate -o {out}` first"
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as ex:
+        raise CkgenError(f"{out / MANIFEST}: not a ckgen manifest ({ex})") from None

@@ -1,0 +1,258 @@
+"""Tuning commands over a built project: tune (the tuning database), check-heuristic (selection vs
+best) and report (tables and plots against cuDNN). Thin wrappers over ckgen.tuning."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from ckgen.cli.app import main
+from ckgen.cli.common import (
+    csv_words,
+    err_console,
+    k_batches,
+    make_console,
+    project_arch,
+    words,
+)
+from ckgen.errors import CkgenError
+from ckgen.model.arch import get_arch
+from ckgen.model.vocab import DataType, Variant
+
+
+@main.command("tune")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Project built by `ckgen build -o OUTPUT`.",
+)
+@click.option(
+    "--shapes", required=True, type=click.Path(path_type=Path, dir_okay=False), help="Shapes CSV."
+)
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Tuning database to write (default OUTPUT/tuning_db.json).",
+)
+@click.option(
+    "--from-csv",
+    "from_csv",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Build the database from existing profile results instead of profiling.",
+)
+@click.option(
+    "--part",
+    type=click.Choice(["all", "even", "odd"]),
+    default="all",
+    show_default=True,
+    help="Tune on every shape, or on the even / odd rows of the shapes file (hold the rest out).",
+)
+@click.option("--variant", "variants", multiple=True, type=words(Variant))
+@click.option("--datatype", "datatypes", multiple=True, type=words(DataType))
+@click.option("--devices", default="", help="GPU indices to shard over (default: all visible).")
+@click.option("--kernels", "kernels", multiple=True, help="Only instances matching these globs.")
+@click.option(
+    "--k-batch",
+    "k_batch",
+    default="0,1,2,4,8,16,32",
+    show_default=True,
+    callback=k_batches,
+    help="Split counts to time (every variant; instances that never split run once).",
+)
+@click.option(
+    "--verify", type=click.Choice(["none", "cpu", "gpu", "auto"]), default="gpu", show_default=True
+)
+@click.option("--timeout", type=click.IntRange(1), default=3600, show_default=True)
+def tune_cmd(
+    out: Path,
+    shapes: Path,
+    db_path: Path | None,
+    from_csv: Path | None,
+    part: str,
+    variants: tuple[str, ...],
+    datatypes: tuple[str, ...],
+    devices: str,
+    kernels: tuple[str, ...],
+    k_batch: list[int],
+    verify: str,
+    timeout: int,
+) -> None:
+    """Time every instance (and split count) per shape and write the tuning database
+    the dispatcher reads (load it with CKGEN_TUNING_DB=FILE or KernelLibrary.load_tuning_db)."""
+    from ckgen.model.problem import load_shapes
+    from ckgen.tuning.profile import VARIANTS, read_rows, run_profile
+    from ckgen.tuning.tune import build_db, split_shapes, write_db
+
+    problems = load_shapes(shapes)
+    names = split_shapes(problems, part)
+    arch = project_arch(out)
+    if from_csv is not None:
+        rows = read_rows(from_csv)
+    else:
+        sub = out / "profile" / f"tune_shapes_{part}.csv"
+        from ckgen.model.problem import write_shapes
+
+        sub.parent.mkdir(parents=True, exist_ok=True)
+        write_shapes(sub, [p for p in problems if p.name in names])
+        run = run_profile(
+            out,
+            sub,
+            variants=list(variants) or list(VARIANTS),
+            datatypes=list(datatypes),
+            devices=[d.strip() for d in devices.split(",") if d.strip()],
+            kernels=csv_words(kernels),
+            verify=verify,
+            k_batches=k_batch,
+            csv_out=out / "profile" / f"tune_{part}.csv",
+            timeout=timeout,
+            on_event=lambda m: err_console.print(escape(m)),
+        )
+        rows = run.rows
+        for s in run.failed:
+            err_console.print(
+                f"[yellow]warning:[/] {s.variant} on GPU {s.device}: exit {s.rc} (log "
+                f"{escape(str(s.log))})"
+            )
+    db = build_db(rows, problems, arch=arch.name, shapes=names)
+    path = db_path or out / "tuning_db.json"
+    write_db(path, db)
+    click.echo(f"{path}: {len(db['entries'])} entries ({part} shapes of {shapes.name})")
+    if not db["entries"]:
+        raise CkgenError("no timed results: the tuning database is empty")
+
+
+@main.command("check-heuristic")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Project built by `ckgen build -o OUTPUT` (its lib/libckgen_dispatch.so selects).",
+)
+@click.option(
+    "--results",
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Profile results CSV with every instance timed (e.g. from `ckgen profile`).",
+)
+@click.option("--shapes", required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Tuning database to select with (default: none, the cost model).",
+)
+@click.option(
+    "--part",
+    type=click.Choice(["all", "even", "odd"]),
+    default="all",
+    show_default=True,
+    help="Shapes to judge on (the ones NOT tuned on).",
+)
+@click.option("--json", "json_out", type=click.Path(path_type=Path, dir_okay=False), default=None)
+def check_heuristic(
+    out: Path, results: Path, shapes: Path, db_path: Path | None, part: str, json_out: Path | None
+) -> None:
+    """Heuristic quality: for each profiled shape, the selected kernel's measured time over the
+    best instance's (no GPU needed: times come from RESULTS)."""
+    from ckgen.model.problem import load_shapes
+    from ckgen.runtime.library import KernelLibrary
+    from ckgen.tuning.profile import read_rows
+    from ckgen.tuning.tune import evaluate, split_shapes, summarize
+
+    reg = KernelLibrary.load(out / "build")
+    reg.load_tuning_db(db_path)
+    problems = load_shapes(shapes)
+    q = evaluate(
+        reg,
+        read_rows(results),
+        problems,
+        split_shapes(problems, part),
+        cost_model_only=db_path is None,
+    )
+    t = Table(
+        title=f"selection vs best ({'tuning db ' + db_path.name if db_path else 'cost model'}, "
+        f"{part} shapes)"
+    )
+    for col in ("variant", "dtype", "shape", "selected", "source", "ms", "best ms", "ratio"):
+        t.add_column(col, no_wrap=col in ("shape", "selected"))
+    for x in q:
+        t.add_row(
+            x.variant,
+            x.datatype,
+            x.shape,
+            x.selected,
+            x.source,
+            f"{x.selected_ms:.4f}" if x.selected_ms is not None else "-",
+            f"{x.best_ms:.4f}",
+            f"{x.ratio:.3f}" if x.ratio is not None else "-",
+        )
+    make_console().print(t)
+    summ = summarize(q)
+    click.echo(json.dumps(summ, indent=1))
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(
+            json.dumps(
+                {"summary": summ, "rows": [x.__dict__ | {"ratio": x.ratio} for x in q]}, indent=1
+            )
+            + "\n"
+        )
+
+
+@main.command("report")
+@click.option(
+    "--results",
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Profile results CSV (`ckgen profile`).",
+)
+@click.option(
+    "--cudnn",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="cuDNN results CSV (columns shape,variant,datatype,cudnn_ms,...).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory for report.md, speedup.png, speedup_<variant>.png, roofline.png.",
+)
+@click.option(
+    "--arch",
+    default="sm_90a",
+    show_default=True,
+    help="Target whose peak and bandwidth draw the roof.",
+)
+def report_cmd(results: Path, cudnn: Path | None, out: Path, arch: str) -> None:
+    """Markdown table (best per shape, cuDNN time, speedup, geomean per variant) and speedup /
+    roofline plots (matplotlib optional: skipped with a message)."""
+    from ckgen.tuning.report import load, markdown, plots
+
+    spec = get_arch(arch)
+    rows = load(results, cudnn)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(markdown(rows))
+    click.echo(f"{out / 'report.md'}: {len(rows)} shape rows")
+    peak = spec.peak_tflops.get(DataType("fp16"), max(spec.peak_tflops.values(), default=1.0))
+    res = plots(rows, out, peak, spec.bandwidth_gbs)
+    if isinstance(res, str):
+        err_console.print(f"[yellow]note:[/] {escape(res)}")
+    else:
+        for p in res:
+            click.echo(f"{p}: written")

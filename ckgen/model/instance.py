@@ -1,0 +1,89 @@
+"""KernelInstance: one fully specified kernel configuration."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from functools import cached_property
+from typing import Any
+
+from ckgen.model.vocab import (
+    LAYOUTS,
+    DataType,
+    Epilogue,
+    Pipeline,
+    Reduction,
+    Scheduler,
+    Specialization,
+    Stage,
+    Variant,
+    Word,
+)
+
+Triple = tuple[int, int, int]
+
+
+@dataclass(frozen=True, order=False)
+class KernelInstance:
+    variant: Variant
+    datatype: DataType
+    ndim: int
+    tile: Triple
+    waves: Triple
+    warp_tile: Triple
+    pipeline: Pipeline = Pipeline.BASIC
+    stages: int = 1
+    scheduler: Scheduler = Scheduler.INTRAWAVE
+    load_waves: int = 0
+    math_waves: int = 0
+    epilogue: Epilogue = Epilogue.DEFAULT
+    swap_ab: bool = False
+    vec_a: int = 8
+    vec_b: int = 8
+    vec_c: int = 8
+    specialization: Specialization = Specialization.DEFAULT
+    groups_to_merge: int = 1
+    k_batch: int = 1
+    reduction: Reduction = Reduction.SPLITK
+    persistent: bool = False
+    stage: Stage = Stage.ONE
+    # Where it came from (file:line); not part of its identity.
+    origin: str = field(default="", compare=False, hash=False)
+
+    @cached_property
+    def name(self) -> str:
+        from ckgen.model.naming import instance_name
+
+        return instance_name(self)
+
+    @property
+    def layouts(self) -> tuple[str, str, str]:
+        return LAYOUTS[self.ndim]
+
+    @property
+    def threads(self) -> int:
+        """Waves per block (math waves plus load waves for wavelet)."""
+        return self.waves[0] * self.waves[1] * self.waves[2] + self.load_waves
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, Word):
+                v = v.value
+            elif isinstance(v, tuple):
+                v = list(v)
+            out[f.name] = v
+        return out
+
+
+def default_k_batch(variant: Variant) -> int:
+    """0 means 'chosen per problem' and is the default for backward_weight; the others do not
+    split."""
+    return 0 if variant is Variant.BACKWARD_WEIGHT else 1
+
+
+INSTANCE_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(KernelInstance) if f.name != "origin"
+)
+
+__all__ = ["KernelInstance", "INSTANCE_FIELDS", "default_k_batch", "asdict"]

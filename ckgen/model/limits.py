@@ -1,0 +1,119 @@
+"""The limits of the template library (templates/include/ckgen): the values and bounds its kernels
+implement, one place for each. The validity rules (ckgen.space.rules) and the resource estimates
+(ckgen.space.estimate) read them; a comment names the C++ trait a value mirrors.
+"""
+
+from __future__ import annotations
+
+# --- every kernel family ------------------------------------------------------------------------
+VECTOR_SIZES = (1, 2, 4, 8)
+MAX_STAGES = 8
+MAX_K_BATCH = 64
+GROUPS_TO_MERGE = (1, 2, 4, 8, 16, 32)
+WAVELET_RATIOS = ((4, 4), (4, 2), (2, 2), (2, 1), (1, 1))
+# Shared-memory rows are padded by 16 bytes against bank conflicts.
+LDS_ROW_PAD_BYTES = 16
+
+# --- wavelet_tma (the copy-engine pipeline) -----------------------------------------------------
+# wavelet_tma (templates/include/ckgen/pipeline_tma.hpp, TmaTraits): one load warp, one or
+# two wgmma math warpgroups of one to three m64 slices each, one 128-byte swizzle row per tile
+# row (tile K x element bytes), an im2col box of at most 256 pixels, 1024 bytes of alignment
+# slack in shared memory.
+TMA_LOAD_WAVES = 1
+TMA_MATH_WAVES = (4, 8)
+# Ping-pong: waves (4, 1, 1) with twice the math waves: two warpgroups take turns on the
+# block's units, each with the whole tile (TmaTraits::kPingPong).
+TMA_PINGPONG_WAVES = (4, 1, 1)
+TMA_TILE_N = (64, 128, 192, 256)
+# swap_ab's pixels per warpgroup (the instruction's N) and the plain wavelet pipeline's wgmma N
+# (mma_wgmma.hpp WarpWgmma): the widths those paths implement; 192 is the copy engine's alone.
+TMA_SWAP_PIXELS = (64, 128, 256)
+WGMMA_PLAIN_N = (64, 128, 256)
+TMA_ROW_BYTES = 128
+TMA_MAX_TILE_M = 256
+TMA_SLICES_M = (1, 2, 3)  # m64 slices per math warpgroup
+TMA_SMEM_SLACK = 1024
+TMA_SWAP_TILE_N = 64  # swap_ab: the output channels of a tile fill one wgmma M
+TMA_PATCH_BUFFERS = 2  # stride1: staged input patches (double-buffered across channel chunks)
+# Specialization window (templates/include/ckgen/pipeline_tma_window.hpp): a tile is Tile M / 8
+# output rows x 8 columns (the instruction's N, which mma_wgmma.hpp implements for these widths),
+# 64-channel groups, two math warpgroups taking turns on windows, 2 or 4 patch buffers (stages);
+# shared memory as detail::tma_window_smem_bytes lays it out for a 3x3 filter (the kernel refuses
+# larger filters that do not fit the device). backward_weight (pipeline_tma_window_weight.hpp):
+# the same windows as the reduction, three math warpgroups (one a filter row of a 3x3 filter, its
+# three taps x 64 channels on the instruction's N), 2 to 4 stages of the window's dy and patch.
+TMA_WINDOW_PIXELS = (64, 128, 160, 192, 256)
+TMA_WINDOW_COLUMNS = 8
+TMA_WINDOW_STAGES = (2, 4)  # even: each patch buffer has one reader warpgroup (TmaWindowTraits)
+TMA_WINDOW_CHANNELS = 64
+TMA_WINDOW_WEIGHT_STAGES = (2, 3, 4)  # every warpgroup reads every stage (TmaWindowWeightTraits)
+TMA_WINDOW_WEIGHT_WAVES = (12, 1, 1)  # one warpgroup a filter row
+TMA_WINDOW_WEIGHT_TAPS = 3  # a filter row's taps: the warp tile's N = 3 x 64
+# the partial filter a block leaves for its cluster: 64 rows of 9 x 64 fp32 sums, 8 floats of
+# padding a row (detail::kTmaWindowPartBytes)
+TMA_WINDOW_WEIGHT_PART_BYTES = 64 * (9 * 64 + 8) * 4
+# cshuffle epilogue: a slab of 16 rows x 40 elements per math warp.
+TMA_SLAB_ELEMS_PER_WARP = 16 * 40
+
+# --- the direct kernel ------------------------------------------------------------------------
+# The direct kernel, templates/include/ckgen/depthwise.hpp: depthwise problems (C = K = 1 per
+# group) and small groups (C = K = Cg per group). Its fields:
+#   tile [P, Ct, Cg]  a block covers Ct channels (Ct / Cg groups) and P pixels (forward: output
+#                     pixels, backward_data: input pixels, backward_weight: pixels per reduction
+#                     step); Cg: the channels per group the instance serves (1 = depthwise)
+#   waves [w, 1, 1]   w warps per block; Ct / vector threads across the channels, the rest across
+#                     pixels, each thread P / (threads / (Ct / vector)) pixels
+#   vector [v, v, v]  v consecutive channels (whole groups) per thread, one access of v elements
+#                     per tensor
+#   warp_tile         [1, 1, 1]: plain fp32 FMA; [16, 8, 16]: the matrix path (mma.sync targets,
+#                     fp16 / bf16; vector 8, tile N a multiple of 64 channels, tile M the pixels
+#                     of one row segment, a multiple of 16). forward / backward_data
+#                     (direct_mma.hpp): C = K = 8 per group (tile K 8); w warps divide its m16
+#                     tiles or are a multiple of them that splits the groups; per filter row M + 16
+#                     staged source columns, 2-3 such stages plus 9 taps of weights within 48 KB.
+#                     backward_weight (direct_mma_bwd_weight.hpp): tile K 1, 2, 4 or 8; w warps
+#                     split the tile N / 8 channel chunks; a ring of source rows (M + 16 columns,
+#                     16-pixel M + 24)
+#                     beside 2-8 buffers of M gradient pixels within 112 KB (dynamic), at least
+#                     6 rows
+# Everything else takes its default (no LDS pipeline, no merged groups, no epilogue choice, no
+# specialization); backward_weight splits its reduction over N*Do*Ho*Wo with k_batch (0 = per
+# problem) and stage one (fp32 atomics) or two (per-split partials + reduce).
+DIRECT_WARP_TILE = (1, 1, 1)
+DIRECT_MMA_WARP_TILE = (16, 8, 16)
+DIRECT_MMA_GROUP_CHANNELS = 8  # kDirectMmaGroupChannels
+DIRECT_MMA_CHANNEL_STEP = 64  # tile N: runs of 8 group chunks (the shared-memory swizzle)
+DIRECT_MMA_MAX_LDS = 48 * 1024  # static shared memory (kDirectMmaMaxSmem)
+DIRECT_MMA_MAX_STAGES = 4  # staged source rows (kDirectMmaMaxStages)
+DIRECT_MMA_MAX_TAPS = 9  # taps whose weights are staged at once (kDirectMmaMaxTaps)
+DIRECT_MMA_COLUMN_SLACK = 16  # staged columns per filter row beyond tile M (kDirectMmaColumnSlack)
+DIRECT_MMA_COLUMN_PAD = (
+    16  # forward / backward_data: bytes after a staged column (kDirectMmaColumnPad)
+)
+DIRECT_MMA_BWD_FILTER_ROWS = (
+    3  # backward_weight: filter rows staged per unit (kDirectMmaBwdFilterRows)
+)
+DIRECT_MMA_BWD_MAX_STAGES = 8  # backward_weight: gradient buffers (kDirectMmaBwdMaxStages)
+DIRECT_MMA_BWD_MAX_LDS = 112 * 1024  # backward_weight: dynamic shared memory (kDirectMmaBwdMaxSmem)
+# backward_weight: staged columns beyond tile M (direct_bwd_cols): 24 for 16-pixel units, else 16
+DIRECT_MMA_BWD_COLUMN_SLACK = {16: 24}
+DIRECT_MMA_BWD_TAP_TILES = (DIRECT_MMA_MAX_TAPS + 1) // 2  # m16 tiles of two taps (kTapTiles)
+DIRECT_MAX_PIXELS_PER_THREAD = 8
+# backward_weight depthwise: the Linear 1x3x3 path (all nine taps' loads hoisted) serves up to
+# this many pixels per thread; beyond, 3x3 problems take the window path (per filter row the
+# (pp - 1) * stride + 3 columns, W stride 1 / 2) or the one-tap path (kDirectBwdLinearMaxPixels,
+# direct_plan.hpp)
+DIRECT_BWD_LINEAR_MAX_PIXELS = 2
+DIRECT_BWD_WINDOW_MAX_STRIDE = 2
+# The filter taps the direct kernel holds in registers (a compile-time 3x3 path; other filters
+# take the generic path that reads the taps' weights per pixel step).
+DIRECT_REGISTER_TAPS = 9
+# The channels per group (C = K) a direct instance may serve: tile K. 1 = depthwise, 2 / 4 / 8 =
+# small groups (backward_weight: one tap at a time, Cg x vector accumulators).
+DIRECT_GROUP_CHANNELS = (1, 2, 4, 8)
+# Floats of padding per row of the small-group filter in shared memory (depthwise.hpp kRow).
+DIRECT_FILTER_ROW_PAD = 4
+# backward_weight's block sums through shared memory (depthwise.hpp kDirectCombineFloats /
+# kDirectCombinePad): at most this many floats, each (pixel row, entry) row of channels padded.
+DIRECT_COMBINE_FLOATS = 5120
+DIRECT_COMBINE_PAD = 4

@@ -1,0 +1,206 @@
+"""The vocabulary of ckgen: every enumerated value, its YAML spelling, its short name
+(used in instance names) and its C++ tag.
+
+This module is the single source of truth for these words. The C++ header
+``templates/include/ckgen/vocab.hpp`` is rendered from it (``python -m ckgen.model.vocab``) and a
+test checks that the committed copy is current.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeVar
+
+
+class Word(enum.Enum):
+    """An enumerated value with a YAML spelling (``value``), a short name and a C++ tag."""
+
+    short: str
+    cpp: str
+
+    def __new__(cls, value: str, short: str = "", cpp: str = "") -> Word:
+        obj = object.__new__(cls)
+        obj._value_ = value
+        obj.short = short
+        obj.cpp = cpp
+        return obj
+
+    def __str__(self) -> str:
+        return self.value
+
+    # Members are singletons compared by identity: identity hashing is exact and much faster
+    # than Enum's name hashing (the expansion hashes millions of them).
+    __hash__ = object.__hash__
+
+    @classmethod
+    def allowed(cls) -> list[str]:
+        return [m.value for m in cls]
+
+    @classmethod
+    def cpp_type(cls) -> str:
+        return cls.__name__
+
+    @property
+    def cpp_ref(self) -> str:
+        return f"ckgen::{type(self).__name__}::{self.cpp}"
+
+
+class Variant(Word):
+    FORWARD = ("forward", "fwd", "Forward")
+    BACKWARD_DATA = ("backward_data", "bwd_data", "BackwardData")
+    BACKWARD_WEIGHT = ("backward_weight", "bwd_weight", "BackwardWeight")
+
+
+class DataType(Word):
+    FP16 = ("fp16", "fp16", "FP16")
+    BF16 = ("bf16", "bf16", "BF16")
+    FP32 = ("fp32", "fp32", "FP32")
+
+
+DATATYPE_BYTES = {DataType.FP16: 2, DataType.BF16: 2, DataType.FP32: 4}
+
+
+class Pipeline(Word):
+    """The main loop. basic / multistage / wavelet are implicit-GEMM pipelines (LDS tiles, matrix
+    instructions); wavelet_tma is the sm_90a forward wavelet whose load warpgroup feeds wgmma
+    through the tensor-memory-access engine (templates/include/ckgen/pipeline_tma.hpp); direct is
+    no GEMM at all: depthwise convolution (C = K = 1 per group) or small groups
+    (C = K = tile K per group) with each thread looping over the filter taps
+    (templates/include/ckgen/depthwise.hpp)."""
+
+    BASIC = ("basic", "basic", "Basic")
+    MULTISTAGE = ("multistage", "ms", "Multistage")
+    WAVELET = ("wavelet", "wavelet", "Wavelet")
+    WAVELET_TMA = ("wavelet_tma", "wltma", "WaveletTma")
+    DIRECT = ("direct", "direct", "Direct")
+
+
+# Pipelines that run exactly one stage: their name token carries no stage count.
+SINGLE_STAGE_PIPELINES = (Pipeline.BASIC, Pipeline.DIRECT)
+# The warp-specialized pipelines (load waves + math waves).
+WAVELET_PIPELINES = (Pipeline.WAVELET, Pipeline.WAVELET_TMA)
+
+
+class Scheduler(Word):
+    INTRAWAVE = ("intrawave", "intra", "Intrawave")
+    INTERWAVE = ("interwave", "inter", "Interwave")
+
+
+class Epilogue(Word):
+    DEFAULT = ("default", "direct", "Default")
+    CSHUFFLE = ("cshuffle", "cshuffle", "CShuffle")
+
+
+class Specialization(Word):
+    DEFAULT = ("default", "spdef", "Default")
+    FILTER1X1_PAD0 = ("filter1x1_pad0", "f1x1p0", "Filter1x1Pad0")
+    FILTER1X1_STRIDE1_PAD0 = ("filter1x1_stride1_pad0", "f1x1s1p0", "Filter1x1Stride1Pad0")
+    # wavelet_tma at stride 1. forward / backward_data: a block stages its input rows once per
+    # channel chunk and reads every filter tap from them (no im2col copy per tap);
+    # backward_weight (width stride 1, the row form): a tile is one filter row's taps x 64
+    # input channels, a k tile a segment of an output row whose x pixels every tap shares
+    STRIDE1 = ("stride1", "s1", "Stride1")
+    # wavelet_tma forward of 64-channel groups (C = K = 64) at stride 1: a block keeps its group's
+    # filter in shared memory, a tile is a window of output rows x 8 columns whose input patch is
+    # copied once and read by every tap (templates/include/ckgen/pipeline_tma_window.hpp)
+    WINDOW = ("window", "win", "Window")
+
+
+class Reduction(Word):
+    """How backward_weight splits its long reduction dimension."""
+
+    SPLITK = ("splitk", "splitk", "SplitK")
+    STREAMK_LINEAR = ("streamk_linear", "sklin", "StreamKLinear")
+    STREAMK_TREE = ("streamk_tree", "sktree", "StreamKTree")
+
+
+class Stage(Word):
+    """One-stage (fp32 atomics straight into an fp32 workspace, then convert) or two-stage
+    (per-split fp32 partials in a workspace, then a reduce + convert kernel)."""
+
+    ONE = ("one", "1st", "One")
+    TWO = ("two", "2st", "Two")
+
+
+class MathUnit(Word):
+    """The matrix-instruction family a target provides (from arch_specs.json)."""
+
+    MMA_SYNC = ("mma_sync", "mma", "MmaSync")
+    WGMMA = ("wgmma", "wgmma", "Wgmma")
+    MFMA = ("mfma", "mfma", "Mfma")
+    WMMA = ("wmma", "wmma", "Wmma")
+    FMA = ("fma", "fma", "Fma")
+
+
+class Platform(Word):
+    NVIDIA = ("nvidia", "nv", "Nvidia")
+    AMD = ("amd", "amd", "Amd")
+
+
+LAYOUTS: dict[int, tuple[str, str, str]] = {
+    1: ("NWGC", "GKXC", "NWGK"),
+    2: ("NHWGC", "GKYXC", "NHWGK"),
+    3: ("NDHWGC", "GKZYXC", "NDHWGK"),
+}
+
+ALL_WORDS: tuple[type[Word], ...] = (
+    Variant,
+    DataType,
+    Pipeline,
+    Scheduler,
+    Epilogue,
+    Specialization,
+    Reduction,
+    Stage,
+    MathUnit,
+    Platform,
+)
+
+W = TypeVar("W", bound=Word)
+
+
+def parse_word(cls: type[W], text: str) -> W:
+    """The member of ``cls`` spelled ``text`` (YAML spelling); ValueError otherwise."""
+    try:
+        return cls(text)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a {cls.__name__.lower()}; allowed: {', '.join(cls.allowed())}"
+        ) from None
+
+
+def by_short(cls: type[W], short: str) -> W:
+    for m in cls:
+        if m.short == short:
+            return m
+    raise ValueError(f"{short!r} is not a short {cls.__name__.lower()} name")
+
+
+def render_cpp_header() -> str:
+    """The C++ mirror of this module (templates/include/ckgen/vocab.hpp)."""
+    lines = [
+        "// Rendered from ckgen/model/vocab.py by `python -m ckgen.model.vocab`; do not edit by "
+        "hand.",
+        "#pragma once",
+        "",
+        "namespace ckgen {",
+        "",
+    ]
+    for cls in ALL_WORDS:
+        members = ", ".join(m.cpp for m in cls)
+        lines.append(f"enum class {cls.__name__} {{ {members} }};")
+        lines.append(f"inline constexpr const char* to_string({cls.__name__} v) {{")
+        lines.append("  switch (v) {")
+        for m in cls:
+            lines.append(f'    case {cls.__name__}::{m.cpp}: return "{m.value}";')
+        lines.append("  }")
+        lines.append('  return "?";')
+        lines.append("}")
+        lines.append("")
+    lines.append("}  // namespace ckgen")
+    lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render_cpp_header(), end="")

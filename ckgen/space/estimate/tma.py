@@ -1,0 +1,59 @@
+"""Shared memory of the wavelet_tma kernels (pipeline_tma.hpp, pipeline_tma_window.hpp,
+pipeline_tma_window_weight.hpp)."""
+
+from __future__ import annotations
+
+from ckgen.model.instance import KernelInstance
+from ckgen.model.limits import (
+    TMA_PATCH_BUFFERS,
+    TMA_ROW_BYTES,
+    TMA_SLAB_ELEMS_PER_WARP,
+    TMA_SMEM_SLACK,
+    TMA_WINDOW_CHANNELS,
+    TMA_WINDOW_COLUMNS,
+    TMA_WINDOW_WEIGHT_PART_BYTES,
+)
+from ckgen.model.vocab import DATATYPE_BYTES, Epilogue, Variant
+from ckgen.space.forms import is_patch, is_window
+
+
+def window_lds_bytes(i: KernelInstance, taps: int = 9, reach: int = 2) -> int:
+    """Shared memory of a window instance for a filter of `taps` taps reaching `reach` pixels past
+    the window in each dimension (3x3: 9, 2): detail::tma_window_smem_bytes (forward: the
+    filter, the patch buffers, two staging buffers) or detail::tma_window_weight_smem_bytes
+    (backward_weight: stages of the window's dy and its patch, or the partial filter its cluster
+    sums after the main loop, whichever is larger)."""
+    tm = i.tile[0]
+    patch = (TMA_WINDOW_COLUMNS + reach) * (tm // TMA_WINDOW_COLUMNS + reach) * TMA_ROW_BYTES
+    patch = (patch + TMA_SMEM_SLACK - 1) // TMA_SMEM_SLACK * TMA_SMEM_SLACK
+    if i.variant is Variant.BACKWARD_WEIGHT:  # the ring, or the partial filter after it
+        ring = i.stages * (tm * TMA_ROW_BYTES + patch)
+        return max(ring, TMA_WINDOW_WEIGHT_PART_BYTES) + 16 * i.stages + TMA_SMEM_SLACK
+    return (
+        taps * TMA_WINDOW_CHANNELS * TMA_ROW_BYTES
+        + i.stages * patch
+        + 2 * tm * TMA_ROW_BYTES
+        + 8 * (2 + 2 * i.stages)
+        + TMA_SMEM_SLACK
+    )
+
+
+def tma_lds_bytes(i: KernelInstance) -> int:
+    """A wavelet_tma instance: a ring of A and B tiles of one 128-byte row per tile row (the
+    patch form: a ring of B tiles beside staged input patches; the window form: its own layout),
+    an mbarrier pair per stage, the cshuffle slabs of the math warps, and the alignment slack."""
+    if is_window(i):
+        return window_lds_bytes(i)
+    e = DATATYPE_BYTES[i.datatype]
+    tm, tn, _ = i.tile
+    slabs = i.math_waves * TMA_SLAB_ELEMS_PER_WARP * e if i.epilogue is Epilogue.CSHUFFLE else 0
+    if is_patch(i):
+        # B ring + two staged input patches of at least tile M pixels each (the patch grows
+        # with the problem's row width; the kernel refuses problems whose patch does not fit)
+        return (
+            (i.stages * tn + TMA_PATCH_BUFFERS * tm) * TMA_ROW_BYTES
+            + 16 * (i.stages + TMA_PATCH_BUFFERS)
+            + slabs
+            + TMA_SMEM_SLACK
+        )
+    return i.stages * (tm + tn) * TMA_ROW_BYTES + 16 * i.stages + slabs + TMA_SMEM_SLACK

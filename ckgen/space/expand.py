@@ -1,0 +1,185 @@
+"""Expansion: config entries x target -> validated, named, deduplicated KernelInstances."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ckgen.config.schema import FIELDS, ConfigFile, Entry, load_config, matches
+from ckgen.errors import CkgenError
+from ckgen.model.arch import ArchSpec
+from ckgen.model.instance import KernelInstance, default_k_batch
+from ckgen.model.naming import match_any
+from ckgen.model.vocab import DataType, Pipeline, Variant
+from ckgen.resources import configs_dir
+from ckgen.space.rules import NO_CONTEXT, RuleContext, check
+
+
+@dataclass(frozen=True)
+class Rejected:
+    instance: KernelInstance
+    rule: str
+    reason: str
+    explicit: bool = False  # listed under 'instances:', so worth a warning of its own
+
+    @property
+    def name(self) -> str:
+        return self.instance.name
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Selections from the command line (they narrow the output; they are not rejections)."""
+
+    datatypes: tuple[DataType, ...] = ()
+    ndims: tuple[int, ...] = ()
+    pipelines: tuple[Pipeline, ...] = ()
+    kernels: tuple[str, ...] = ()
+
+    def keep_fields(self, i: KernelInstance) -> bool:
+        return (
+            (not self.datatypes or i.datatype in self.datatypes)
+            and (not self.ndims or i.ndim in self.ndims)
+            and (not self.pipelines or i.pipeline in self.pipelines)
+        )
+
+
+@dataclass
+class Expansion:
+    arch: ArchSpec
+    instances: list[KernelInstance] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    duplicates: int = 0
+    filtered: int = 0
+    candidates: int = 0
+
+    def rejected_by_reason(self) -> list[tuple[str, str, int]]:
+        """(rule, reason, count) grouped by rule, most frequent first. The reason shown is the
+        most frequent message of the rule, with '(+N other messages)' when the rule gave several."""
+        by_rule: dict[str, Counter[str]] = {}
+        for r in self.rejected:
+            by_rule.setdefault(r.rule, Counter())[r.reason] += 1
+        rows = []
+        for rule, msgs in by_rule.items():
+            top, _ = sorted(msgs.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+            extra = f" (+{len(msgs) - 1} other messages)" if len(msgs) > 1 else ""
+            rows.append((rule, top + extra, sum(msgs.values())))
+        return sorted(rows, key=lambda t: (-t[2], t[0]))
+
+
+def _defaults(name: str, variant: Variant) -> list[Any]:
+    if name == "k_batch":
+        return [default_k_batch(variant)]
+    return [FIELDS[name].default]
+
+
+def _candidates(entry: Entry, variant: Variant, arch: ArchSpec) -> Iterator[KernelInstance]:
+    vals = {k: entry.values.get(k) or _defaults(k, variant) for k in FIELDS}
+    order = [k for k in FIELDS if k not in ("datatype", "warp_tile")]
+    for dtype in vals["datatype"]:
+        tiles: list[Any] = []
+        for wt in vals["warp_tile"]:
+            if wt == "auto":
+                tiles.extend(arch.warp_tiles.get(dtype, ()))
+            else:
+                tiles.append(wt)
+        if not tiles:  # no matrix path for the datatype: let the datatype rule say so
+            tiles = [(1, 1, 1)]
+        for wt in dict.fromkeys(tiles):
+            for combo in itertools.product(*(vals[k] for k in order)):
+                v = dict(zip(order, combo, strict=False))
+                load, math = v["wavelet"]
+                va, vb, vc = v["vector"]
+                yield KernelInstance(
+                    variant=variant,
+                    datatype=dtype,
+                    ndim=v["ndim"],
+                    tile=v["tile"],
+                    waves=v["waves"],
+                    warp_tile=wt,
+                    pipeline=v["pipeline"],
+                    stages=v["stages"],
+                    scheduler=v["scheduler"],
+                    load_waves=load,
+                    math_waves=math,
+                    epilogue=v["epilogue"],
+                    swap_ab=v["swap_ab"],
+                    vec_a=va,
+                    vec_b=vb,
+                    vec_c=vc,
+                    specialization=v["specialization"],
+                    groups_to_merge=v["groups_to_merge"],
+                    k_batch=v["k_batch"],
+                    reduction=v["reduction"],
+                    persistent=v["persistent"],
+                    stage=v["stage"],
+                    origin=entry.origin,
+                )
+
+
+def expand(
+    configs: Iterable[ConfigFile],
+    arch: ArchSpec,
+    filters: Filters = Filters(),
+    ctx: RuleContext = NO_CONTEXT,
+) -> Expansion:
+    """Candidates outside their entry's name globs (config include / exclude) are skipped, the
+    rest deduplicated on their full configuration (a candidate one entry's globs leave out stays
+    open to another entry or file), filtered on the command line's field selections, checked
+    against the rules (rejections keep their reason; ``ctx`` carries measured resources), and the
+    valid ones filtered by --kernels."""
+    out = Expansion(arch=arch)
+    seen: set[KernelInstance] = set()
+    for cfg in configs:
+        for entry in cfg.entries:
+            include, exclude = entry.include + cfg.include, entry.exclude + cfg.exclude
+            for inst in _candidates(entry, cfg.variant, arch):
+                out.candidates += 1
+                if inst in seen:
+                    out.duplicates += 1
+                    continue
+                if not matches(
+                    inst.name, include, exclude
+                ):  # this entry's filter: another may take it
+                    out.filtered += 1
+                    continue
+                seen.add(inst)
+                if not filters.keep_fields(inst):
+                    out.filtered += 1
+                    continue
+                bad = check(inst, arch, ctx)
+                if bad is not None:
+                    out.rejected.append(Rejected(inst, bad[0], bad[1], entry.explicit))
+                    continue
+                if not match_any(inst.name, filters.kernels):
+                    out.filtered += 1
+                    continue
+                out.instances.append(inst)
+    variant_order = {v: n for n, v in enumerate(Variant)}
+    out.instances.sort(key=lambda i: (variant_order[i.variant], i.name))
+    return out
+
+
+def default_config_paths(variants: Iterable[Variant], config_set: str) -> list[Path]:
+    paths = []
+    for v in variants:
+        p = configs_dir() / v.value / f"{config_set}.yaml"
+        if not p.is_file():
+            raise CkgenError(f"no config set {config_set!r} for {v.value} (looked for {p})")
+        paths.append(p)
+    return paths
+
+
+def load_configs(
+    paths: Iterable[Path], variants: Iterable[Variant] | None = None
+) -> list[ConfigFile]:
+    """Load files; with ``variants`` given, keep only files of those variants."""
+    cfgs = [load_config(p) for p in paths]
+    if variants is not None:
+        want = set(variants)
+        cfgs = [c for c in cfgs if c.variant in want]
+    return cfgs

@@ -1,0 +1,115 @@
+"""The rules every kernel family answers: ndim, block size, pipeline and stages, wavelet waves,
+scheduler, reduction, swap_ab, and the resource estimates against the target."""
+
+from __future__ import annotations
+
+from ckgen.model.arch import ArchSpec
+from ckgen.model.instance import KernelInstance
+from ckgen.model.limits import (
+    MAX_K_BATCH,
+    MAX_STAGES,
+    WAVELET_RATIOS,
+)
+from ckgen.model.vocab import (
+    SINGLE_STAGE_PIPELINES,
+    WAVELET_PIPELINES,
+    Pipeline,
+    Platform,
+    Reduction,
+    Stage,
+    Variant,
+)
+from ckgen.space.estimate.lds import lds_bytes
+from ckgen.space.estimate.registers import register_estimate
+from ckgen.space.rules.context import RuleContext
+from ckgen.space.rules.tma import check_wavelet_tma
+
+
+def check_ndim(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
+    return None if i.ndim in (1, 2, 3) else f"ndim {i.ndim} not in 1, 2, 3"
+
+
+def check_block_size(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
+    t = i.threads * a.warp_size
+    return (
+        None
+        if t <= a.max_threads_per_block
+        else f"{t} threads per block > {a.max_threads_per_block}"
+    )
+
+
+def check_pipeline(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
+    if i.pipeline not in a.pipelines:
+        return f"pipeline {i.pipeline.value} not available on {a.name}"
+    if i.pipeline in SINGLE_STAGE_PIPELINES and i.stages != 1:
+        return f"{i.pipeline.value} pipeline has exactly one stage"
+    if i.pipeline not in SINGLE_STAGE_PIPELINES and not 2 <= i.stages <= MAX_STAGES:
+        return f"{i.pipeline.value} needs 2..{MAX_STAGES} stages"
+    return None
+
+
+def check_wavelet(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
+    if i.pipeline not in WAVELET_PIPELINES:
+        if i.load_waves or i.math_waves:
+            return "load/math waves are only for the wavelet pipelines"
+        return None
+    if i.pipeline is Pipeline.WAVELET_TMA:
+        return check_wavelet_tma(i, a)
+    if a.platform is not Platform.NVIDIA:
+        # the portable lockstep form (no mbarriers) compiles for AMD but has not run on one
+        return "wavelet is verified on NVIDIA only (AMD lockstep form not yet run on a GPU)"
+    if (i.load_waves, i.math_waves) not in WAVELET_RATIOS:
+        return f"wavelet load/math ratio {i.load_waves}x{i.math_waves} not in {WAVELET_RATIOS}"
+    if i.math_waves != i.waves[0] * i.waves[1] * i.waves[2]:
+        return (
+            f"wavelet math waves {i.math_waves} must equal the wave layout's "
+            f"{i.waves[0] * i.waves[1] * i.waves[2]} waves"
+        )
+    return None
+
+
+def check_scheduler(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
+    if i.scheduler not in a.schedulers:
+        return f"scheduler {i.scheduler.value} not available on {a.name} (wave{a.warp_size})"
+    return None
+
+
+def check_reduction(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
+    bw = i.variant is Variant.BACKWARD_WEIGHT
+    if not bw:
+        # forward / backward_data split-K: k_batch 1 never splits (the default), 0 = chosen per
+        # problem or by RunOptions::k_batch, N = fixed; one- or two-stage like backward_weight.
+        if i.reduction is not Reduction.SPLITK:
+            return "StreamK is only for backward_weight"
+        if i.k_batch != 1 and i.pipeline is Pipeline.WAVELET:
+            return "split-K forward / backward_data is not yet combined with the wavelet pipeline"
+    if not 0 <= i.k_batch <= MAX_K_BATCH:
+        return f"k_batch {i.k_batch} not in 0..{MAX_K_BATCH} (0 = chosen per problem)"
+    if i.persistent and i.reduction is Reduction.SPLITK:
+        return "persistent is only for StreamK"
+    if i.reduction is not Reduction.SPLITK:
+        # StreamK (templates/include/ckgen/streamk.hpp): one launch, fp32 partial tiles + flags
+        if i.k_batch != 0:
+            return "StreamK sizes its own split: k_batch must be auto (0)"
+        if i.stage is not Stage.ONE:
+            return "StreamK combines partial tiles itself: stage must be one"
+        if i.pipeline is Pipeline.WAVELET:
+            return "StreamK is not yet combined with the wavelet pipeline (basic / multistage only)"
+    return None
+
+
+def check_swap_ab(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
+    if i.swap_ab and i.pipeline is not Pipeline.WAVELET_TMA:
+        return "swap_ab is a wavelet_tma option (the wgmma math warpgroups)"
+    return None
+
+
+def check_lds(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
+    need = lds_bytes(i, a)
+    return None if need <= a.lds_bytes else f"LDS {need} bytes > {a.lds_bytes} on {a.name}"
+
+
+def check_registers(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
+    est = register_estimate(i, a)
+    limit = a.registers_per_thread
+    return None if est <= limit else f"register estimate {est} > {limit} per thread"

@@ -1,0 +1,191 @@
+"""Tuning database: every instance (and k_batch) timed per shape -> JSON read by the dispatcher
+(ckgen/dispatcher.hpp, TuningDb), and the heuristic's quality on shapes it was not tuned on.
+
+Format (version 1):
+  {"ckgen_tuning_db": 1, "arch": ..., "gpu": ..., "created": ..., "entries": [
+     {"variant": "forward", "datatype": "fp16", "shape": "r50_l1_3x3_64_64",
+      "problem": {"ndim": 2, "G": 1, "N": 2, "C": 64, "K": 64, "in": [1, 200, 200],
+                  "filter": [1, 3, 3], "stride": [1, 1, 1], "dilation": [1, 1, 1],
+                  "pad_l": [0, 1, 1], "pad_r": [0, 1, 1]},
+      "kernel": "<best instance>", "k_batch": 0, "ms": 0.0123,
+      "ranking": [{"kernel": ..., "k_batch": ..., "ms": ...}, ...]}]}   (every timed pair, fastest
+      first)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ckgen.errors import CkgenError
+from ckgen.model.problem import Problem, load_shapes
+from ckgen.tuning.profile import FAILED
+
+DB_VERSION = 1
+# Every timed (instance, k_batch) of a shape is kept: the dispatcher's neighbour ranking scores
+# an instance by its time relative to the best on each nearby tuned shape, so a truncated
+# ranking would hide how slow the rest are.
+RANKING_KEEP: int | None = None
+
+
+def build_db(
+    rows: Iterable[dict[str, str]],
+    problems: Sequence[Problem],
+    arch: str = "",
+    shapes: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Tuning DB from profiler rows; only shapes named in `shapes` when given."""
+    by_name = {p.name: p for p in problems}
+    groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+    gpu = ""
+    for r in rows:
+        if not r.get("ms") or r.get("verified") in FAILED:
+            continue
+        if shapes is not None and r["shape"] not in shapes:
+            continue
+        if r["shape"] not in by_name:
+            continue
+        gpu = gpu or r.get("gpu", "")
+        groups.setdefault((r["variant"], r["datatype"], r["shape"]), []).append(r)
+    entries = []
+    for (v, d, s), rs in sorted(groups.items()):
+        rs.sort(key=lambda r: float(r["ms"]))
+        seen = set()
+        ranking = []
+        for r in rs:
+            k = (r["instance"], int(r.get("k_batch") or 0))
+            if k in seen:
+                continue
+            seen.add(k)
+            ranking.append({"kernel": k[0], "k_batch": k[1], "ms": float(r["ms"])})
+            if RANKING_KEEP is not None and len(ranking) == RANKING_KEEP:
+                break
+        entries.append(
+            {
+                "variant": v,
+                "datatype": d,
+                "shape": s,
+                "problem": by_name[s].to_json(),
+                "kernel": ranking[0]["kernel"],
+                "k_batch": ranking[0]["k_batch"],
+                "ms": ranking[0]["ms"],
+                "ranking": ranking,
+            }
+        )
+    return {
+        "ckgen_tuning_db": DB_VERSION,
+        "arch": arch,
+        "gpu": gpu,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "entries": entries,
+    }
+
+
+def write_db(path: Path, db: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(db, indent=1) + "\n")
+
+
+def read_db(path: Path) -> dict[str, Any]:
+    try:
+        db = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as ex:
+        raise CkgenError(f"cannot read tuning database {path}: {ex}") from None
+    if not isinstance(db, dict) or "entries" not in db:
+        raise CkgenError(f"{path}: not a ckgen tuning database (no 'entries')")
+    return db
+
+
+def split_shapes(problems: Sequence[Problem], part: str) -> list[str]:
+    """'even' / 'odd' halves of a shapes file (by row), or 'all'."""
+    if part == "all":
+        return [p.name for p in problems]
+    r = 0 if part == "even" else 1
+    return [p.name for i, p in enumerate(problems) if i % 2 == r]
+
+
+@dataclass
+class Quality:
+    variant: str
+    datatype: str
+    shape: str
+    selected: str
+    k_batch: int
+    source: str
+    selected_ms: float | None  # None: the selected (kernel, k_batch) was not timed
+    best: str
+    best_ms: float
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.selected_ms is None else self.selected_ms / self.best_ms
+
+
+def evaluate(
+    registry: Any,
+    rows: Iterable[dict[str, str]],
+    problems: Sequence[Problem],
+    shapes: Sequence[str],
+    cost_model_only: bool = False,
+) -> list[Quality]:
+    """For each (variant, datatype, shape) of `shapes` that was profiled: the dispatcher's choice,
+    its measured time (looked up in the rows), and the best measured time."""
+    from ckgen.runtime.library import NoKernel
+
+    by_name = {p.name: p for p in problems}
+    timed: dict[tuple[str, str, str], dict[tuple[str, int], float]] = {}
+    for r in rows:
+        if not r.get("ms") or r.get("verified") in FAILED or r["shape"] not in shapes:
+            continue
+        t = timed.setdefault((r["variant"], r["datatype"], r["shape"]), {})
+        k = (r["instance"], int(r.get("k_batch") or 0))
+        t[k] = min(t.get(k, math.inf), float(r["ms"]))
+    # The cost model chooses among the split counts that were measured (backward_weight).
+    kbs = sorted(
+        {kb for (v, _d, _s), t in timed.items() if v == "backward_weight" for (_n, kb) in t}
+    )
+    if kbs and hasattr(registry, "set_k_batch_candidates"):
+        registry.set_k_batch_candidates(kbs)
+    out = []
+    for (v, d, s), t in sorted(timed.items()):
+        (bname, _bkb), bms = min(t.items(), key=lambda kv: kv[1])
+        try:
+            sel = registry.select(by_name[s], v, d, cost_model_only=cost_model_only)
+        except NoKernel as ex:
+            out.append(Quality(v, d, s, "(none: " + ex.reason + ")", 0, "none", None, bname, bms))
+            continue
+        ms = t.get((sel.name, sel.k_batch))
+        out.append(Quality(v, d, s, sel.name, sel.k_batch, sel.source, ms, bname, bms))
+    return out
+
+
+def summarize(q: Sequence[Quality]) -> dict[str, Any]:
+    ratios = sorted(x.ratio for x in q if x.ratio is not None)
+    n = len(ratios)
+    if not n:
+        return {"count": len(q), "timed": 0}
+
+    def pct(p: float) -> float:
+        return ratios[min(n - 1, int(round(p * (n - 1))))]
+
+    return {
+        "count": len(q),
+        "timed": n,
+        "untimed": len(q) - n,
+        "within_1pct": sum(r <= 1.01 for r in ratios) / n,
+        "within_10pct": sum(r <= 1.10 for r in ratios) / n,
+        "within_25pct": sum(r <= 1.25 for r in ratios) / n,
+        "geomean_ratio": math.exp(sum(math.log(r) for r in ratios) / n),
+        "median_ratio": pct(0.5),
+        "p90_ratio": pct(0.9),
+        "max_ratio": ratios[-1],
+    }
+
+
+def shapes_problems(path: Path) -> list[Problem]:
+    return load_shapes(path)
