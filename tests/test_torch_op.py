@@ -47,7 +47,7 @@ def _close(a, b, k_red: int) -> None:
 def check_ops_match_torch(registry, case) -> None:
     import torch
 
-    import ckgen.runtime.torch as ct
+    import ckgen.torch as ct
 
     n, g, c, k, hw, f, s, p, d = case
     torch.manual_seed(0)
@@ -82,7 +82,7 @@ def check_ops_match_torch(registry, case) -> None:
 def check_autograd_function_and_module(registry) -> None:
     import torch
 
-    import ckgen.runtime.torch as ct
+    import ckgen.torch as ct
 
     torch.manual_seed(1)
     x = torch.randn(2, 64, 20, 20, device="cuda", dtype=torch.float16).contiguous(
@@ -112,7 +112,7 @@ def check_autograd_function_and_module(registry) -> None:
 def check_unsupported_problem_raises_reason(registry) -> None:
     import torch
 
-    import ckgen.runtime.torch as ct
+    import ckgen.torch as ct
     from ckgen.runtime.library import NoKernel
 
     x = torch.randn(1, 8, 8, 8, device="cuda", dtype=torch.float64)

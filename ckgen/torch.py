@@ -5,7 +5,7 @@ channels-last memory (torch.channels_last / channels_last_3d; 1D: (N, C, W) whos
 N, W, C): that memory order is exactly ckgen's NHWGC / GKYXC / NHWGK. Other tensors are copied
 into channels-last first.
 
-    import ckgen.runtime.torch as ct
+    import ckgen.torch as ct
     reg = ckgen.Registry.build("default", kernels=["*_fp16_2d_*"], max_workers=16)
     ct.set_default_registry(reg)                       # or pass registry=reg per call
     y  = ct.conv_forward(x, w, stride=1, padding=1)
