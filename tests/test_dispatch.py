@@ -181,7 +181,7 @@ def test_workflow_argument_errors(tmp_path: Path) -> None:
 def test_generated_project_has_dispatcher(tmp_path: Path) -> None:
     cli("generate", "--arch", "sm_90a", "--set", "tests", "-o", str(tmp_path), "-q", "--kernels", "grouped_conv_fwd_fp16_2d_*")
     for f in ("dispatcher.cmake", "dispatch/ckgen_dispatch.cpp", "dispatch/ckgen_dispatch.h",
-              "include/ckgen/dispatcher.hpp", "include/ckgen/generated/arch_params.hpp"):
+              "include/ckgen/dispatch/dispatcher.hpp", "include/ckgen/generated/arch_params.hpp"):
         assert (tmp_path / f).is_file(), f
     hdr = (tmp_path / "include/ckgen/generated/arch_params.hpp").read_text()
     specs = json.loads((REPO / "arch_specs.json").read_text())["sm_90a"]
@@ -221,7 +221,7 @@ def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     (inc / "ckgen" / "generated").mkdir(parents=True)
     (inc / "ckgen" / "generated" / "arch_params.hpp").write_bytes(gen)
     exe = tmp_path / "neighbour_ranking"
-    # portability.hpp's host-only branch (CKGEN_PLATFORM_HOST: whatever CUDA / HIP headers the
+    # core/portability.hpp's host-only branch (CKGEN_PLATFORM_HOST: whatever CUDA / HIP headers the
     # machine has), whose device queries answer "no device"
     comp = subprocess.run([cxx, "-std=c++17", "-O1", "-DCKGEN_PLATFORM_HOST",
                            f"-I{REPO / 'templates' / 'include'}", f"-I{inc}",

@@ -1,4 +1,4 @@
-"""One source of truth: vocab.hpp is rendered from ckgen/vocab.py; every target of
+"""One source of truth: core/vocab.hpp is rendered from ckgen/vocab.py; every target of
 arch_specs.json loads and every number in it names its source."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from conftest import ALL_ARCHS, REPO
 
 def test_vocab_hpp_is_rendered_from_vocab_py() -> None:
     out = subprocess.run([sys.executable, "-m", "ckgen.vocab"], check=True, capture_output=True, text=True).stdout
-    committed = (REPO / "templates" / "include" / "ckgen" / "vocab.hpp").read_text()
-    assert committed == out, "templates/include/ckgen/vocab.hpp is stale: python -m ckgen.vocab > templates/include/ckgen/vocab.hpp"
-    assert (templates_dir() / "include" / "ckgen" / "vocab.hpp").read_text() == out
+    committed = (REPO / "templates" / "include" / "ckgen" / "core" / "vocab.hpp").read_text()
+    assert committed == out, "templates/include/ckgen/core/vocab.hpp is stale: python -m ckgen.vocab > templates/include/ckgen/core/vocab.hpp"
+    assert (templates_dir() / "include" / "ckgen" / "core" / "vocab.hpp").read_text() == out
 
 
 def test_vocab_hpp_names_every_word() -> None:

@@ -86,7 +86,7 @@ def test_rule_names_what_tma_does_not_implement(change: dict, words: str) -> Non
 
 
 def test_wgmma_n192_is_the_copy_engines_alone() -> None:
-    """m64n192k16 is implemented for wavelet_tma (pipeline_tma.hpp issues wgmma_detail::Op
+    """m64n192k16 is implemented for wavelet_tma (pipeline/tma_ws.hpp issues wgmma_detail::Op
     directly); the plain wavelet pipeline's WarpWgmma and swap_ab's pixel widths stay 64/128/256."""
     wide = tma(tile=(64, 192, 64), waves=(4, 1, 1), math_waves=4, warp_tile=(64, 192, 16))
     assert rules.check(wide, ARCHS["sm_90a"]) is None and parse_name(wide.name) == wide
@@ -210,8 +210,8 @@ def test_fp32_is_rejected() -> None:
 def test_shipped_default_set_has_tma_for_every_variant() -> None:
     exp = expand(load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters())
     every = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
-    # forward windows (pipeline_tma_window.hpp): 20-, 16- and 8-row windows, four patch buffers, 2D;
-    # backward_weight windows (pipeline_tma_window_weight.hpp): 8-row windows, four stages
+    # forward windows (pipeline/tma_window.hpp): 20-, 16- and 8-row windows, four patch buffers, 2D;
+    # backward_weight windows (pipeline/tma_window_weight.hpp): 8-row windows, four stages
     win = {(i.variant, i.datatype, i.ndim, i.tile, i.stages, i.swap_ab, i.epilogue) for i in every if rules.is_window(i)}
     assert win == ({(Variant.FORWARD, d, 2, (m, 64, 64), 4, True, Epilogue.CSHUFFLE)
                     for d in (DataType.FP16, DataType.BF16) for m in (160, 128, 64)}
@@ -260,7 +260,7 @@ def test_no_tma_instances_off_hopper() -> None:
 
 
 def test_template_library_has_the_tma_pipeline() -> None:
-    hdr = templates_dir() / "include" / "ckgen" / "pipeline_tma.hpp"
+    hdr = templates_dir() / "include" / "ckgen" / "pipeline" / "tma_ws.hpp"
     text = hdr.read_text()
     assert "TmaConvKernel" in text and "cp.async.bulk.tensor" in text
 
@@ -351,7 +351,7 @@ def test_weight_window_lds_matches_the_kernel_layout() -> None:
     small = weight_window(tile=(64, 64, 64), stages=2)
     assert rules.window_lds_bytes(small) == 64 * 584 * 4 + 16 * 2 + 1024
     assert "kTmaWindowPartLd = 3 * 192 + 8" in (templates_dir() / "include" / "ckgen" /
-                                                "pipeline_tma_window_weight.hpp").read_text()
+                                                "pipeline/tma_window_weight.hpp").read_text()
 
 
 def test_wave_layout_12_is_only_the_weight_window() -> None:

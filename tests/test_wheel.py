@@ -40,7 +40,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_contains_the_data(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for f in ("ckgen/cli.py", "ckgen/_share/arch_specs.json", "ckgen/_share/CMakeLists.txt.in",
-              "ckgen/_share/templates/project/instance.hpp.j2", "ckgen/_share/templates/include/ckgen/vocab.hpp",
+              "ckgen/_share/templates/project/instance.hpp.j2", "ckgen/_share/templates/include/ckgen/core/vocab.hpp",
               "ckgen/_share/configs/forward/tests.yaml", "ckgen/_share/configs/backward_weight/profiler.yaml",
               "ckgen/_share/configs/tuning/sm_90a_H100.json"):
         assert f in names, f
@@ -72,8 +72,8 @@ def test_installed_wheel_generates_from_another_directory(wheel: Path, tmp_path:
     p = _run(str(ckgen), "generate", "--arch", "sm_90a", "--set", "tests", "-o", "X", cwd=elsewhere)
     out = elsewhere / "X"
     assert "written" in p.stdout
-    for f in ("manifest.json", "instances.cmake", "registry/registry.cpp", "include/ckgen/vocab.hpp",
-              "include/ckgen/kernel.hpp", "profiler/profiler_forward.cpp", "tests/test_grouped_conv_backward_weight.cpp"):
+    for f in ("manifest.json", "instances.cmake", "registry/registry.cpp", "include/ckgen/core/vocab.hpp",
+              "include/ckgen/kernel/conv_kernel.hpp", "profiler/profiler_forward.cpp", "tests/test_grouped_conv_backward_weight.cpp"):
         assert (out / f).is_file(), f
     assert list((out / "instances" / "forward").glob("*.hpp"))
     _run(str(ckgen), "emit-cmake", "-o", "X", "--platform", "nvidia", "--gpu-targets", "90a", cwd=elsewhere)

@@ -1,4 +1,4 @@
-// Host-side checks of the StreamK plan and schedule (streamk_plan.hpp), pure arithmetic: no
+// Host-side checks of the StreamK plan and schedule (schedule/streamk_plan.hpp), pure arithmetic: no
 // GPU, no runtime; they compile with a plain host compiler (tests/cpp/streamk_host_check.cpp,
 // g++) and run in the GTest binary (suite streamk_host). The schedule is run through the same
 // streamk_schedule the kernel runs, with a simulation for the operations: blocks execute one
@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "ckgen/streamk_plan.hpp"
+#include "ckgen/schedule/streamk_plan.hpp"
 
 namespace ckgen::host {
 

@@ -67,7 +67,7 @@
 #include "ckgen/host/shapes.hpp"
 #include "ckgen/host/streamk_checks.hpp"
 #include "ckgen/host/tolerance.hpp"
-#include "ckgen/kernel_base.hpp"
+#include "ckgen/kernel/kernel_base.hpp"
 
 #ifndef CKGEN_SHAPES_DIR
 #define CKGEN_SHAPES_DIR "shapes"
@@ -420,7 +420,7 @@ inline void register_negative_tests(Variant v) {
         if (row_form(*k)) {
           o.k_batch = 2;
           refuses("rows_cluster", o, "stride1 adds its splits through the workspace");
-          // The row form's limits on the problem (pipeline_tma.hpp, rows_refusal): a row of 100
+          // The row form's limits on the problem (pipeline/tma_ws.hpp, rows_refusal): a row of 100
           // pixels, 64 output channels; refused before any device query.
           const int64_t X = key.tile_n / 64;
           auto row = [nd](int64_t c, int64_t x, int64_t s_w, int64_t d_w) {
@@ -450,7 +450,7 @@ inline void register_negative_tests(Variant v) {
       refuses("split_reduce_workspace", o, "split_reduce workspace is for wavelet_tma backward_weight");
     }
     if (tma_window_form(key)) {
-      // The window forms' limits (pipeline_tma_window.hpp, pipeline_tma_window_weight.hpp):
+      // The window forms' limits (pipeline/tma_window.hpp, pipeline/tma_window_weight.hpp):
       // 64-channel groups, stride 1; forward: a filter whose taps fit shared memory beside the
       // patches (9x9: 648 KB); backward_weight: 3x3 filters (one warpgroup a filter row).
       auto win = [](int64_t c, int64_t kk, int64_t s, int64_t f) {
@@ -521,7 +521,7 @@ inline void register_reference_tests(Variant v, const std::vector<NamedProblem>&
 // streamk_host.gpu_cases_cover_the_schedule checks (without a GPU) that the registered cases
 // reach every section of the schedule for each reduction x persistence.
 
-// The plan a StreamK instance makes for p at a forced grid (kernel.hpp's streamk_plan from the
+// The plan a StreamK instance makes for p at a forced grid (kernel/conv_kernel.hpp's streamk_plan from the
 // key; streamk_host.instances_size_their_workspace_from_the_plan ties the two together).
 inline StreamKPlan streamk_plan_of(const KernelKey& key, const ConvProblem& p, int blocks) {
   const int64_t M = p.K, N = p.filter_spatial() * p.C, K = p.N * p.out_spatial();
@@ -662,10 +662,10 @@ class SweepRng {
 inline ConvProblem random_problem(SweepRng& rng, int ndim) {
   for (;;) {
     // depthwise (C = K = 1): half of them G a multiple of 8 so the 16-byte direct instances
-    // (depthwise.hpp) draw them too; small groups (C = K = 2, 4 or 8, ResNeXt-style) for the
+    // (pipeline/depthwise.hpp) draw them too; small groups (C = K = 2, 4 or 8, ResNeXt-style) for the
     // direct small-group instances, G * C mostly a multiple of 8
-    // 64-channel groups at stride 1 (kind 30..35) for the windows (pipeline_tma_window.hpp,
-    // pipeline_tma_window_weight.hpp), half of them with a 3x3 filter (the backward_weight windows')
+    // 64-channel groups at stride 1 (kind 30..35) for the windows (pipeline/tma_window.hpp,
+    // pipeline/tma_window_weight.hpp), half of them with a 3x3 filter (the backward_weight windows')
     const int kind = int(rng.uniform(0, 99));
     const bool depthwise = kind < 20, small_groups = kind >= 20 && kind < 30, wide = kind >= 30 && kind < 36;
     const int64_t cg = small_groups ? rng.pick<int64_t>({2, 4, 4, 8}) : 1;
@@ -799,7 +799,7 @@ inline void register_sweep_tests(Variant v) {
 }
 
 // --------------------------------------------------------------------------- host-only checks
-// StreamK plan arithmetic (streamk_plan.hpp): hand-computed grids, workspaces and flag layout,
+// StreamK plan arithmetic (schedule/streamk_plan.hpp): hand-computed grids, workspaces and flag layout,
 // the schedule simulation over a range of shapes, injected faults that it must catch
 // (host/streamk_checks.hpp; tests/test_streamk_host.py runs the same checks with g++).
 inline void register_streamk_host_tests() {
