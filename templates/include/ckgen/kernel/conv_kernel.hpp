@@ -42,7 +42,7 @@
 
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/conv/conv_maps.hpp"
-#include "ckgen/pipeline/depthwise.hpp"
+#include "ckgen/kernel/depthwise_kernel.hpp"
 #include "ckgen/epilogue/epilogue.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 #include "ckgen/pipeline/basic.hpp"
