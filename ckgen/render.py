@@ -15,7 +15,7 @@ import jinja2
 from .arch import ArchSpec, get_arch
 from .instance import KernelInstance
 from .naming import NAME_RE, parse_name
-from .resources import share_dir, templates_dir
+from .resources import share_dir, templates_dir, testing_dir
 from .rules import math_unit
 from .vocab import Platform, Variant
 
@@ -90,6 +90,7 @@ def _library_files() -> dict[str, bytes]:
     for p in sorted(root.rglob("*")):
         if p.is_file() and p.suffix in (".hpp", ".h", ".inc"):
             files[f"include/{p.relative_to(root).as_posix()}"] = p.read_bytes()
+    files.update({f"testing/{p.name}": p.read_bytes() for p in sorted(testing_dir().glob("*.hpp"))})
     return files
 
 

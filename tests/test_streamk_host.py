@@ -1,6 +1,6 @@
 """StreamK (backward_weight) checks that need no GPU.
 
-- The plan / schedule checks of templates/include/ckgen/host/streamk_checks.hpp, compiled with
+- The plan / schedule checks of tests/cpp/suite/streamk_checks.hpp, compiled with
   the host C++ compiler (tests/cpp/streamk_host_check.cpp): hand-computed grids, workspace sizes
   and flag layout, the schedule simulation over a range of shapes, and injected faults.
 - The same checks fail when the real schedule code is broken: schedule/streamk_plan.hpp is copied,

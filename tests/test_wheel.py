@@ -42,7 +42,7 @@ def test_wheel_contains_the_data(wheel: Path) -> None:
     for f in ("ckgen/cli.py", "ckgen/_share/arch_specs.json", "ckgen/_share/CMakeLists.txt.in",
               "ckgen/_share/templates/project/instance.hpp.j2", "ckgen/_share/templates/include/ckgen/core/vocab.hpp",
               "ckgen/_share/configs/forward/tests.yaml", "ckgen/_share/configs/backward_weight/profiler.yaml",
-              "ckgen/_share/configs/tuning/sm_90a_H100.json"):
+              "ckgen/_share/configs/tuning/sm_90a_H100.json", "ckgen/_share/testing/testing.hpp"):
         assert f in names, f
     src_templates = {p.relative_to(REPO).as_posix() for p in (REPO / "templates").rglob("*") if p.is_file()
                      and "__pycache__" not in p.parts}
@@ -73,7 +73,8 @@ def test_installed_wheel_generates_from_another_directory(wheel: Path, tmp_path:
     out = elsewhere / "X"
     assert "written" in p.stdout
     for f in ("manifest.json", "instances.cmake", "registry/registry.cpp", "include/ckgen/core/vocab.hpp",
-              "include/ckgen/kernel/conv_kernel.hpp", "profiler/profiler_forward.cpp", "tests/test_grouped_conv_backward_weight.cpp"):
+              "include/ckgen/kernel/conv_kernel.hpp", "profiler/profiler_forward.cpp", "tests/test_grouped_conv_backward_weight.cpp",
+              "testing/testing.hpp", "testing/streamk_checks.hpp"):
         assert (out / f).is_file(), f
     assert list((out / "instances" / "forward").glob("*.hpp"))
     _run(str(ckgen), "emit-cmake", "-o", "X", "--platform", "nvidia", "--gpu-targets", "90a", cwd=elsewhere)

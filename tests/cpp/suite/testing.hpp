@@ -33,7 +33,7 @@
 //                         against the GPU reference. Seed: CKGEN_SWEEP_SEED, default the clock;
 //                         printed, with every failing problem as profiler options.
 //   streamk_host          (backward_weight) StreamK plan / schedule / workspace arithmetic
-//                         (host/streamk_checks.hpp) and gpu_cases_cover_the_schedule (the
+//                         (streamk_checks.hpp) and gpu_cases_cover_the_schedule (the
 //                         backward_weight_streamk cases reach every section of the schedule for
 //                         each reduction x persistence), run without a GPU too
 //   harness_host          host-only checks of the harness itself (run without a GPU too):
@@ -65,7 +65,7 @@
 #include "ckgen/host/reference.hpp"
 #include "ckgen/host/runner.hpp"
 #include "ckgen/host/shapes.hpp"
-#include "ckgen/host/streamk_checks.hpp"
+#include "streamk_checks.hpp"
 #include "ckgen/host/tolerance.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 
@@ -801,7 +801,7 @@ inline void register_sweep_tests(Variant v) {
 // --------------------------------------------------------------------------- host-only checks
 // StreamK plan arithmetic (schedule/streamk_plan.hpp): hand-computed grids, workspaces and flag layout,
 // the schedule simulation over a range of shapes, injected faults that it must catch
-// (host/streamk_checks.hpp; tests/test_streamk_host.py runs the same checks with g++).
+// (streamk_checks.hpp; tests/test_streamk_host.py runs the same checks with g++).
 inline void register_streamk_host_tests() {
   const std::string suite = "streamk_host";
   add_test(suite, "grid_workspace_and_flags_hand_computed", [] {
