@@ -140,7 +140,7 @@ def test_cpp_side_dispatches_direct_and_check_isa_knows_its_kernel() -> None:
     assert "Pipeline::Direct" in kernel and "DepthwiseKernel<Cfg>" in kernel
     assert "depthwise_conv_kernel" in (inc / "pipeline/depthwise.hpp").read_text()
     assert "depthwise_conv_kernel" in isa.MAIN_KERNELS
-    assert "Pipeline::Direct" in (inc / "dispatch/dispatcher.hpp").read_text()
+    assert "Pipeline::Direct" in (inc / "dispatch/cost_model.hpp").read_text()
     syms = ["_ZN5ckgen21depthwise_conv_kernelINS_9generated3abcELi0ELi0ELi0ELNS_10DirectPathE0EEEvNS_10DirectArgsE",
             "_ZN5ckgen21depthwise_conv_kernelINS_9generated3abcELi1ELi3ELi3ELNS_10DirectPathE1EEEvNS_10DirectArgsE",
             "_ZN5ckgen19grouped_conv_kernelINS_9generated3xyzEEEvNS_8ConvArgsE"]
