@@ -83,9 +83,6 @@ CKGEN_DEVICE inline uint32_t cluster_rank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
   return r;
 }
-// 8 floats at shared address `addr` of cluster block `rank`, added into s. (Loading every
-// block's floats before adding measured no faster and raised the kernel's registers: the
-// 128x256 tile spilled.)
 // The 4 floats at shared address addr (16-byte aligned) of cluster block `rank`.
 CKGEN_DEVICE inline float4 load_remote4(uint32_t addr, uint32_t rank) {
   uint32_t ra;
@@ -97,6 +94,8 @@ CKGEN_DEVICE inline float4 load_remote4(uint32_t addr, uint32_t rank) {
                : "memory");
   return v;
 }
+// 8 floats at shared address `addr` of cluster block `rank`, added into s. (Loading every
+// block's floats before adding is no faster and costs registers: large tiles spill.)
 CKGEN_DEVICE inline void add_remote8(float* s, uint32_t addr, uint32_t rank) {
   const float4 a = load_remote4(addr, rank), b = load_remote4(addr + 16, rank);
   s[0] += a.x;

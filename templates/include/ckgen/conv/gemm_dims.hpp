@@ -9,7 +9,7 @@
 
 namespace ckgen {
 
-// Per-group GEMM sizes of a problem for a variant (DESIGN's implicit-GEMM table; backward_data
+// Per-group GEMM sizes of a problem for a variant (the implicit-GEMM mapping; backward_data
 // counts the largest stride class and `classes` sub-problems).
 struct GemmDims {
   int64_t M = 1, N = 1, K = 1, batch = 1;  // batch: G x stride classes

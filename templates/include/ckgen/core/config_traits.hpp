@@ -71,7 +71,7 @@ struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
 
-// Which GEMM dimension is contiguous in memory for an operand of a variant (DESIGN's table).
+// Which GEMM dimension is contiguous in memory for an operand of a variant.
 //   forward:         A (im2col x) along K,  B (w) along K
 //   backward_data:   A (dy)       along K,  B (w) along N (c)
 //   backward_weight: A (dy)       along M,  B (im2col x) along N (c)

@@ -49,7 +49,7 @@ inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
 // bound below ~16 warps per SM). backward_weight adds its workspace traffic and the reduce
 // launch. On FMA: the larger of the memory time and the issue time of the threads' instructions
 // (direct_fma_issue / direct_fma_bwd_issue: loads with their addressing, conversions, FMAs;
-// these kernels are issue- and latency-bound, bench/NOTES.md). The matrix path (warp tile
+// these kernels are issue- and latency-bound). The matrix path (warp tile
 // 16x8x16, pipeline/direct_mma.hpp) has no FMA term: its mma.sync work is far below the memory time; its
 // forward / backward_data blocks take the bands the launch gives them (fewer blocks, each source
 // row staged once per band), its backward_weight blocks add a fixed time per unit they run.
@@ -57,17 +57,14 @@ inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
 // pixels a thread and vectors of vec channels: its source loads (the window path: pp + X - 1
 // columns per filter row; the row pairs: pp / 2 + X - 1 columns of Y + 1 rows; else one per tap
 // and pixel), each kDirectLoadIssue instructions (the load, its 64-bit address, its bound test,
-// its zeroed destination: the window kernel's SASS,
-// bench/NOTES.md "Depthwise window: weights in shared memory") plus one conversion per 16-bit
-// element, and taps x pp x vec x C fp32 FMAs. On the H200 profiles of the depthwise 56x56 rows
-// the ranking it gives (PP 8 < 4 < 2 < 1 < the v1 tile) is the measured one.
-inline constexpr double kDirectLoadIssue = 4.0;
+// its zeroed destination, as the window kernel's SASS has them) plus one conversion per 16-bit
+// element, and taps x pp x vec x C fp32 FMAs.
+inline constexpr double kDirectLoadIssue = 4.0;  // instructions a source load issues
 // The backward_weight matrix path (pipeline/direct_mma_bwd_weight.hpp) runs the row segments of its slice
-// one after another, each a chain of copy, wait and a short MMA: on the H100 ~0.7-0.85 us a unit
-// beyond the bandwidth time (depthwise 56x56: 16 / 32 / 64-pixel units, 28 / 14 / 7 a block,
-// 31.4 / 19.1 / 15.6 us; ResNeXt c4 / c8 alike), which the bytes alone estimated equal.
-inline constexpr double kDirectMmaBwdUnitUs = 0.75;
-inline constexpr double kDirectIssueEfficiency = 0.55;  // issue slots busy (Nsight Compute, window kernel)
+// one after another, each a chain of copy, wait and a short MMA: a fixed time a unit beyond the
+// bandwidth time, which the bytes alone do not see.
+inline constexpr double kDirectMmaBwdUnitUs = 0.75;     // latency of one unit's copy-wait-MMA chain
+inline constexpr double kDirectIssueEfficiency = 0.55;  // fraction of issue slots the FMA kernels keep busy
 inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes) {
   const double taps = double(p.filter_spatial());
   const double loads = direct_fma_row_pair(v, p, pp) ? double(p.filter[1] + 1) * double(pp / 2 + p.filter[2] - 1)
@@ -176,13 +173,11 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   return c;
 }
 
-// Write bandwidth of a register epilogue against the cshuffle one (H100 profiles of 575b9d9: the
-// same 128 x 64 ring on r50_l1_1x1_64_64, 10 MB written, 14.0-14.5 us against 6.4-7.2: the
-// register epilogue's writes at ~1 TB/s).
+// Write bandwidth of a register epilogue against the cshuffle one: its narrow stores reach a
+// fraction of the bandwidth.
 inline constexpr double kRegisterStoreEfficiency = 0.3;
-// Fixed time of a round of copy-engine tiles on a compute unit, microseconds (fitted on the
-// RetinaNet profiles of both GPUs, bench/NOTES.md "The dispatcher's cost model on the RetinaNet
-// set": 0.5-1.5 pick alike, 0 leaves many-k-tile narrow tiles behind short ones).
+// Fixed time of a round of copy-engine tiles on a compute unit, microseconds (without it
+// narrow tiles with many k tiles rank behind short ones).
 inline constexpr double kTmaRoundUs = 0.75;
 
 // The window forms (pipeline/tma_window.hpp, pipeline/tma_window_weight.hpp): the busiest block
@@ -192,12 +187,10 @@ inline constexpr double kTmaRoundUs = 0.75;
 // (detail::kTmaWindowSumUs / cluster, the grid of detail::tma_window_weight_grid) and the clear
 // and conversion launches. Or the bytes, whichever is longer: x's patches, y (dy), and a filter
 // a block and group (forward: its copy) or a cluster (backward_weight: its fp32 sums); plus the
-// launch. Forward fitted on the probe of bench/NOTES.md "Forward windows" (H200: g4 100x100,
-// 56x56 G40, 37x45 G3, 20x20 G200; rate 0.71-0.85 of peak), backward_weight on the rows of
-// "backward_weight windows" (H200: 0.45-0.56 of peak besides the sums).
-inline constexpr double kTmaWindowRate = 0.8;
-inline constexpr double kTmaWindowFilterUs = 0.5;
-inline constexpr double kTmaWindowWeightRate = 0.5;
+// launch. Rates fitted on grouped forward / backward_weight window problems.
+inline constexpr double kTmaWindowRate = 0.8;         // forward windows: fraction of peak
+inline constexpr double kTmaWindowFilterUs = 0.5;     // forward: one filter copy a group
+inline constexpr double kTmaWindowWeightRate = 0.5;   // backward_weight windows: fraction of peak
 inline constexpr double kTmaWindowWeightLaunchUs = 2.0;
 inline CostEstimate estimate_window_cost(const KernelKey& k, const ConvProblem& p, const ArchNumbers& a) {
   CostEstimate c;
@@ -249,8 +242,7 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   // wavelet_tma backward_weight runs its own grid (pipeline/tma_ws.hpp): taps x (K / BM) x (C / BN)
   // tiles a group unless the taps pack into the columns or x goes through the im2col copy
   // (detail::tma_weight_tiles of detail::tma_gemm_view). With few channels a group that is far
-  // more tiles than the GEMM view's (ResNeXt 5x5 c8: 800 against 64, 317 us measured on an H100
-  // where the GEMM view estimated 25).
+  // more tiles than the GEMM view's (ResNeXt 5x5 c8: 800 against 64).
   const int64_t grid =
       k.pipeline == Pipeline::WaveletTma && k.variant == Variant::BackwardWeight && !tma_row_form(k)
           ? detail::tma_weight_tiles(detail::tma_gemm_view(Variant::BackwardWeight, p), k.tile_m, k.tile_n)
@@ -293,9 +285,8 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   // Utilisation grows with the warps resident (latency hiding: below 8 resident warps a round
   // takes as long whatever its block count) and with the warp tile's operand reuse;
   // narrow global accesses (vector bytes < 16) and the single-buffer pipeline stall the math.
-  // The constants were fitted to the H200 kernel-check PERF lines
-  // (bench/dev/kernel_check_2026-11-22_H200.log): basic ~1.6x slower than multistage, ~20 % of
-  // peak at best for mma.sync tiles.
+  // The constants are fitted so that basic runs ~1.6x slower than multistage and mma.sync tiles
+  // reach ~20 % of peak at best.
   const double tile_flops = 2.0 * k.tile_m * k.tile_n * double(kt * k.tile_k);
   const double peak_cu = a.peak_tflops(k.datatype) * 1e12 / a.compute_units;
   const int64_t per_cu = cdiv(c.tiles, a.compute_units);
@@ -307,11 +298,10 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const double feed = (0.5 + 0.5 * std::min(16.0, vec_bytes) / 16.0) *
                       (k.pipeline != Pipeline::Basic ? 1.0 : 0.6);  // prefetching pipelines
   // wavelet: the math warps wait on the load waves at every stage; with fewer than 4 math warps a
-  // block cannot keep the math going through those waits (the H200 v2 profile: the 2-math-warp
-  // 64x64 wavelet runs 1.3-1.6x slower than the 4-warp multistage 64x64 on the same shapes).
+  // block cannot keep the math going through those waits.
   const double handoff = k.pipeline == Pipeline::Wavelet ? std::min(1.0, warps / 4.0) : 1.0;
-  // wavelet_tma: the copy engine feeds asynchronous wgmma; at the same operand reuse it ran ~2x
-  // the mma.sync pipelines' rate (bench/dev/tma_check, H100: 615 TFLOPS on head_cls 100x100).
+  // wavelet_tma: the copy engine feeds asynchronous wgmma: about twice the mma.sync pipelines'
+  // rate at the same operand reuse.
   const double async_math = tma ? 2.0 : 1.0;
   const double tile_util = (reuse / (reuse + 32.0)) * 0.4 * feed * handoff * async_math;
   // Latency hiding counts every resident math warp: a ping-pong block's two warpgroups (one's

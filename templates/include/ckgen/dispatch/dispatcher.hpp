@@ -143,8 +143,8 @@ class Dispatcher {
 
   // backward_weight's row form (wavelet_tma, specialization stride1) copies x once per filter
   // row instead of once per tap but pads each output-row segment to a multiple of 16 positions
-  // and runs 64-row tiles: it wins where the copies bound the kernel (K=36 box head at 100x100
-  // 23.8 -> 19.1 us on the H100) and loses up to 2.6x on small rows or many output channels.
+  // and runs 64-row tiles: it wins where the copies bound the kernel (few output channels, long
+  // rows) and loses up to 2.6x on small rows or many output channels.
   // The cost model has no term for either, so only a tuning database's exact ranking picks it.
   static bool measured_only(const KernelKey& key) { return tma_row_form(key); }
 

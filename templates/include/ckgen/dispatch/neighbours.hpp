@@ -15,9 +15,8 @@ namespace ckgen {
 // Distance between two problems of one variant, for the neighbour ranking: |log| differences of
 // the per-group GEMM M, N, K and the batch (groups x stride classes), which set the tile fit and
 // the parallelism, plus half the |log| differences of the filter size and the stride (a 1x1
-// borrows from a 3x3 of the same GEMM only when nothing closer exists). Leave-one-out over the
-// even RetinaNet rows of the H200 v2 profile preferred these features to raw G/N/C/K/spatial
-// sizes with per-component penalties (bench/NOTES.md, "Neighbour ranking").
+// borrows from a 3x3 of the same GEMM only when nothing closer exists). These features rank
+// neighbours better than raw G/N/C/K/spatial sizes with per-component penalties.
 inline double problem_distance(Variant v, const ConvProblem& a, const ConvProblem& b) {
   auto l = [](int64_t x, int64_t y) {
     return std::fabs(std::log(double(std::max<int64_t>(x, 1))) - std::log(double(std::max<int64_t>(y, 1))));

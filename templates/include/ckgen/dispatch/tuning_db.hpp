@@ -82,9 +82,8 @@ inline const Json& elements(const Json* v) {
 
 class TuningDb {
  public:
-  // Chosen by leave-one-out over the even RetinaNet rows of the H200 dispatch profile
-  // (bench/NOTES.md, "Residual neighbour ranking"): a plateau of settings reaches the same
-  // quality; this one is in its middle.
+  // Chosen by leave-one-out over tuned shapes: a plateau of settings reaches the same quality;
+  // this one is in its middle.
   static constexpr double kMaxDistance = 6.0;     // farther tuned shapes are not neighbours
   static constexpr int kNeighbourPoints = 12;     // measured points that calibrate one candidate
   static constexpr double kBandwidth = 2.0;       // weight exp(-distance / kBandwidth)

@@ -186,16 +186,14 @@ constexpr int tma_smem_bytes(int tile_m, int tile_n, int stages, int math_warps,
 // minimising in k-tile times
 //   workspace: rounds over `slots` blocks x (k tiles per split + 2)   (2: the unit's epilogue)
 //              + for c > 1, 8 + written elements / 120000   (clearing the fp32 workspace and
-//              converting it: two more launches and 10 bytes per element, at ~0.4 us per k
-//              tile and ~3 TB/s)
+//              converting it: two more launches and 10 bytes per element, in k-tile times)
 //   cluster:   (c in 2..8 with cluster_slots[c] > 0: the blocks that many clusters of c keep
 //              resident, at most `slots`) rounds over cluster_slots[c] x (k tiles per split
 //              + 2 + c^2)   (c^2: the partial tile through shared memory and the slice summed
-//              over the cluster, fitted on the H200 sweep: 2-block clusters pay off, 8-block
-//              ones cost more than the workspace)
+//              over the cluster: small clusters pay off, 8-block ones cost more than the
+//              workspace)
 // fewest splits on ties, a cluster before a workspace at the same count. `mode` keeps one kind
-// (Workspace: no cluster; Cluster: no workspace, at most 8). Fitted on backward_weight
-// (bench/NOTES.md).
+// (Workspace: no cluster; Cluster: no workspace, at most 8). Fitted on backward_weight.
 struct ReductionSplit {
   int splits = 1;
   bool cluster = false;
@@ -323,8 +321,7 @@ inline TmaWindowGrid tma_window_grid(int64_t groups, int64_t compute_units) {
 // The backward_weight windows' grid (pipeline/tma_window_weight.hpp): tma_window_grid's, with
 // the blocks of a group in clusters of `cluster` blocks that sum their partial filters through
 // distributed shared memory before adding them into the workspace. A block's own reductions
-// run at its end at ~25 GB/s (bench/NOTES.md, "backward_weight splits: reductions spread over a
-// row's lines"): its 147 KB of sums ~kTmaWindowSumUs, 1 / cluster of it in a cluster; a window
+// run at its end (reductions spread over a row's lines are slow): its 147 KB of sums ~kTmaWindowSumUs, 1 / cluster of it in a cluster; a window
 // ~kTmaWindowPixelUs a pixel (a 3x3 filter at ~0.8 of an SM's peak). The cluster (2..8 blocks,
 // bpg a multiple of it, every cluster resident at once: slots[c] blocks, all when slots is
 // null) minimizes window rounds x window + sums / cluster; cluster 1 where none does better.

@@ -405,10 +405,9 @@ class TmaConvKernel final : public KernelBase {
   // forward / backward_weight with C % 8 != 0 in one group (the C=3 stem): the explicit im2col
   // copy (detail::tma_im2col_width, kernel/kernel_base.hpp), written into the workspace after the split
   // sums; the problem runs as a 1x1 GEMM over it (gemm_view): forward with a copy of w padded the
-  // same way, backward_weight into a padded dw, cropped into dw. (Measured on the stem: copying
-  // only the X taps of a filter row, a quarter of the bytes, and running a Y x 1 convolution over
-  // that was slower, 124 -> 184 us: the copy engine moves 48-byte pixel rows slowly and the
-  // 64-channel k tiles are 3/8 live.)
+  // same way, backward_weight into a padded dw, cropped into dw. (Copying only the X taps of a
+  // filter row and running a Y x 1 convolution over that is slower: the copy engine moves 48-byte
+  // pixel rows slowly and the 64-channel k tiles are 3/8 live.)
   static int64_t im2col_width(const ConvProblem& p) { return detail::tma_im2col_width(Cfg::kVariant, p); }
   static ConvProblem gemm_view(const ConvProblem& p) { return detail::tma_gemm_view(Cfg::kVariant, p); }
   // The copy of x and the padded w (forward) or dw (backward_weight), K x cp.
@@ -507,33 +506,12 @@ class TmaConvKernel final : public KernelBase {
 
   // x (NHWGC) as {G*C, W, H, N} in im2col mode: `pixels` output pixels x 64 channels per copy
   // (3D problems: NDHWGC as {G*C, W, H, D, N}).
-  static bool encode_x(CUtensorMap* map, const void* x, const ConvProblem& p, int pixels) {
-    static const auto enc = detail::driver_entry<detail::EncodeIm2colFn>("cuTensorMapEncodeIm2col");
-    if (!enc) return false;
-    // rank 4 (2D views: W, H) or 5 (3D views: W, H, D); dims and strides innermost first
-    const int spatial = p.ndim == 3 ? 3 : 2, rank = spatial + 2;
-    cuuint64_t dims[5] = {cuuint64_t(p.G * p.C)}, strides[4] = {dims[0] * 2};
-    int lo[3], hi[3];
-    cuuint32_t estr[5] = {1};
-    for (int j = 0; j < spatial; ++j) {
-      const int i = 2 - j;
-      dims[1 + j] = cuuint64_t(p.in[i]);
-      lo[j] = int(-p.pad_l[i]);
-      hi[j] = int(p.pad_r[i] - (p.filter[i] - 1) * p.dilation[i]);
-      estr[1 + j] = cuuint32_t(p.stride[i]);
-    }
-    dims[rank - 1] = cuuint64_t(p.N);
-    estr[rank - 1] = 1;
-    for (int r = 1; r + 1 < rank; ++r) strides[r] = strides[r - 1] * dims[r];
-    return enc(map, map_type(), cuuint32_t(rank), const_cast<void*>(x), dims, strides, lo, hi, cuuint32_t(Tr::BK),
-               cuuint32_t(pixels), estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-  }
+  static bool encode_x(CUtensorMap* map, const void* x, const ConvProblem& p, int pixels);
 
   // backward_weight with a 1x1 filter at stride 1 without padding reads x's pixels as they lie:
   // the reduction's rows are x's rows, which a 2D tiled map (G*C x N*H*W, box 64 channels x
-  // `pixels`) copies faster than the im2col map (H200: r50_l3_1x1_256_1024 14.0 -> 10.5 us).
-  // (Forward's A over the same map measured no faster and stays on the im2col map.)
+  // `pixels`) copies faster than the im2col map. (Forward's A gains nothing from the same map and
+  // stays on the im2col map.)
   static bool plain_rows(const ConvProblem& p) {
     for (int i = 0; i < 3; ++i)
       if (p.filter[i] != 1 || p.stride[i] != 1 || p.pad_l[i] != 0 || p.pad_r[i] != 0) return false;
@@ -587,21 +565,7 @@ class TmaConvKernel final : public KernelBase {
   // reduction: one block per unit, clusters of a.cluster blocks (a tile's splits).
   // smem: stride1's (Patch::smem), else 0 (the instance's fixed size).
   // after_kernel: chained to the stream's previous kernel (core/chain.hpp).
-  static gpuError_t launch(const TmaConvArgs& args, gpuStream_t stream, bool after_kernel, int smem = 0) {
-    TmaConvArgs a = args;
-    a.set_divisors();
-    const int64_t units = int64_t(a.tiles_m) * a.tiles_n * a.G * a.taps * a.k_split;
-    if (a.cluster > 1) {
-      const ClusterLaunch cl(unsigned(units), a.cluster, stream);
-      return launch_chained(kernel_of(a), cl.cfg.gridDim, cl.cfg.blockDim, cl.cfg.dynamicSmemBytes, stream,
-                            after_kernel, &cl.attr, a);
-    }
-    const int per_sm = smem > 0 ? patch_resident_blocks(smem) : resident_blocks();
-    const int64_t slots = int64_t(detail::device_sm_count()) * per_sm;
-    const dim3 grid(unsigned(std::min(units, slots)), 1, 1);
-    return launch_chained(kernel_of(a), grid, dim3(Tr::kThreads), std::size_t(smem > 0 ? smem : Tr::kSmemBytes),
-                          stream, after_kernel, nullptr, a);
-  }
+  static gpuError_t launch(const TmaConvArgs& args, gpuStream_t stream, bool after_kernel, int smem = 0);
 
   // y = conv(x, w) for the forward problem ph.q (x: NHWGC, y: NHWGK), rows placed by the phase's
   // output map; w: GKYXC (forward), or the backward_data filter as it lies (G, w_k, taps, q.K;
@@ -610,72 +574,7 @@ class TmaConvKernel final : public KernelBase {
   // late_wait: after_kernel where that kernel only zeroed ws (TmaConvArgs::late_wait).
   static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, int64_t w_k, void* y,
                                 float* ws, const Split& sp, gpuStream_t stream, bool after_kernel,
-                                bool late_wait = false) {
-    const ConvProblem& p = ph.q;
-    if (!detail::aligned16({x, w, y})) return cudaErrorMisalignedAddress;
-    if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
-    TmaConvArgs a{};
-    Patch pt{};
-    if constexpr (Tr::kPatch) {  // x {G*C, W, H, N}, box 64 x wp x rows x 1 from (c, -pl_w, row - pl_h, n)
-      pt = patch_of(p);
-      const cuuint64_t dims[4] = {cuuint64_t(p.G * p.C), cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
-      const cuuint32_t box[4] = {cuuint32_t(Tr::BK), cuuint32_t(pt.wp), cuuint32_t(pt.rows), 1};
-      if (!encode_tiled(&a.a, x, 4, dims, box)) return cudaErrorInvalidValue;
-      a.wp = pt.wp;
-      a.patch_rows = pt.rows;
-      a.patch_box = pt.box;
-      a.patch_stride = pt.stride;
-    } else if (!encode_x(&a.a, x, p, Tr::BM)) {
-      return cudaErrorInvalidValue;
-    }
-    {  // forward w: {C, taps, G*K}, box 64 x 1 x BN; backward_data w: {C, taps, G*K} as it lies
-       // (K = w_k, the filter's, even when dy is padded), box 64 x 1 x 64
-      const cuuint64_t dims[3] = {cuuint64_t(Tr::kBNMajor ? p.K : p.C), cuuint64_t(ph.w_taps),
-                                  cuuint64_t(p.G * (Tr::kBNMajor ? w_k : p.K))};
-      // Rows a B box copies: forward, the tile's filters up to K (rounded to 8; the rows past
-      // them feed only output columns past K); backward_data with one k chunk (w_k <= 64), its
-      // w_k rows rounded to 8 (the kernel zeroes the rows past them once: dy's padded
-      // channels multiply them). The copy engine's zero-filled rows past the tensor cost time
-      // (K=36 head forward 26.4 -> 20.2 us when its 28 of 64 were dropped).
-      const int b_rows = Tr::kBNMajor ? (w_k <= Tr::BK ? int((w_k + 7) / 8 * 8) : Tr::BK)
-                                      : int(std::min<int64_t>(Tr::BN, (p.K + 7) / 8 * 8));
-      const cuuint32_t box[3] = {cuuint32_t(Tr::BK), 1, cuuint32_t(b_rows)};
-      if (!encode_tiled(&a.b, w, 3, dims, box)) return cudaErrorInvalidValue;
-      a.b_rows = b_rows;
-      a.stage_tx = (Tr::kPatch ? 0 : Tr::kABytes) +
-                   (Tr::kBNMajor ? (Tr::BN / 64) * b_rows * Tr::kRowBytes : b_rows * Tr::kRowBytes);
-    }
-    set_geometry(a, p);
-    a.y = y;
-    a.M = int(p.N * p.out_spatial());
-    a.K = int(p.K);
-    a.GK = int(p.G * p.K);
-    a.tap0 = int(ph.tap0);
-    a.tap_dd = int(ph.tap_dd);
-    a.tap_dh = int(ph.tap_dh);
-    a.tap_dw = int(ph.tap_dw);
-    a.c_chunks = int(detail::ceil_div(p.C, Tr::BK));
-    a.k_tiles = int(p.filter_spatial()) * a.c_chunks;
-    a.tiles_n = int(detail::ceil_div(p.K, Tr::BN));
-    a.tiles_m = int(detail::ceil_div(a.M, Tr::BM));
-    a.ftaps = int(p.filter_spatial());
-    if constexpr (Tr::kPatch) {  // rows: positions of one image's padded output rows
-      a.M = int(p.out[1] * pt.wp);
-      a.tiles_img = int(detail::ceil_div(a.M, Tr::BM));
-      a.tiles_m = int(p.N) * a.tiles_img;
-    }
-    a.taps = 1;
-    a.k_split = ws != nullptr ? sp.k_split : 1;
-    a.kt_per_split = ws != nullptr ? sp.kt_per_split : a.k_tiles;
-    a.ws = ws;
-    a.late_wait = late_wait && after_kernel && ws != nullptr ? 1 : 0;
-    a.out_dense = ph.dense ? 1 : 0;
-    a.out_sn = ph.out_sn;
-    a.out_sh = ph.out_sh;
-    a.out_sw = ph.out_sw;
-    a.out_base = ph.out_base;
-    return launch(a, stream, after_kernel, Tr::kPatch ? pt.smem : 0);
-  }
+                                bool late_wait = false);
 
   // dw[g][k][tap][c] = sum over output pixels of dy[pixel][g][k] * x[pixel at tap][g][c]: A = dy
   // (M-major, BM / 64 tiled copies of 64 pixels x 64 channels), B = x (N-major, BN / 64 im2col
@@ -683,141 +582,24 @@ class TmaConvKernel final : public KernelBase {
   // into the zeroed workspace and splitk_finish converts them. With C % 8 != 0 (one group) it
   // runs over the im2col copy of x into a padded dw (K x cp), cropped into dw.
   static gpuError_t run_weight_grad(const ConvProblem& p, const ConvTensors& t, void* workspace,
-                                    gpuStream_t stream, const RunOptions& opts) {
-    using Raw = typename Tr::Raw;
-    const int64_t cp = im2col_width(p);
-    const ConvProblem q = gemm_view(p);
-    const Split sp = weight_split(q, opts);
-    const std::size_t sum_bytes = weight_sum_bytes(q, sp);
-    const int64_t kp = padded_k(p);
-    if ((sum_bytes > 0 || cp > 0) && workspace == nullptr) return cudaErrorInvalidValue;
-    float* ws = sum_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
-    const void* dy = t.out;
-    const void* x = t.in;
-    void* dw = t.wei;
-    // Each launch after the first is chained to the one before it (core/chain.hpp). With dy padded,
-    // its padding launch zeroes the split sums too.
-    const bool pad_clears = ws != nullptr && kp > 0;
-    if (gpuError_t e = pad_dy(p, dy, workspace, sum_bytes, stream, pad_clears ? ws : nullptr, q.weight_elems());
-        e != gpuSuccess)
-      return e;
-    bool chained = kp > 0;
-    if (cp > 0) {
-      Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + sum_bytes + pad_bytes(p));
-      if (gpuError_t e = im2col(static_cast<const Raw*>(t.in), col, p, cp, stream, chained); e != gpuSuccess) return e;
-      x = col;
-      dw = col + p.N * p.out_spatial() * cp;
-      chained = true;
-    }
-    bool clear_first = false;  // the clear is the call's first launch (nothing else precedes)
-    if (ws != nullptr && !pad_clears) {
-      clear_first = !chained;
-      if (gpuError_t e = launch_clear_sums(ws, q.weight_elems(), stream, chained); e != gpuSuccess) return e;
-      chained = true;
-    }
-    if (gpuError_t e = launch_weight_grad(q, dy, kp > 0 ? kp : q.G * q.K, x, dw, ws, sp, stream, chained,
-                                          clear_first);
-        e != gpuSuccess)
-      return e;
-    if (ws != nullptr)
-      if (gpuError_t e = launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dw), q.weight_elems(), stream,
-                                                              true);
-          e != gpuSuccess)
-        return e;
-    if (cp == 0) return gpuSuccess;
-    return pad_channels(static_cast<const Raw*>(dw), static_cast<Raw*>(t.wei), p.K, cp, p.filter_spatial() * p.C,
-                        stream, true);
-  }
+                                    gpuStream_t stream, const RunOptions& opts);
   // One launch of the weight-gradient GEMM over dy (rows of dy_row elements: G*K, or K padded)
   // and x into dw, or (ws not null) adding into the fp32 sums ws, with split sp. late_wait:
   // after_kernel where that kernel only zeroed ws (TmaConvArgs::late_wait).
   static gpuError_t launch_weight_grad(const ConvProblem& p, const void* dy, int64_t dy_row, const void* x,
                                        void* dw, float* ws, const Split& sp, gpuStream_t stream,
-                                       bool after_kernel, bool late_wait = false) {
-    if (!detail::aligned16({dy, x, dw})) return cudaErrorMisalignedAddress;
-    if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
-    TmaConvArgs a{};
-    if constexpr (Tr::kRows) {
-      // The row form: dy {dy_row, Q, P, N}, box 64 x row_len; x {G*C, W, H, N}, box 64 x
-      // (row_len + the taps' reach); GEMM columns dw's X * C of the tile's filter row (taps = Y).
-      const detail::TmaRowSegs rs = detail::tma_row_segs(p.out[2], Tr::BN);
-      const int reach = int((p.filter[2] - 1) * p.dilation[2]);
-      const cuuint64_t ad[4] = {cuuint64_t(dy_row), cuuint64_t(p.out[2]), cuuint64_t(p.out[1]), cuuint64_t(p.N)};
-      const cuuint32_t abox[4] = {cuuint32_t(Tr::BK), cuuint32_t(rs.len), 1, 1};
-      const cuuint64_t bd[4] = {cuuint64_t(p.G * p.C), cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
-      const cuuint32_t bbox[4] = {cuuint32_t(Tr::BK), cuuint32_t(rs.len + reach), 1, 1};
-      if (!encode_tiled(&a.a, dy, 4, ad, abox) || !encode_tiled(&a.b, x, 4, bd, bbox)) return cudaErrorInvalidValue;
-      a.row_len = rs.len;
-      a.row_segs = rs.segs;
-      a.stage_tx = (2 * rs.len + reach) * Tr::kRowBytes;
-      a.K = int(p.filter[2] * p.C);
-      a.tiles_n = int(p.C / 64);
-      a.taps = int(p.filter[1]);
-    } else {
-      {  // dy: {dy_row, N*P*Q}, box 64 x 64
-        const cuuint64_t dims[2] = {cuuint64_t(dy_row), cuuint64_t(p.N * p.out_spatial())};
-        const cuuint32_t box[2] = {cuuint32_t(Tr::BK), cuuint32_t(Tr::BK)};
-        if (!encode_tiled(&a.a, dy, 2, dims, box)) return cudaErrorInvalidValue;
-      }
-      a.plain_x = plain_rows(p) ? 1 : 0;
-      if (!(a.plain_x ? encode_x_rows(&a.b, x, p, Tr::BK) : encode_x(&a.b, x, p, Tr::BK)))
-        return cudaErrorInvalidValue;
-      a.pack = weight_packs_taps(p) ? 1 : 0;
-      a.K = int(a.pack ? p.filter_spatial() * p.C : p.C);
-      a.tiles_n = int(detail::ceil_div(a.K, Tr::BN));
-      a.taps = a.pack ? 1 : int(p.filter_spatial());
-    }
-    set_geometry(a, p);
-    a.y = dw;
-    a.M = int(p.K);
-    a.GK = int(p.G * p.K);
-    a.k_tiles = sp.k_tiles;
-    a.tiles_m = int(detail::ceil_div(p.K, Tr::BM));
-    const bool split = ws != nullptr || sp.cluster;
-    a.k_split = split ? sp.k_split : 1;
-    a.kt_per_split = split ? sp.kt_per_split : sp.k_tiles;
-    a.cluster = sp.cluster ? sp.k_split : 1;
-    a.ld_row = p.filter_spatial() * p.C;
-    a.ws = ws;
-    a.late_wait = late_wait && after_kernel && ws != nullptr ? 1 : 0;
-    return launch(a, stream, after_kernel);
-  }
+                                       bool after_kernel, bool late_wait = false);
 
   // Blocks that clusters of c (index 2..8) keep resident on the device (occupancy query once;
   // 0 where a cluster of c cannot launch).
-  static const int64_t* cluster_slots() {
-    static const std::array<int64_t, 9> n = [] {
-      std::array<int64_t, 9> v{};
-      if (prepare_launch() != gpuSuccess) return v;
-      for (int c = 2; c <= 8; ++c) {
-        const ClusterLaunch cl(unsigned(c), c, nullptr);
-        int clusters = 0;
-        if (cudaOccupancyMaxActiveClusters(&clusters, tma_conv_kernel<Cfg, false>, &cl.cfg) == cudaSuccess)
-          v[size_t(c)] = int64_t(clusters) * c;
-        else
-          (void)cudaGetLastError();  // not sticky: keep it from the next launch's check
-      }
-      return v;
-    }();
-    return n.data();
-  }
+  static const int64_t* cluster_slots();
 
   // Blocks of this kernel one SM holds (occupancy query once; 1 if it fails).
-  static int resident_blocks() {
-    static const int n = [] {
-      int b = 0;
-      if (prepare_launch() != gpuSuccess ||
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, tma_conv_kernel<Cfg, false>, Tr::kThreads,
-                                                        Tr::kSmemBytes) != cudaSuccess || b < 1)
-        return 1;
-      return b;
-    }();
-    return n;
-  }
+  static int resident_blocks();
 
   // The kernel a launch runs: backward_weight over plain rows of x (a.plain_x) reads them
   // through the tiled map, a separate instantiation (a run-time branch in the load warp's loop
-  // cost the im2col launches ~4 %, bench/NOTES.md).
+  // slows the im2col launches down).
   using KernelFn = void (*)(TmaConvArgs);
   static KernelFn kernel_of(const TmaConvArgs& a) {
     if constexpr (Tr::kWeightGrad)
@@ -839,3 +621,5 @@ class TmaConvKernel final : public KernelBase {
 #endif  // CKGEN_NVIDIA
 
 }  // namespace ckgen
+
+#include "ckgen/kernel/tma_launch.hpp"

@@ -70,15 +70,12 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
     if constexpr (kWin) {
       // PP pixels of one output row (m0 % PP == 0, Wo % PP == 0); per filter row the kCols
       // source columns from the first pixel's leftmost one, each loaded and converted once.
-      // (One filter row of lookahead across pixel groups measured 3 % slower on an H200 and
-      // took more registers: bench/NOTES.md, "Depthwise backward_weight: a window per filter row".)
+      // (No lookahead across pixel groups: it costs registers and gains nothing.)
       constexpr int S = Path == DirectPath::WindowS2 ? 2 : 1;
       constexpr int kCols = (PP - 1) * S + KX;
-      // NVIDIA, W stride 1, 4 or more pixels a thread: two steps a loop iteration (the second's
-      // loads issue under the first's FMAs): depthwise 56x56 10.63 -> 10.24 us (bf16, 8 pixels a
-      // thread) on an H200; at stride 2 it took 1-7 % longer and three steps 5-8 % longer
-      // everywhere (bench/NOTES.md, "Two window steps a loop iteration"). Fewer pixels a thread
-      // were not measured.
+      // NVIDIA, W stride 1, 4 or more pixels a thread: two steps a loop iteration, so the second's
+      // loads issue under the first's FMAs (at stride 2, or with three steps, the longer body
+      // loses more than it hides).
       constexpr int kStepUnroll = S == 1 && PP >= 4 ? 2 : 1;
 #if defined(CKGEN_NVIDIA)
 #pragma unroll(kStepUnroll)

@@ -63,8 +63,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void to_floats(const packet_t<D, V>& r, float (&f
       if constexpr (D == DataType::BF16) {
 #if defined(CKGEN_NVIDIA)
         // The low half moved up by a byte permute: ptxas otherwise shifts it with SHF / IMAD.SHL,
-        // which cost the depthwise window kernels 4 % against fp16 (bench/NOTES.md, "bf16's low
-        // half as a byte permute").
+        // which makes bf16 slower than fp16 in the depthwise window kernels.
         uint32_t lo;
         asm("prmt.b32 %0, %1, 0, 0x1044;" : "=r"(lo) : "r"(u));
         const uint32_t hi = u & 0xffff0000u;

@@ -191,9 +191,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   // The taps of one staged filter row (buffer buf; tap t0 + kx of the filter).
   auto row_taps = [&](int buf, int t0) {
     // Warps with four group chunks take one tap an iteration: unrolled, several taps' fragments
-    // outlive the 64-register cap and spill (H200, ResNeXt c8, t32x64x8 w4: 8.1 us rolled, 8.8
-    // unrolled). With two chunks three taps fit, and the next tap's loads overlap this one's MMAs
-    // (t32x64x8 w8 forward 6.5 -> 6.1 us, backward_data 7.0 -> 6.7).
+    // outlive the 64-register cap and spill. With two chunks three taps fit, and the next tap's
+    // loads overlap this one's MMAs.
 #pragma unroll(GW <= 2 ? 3 : 1)
     for (int kx = 0; kx < fx; ++kx) {
       const int t = t0 + kx;

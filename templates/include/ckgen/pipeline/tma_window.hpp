@@ -20,8 +20,8 @@
 //   epilogue: the tile converted, transposed into a staging buffer (stmatrix .trans, 128-byte
 //           swizzled pixel rows of 64 channels) and written by one 4D tiled store of y
 //           {G*K, Q, P, N} (the engine clips the window at the image's edge).
-// Measured (bench/NOTES.md, "Forward windows"): grouped g4 100x100 forward 10.3 us on an H100
-// (20-row windows, four buffers) where the default form's im2col ring takes 17.6.
+// Each input pixel of a window is copied once and read by every tap, where the default form's
+// im2col ring copies it once per tap.
 #pragma once
 
 #include "ckgen/pipeline/tma_ws.hpp"
@@ -76,7 +76,7 @@ struct TmaWindowTraits : TmaWindowCommonTraits<Cfg> {
   // Window li lands in buffer li % S and is read by warpgroup li % 2: with S even each buffer has
   // one reader, which waits for its phases in order. With S odd the two warpgroups share every
   // buffer and the faster one can wait for a `full` parity two phases early (a window whose copy
-  // has not landed reads as landed): measured as a launch failure with S = 3 (H100, 56x56 G32).
+  // has not landed reads as landed), so S must be even.
   static_assert(S == 2 || S == 4, "ckgen: specialization window needs 2 or 4 patch buffers (stages)");
 };
 

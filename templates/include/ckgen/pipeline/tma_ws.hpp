@@ -349,8 +349,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         }
       }
       // Every copy of the block issued: the next launch of the call (a split's conversion) may
-      // be scheduled; its blocks then wait in chain_wait for the last tiles only (a release at
-      // the kernel's start measured the same).
+      // be scheduled; its blocks then wait in chain_wait for the last tiles only.
       chain_release();
     }
     if (Tr::kWeightGrad && p.cluster > 1) {
@@ -435,7 +434,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         // first) and dy's (A, kRowBlock bytes in). The B operand's 64-column blocks (tap fx's
         // channels) start fx * d_w pixel rows into the x pixels, so the descriptor's block
         // stride (LBO) is d_w rows: any 128-byte row works, the swizzle follows the address bits
-        // (one instruction measured 2-7 % faster than X m64n64k16 on the same operands, H100).
+        // (one wide instruction is faster than X m64n64k16 on the same operands).
         const uint32_t xs = ring + s * Tr::kStageBytes, dys = xs + Tr::kRowBlock;
         const int steps = p.row_len / 16;
 #pragma unroll

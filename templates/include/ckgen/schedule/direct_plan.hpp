@@ -82,8 +82,8 @@ inline bool direct_fma_window(Variant v, const ConvProblem& p, int pp) {
 
 // Whether the forward FMA launch takes two output rows a thread (DirectPath::RowPair): a depthwise
 // 1x3x3 filter, H and W stride and dilation 1, and a thread's pp (even, >= 4) pixels two rows of
-// pp / 2 columns within one row of the output (Wo % (pp / 2) == 0). (backward_weight measured the
-// same with and without the pairs on an H100: bench/NOTES.md, "Depthwise: two output rows a thread".)
+// pp / 2 columns within one row of the output (Wo % (pp / 2) == 0). (backward_weight gains
+// nothing from the pairs.)
 inline bool direct_fma_row_pair(Variant v, const ConvProblem& p, int pp) {
   const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
   return v == Variant::Forward && p.C == 1 && p.K == 1 && k3x3 && p.stride[1] == 1 && p.stride[2] == 1 &&
@@ -101,9 +101,8 @@ inline int64_t direct_fma_pixels(Variant v, const ConvProblem& p, int pp) {
 // for all of them, where the rows share source rows along H: a filter of depth 1, unit stride
 // and dilation along H, and room for the filter's rows plus one in flight (stages >= Y + 1).
 // The band is the longest of kDirectMmaBandRows that still leaves a block for every compute unit
-// (row_blocks: the blocks of one row each); else one row a block. H200, ResNeXt c8 (28 rows,
-// 896 one-row blocks; bench/NOTES.md, "Direct matrix path: bands"): forward 7.7 us at one row,
-// 7.6 at 2, 7.2 at 4 (224 blocks), 8.0 at 7 (128 blocks), 13.5 at 14.
+// (row_blocks: the blocks of one row each); else one row a block. Longer bands leave too few
+// blocks to fill the device.
 inline constexpr int kDirectMmaBandRows[] = {4, 2};
 inline int direct_mma_band_rows(const ConvProblem& p, int stages, int64_t row_blocks, int compute_units) {
   if (p.filter[0] != 1 || p.stride[1] != 1 || p.dilation[1] != 1 || stages < p.filter[1] + 1) return 1;
@@ -130,15 +129,12 @@ inline DirectBwdPath direct_fma_bwd_path(const ConvProblem& p, int group_channel
 
 // backward_weight: the slice count (k_batch) when none is given. Slices x group tiles blocks
 // of `threads` threads are sized to about kDirectThreadsPerCU threads per compute unit: more
-// slices shorten each block's loop but add partials to combine, and on an H200 the optimum
-// sat at ~256 threads per SM for every tile and shape swept (bench/NOTES.md, "Direct
-// backward_weight slices": 128 slices for 256-thread tiles with one group tile, 64 for
-// 128-thread tiles with four). At least tile_pixels / 2 pixels per slice. The matrix path
-// (pipeline/direct_mma_bwd_weight.hpp) fits two 256-thread blocks per SM and wants both: on an H200 the
-// depthwise 56x56 row took 16.7 us at 512 threads per SM against 19.2 at 256, the ResNeXt rows
-// within 2 % either way (bench/NOTES.md, "Direct matrix path for backward_weight").
-inline constexpr int kDirectThreadsPerCU = 256;
-inline constexpr int kDirectMmaThreadsPerCU = 512;
+// slices shorten each block's loop but add partials to combine; the optimum sits at about 256
+// threads per compute unit for every tile and shape. At least tile_pixels / 2 pixels per slice.
+// The matrix path (pipeline/direct_mma_bwd_weight.hpp) fits two 256-thread blocks per SM and
+// wants both.
+inline constexpr int kDirectThreadsPerCU = 256;     // FMA path: threads per compute unit
+inline constexpr int kDirectMmaThreadsPerCU = 512;  // matrix path: two 256-thread blocks
 inline int direct_auto_slices(int64_t pixels, int tile_pixels, int64_t group_tiles, int threads,
                               int compute_units, bool matrix = false) {
   const int per_cu = matrix ? kDirectMmaThreadsPerCU : kDirectThreadsPerCU;

@@ -67,10 +67,8 @@ CKGEN_GLOBAL void splitk_finish_lanes_kernel(const float* __restrict__ ws, int s
 
 // Whether the conversion takes kFinishLanes lanes per element: where one thread per element would
 // leave fewer than 32 blocks each summing 64 or more slices (depthwise backward_weight's direct
-// splits); else one thread per element. Measured on an
-// H200 (bench/NOTES.md, "Split conversion: slice lanes and early placement"): 8 lanes took 1.3 us
-// off 2,304 elements x 66 slices and 0.4 us off 4,608 x 132, and added 0.3 us at 18,432 x 66 and
-// 0.2-0.6 us at 4,608 x 33.
+// splits); else one thread per element. (Lanes pay off only where few elements have many
+// slices; elsewhere their shuffles cost more than they save.)
 inline bool splitk_finish_lanes(int splits, int64_t n) {
   return splits >= 64 && n < 32 * int64_t(kFinishThreads);
 }

@@ -83,8 +83,8 @@ struct StreamKPlan {
 // least kStreamKMinIters of them and every tile at least one block, B = min(S, max(T,
 // T * I / kStreamKMinIters)). A partial tile costs about what 8 k iterations of operand loads
 // do (a BM x BN fp32 tile written and read back against (BM + BN) x BK operands per
-// iteration); on an H200 StreamK lost wherever its blocks got fewer than 7 iterations and won
-// from 24 on (bench/NOTES.md, StreamK). With I < kStreamKMinIters, B = T: every tile is then
+// iteration), so StreamK loses when its blocks get few iterations and wins from a few dozen on.
+// With I < kStreamKMinIters, B = T: every tile is then
 // data-parallel (T % B == 0), with no workspace.
 inline constexpr int64_t kStreamKMinIters = 16;
 CKGEN_HOST_DEVICE inline int64_t streamk_default_blocks(int64_t tiles, int64_t iters, int64_t slots) {
