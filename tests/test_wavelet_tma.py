@@ -260,9 +260,10 @@ def test_no_tma_instances_off_hopper() -> None:
 
 
 def test_template_library_has_the_tma_pipeline() -> None:
-    hdr = templates_dir() / "include" / "ckgen" / "pipeline" / "tma_ws.hpp"
-    text = hdr.read_text()
-    assert "TmaConvKernel" in text and "cp.async.bulk.tensor" in text
+    inc = templates_dir() / "include" / "ckgen"
+    assert "tma_conv_kernel" in (inc / "pipeline" / "tma_ws.hpp").read_text()
+    assert "cp.async.bulk.tensor" in (inc / "block" / "tma_ptx.hpp").read_text()
+    assert "class TmaConvKernel" in (inc / "kernel" / "tma_kernel.hpp").read_text()
 
 
 # ------------------------------------------------------------------ specialization window

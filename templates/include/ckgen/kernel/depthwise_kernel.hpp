@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "ckgen/conv/conv_maps.hpp"
+#include "ckgen/kernel/host_face.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 #include "ckgen/pipeline/depthwise.hpp"
 #include "ckgen/schedule/direct_plan.hpp"
@@ -20,7 +21,10 @@
 namespace ckgen {
 
 template <class Cfg>
-class DepthwiseKernel final : public KernelBase {
+class DepthwiseKernel final : public HostFace<Cfg> {
+  using HostFace<Cfg>::key_;
+  using HostFace<Cfg>::invalid_value;
+
  public:
   using Tr = DirectTraits<Cfg>;
   using Raw = typename Tr::Raw;
@@ -28,7 +32,6 @@ class DepthwiseKernel final : public KernelBase {
   static constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
 
   DepthwiseKernel() {
-    key_ = config_key<Cfg>();  // Cfg's GEMM-only fields are static_asserted to their defaults
     key_.tile_m = Tr::P;
     key_.tile_n = Tr::Gt;
     key_.tile_k = Tr::Cg;
@@ -41,7 +44,6 @@ class DepthwiseKernel final : public KernelBase {
     key_.vec_a = key_.vec_b = key_.vec_c = Tr::V;
   }
 
-  const KernelKey& key() const override { return key_; }
 
   // backward_weight slices: RunOptions::k_batch, else kKBatch, else direct_auto_slices.
   int resolve_slices(const ConvProblem& p, const RunOptions& opts) const {
@@ -279,16 +281,6 @@ class DepthwiseKernel final : public KernelBase {
       return depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>;
   }
   static int64_t channel_tiles(const ConvProblem& p) { return (chans(p) + Tr::Gt - 1) / Tr::Gt; }
-  static gpuError_t invalid_value() {
-#if defined(CKGEN_NVIDIA)
-    return cudaErrorInvalidValue;
-#elif defined(CKGEN_AMD_NOGPUINC)
-    return 1;
-#else
-    return hipErrorInvalidValue;
-#endif
-  }
-  KernelKey key_;
 };
 
 }  // namespace ckgen

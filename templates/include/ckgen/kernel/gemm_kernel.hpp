@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "ckgen/kernel/gemm_device.hpp"
+#include "ckgen/kernel/host_face.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 #include "ckgen/schedule/splitk_finish.hpp"
 #include "ckgen/schedule/streamk.hpp"
@@ -22,7 +23,10 @@
 namespace ckgen {
 
 template <class Cfg>
-class GroupedConvKernel final : public KernelBase {
+class GroupedConvKernel final : public HostFace<Cfg> {
+  using HostFace<Cfg>::key_;
+  using HostFace<Cfg>::invalid_value;
+
  public:
   using Tr = ConfigTraits<Cfg>;
   using Raw = typename Tr::Raw;
@@ -30,7 +34,6 @@ class GroupedConvKernel final : public KernelBase {
   static constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
 
   GroupedConvKernel() {
-    key_ = config_key<Cfg>();
     key_.tile_m = Tr::BM;
     key_.tile_n = Tr::BN;
     key_.tile_k = Tr::BK;
@@ -45,7 +48,6 @@ class GroupedConvKernel final : public KernelBase {
     key_.vec_c = Tr::VC;
   }
 
-  const KernelKey& key() const override { return key_; }
 
   static constexpr bool kStreamK = Tr::kStreamK;
 #if defined(CKGEN_AMD)
@@ -310,7 +312,7 @@ class GroupedConvKernel final : public KernelBase {
     a.dst = dst;
     a.out_mode = OutMode::Direct;
     if (kb > 1) a.out_mode = Cfg::kStage == Stage::One ? OutMode::AtomicF32 : OutMode::PartialF32;
-    if (kb > 1 && workspace == nullptr) return gpuErrorInvalidValueCompat();
+    if (kb > 1 && workspace == nullptr) return invalid_value();
 
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
     if constexpr (kStreamK) {
@@ -341,7 +343,7 @@ class GroupedConvKernel final : public KernelBase {
     const StreamKPlan s = streamk_plan(p, opts);
     a.sk = make_streamk_args(s, s.tiles / p.G);
     if (s.sk_blocks > 0) {
-      if (workspace == nullptr) return gpuErrorInvalidValueCompat();
+      if (workspace == nullptr) return invalid_value();
       unsigned char* ws = static_cast<unsigned char*>(workspace);
       a.sk.partials = reinterpret_cast<float*>(ws);
       a.sk.flags = reinterpret_cast<int*>(ws + streamk_partials_bytes(s, Tr::BM, Tr::BN));
@@ -352,16 +354,6 @@ class GroupedConvKernel final : public KernelBase {
     return gpuGetLastError();
   }
 
-  static gpuError_t gpuErrorInvalidValueCompat() {
-#if defined(CKGEN_NVIDIA)
-    return cudaErrorInvalidValue;
-#elif defined(CKGEN_AMD_NOGPUINC)
-    return 1;
-#else
-    return hipErrorInvalidValue;
-#endif
-  }
-  KernelKey key_;
 };
 
 }  // namespace ckgen

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ckgen/core/chain.hpp"
+#include "ckgen/kernel/host_face.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 #include "ckgen/kernel/tma_maps.hpp"
 #include "ckgen/pipeline/tma_ws.hpp"
@@ -22,13 +23,15 @@ namespace ckgen {
 #if defined(CKGEN_NVIDIA)
 
 template <class Cfg>
-class TmaConvKernel final : public KernelBase {
+class TmaConvKernel final : public HostFace<Cfg> {
+  using HostFace<Cfg>::key_;
+  using HostFace<Cfg>::invalid_value;
+
  public:
   using Tr = TmaTraits<Cfg>;
   static constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
 
   TmaConvKernel() {
-    key_ = config_key<Cfg>();
     key_.tile_m = Tr::BM;
     key_.tile_n = Tr::BN;
     key_.tile_k = Tr::BK;
@@ -43,7 +46,6 @@ class TmaConvKernel final : public KernelBase {
     key_.vec_a = key_.vec_b = key_.vec_c = 8;
   }
 
-  const KernelKey& key() const override { return key_; }
 
   using Phase = tma_phases::Phase;
   using Plan = tma_phases::Plan;
@@ -615,7 +617,6 @@ class TmaConvKernel final : public KernelBase {
         return detail::allow_dynamic_smem(tma_conv_kernel<Cfg, true>, int(Tr::kSmemBytes), done_plain);
     return e;
   }
-  KernelKey key_;
 };
 
 #endif  // CKGEN_NVIDIA

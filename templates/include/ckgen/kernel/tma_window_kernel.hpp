@@ -78,16 +78,17 @@ inline bool encode_window_maps(CUtensorMap* x, CUtensorMap* y, bool bf16, const 
 }  // namespace detail
 
 template <class Cfg>
-class TmaWindowKernel final : public KernelBase {
+class TmaWindowKernel final : public HostFace<Cfg> {
+  using HostFace<Cfg>::key_;
+  using HostFace<Cfg>::invalid_value;
+
  public:
   using Tr = TmaWindowTraits<Cfg>;
 
   TmaWindowKernel() {
-    key_ = config_key<Cfg>();
     detail::set_window_key(key_, Tr::PN, 4, Tr::PN);
     key_.ping_pong = key_.swap_ab = true;
   }
-  const KernelKey& key() const override { return key_; }
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
@@ -138,7 +139,6 @@ class TmaWindowKernel final : public KernelBase {
     g.smem = detail::tma_window_smem_bytes(int(p.filter_spatial()), int(g.pw), int(g.ph), Tr::S, Tr::PN);
     return g;
   }
-  KernelKey key_;
 };
 
 #endif  // CKGEN_NVIDIA

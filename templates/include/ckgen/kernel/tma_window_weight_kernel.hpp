@@ -13,15 +13,16 @@ namespace ckgen {
 #if defined(CKGEN_NVIDIA)
 
 template <class Cfg>
-class TmaWindowWeightKernel final : public KernelBase {
+class TmaWindowWeightKernel final : public HostFace<Cfg> {
+  using HostFace<Cfg>::key_;
+  using HostFace<Cfg>::invalid_value;
+
  public:
   using Tr = TmaWindowWeightTraits<Cfg>;
 
   TmaWindowWeightKernel() {
-    key_ = config_key<Cfg>();
     detail::set_window_key(key_, Tr::PN, 12, Tr::kN);
   }
-  const KernelKey& key() const override { return key_; }
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
@@ -119,7 +120,6 @@ class TmaWindowWeightKernel final : public KernelBase {
     }();
     return n.data();
   }
-  KernelKey key_;
 };
 
 #endif  // CKGEN_NVIDIA
