@@ -23,6 +23,13 @@ def templates_dir() -> Path:
     return share_dir() / "templates"
 
 
+def testing_dir() -> Path:
+    """The GoogleTest suite's headers, copied into a generated project's testing/:
+    ``tests/cpp/suite`` of a source checkout, ``testing`` of a wheel's share dir."""
+    share = share_dir()
+    return share / "testing" if share.name == "_share" else share / "tests" / "cpp" / "suite"
+
+
 def configs_dir() -> Path:
     return share_dir() / "configs"
 

@@ -214,11 +214,11 @@ def test_cpp_side_dispatches_direct_and_check_isa_knows_its_kernel() -> None:
     from ckgen.runtime import isa
 
     inc = templates_dir() / "include" / "ckgen"
-    kernel = (inc / "kernel.hpp").read_text()
+    kernel = (inc / "kernel/conv_kernel.hpp").read_text()
     assert "Pipeline::Direct" in kernel and "DepthwiseKernel<Cfg>" in kernel
-    assert "depthwise_conv_kernel" in (inc / "depthwise.hpp").read_text()
+    assert "depthwise_conv_kernel" in (inc / "pipeline/depthwise.hpp").read_text()
     assert "depthwise_conv_kernel" in isa.MAIN_KERNELS
-    assert "Pipeline::Direct" in (inc / "dispatcher.hpp").read_text()
+    assert "Pipeline::Direct" in (inc / "dispatch/cost_model.hpp").read_text()
     syms = [
         "_ZN5ckgen21depthwise_conv_kernelINS_9generated3abcELi0ELi0ELi0ELNS_10DirectPathE0EEEvNS_10DirectArgsE",
         "_ZN5ckgen21depthwise_conv_kernelINS_9generated3abcELi1ELi3ELi3ELNS_10DirectPathE1EEEvNS_10DirectArgsE",

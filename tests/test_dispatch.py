@@ -270,7 +270,7 @@ def test_generated_project_has_dispatcher(tmp_path: Path) -> None:
         "dispatcher.cmake",
         "dispatch/ckgen_dispatch.cpp",
         "dispatch/ckgen_dispatch.h",
-        "include/ckgen/dispatcher.hpp",
+        "include/ckgen/dispatch/dispatcher.hpp",
         "include/ckgen/generated/arch_params.hpp",
     ):
         assert (tmp_path / f).is_file(), f
@@ -315,7 +315,7 @@ def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     (inc / "ckgen" / "generated").mkdir(parents=True)
     (inc / "ckgen" / "generated" / "arch_params.hpp").write_bytes(gen)
     exe = tmp_path / "neighbour_ranking"
-    # portability.hpp's host-only branch (CKGEN_PLATFORM_HOST: whatever CUDA / HIP headers the
+    # core/portability.hpp's host-only branch (CKGEN_PLATFORM_HOST: whatever CUDA / HIP headers the
     # machine has), whose device queries answer "no device"
     comp = subprocess.run(
         [

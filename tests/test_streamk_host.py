@@ -1,9 +1,9 @@
 """StreamK (backward_weight) checks that need no GPU.
 
-- The plan / schedule checks of templates/include/ckgen/host/streamk_checks.hpp, compiled with
+- The plan / schedule checks of tests/cpp/suite/streamk_checks.hpp, compiled with
   the host C++ compiler (tests/cpp/streamk_host_check.cpp): hand-computed grids, workspace sizes
   and flag layout, the schedule simulation over a range of shapes, and injected faults.
-- The same checks fail when the real schedule code is broken: streamk_plan.hpp is copied,
+- The same checks fail when the real schedule code is broken: schedule/streamk_plan.hpp is copied,
   mutated (one wrong line at a time) and the checks are rebuilt against the copy.
 - is_supported / workspace_bytes of generated StreamK instances (nvcc, PTX only: no GPU and no
   ptxas needed), with the refusal reasons a user sees.
@@ -76,7 +76,7 @@ MUTATIONS = {
 @needs_cxx
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_streamk_host_checks_catch_a_broken_schedule(tmp_path: Path, name: str) -> None:
-    inc = mutated_include(tmp_path, "streamk_plan.hpp", *MUTATIONS[name])
+    inc = mutated_include(tmp_path, "schedule/streamk_plan.hpp", *MUTATIONS[name])
     p = _build_and_run(inc, tmp_path)
     assert p.returncode == 1 and "FAIL" in p.stdout, f"{name}: the checks still pass\n{p.stdout}"
 

@@ -1,10 +1,12 @@
-"""wavelet_tma backward_data as forward launches (templates/include/ckgen/tma_phases.hpp), checked
+"""wavelet_tma backward_data as forward launches (templates/include/ckgen/schedule/
+tma_phases.hpp), checked
 without a GPU: tests/cpp/tma_phase_check.cpp runs every phase as the TMA kernel's forward
 convolution, reading w's taps through the phase's tap map and writing through its output map
 into NaN-poisoned dx, and compares with a direct backward_data on 353 problems (strides 1-4, pads,
 dilation, groups;
 43 of them 3D with depth stride 1, the depth flipped like the other dimensions).
-The same checks must fail when the plan is broken: tma_phases.hpp is copied, mutated one line
+The same checks must fail when the plan is broken: schedule/tma_phases.hpp is copied, mutated one
+line
 at a time and the checks rebuilt against the copy."""
 
 from __future__ import annotations
@@ -45,6 +47,6 @@ MUTATIONS = {
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_phase_checks_catch_a_broken_plan(tmp_path: Path, name: str) -> None:
-    inc = mutated_include(tmp_path, "tma_phases.hpp", *MUTATIONS[name])
+    inc = mutated_include(tmp_path, "schedule/tma_phases.hpp", *MUTATIONS[name])
     p = build_and_run_host_check(CHECK, inc, tmp_path)
     assert p.returncode == 1 and "FAIL" in p.stdout, f"{name}: the checks still pass\n{p.stdout}"

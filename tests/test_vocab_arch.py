@@ -1,4 +1,4 @@
-"""One source of truth: vocab.hpp is rendered from ckgen/model/vocab.py; every target of
+"""One source of truth: core/vocab.hpp is rendered from ckgen/model/vocab.py; every target of
 arch_specs.json loads and every number in it names its source."""
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ def test_vocab_hpp_is_rendered_from_vocab_py() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "ckgen.model.vocab"], check=True, capture_output=True, text=True
     ).stdout
-    committed = (REPO / "templates" / "include" / "ckgen" / "vocab.hpp").read_text()
+    committed = (REPO / "templates" / "include" / "ckgen" / "core" / "vocab.hpp").read_text()
     assert committed == out, (
-        "templates/include/ckgen/vocab.hpp is stale: python -m ckgen.model.vocab > "
-        "templates/include/ckgen/vocab.hpp"
+        "templates/include/ckgen/core/vocab.hpp is stale: python -m ckgen.model.vocab > "
+        "templates/include/ckgen/core/vocab.hpp"
     )
-    assert (templates_dir() / "include" / "ckgen" / "vocab.hpp").read_text() == out
+    assert (templates_dir() / "include" / "ckgen" / "core" / "vocab.hpp").read_text() == out
 
 
 def test_vocab_hpp_names_every_word() -> None:

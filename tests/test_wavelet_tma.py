@@ -131,7 +131,7 @@ def test_rule_names_what_tma_does_not_implement(change: dict, words: str) -> Non
 
 
 def test_wgmma_n192_is_the_copy_engines_alone() -> None:
-    """m64n192k16 is implemented for wavelet_tma (pipeline_tma.hpp issues wgmma_detail::Op
+    """m64n192k16 is implemented for wavelet_tma (pipeline/tma_ws.hpp issues wgmma_detail::Op
     directly); the plain wavelet pipeline's WarpWgmma and swap_ab's pixel widths stay 64/128/256."""
     wide = tma(tile=(64, 192, 64), waves=(4, 1, 1), math_waves=4, warp_tile=(64, 192, 16))
     assert rules.check(wide, ARCHS["sm_90a"]) is None and parse_instance_name(wide.name) == wide
@@ -319,8 +319,8 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
         load_configs(default_config_paths(list(Variant), "default")), ARCHS["sm_90a"], Filters()
     )
     every = [i for i in exp.instances if i.pipeline is Pipeline.WAVELET_TMA]
-    # forward windows (pipeline_tma_window.hpp): 20-, 16- and 8-row windows, four patch buffers, 2D;
-    # backward_weight windows (pipeline_tma_window_weight.hpp): 8-row windows, four stages
+    # forward windows (pipeline/tma_window.hpp): 20-, 16- and 8-row windows, four patch buffers, 2D;
+    # backward_weight windows (pipeline/tma_window_weight.hpp): 8-row windows, four stages
     win = {
         (i.variant, i.datatype, i.ndim, i.tile, i.stages, i.swap_ab, i.epilogue)
         for i in every
@@ -413,9 +413,10 @@ def test_no_tma_instances_off_hopper() -> None:
 
 
 def test_template_library_has_the_tma_pipeline() -> None:
-    hdr = templates_dir() / "include" / "ckgen" / "pipeline_tma.hpp"
-    text = hdr.read_text()
-    assert "TmaConvKernel" in text and "cp.async.bulk.tensor" in text
+    inc = templates_dir() / "include" / "ckgen"
+    assert "tma_conv_kernel" in (inc / "pipeline" / "tma_ws.hpp").read_text()
+    assert "cp.async.bulk.tensor" in (inc / "block" / "tma_ptx.hpp").read_text()
+    assert "class TmaConvKernel" in (inc / "kernel" / "tma_kernel.hpp").read_text()
 
 
 # ------------------------------------------------------------------ specialization window
@@ -538,7 +539,7 @@ def test_weight_window_lds_matches_the_kernel_layout() -> None:
     assert window_lds_bytes(small) == 64 * 584 * 4 + 16 * 2 + 1024
     assert (
         "kTmaWindowPartLd = 3 * 192 + 8"
-        in (templates_dir() / "include" / "ckgen" / "pipeline_tma_window_weight.hpp").read_text()
+        in (templates_dir() / "include/ckgen/pipeline/tma_window_weight.hpp").read_text()
     )
 
 

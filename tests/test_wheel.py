@@ -45,7 +45,8 @@ def test_wheel_contains_the_data(wheel: Path) -> None:
         "ckgen/_share/arch_specs.json",
         "ckgen/_share/CMakeLists.txt.in",
         "ckgen/_share/templates/project/instance.hpp.j2",
-        "ckgen/_share/templates/include/ckgen/vocab.hpp",
+        "ckgen/_share/templates/include/ckgen/core/vocab.hpp",
+        "ckgen/_share/testing/testing.hpp",
         "ckgen/_share/configs/forward/tests.yaml",
         "ckgen/_share/configs/backward_weight/profiler.yaml",
         "ckgen/_share/configs/tuning/sm_90a_H100.json",
@@ -92,10 +93,12 @@ def test_installed_wheel_generates_from_another_directory(wheel: Path, tmp_path:
         "manifest.json",
         "instances.cmake",
         "registry/registry.cpp",
-        "include/ckgen/vocab.hpp",
-        "include/ckgen/kernel.hpp",
+        "include/ckgen/core/vocab.hpp",
+        "include/ckgen/kernel/conv_kernel.hpp",
         "profiler/profiler_forward.cpp",
         "tests/test_grouped_conv_backward_weight.cpp",
+        "testing/testing.hpp",
+        "testing/streamk_checks.hpp",
     ):
         assert (out / f).is_file(), f
     assert list((out / "instances" / "forward").glob("*.hpp"))

@@ -16,7 +16,7 @@ from ckgen.model.arch import ArchSpec, get_arch
 from ckgen.model.instance import KernelInstance
 from ckgen.model.naming import NAME_RE, parse_instance_name
 from ckgen.model.vocab import Variant
-from ckgen.resources import share_dir, templates_dir
+from ckgen.resources import share_dir, templates_dir, testing_dir
 from ckgen.space.forms import math_unit
 
 MANIFEST = "manifest.json"
@@ -96,6 +96,7 @@ def _library_files() -> dict[str, bytes]:
     for p in sorted(root.rglob("*")):
         if p.is_file() and p.suffix in (".hpp", ".h", ".inc"):
             files[f"include/{p.relative_to(root).as_posix()}"] = p.read_bytes()
+    files.update({f"testing/{p.name}": p.read_bytes() for p in sorted(testing_dir().glob("*.hpp"))})
     return files
 
 

@@ -15,7 +15,7 @@ WAVELET_RATIOS = ((4, 4), (4, 2), (2, 2), (2, 1), (1, 1))
 LDS_ROW_PAD_BYTES = 16
 
 # --- wavelet_tma (the copy-engine pipeline) -----------------------------------------------------
-# wavelet_tma (templates/include/ckgen/pipeline_tma.hpp, TmaTraits): one load warp, one or
+# wavelet_tma (templates/include/ckgen/pipeline/tma_ws.hpp, TmaTraits): one load warp, one or
 # two wgmma math warpgroups of one to three m64 slices each, one 128-byte swizzle row per tile
 # row (tile K x element bytes), an im2col box of at most 256 pixels, 1024 bytes of alignment
 # slack in shared memory.
@@ -35,11 +35,11 @@ TMA_SLICES_M = (1, 2, 3)  # m64 slices per math warpgroup
 TMA_SMEM_SLACK = 1024
 TMA_SWAP_TILE_N = 64  # swap_ab: the output channels of a tile fill one wgmma M
 TMA_PATCH_BUFFERS = 2  # stride1: staged input patches (double-buffered across channel chunks)
-# Specialization window (templates/include/ckgen/pipeline_tma_window.hpp): a tile is Tile M / 8
+# Specialization window (templates/include/ckgen/pipeline/tma_window.hpp): a tile is Tile M / 8
 # output rows x 8 columns (the instruction's N, which mma_wgmma.hpp implements for these widths),
 # 64-channel groups, two math warpgroups taking turns on windows, 2 or 4 patch buffers (stages);
 # shared memory as detail::tma_window_smem_bytes lays it out for a 3x3 filter (the kernel refuses
-# larger filters that do not fit the device). backward_weight (pipeline_tma_window_weight.hpp):
+# larger filters that do not fit the device). backward_weight (pipeline/tma_window_weight.hpp):
 # the same windows as the reduction, three math warpgroups (one a filter row of a 3x3 filter, its
 # three taps x 64 channels on the instruction's N), 2 to 4 stages of the window's dy and patch.
 TMA_WINDOW_PIXELS = (64, 128, 160, 192, 256)
@@ -68,10 +68,12 @@ TMA_SLAB_ELEMS_PER_WARP = 16 * 40
 #   warp_tile         [1, 1, 1]: plain fp32 FMA; [16, 8, 16]: the matrix path (mma.sync targets,
 #                     fp16 / bf16; vector 8, tile N a multiple of 64 channels, tile M the pixels
 #                     of one row segment, a multiple of 16). forward / backward_data
-#                     (direct_mma.hpp): C = K = 8 per group (tile K 8); w warps divide its m16
+#                     (pipeline/direct_mma.hpp): C = K = 8 per group (tile K 8); w warps divide
+#                     its m16
 #                     tiles or are a multiple of them that splits the groups; per filter row M + 16
 #                     staged source columns, 2-3 such stages plus 9 taps of weights within 48 KB.
-#                     backward_weight (direct_mma_bwd_weight.hpp): tile K 1, 2, 4 or 8; w warps
+#                     backward_weight (pipeline/direct_mma_bwd_weight.hpp): tile K 1, 2, 4 or 8;
+#                     w warps
 #                     split the tile N / 8 channel chunks; a ring of source rows (M + 16 columns,
 #                     16-pixel M + 24)
 #                     beside 2-8 buffers of M gradient pixels within 112 KB (dynamic), at least
@@ -111,9 +113,10 @@ DIRECT_REGISTER_TAPS = 9
 # The channels per group (C = K) a direct instance may serve: tile K. 1 = depthwise, 2 / 4 / 8 =
 # small groups (backward_weight: one tap at a time, Cg x vector accumulators).
 DIRECT_GROUP_CHANNELS = (1, 2, 4, 8)
-# Floats of padding per row of the small-group filter in shared memory (depthwise.hpp kRow).
+# Floats of padding per row of the small-group filter in shared memory
+# (pipeline/depthwise.hpp kRow).
 DIRECT_FILTER_ROW_PAD = 4
-# backward_weight's block sums through shared memory (depthwise.hpp kDirectCombineFloats /
+# backward_weight's block sums through shared memory (pipeline/depthwise.hpp kDirectCombineFloats /
 # kDirectCombinePad): at most this many floats, each (pixel row, entry) row of channels padded.
 DIRECT_COMBINE_FLOATS = 5120
 DIRECT_COMBINE_PAD = 4

@@ -2,7 +2,8 @@
 (used in instance names) and its C++ tag.
 
 This module is the single source of truth for these words. The C++ header
-``templates/include/ckgen/vocab.hpp`` is rendered from it (``python -m ckgen.model.vocab``) and a
+``templates/include/ckgen/core/vocab.hpp`` is rendered from it
+(``python -m ckgen.model.vocab``) and a
 test checks that the committed copy is current.
 """
 
@@ -63,7 +64,7 @@ DATATYPE_BYTES = {DataType.FP16: 2, DataType.BF16: 2, DataType.FP32: 4}
 class Pipeline(Word):
     """The main loop. basic / multistage / wavelet are implicit-GEMM pipelines (LDS tiles, matrix
     instructions); wavelet_tma is the sm_90a forward wavelet whose load warpgroup feeds wgmma
-    through the tensor-memory-access engine (templates/include/ckgen/pipeline_tma.hpp); direct is
+    through the tensor-memory-access engine (templates/include/ckgen/pipeline/tma_ws.hpp); direct is
     no GEMM at all: depthwise convolution (C = K = 1 per group) or small groups
     (C = K = tile K per group) with each thread looping over the filter taps
     (templates/include/ckgen/depthwise.hpp)."""
@@ -102,7 +103,7 @@ class Specialization(Word):
     STRIDE1 = ("stride1", "s1", "Stride1")
     # wavelet_tma forward of 64-channel groups (C = K = 64) at stride 1: a block keeps its group's
     # filter in shared memory, a tile is a window of output rows x 8 columns whose input patch is
-    # copied once and read by every tap (templates/include/ckgen/pipeline_tma_window.hpp)
+    # copied once and read by every tap (templates/include/ckgen/pipeline/tma_window.hpp)
     WINDOW = ("window", "win", "Window")
 
 
@@ -177,7 +178,7 @@ def by_short(cls: type[W], short: str) -> W:
 
 
 def render_cpp_header() -> str:
-    """The C++ mirror of this module (templates/include/ckgen/vocab.hpp)."""
+    """The C++ mirror of this module (templates/include/ckgen/core/vocab.hpp)."""
     lines = [
         "// Rendered from ckgen/model/vocab.py by `python -m ckgen.model.vocab`; do not edit by "
         "hand.",

@@ -249,8 +249,8 @@ def compile_unit(
     )
 
 
-# The main kernel template of an instance: implicit GEMM (kernel.hpp) or direct (depthwise.hpp,
-# one kernel per filter path).
+# The main kernel template of an instance: implicit GEMM (kernel/conv_kernel.hpp) or direct
+# (pipeline/depthwise.hpp, one kernel per filter path).
 MAIN_KERNELS = ("grouped_conv_kernel", "depthwise_conv_kernel", "tma_conv_kernel")
 
 

@@ -18,7 +18,7 @@ def math_unit(i: KernelInstance, a: ArchSpec) -> MathUnit:
 
 
 def is_direct_mma(i: KernelInstance) -> bool:
-    """A direct instance on the matrix path (direct_mma.hpp)."""
+    """A direct instance on the matrix path (pipeline/direct_mma.hpp)."""
     return i.pipeline is Pipeline.DIRECT and tuple(i.warp_tile) == DIRECT_MMA_WARP_TILE
 
 
@@ -52,6 +52,6 @@ def is_patch(i: KernelInstance) -> bool:
 
 
 def is_window(i: KernelInstance) -> bool:
-    """window on wavelet_tma (pipeline_tma_window.hpp, pipeline_tma_window_weight.hpp): a tile a
+    """window on wavelet_tma (pipeline/tma_window.hpp, pipeline/tma_window_weight.hpp): a tile a
     window of output rows x 8 columns, every tap read from one copied input patch."""
     return i.pipeline is Pipeline.WAVELET_TMA and i.specialization is Specialization.WINDOW

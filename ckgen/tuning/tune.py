@@ -1,5 +1,5 @@
 """Tuning database: every instance (and k_batch) timed per shape -> JSON read by the dispatcher
-(ckgen/dispatcher.hpp, TuningDb), and the heuristic's quality on shapes it was not tuned on.
+(dispatch/dispatcher.hpp, TuningDb), and the heuristic's quality on shapes it was not tuned on.
 
 Format (version 1):
   {"ckgen_tuning_db": 1, "arch": ..., "gpu": ..., "created": ..., "entries": [

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "ckgen/host/streamk_checks.hpp"
+#include "suite/streamk_checks.hpp"
 
 int main() {
   using namespace ckgen;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ckgen/host/shapes.hpp"
-#include "ckgen/kernel.hpp"
+#include "ckgen/kernel/conv_kernel.hpp"
 
 namespace {
 

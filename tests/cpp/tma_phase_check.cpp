@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "ckgen/tma_phases.hpp"
+#include "ckgen/schedule/tma_phases.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "ckgen/dispatcher.hpp"
+#include "ckgen/dispatch/dispatcher.hpp"
 
 using namespace ckgen;
 
@@ -298,7 +298,7 @@ int main(int argc, char** argv) {
     int64_t cs[9] = {};
     for (int c = 2; c <= 8; ++c) cs[c] = slots / c * c;
     const int want = detail::tma_reduction_choice(79, 36, slots, cs, 589824).splits;
-    KernelKey ms = tk;  // the same tiles on the multistage rule (kernel.hpp resolve_k_batch)
+    KernelKey ms = tk;  // the same tiles on the multistage rule (kernel/conv_kernel.hpp resolve_k_batch)
     ms.pipeline = Pipeline::Multistage;
     check(td.auto_k_batch(tk, p) == want && want != td.auto_k_batch(ms, p),
           "dispatcher sizes a TMA split with the TMA rule",

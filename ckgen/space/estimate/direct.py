@@ -1,4 +1,5 @@
-"""Sizing of the direct kernel (depthwise.hpp, direct_mma.hpp, direct_mma_bwd_weight.hpp): its
+"""Sizing of the direct kernel (pipeline/depthwise.hpp, pipeline/direct_mma.hpp,
+pipeline/direct_mma_bwd_weight.hpp): its
 thread layout, the matrix path's staged rows, ring and accumulators, and its shared memory."""
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from ckgen.space.estimate.tma import tma_lds_bytes
 def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
     """Shared memory of the main loop or of the cshuffle epilogue's C tile, whichever is larger
     (they reuse the same buffer). Mirrors ConfigTraits::kSmemBytes (templates/include/ckgen/
-    config.hpp): per stage one A and one B tile stored along their contiguous global dimension
+    core/config_traits.hpp): per stage one A and one B tile stored along their contiguous global
+    dimension
     (A is K-major except in backward_weight, B only in forward), each row padded by 16 bytes or
     one vector, whichever is larger. wgmma instances (arch given) store unpadded core-matrix
     tiles; wavelet adds two 8-byte mbarriers per stage. The direct kernel and wavelet_tma have

@@ -1,5 +1,5 @@
-"""Shared memory of the wavelet_tma kernels (pipeline_tma.hpp, pipeline_tma_window.hpp,
-pipeline_tma_window_weight.hpp)."""
+"""Shared memory of the wavelet_tma kernels (pipeline/tma_ws.hpp, pipeline/tma_window.hpp,
+pipeline/tma_window_weight.hpp)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The rules of the direct kernel (depthwise.hpp, direct_mma.hpp, direct_mma_bwd_weight.hpp)."""
+"""The rules of the direct kernel (pipeline/depthwise.hpp, pipeline/direct_mma.hpp,
+pipeline/direct_mma_bwd_weight.hpp)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The rules of wavelet_tma (pipeline_tma.hpp, pipeline_tma_window.hpp,
-pipeline_tma_window_weight.hpp)."""
+"""The rules of wavelet_tma (pipeline/tma_ws.hpp, pipeline/tma_window.hpp,
+pipeline/tma_window_weight.hpp)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def _window(i: KernelInstance) -> str | None:
 
 
 def check_wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
-    """What TmaTraits (pipeline_tma.hpp) accepts, as one list of reasons. Any ndim: a 3D instance
+    """What TmaTraits (pipeline/tma_ws.hpp) accepts, as one list of reasons. Any ndim: a 3D instance
     runs a problem whose depth is one tap (filter 1, stride 1, no depth padding) as 2D over N x D
     images (kernel_base.hpp, fold_depth) and any other through 5D im2col maps."""
     if is_window(i):
@@ -182,7 +182,7 @@ def check_wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
 
 
 def _wavelet_tma_common(i: KernelInstance, a: ArchSpec) -> str | None:
-    """What every wavelet_tma kernel (pipeline_tma.hpp, pipeline_tma_window.hpp) needs."""
+    """What every wavelet_tma kernel (pipeline/tma_ws.hpp, pipeline/tma_window.hpp) needs."""
     checks = (
         (
             a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA,

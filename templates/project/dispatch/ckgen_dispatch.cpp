@@ -5,8 +5,8 @@
 #include <sstream>
 #include <string>
 
-#include "ckgen/dispatcher.hpp"
-#include "ckgen/kernel_base.hpp"
+#include "ckgen/dispatch/dispatcher.hpp"
+#include "ckgen/kernel/kernel_base.hpp"
 
 namespace {
 

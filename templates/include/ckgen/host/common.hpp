@@ -22,9 +22,9 @@
 #include <utility>
 #include <vector>
 
-#include "ckgen/portability.hpp"
-#include "ckgen/names.hpp"
-#include "ckgen/vocab.hpp"
+#include "ckgen/core/portability.hpp"
+#include "ckgen/core/names.hpp"
+#include "ckgen/core/vocab.hpp"
 
 namespace ckgen::host {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ckgen/host/common.hpp"
-#include "ckgen/names.hpp"
+#include "ckgen/core/names.hpp"
 
 namespace ckgen::host {
 

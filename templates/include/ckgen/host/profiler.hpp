@@ -44,7 +44,7 @@
 #include "ckgen/host/common.hpp"
 #include "ckgen/host/runner.hpp"
 #include "ckgen/host/shapes.hpp"
-#include "ckgen/kernel_base.hpp"
+#include "ckgen/kernel/kernel_base.hpp"
 
 namespace ckgen::host {
 

@@ -21,7 +21,7 @@
 
 #include "ckgen/host/common.hpp"
 #include "ckgen/host/init.hpp"
-#include "ckgen/problem.hpp"
+#include "ckgen/core/problem.hpp"
 
 namespace ckgen::host {
 

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "ckgen/host/common.hpp"
-#include "ckgen/names.hpp"
+#include "ckgen/core/names.hpp"
 #include "ckgen/host/init.hpp"
 #include "ckgen/host/reference.hpp"
 #include "ckgen/host/shapes.hpp"
 #include "ckgen/host/tolerance.hpp"
-#include "ckgen/kernel_base.hpp"
+#include "ckgen/kernel/kernel_base.hpp"
 
 namespace ckgen::host {
 

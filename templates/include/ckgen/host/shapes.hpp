@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ckgen/host/common.hpp"
-#include "ckgen/problem.hpp"
+#include "ckgen/core/problem.hpp"
 
 namespace ckgen::host {
 

@@ -1,0 +1,351 @@
+// The dispatcher's cost model: an estimated time per (instance, k_batch) from tile efficiency,
+// waves, occupancy and a roofline (dispatch/dispatcher.hpp describes the terms).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "ckgen/conv/gemm_dims.hpp"
+#include "ckgen/generated/arch_params.hpp"
+#include "ckgen/kernel/kernel_base.hpp"
+#include "ckgen/schedule/direct_plan.hpp"
+
+namespace ckgen {
+
+// ------------------------------------------------------------------------------------------
+// Cost model
+// ------------------------------------------------------------------------------------------
+struct CostEstimate {
+  double us = 1e30;           // estimated time
+  double tile_efficiency = 0; // useful / padded M*N*K
+  int64_t tiles = 0;          // blocks launched (all groups, classes and splits)
+  int blocks_per_cu = 0;      // resident blocks per compute unit (occupancy)
+  int64_t waves = 0;          // ceil(tiles / (CUs * blocks_per_cu))
+  int k_batch = 1;
+};
+
+struct ArchNumbers {
+  int compute_units = arch_params::kComputeUnits;
+  int lds_bytes = arch_params::kLdsBytes;
+  int warp_size = arch_params::kWarpSize;
+  int register_file_bytes_per_cu = arch_params::kRegisterFileBytesPerCu;
+  double bandwidth_gbs = arch_params::kBandwidthGBs;
+  double peak_tflops(DataType d) const {
+    const double v = d == DataType::FP16   ? arch_params::kPeakTflopsFp16
+                     : d == DataType::BF16 ? arch_params::kPeakTflopsBf16
+                                           : arch_params::kPeakTflopsFp32;
+    return v > 0 ? v : 1.0;
+  }
+};
+
+inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
+
+// Direct instances (pipeline/depthwise.hpp): a bandwidth estimate. Bytes: the read and written tensors
+// once, the source re-read by the filter rows that miss L1 (taps / filter width, half of them
+// from L2), channel tiles that overhang G * C counted as traffic; threads: one channel vector x
+// pixels per thread, too few resident warps to hide the memory latency slow it down (latency
+// bound below ~16 warps per SM). backward_weight adds its workspace traffic and the reduce
+// launch. On FMA: the larger of the memory time and the issue time of the threads' instructions
+// (direct_fma_issue / direct_fma_bwd_issue: loads with their addressing, conversions, FMAs;
+// these kernels are issue- and latency-bound). The matrix path (warp tile
+// 16x8x16, pipeline/direct_mma.hpp) has no FMA term: its mma.sync work is far below the memory time; its
+// forward / backward_data blocks take the bands the launch gives them (fewer blocks, each source
+// row staged once per band), its backward_weight blocks add a fixed time per unit they run.
+// Instructions a thread of the forward / backward_data FMA path issues (pipeline/depthwise.hpp), for pp
+// pixels a thread and vectors of vec channels: its source loads (the window path: pp + X - 1
+// columns per filter row; the row pairs: pp / 2 + X - 1 columns of Y + 1 rows; else one per tap
+// and pixel), each kDirectLoadIssue instructions (the load, its 64-bit address, its bound test,
+// its zeroed destination, as the window kernel's SASS has them) plus one conversion per 16-bit
+// element, and taps x pp x vec x C fp32 FMAs.
+inline constexpr double kDirectLoadIssue = 4.0;  // instructions a source load issues
+// The backward_weight matrix path (pipeline/direct_mma_bwd_weight.hpp) runs the row segments of its slice
+// one after another, each a chain of copy, wait and a short MMA: a fixed time a unit beyond the
+// bandwidth time, which the bytes alone do not see.
+inline constexpr double kDirectMmaBwdUnitUs = 0.75;     // latency of one unit's copy-wait-MMA chain
+inline constexpr double kDirectIssueEfficiency = 0.55;  // fraction of issue slots the FMA kernels keep busy
+inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes) {
+  const double taps = double(p.filter_spatial());
+  const double loads = direct_fma_row_pair(v, p, pp) ? double(p.filter[1] + 1) * double(pp / 2 + p.filter[2] - 1)
+                       : direct_fma_window(v, p, pp) ? double(p.filter[0] * p.filter[1] * (pp + p.filter[2] - 1))
+                                                     : taps * pp;
+  const double convert = elem_bytes == 2 ? double(vec) : 0.0;
+  return loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C);
+}
+
+// Instructions a thread of the backward_weight FMA path (pipeline/depthwise.hpp bwd_weight) issues for
+// `ppt` pixels of its slice, pp at a time, vectors of vec channels: per pixel group the dy loads
+// and the source loads of its path (direct_fma_bwd_path: the window's (pp - 1) * s + X columns of
+// each filter row, the nine taps at once, or one pass per tap that re-reads dy), each
+// kDirectLoadIssue instructions plus one conversion per 16-bit element, and taps x pp x vec x Cg
+// fp32 FMAs; then the block's combine of its taps x Cg x vec sums through shared memory (a store,
+// a load and an add each), once for all taps or (Generic) once per tap.
+inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int vec, int elem_bytes) {
+  const double taps = double(p.filter_spatial());
+  double loads = 0;
+  switch (direct_fma_bwd_path(p, int(p.C), pp)) {
+    case DirectBwdPath::Window: loads = pp + 3.0 * (pp + 2); break;
+    case DirectBwdPath::WindowS2: loads = pp + 3.0 * (2 * pp + 1); break;
+    case DirectBwdPath::Linear9: loads = pp + 9.0 * pp; break;
+    case DirectBwdPath::Generic: loads = 2.0 * taps * pp; break;
+  }
+  const double convert = elem_bytes == 2 ? double(vec) : 0.0;
+  const double combine = 3.0 * taps * double(p.C) * vec;
+  return ppt / pp * (loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C)) + combine;
+}
+
+inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
+                                         const ArchNumbers& a) {
+  CostEstimate c;
+  auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+  const int eb = elem_bytes(k.datatype);
+  const int64_t pixels = direct_pixels(k.variant, p);
+  const int64_t chans = p.G * p.C;
+  const int64_t gtiles = cdiv(chans, k.tile_n);
+  const double overhang = double(gtiles * k.tile_n) / double(chans);
+  const double taps = double(p.filter_spatial());
+  double rows_reread = std::max(1.0, taps / double(std::max<int64_t>(1, p.filter[2])));
+  const double src = double(k.variant == Variant::BackwardData ? p.output_elems() : p.input_elems());
+  const double dst = double(k.variant == Variant::BackwardData ? p.input_elems() : p.output_elems());
+  double extra_us = 3.0;  // launch
+  const int threads = std::max(1, k.wave_m) * a.warp_size;
+  c.blocks_per_cu = std::max(1, 2048 / threads);
+  int64_t active_threads;
+  const bool matrix = k.warp_m > 1;  // a block per row segment or band (schedule/direct_plan.hpp)
+  double bytes = 0;
+  // backward_weight: the slices of the launch, read by the split, the FMA issue and the unit terms
+  DirectSlices sl{};
+  if (k.variant == Variant::BackwardWeight) {
+    sl = direct_weight_slices(p, k.tile_m, matrix, std::max(1, k_batch));
+    c.k_batch = sl.count;
+    c.tiles = int64_t(sl.count) * gtiles;
+    active_threads = c.tiles * threads;
+    if (sl.count > 1) {
+      const double ws = double(p.weight_elems()) * 4.0;
+      bytes += (k.stage == Stage::One ? 2.0 : 1.0) * sl.count * ws;  // atomics / partial writes
+      bytes += (k.stage == Stage::One ? 1.0 : sl.count) * ws;        // the reduce reads
+      extra_us += k.stage == Stage::One ? 4.0 : 2.0;
+    }
+  } else if (matrix) {
+    // The launch's bands (pipeline/depthwise.hpp run, direct_mma_band_rows): a block of `band` rows stages
+    // its band + Y - 1 source rows once each.
+    const int stages = direct_mma_ring(k.tile_m, k.tile_n, eb).stages;
+    const int band = direct_mma_band_rows(p, stages, direct_row_segments(k.variant, p, k.tile_m) * gtiles,
+                                          a.compute_units);
+    if (band > 1) rows_reread = double(band + p.filter[1] - 1) / band;
+    c.tiles = direct_band_segments(k.variant, p, k.tile_m, band) * gtiles;
+    active_threads = c.tiles * threads;
+    c.k_batch = 1;
+  } else {
+    c.tiles = cdiv(pixels, k.tile_m) * gtiles;
+    active_threads = c.tiles * threads;
+    c.k_batch = 1;
+    rows_reread = 1.0;  // the taps' re-reads are loads the issue term counts (L1 / L2 hits)
+  }
+  bytes += (src * (1.0 + 0.5 * (rows_reread - 1.0)) + dst + double(p.weight_elems())) * eb;
+  c.waves = cdiv(c.tiles, int64_t(a.compute_units) * c.blocks_per_cu);
+  c.tile_efficiency = 1.0 / overhang;
+  if (matrix)  // idle pixels past each row's last segment
+    c.tile_efficiency *= double(pixels) /
+                         double(direct_row_segments(k.variant, p, k.tile_m) * k.tile_m);
+  const double warps_per_cu = double(active_threads) / a.warp_size / a.compute_units;
+  const double latency = std::max(1.0, 16.0 / std::max(1.0, std::min(64.0, warps_per_cu)));
+  const double mem_us = bytes * overhang / (a.bandwidth_gbs * 1e9) * 1e6 * std::sqrt(latency);
+  double fma_us = 0.0;  // the matrix path: none
+  // warp instructions issued per second at every scheduler busy: the fp32 peak / (2 x warp size)
+  const double issue_rate = a.peak_tflops(DataType::FP32) * 1e12 / (2.0 * a.warp_size) * kDirectIssueEfficiency;
+  if (!matrix && k.variant == Variant::BackwardWeight) {
+    const int vec = std::max(1, k.vec_a);
+    const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, vec, threads));
+    const double warp_instr = double(active_threads) / a.warp_size *
+                              direct_fma_bwd_issue(p, double(sl.chunk) * pp / k.tile_m, pp, vec, eb);
+    fma_us = warp_instr / issue_rate * 1e6 * std::sqrt(latency);
+  } else if (!matrix) {
+    const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, std::max(1, k.vec_a), threads));
+    const double warp_instr = double(active_threads) / a.warp_size *
+                              direct_fma_issue(k.variant, p, pp, std::max(1, k.vec_a), eb);
+    fma_us = warp_instr / issue_rate * 1e6 * std::sqrt(latency);
+  }
+  c.us = std::max(mem_us, fma_us) + extra_us;
+  if (matrix && k.variant == Variant::BackwardWeight)  // its units in sequence (kDirectMmaBwdUnitUs)
+    c.us += kDirectMmaBwdUnitUs * double(sl.chunk);
+  return c;
+}
+
+// Write bandwidth of a register epilogue against the cshuffle one: its narrow stores reach a
+// fraction of the bandwidth.
+inline constexpr double kRegisterStoreEfficiency = 0.3;
+// Fixed time of a round of copy-engine tiles on a compute unit, microseconds (without it
+// narrow tiles with many k tiles rank behind short ones).
+inline constexpr double kTmaRoundUs = 0.75;
+
+// The window forms (pipeline/tma_window.hpp, pipeline/tma_window_weight.hpp): the busiest block
+// runs ceil(G / groups side by side) groups x ceil(windows / blocks a group) windows, each taps x
+// 64 x 64 x window MACs from shared memory at a rate of the compute unit's peak; forward adds one
+// filter copy a group (kTmaWindowFilterUs), backward_weight its cluster's sums
+// (detail::kTmaWindowSumUs / cluster, the grid of detail::tma_window_weight_grid) and the clear
+// and conversion launches. Or the bytes, whichever is longer: x's patches, y (dy), and a filter
+// a block and group (forward: its copy) or a cluster (backward_weight: its fp32 sums); plus the
+// launch. Rates fitted on grouped forward / backward_weight window problems.
+inline constexpr double kTmaWindowRate = 0.8;         // forward windows: fraction of peak
+inline constexpr double kTmaWindowFilterUs = 0.5;     // forward: one filter copy a group
+inline constexpr double kTmaWindowWeightRate = 0.5;   // backward_weight windows: fraction of peak
+inline constexpr double kTmaWindowWeightLaunchUs = 2.0;
+inline CostEstimate estimate_window_cost(const KernelKey& k, const ConvProblem& p, const ArchNumbers& a) {
+  CostEstimate c;
+  const bool weight_grad = k.variant == Variant::BackwardWeight;
+  const detail::TmaWindowShape ws = detail::tma_window_shape(p, k.tile_m);
+  const int64_t windows = ws.tiles_group;
+  // The launch's grid; forward: tma_window_grid's blocks, each copying the filter (a cluster of one).
+  const detail::TmaWindowWeightGrid wg = [&] {
+    if (weight_grad) return detail::tma_window_weight_grid(p.G, a.compute_units, nullptr, windows, k.tile_m);
+    const detail::TmaWindowGrid gr = detail::tma_window_grid(p.G, a.compute_units);
+    return detail::TmaWindowWeightGrid{gr.bpg, gr.group_stride, 1};
+  }();
+  const int64_t groups_per_block = (p.G + wg.group_stride - 1) / wg.group_stride;
+  const int64_t per_block = groups_per_block * ((windows + wg.bpg - 1) / wg.bpg);
+  c.tiles = windows * p.G;
+  c.blocks_per_cu = 1;
+  c.waves = per_block;
+  c.tile_efficiency = double(p.N * p.out[1] * p.out[2]) / double(windows * k.tile_m);
+  const double window_flops = 2.0 * 64 * k.tile_m * double(p.filter_spatial()) * 64;
+  const double peak_cu = a.peak_tflops(k.datatype) * 1e12 / a.compute_units;
+  const double rate = weight_grad ? kTmaWindowWeightRate : kTmaWindowRate;
+  const double per_group_us = weight_grad ? detail::kTmaWindowSumUs / wg.cluster : kTmaWindowFilterUs;
+  const double compute_us = double(per_block) * window_flops / (peak_cu * rate) * 1e6 +
+                            double(groups_per_block) * per_group_us + (weight_grad ? kTmaWindowWeightLaunchUs : 0.0);
+  const int eb = elem_bytes(k.datatype);
+  const double filter_bytes = double(p.filter_spatial()) * 64 * 64 * (weight_grad ? 4 : eb);
+  const int64_t adders = wg.bpg / wg.cluster;  // blocks (clusters) of a group copying or adding its filter
+  const double bytes = (double(c.tiles) * double(ws.pw * ws.ph) * 64 + double(p.output_elems())) * eb +
+                       double(adders * wg.group_stride * groups_per_block) * filter_bytes;
+  c.us = std::max(compute_us, bytes / (a.bandwidth_gbs * 1e9) * 1e6) + 3.0;
+  return c;
+}
+
+// Estimated time of one instance on one problem with a given split count.
+inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
+                                  const ArchNumbers& a = {}) {
+  if (k.pipeline == Pipeline::Direct) return estimate_direct_cost(k, p, k_batch, a);
+  if (tma_window_form(k)) return estimate_window_cost(k, p, a);
+  CostEstimate c;
+  auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+  const GemmDims g = tiled_gemm_dims(k.variant, p, k.groups_to_merge);
+  // forward / backward_data instances with k_batch 1 never split (kernel/conv_kernel.hpp resolve_k_batch).
+  const bool splits = k.variant == Variant::BackwardWeight || k.k_batch != 1;
+  const int kb = std::max(1, splits ? k_batch : 1);
+  c.k_batch = kb;
+  const int64_t mt = cdiv(g.M, k.tile_m), nt = cdiv(g.N, k.tile_n);
+  const int64_t k_per_split = cdiv(g.K, kb);
+  const int64_t kt = cdiv(k_per_split, k.tile_k);
+  // wavelet_tma backward_weight runs its own grid (pipeline/tma_ws.hpp): taps x (K / BM) x (C / BN)
+  // tiles a group unless the taps pack into the columns or x goes through the im2col copy
+  // (detail::tma_weight_tiles of detail::tma_gemm_view). With few channels a group that is far
+  // more tiles than the GEMM view's (ResNeXt 5x5 c8: 800 against 64).
+  const int64_t grid =
+      k.pipeline == Pipeline::WaveletTma && k.variant == Variant::BackwardWeight && !tma_row_form(k)
+          ? detail::tma_weight_tiles(detail::tma_gemm_view(Variant::BackwardWeight, p), k.tile_m, k.tile_n)
+          : mt * nt * g.batch;
+  c.tiles = grid * kb;
+  // a merged block's useful MACs: its gm groups' diagonal blocks (1 / gm of its GEMM)
+  const double useful = double(g.M) * double(g.N) * double(g.K) * double(g.batch);
+  const double padded = double(grid) * k.tile_m * k.tile_n * double(kt * k.tile_k * kb) * std::max(1, k.groups_to_merge);
+  c.tile_efficiency = useful / padded;
+
+  // Occupancy: threads, shared memory (as core/config_traits.hpp lays it out, rows padded by 16 bytes),
+  // registers (fp32 accumulators per math thread plus a fixed overhead; a kernel's register
+  // count holds for every warp, the wavelet's load warps included).
+  const int eb = elem_bytes(k.datatype);
+  const int warps = std::max(1, k.wave_m * k.wave_n * k.wave_k);  // math warps
+  // wavelet: load waves come on top of the math waves (LaunchBlockSize = load + math threads).
+  // wavelet_tma (pipeline/tma_ws.hpp): detail::tma_smem_bytes (unpadded 128-byte rows).
+  const bool tma = k.pipeline == Pipeline::WaveletTma;
+  const bool specialized = k.pipeline == Pipeline::Wavelet || tma;
+  // wavelet_tma ping-pong: two warpgroups of the tile's warps take turns on units (math waves
+  // = 2 x waves M): twice the math threads and cshuffle slabs, the same accumulators a thread.
+  const int math_warps = specialized ? std::max(warps, k.math_waves) : warps;
+  const int threads = (math_warps + (specialized ? k.load_waves : 0)) * a.warp_size;
+  const int stages = k.pipeline != Pipeline::Basic ? std::max(1, k.stages) : 1;
+  const int pad = std::max(16 / eb, 1);
+  const double smem = tma ? double(detail::tma_smem_bytes(k.tile_m, k.tile_n, stages, math_warps, eb,
+                                                         k.epilogue == Epilogue::CShuffle))
+                          : double(stages) * double((k.tile_m + k.tile_n) * (k.tile_k + pad)) * eb;
+  const int acc_regs = (k.tile_m * k.tile_n) / (warps * a.warp_size);
+  const int regs = std::min(255, acc_regs + 48);
+  const int by_threads = std::max(1, 2048 / threads);
+  const int by_smem = smem > 0 ? std::max(1, int(double(a.lds_bytes) / smem)) : 32;
+  const int by_regs = std::max(1, a.register_file_bytes_per_cu / (4 * regs * threads));
+  c.blocks_per_cu = std::max(1, std::min({by_threads, by_smem, by_regs, 32}));
+  const int64_t slots = int64_t(a.compute_units) * c.blocks_per_cu;
+  c.waves = cdiv(c.tiles, slots);
+
+  // Compute: the busiest CU works through ceil(tiles / CUs) tiles in rounds of blocks_per_cu
+  // resident blocks, the last round holding the remainder; the r blocks of a round share the CU.
+  // Utilisation grows with the warps resident (latency hiding: below 8 resident warps a round
+  // takes as long whatever its block count) and with the warp tile's operand reuse;
+  // narrow global accesses (vector bytes < 16) and the single-buffer pipeline stall the math.
+  // The constants are fitted so that basic runs ~1.6x slower than multistage and mma.sync tiles
+  // reach ~20 % of peak at best.
+  const double tile_flops = 2.0 * k.tile_m * k.tile_n * double(kt * k.tile_k);
+  const double peak_cu = a.peak_tflops(k.datatype) * 1e12 / a.compute_units;
+  const int64_t per_cu = cdiv(c.tiles, a.compute_units);
+  // wavelet_tma: a warpgroup (4 warps along M) owns a 64-row wgmma slice of the whole tile N.
+  const double wm = double(k.tile_m) / std::max(1, tma ? k.wave_m / 4 : k.wave_m);
+  const double wn = double(k.tile_n) / std::max(1, k.wave_n);
+  const double reuse = 2.0 * wm * wn / (wm + wn);  // harmonic mean of a warp's C tile sides
+  const double vec_bytes = double(std::min(k.vec_a, k.vec_b) * eb);
+  const double feed = (0.5 + 0.5 * std::min(16.0, vec_bytes) / 16.0) *
+                      (k.pipeline != Pipeline::Basic ? 1.0 : 0.6);  // prefetching pipelines
+  // wavelet: the math warps wait on the load waves at every stage; with fewer than 4 math warps a
+  // block cannot keep the math going through those waits.
+  const double handoff = k.pipeline == Pipeline::Wavelet ? std::min(1.0, warps / 4.0) : 1.0;
+  // wavelet_tma: the copy engine feeds asynchronous wgmma: about twice the mma.sync pipelines'
+  // rate at the same operand reuse.
+  const double async_math = tma ? 2.0 : 1.0;
+  const double tile_util = (reuse / (reuse + 32.0)) * 0.4 * feed * handoff * async_math;
+  // Latency hiding counts every resident math warp: a ping-pong block's two warpgroups (one's
+  // epilogue beside the other's MMA) hide as two blocks of one would.
+  // wavelet_tma: a round also pays a fixed time (the ring's first copies, the drain of the last
+  // wgmma group, the epilogue): kTmaRoundUs.
+  auto round_us = [&](int64_t r) {
+    return double(r) * tile_flops / (peak_cu * std::min(1.0, double(r) * math_warps / 8.0) * tile_util) * 1e6 +
+           (tma ? kTmaRoundUs : 0.0);
+  };
+  const int64_t full_rounds = per_cu / c.blocks_per_cu, last_round = per_cu % c.blocks_per_cu;
+  const double compute_us = double(full_rounds) * round_us(c.blocks_per_cu) + (last_round ? round_us(last_round) : 0.0);
+
+  // Memory: the unique bytes once, plus operand re-reads per tile (L2 catches half). A tile
+  // stored from registers (epilogue default: a warp's store covers 8 rows x 16 bytes, half
+  // sectors) writes at a fraction of the bandwidth that the cshuffle epilogue's whole-sector
+  // 16-byte stores reach (kRegisterStoreEfficiency).
+  const int64_t written = written_elems(k.variant, p);
+  const double unique = double(p.input_elems() + p.weight_elems() + p.output_elems()) * eb;
+  const double reread =
+      double(c.tiles) * double(k.tile_m + k.tile_n) * double(kt * k.tile_k) * eb * 0.5;
+  double bytes = unique + reread;
+  if (kb == 1 && k.epilogue != Epilogue::CShuffle)
+    bytes += double(written) * eb * (1.0 / kRegisterStoreEfficiency - 1.0);
+  double extra_us = 3.0;  // launch
+  double serial_bytes = 0;  // split-K work outside the main kernel (memset, finish kernel)
+  if (kb > 1) {
+    const double ws = double(written) * 4.0;  // the fp32 workspace holds the written tensor
+    if (k.stage == Stage::One) {
+      // zero-fill, kb fp32 atomic read-modify-writes of the workspace inside the main kernel,
+      // then a convert kernel: three launches.
+      // (the atomics contend on the same addresses: not hidden under the math)
+      serial_bytes += 2.0 * kb * ws + ws + ws + double(written) * eb;
+      extra_us += 4.0;
+    } else {
+      // kb partial writes, then a reduce that reads them all and writes the result: two launches.
+      bytes += kb * ws;
+      serial_bytes += kb * ws + double(written) * eb;
+      extra_us += 2.0;
+    }
+  }
+  const double mem_us = bytes / (a.bandwidth_gbs * 1e9) * 1e6;
+  c.us = std::max(compute_us, mem_us) + serial_bytes / (a.bandwidth_gbs * 1e9) * 1e6 + extra_us;
+  return c;
+}
+
+}  // namespace ckgen

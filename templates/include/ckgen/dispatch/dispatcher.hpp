@@ -1,0 +1,446 @@
+// Run-time kernel selection: select(problem, datatype, variant) over the registry.
+//
+//   1. Tuning database (JSON written by `ckgen tune`; loaded from a path, or from the file named
+//      by the environment variable CKGEN_TUNING_DB on first use):
+//        exact problem match (variant, datatype, every problem field) first: the entry's
+//        ranking is walked until an instance that is registered and supports the problem;
+//        else the neighbour ranking, a cost model corrected by measurements: every tuned shape
+//        of the same variant/datatype/ndim within kMaxDistance (problem_distance: |log| GEMM
+//        M/N/K/batch, filter and stride) contributes one point per timed (instance, k_batch):
+//        its residual log(measured time / cost-model estimate). A supported candidate
+//        (instance, k_batch) of the problem scores log(its estimate) + the weighted mean residual
+//        of the kNeighbourPoints points of the same instance nearest by
+//          kShapeWeight * problem_distance + kBlocksWeight * |dlog(blocks per compute unit)|
+//                                          + kSplitWeight * |dlog(reduction length per split)|
+//        (split_features: the split count is matched by the parallelism and the work per split
+//        it gives on each shape, not copied), weights exp(-distance / kBandwidth). An instance
+//        no tuned shape timed takes the nearest points of any instance plus kUntimedPenalty.
+//        Instances the database timed that were never the best on any of its shapes (of the
+//        variant / datatype / ndim) are left out while another candidate remains.
+//        The lowest score wins.
+//   2. Cost model when the database has nothing near: per instance (and per k_batch for
+//      backward_weight) an estimated time from
+//        tile efficiency  = useful / padded M*N*K (what the tile wastes at the edges),
+//        waves            = ceil(tiles / (compute units * resident blocks per CU)); the busiest
+//                           CU's tiles run in rounds of the resident blocks, a partial last round
+//                           as slow as a full one while its warps cannot hide the latency,
+//        occupancy        = resident blocks per CU from threads, shared memory, registers,
+//        a roofline       = max(compute at peak * utilisation, bytes / bandwidth) + launch,
+//        split-K          = fp32 workspace traffic in the main kernel, the memset / finish
+//                           kernels after it (serial) and their launches for k_batch > 1 (every
+//                           variant: forward / backward_data instances with k_batch != 1 split too).
+//      The arch numbers come from ckgen/generated/arch_params.hpp (rendered from
+//      arch_specs.json); the compute-unit count is the device's when a device is present.
+//
+// Every decision carries a one-line explanation (Selection::why).
+#pragma once
+
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ckgen/dispatch/cost_model.hpp"
+#include "ckgen/dispatch/neighbours.hpp"
+#include "ckgen/dispatch/tuning_db.hpp"
+#include "ckgen/kernel/kernel_base.hpp"
+
+namespace ckgen {
+
+// ------------------------------------------------------------------------------------------
+// Dispatcher
+// ------------------------------------------------------------------------------------------
+struct Selection {
+  const KernelBase* kernel = nullptr;
+  int index = -1;       // index into registry().all()
+  int k_batch = 0;      // what to pass as RunOptions::k_batch
+  std::string source;   // "tuning-db-exact", "tuning-db-nearest", "cost-model"
+  std::string why;      // explanation, or the reason nothing was selected
+  double estimate_us = 0;
+  explicit operator bool() const { return kernel != nullptr; }
+};
+
+class Dispatcher {
+ public:
+  explicit Dispatcher(const Registry& reg = registry()) : reg_(reg) {}
+
+  // Loads a tuning database (replacing any). Throws std::runtime_error on a bad file.
+  void load_tuning_db(const std::string& path) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto db = std::make_shared<TuningDb>();
+    db->load(path);
+    db_ = db;
+    env_checked_ = true;
+  }
+  void clear_tuning_db() {
+    std::lock_guard<std::mutex> g(mu_);
+    db_.reset();
+    env_checked_ = true;
+  }
+  std::shared_ptr<const TuningDb> tuning_db() {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!env_checked_) {
+      env_checked_ = true;
+      if (const char* e = std::getenv("CKGEN_TUNING_DB"); e && *e) {
+        auto db = std::make_shared<TuningDb>();
+        try {
+          db->load(e);
+          db_ = db;
+        } catch (const std::exception& ex) {
+          env_error_ = ex.what();
+        }
+      }
+    }
+    return db_;
+  }
+  const std::string& env_error() const { return env_error_; }
+
+  void set_arch(const ArchNumbers& a) { arch_ = a; }
+
+  // Split counts the cost model tries for backward_weight instances whose k_batch is chosen per
+  // call (0 = the instance's own choice). Default {0, 1, 2, 4, 8, 16, 32}.
+  void set_k_batch_candidates(std::vector<int> kbs) {
+    if (kbs.empty()) kbs = {0};
+    k_batch_candidates_ = std::move(kbs);
+  }
+  const std::vector<int>& k_batch_candidates() const { return k_batch_candidates_; }
+  const ArchNumbers& arch() const { return arch_; }
+
+  int index_of(const std::string& name) const {
+    const auto& all = reg_.all();
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i]->name() == name) return int(i);
+    return -1;
+  }
+
+  // Best choice for (problem, datatype, variant); Selection::kernel is null when no registered
+  // instance supports the problem (why = the reasons).
+  Selection select(const ConvProblem& p, DataType dt, Variant v) {
+    Selection s;
+    if (std::string e = p.validate(); !e.empty()) {
+      s.why = "invalid problem: " + e;
+      return s;
+    }
+    if (auto db = tuning_db(); db && !db->empty()) {
+      if (from_db(*db, p, dt, v, s)) return s;
+    }
+    return by_cost(p, dt, v);
+  }
+
+  // One supported (instance, k_batch) and the cost model's estimate for it.
+  struct CostCandidate {
+    int index = -1;
+    int k_batch = 0;
+    CostEstimate cost;
+  };
+
+  // backward_weight's row form (wavelet_tma, specialization stride1) copies x once per filter
+  // row instead of once per tap but pads each output-row segment to a multiple of 16 positions
+  // and runs 64-row tiles: it wins where the copies bound the kernel (few output channels, long
+  // rows) and loses up to 2.6x on small rows or many output channels.
+  // The cost model has no term for either, so only a tuning database's exact ranking picks it.
+  static bool measured_only(const KernelKey& key) { return tma_row_form(key); }
+
+  // Every registered instance of (variant, datatype, ndim) that supports the problem, per split
+  // count tried (backward_weight instances with k_batch 0: k_batch_candidates()), with its
+  // estimate. `reasons` counts the refusals, `candidates` the instances of the right ndim.
+  std::vector<CostCandidate> cost_candidates(const ConvProblem& p, DataType dt, Variant v,
+                                             std::map<std::string, int>* reasons = nullptr,
+                                             int* candidates = nullptr) const {
+    std::vector<CostCandidate> out;
+    const auto& all = reg_.all();
+    for (size_t i = 0; i < all.size(); ++i) {
+      const KernelBase& k = *all[i];
+      const KernelKey& key = k.key();
+      if (key.variant != v || key.datatype != dt) continue;
+      if (key.ndim != p.ndim) {
+        if (reasons) ++(*reasons)["ndim mismatch"];
+        continue;
+      }
+      if (candidates) ++*candidates;
+      if (measured_only(key)) {
+        if (reasons) ++(*reasons)["chosen from measurements only (tuning database)"];
+        continue;
+      }
+      std::vector<int> kbs = {0};
+      if (v == Variant::BackwardWeight && key.k_batch == 0) kbs = k_batch_candidates_;
+      for (int kb : kbs) {
+        RunOptions o;
+        o.k_batch = kb;
+        const std::string r = k.is_supported(p, o);
+        if (!r.empty()) {
+          if (reasons) ++(*reasons)[r];
+          continue;
+        }
+        out.push_back({int(i), kb, estimate_cost(key, p, effective_k_batch(key, p, kb), arch_)});
+      }
+    }
+    return out;
+  }
+
+  // The split count an instance runs with for RunOptions::k_batch = kb (1 for the variants
+  // without split-K).
+  int effective_k_batch(const KernelKey& key, const ConvProblem& p, int kb) const {
+    if (key.variant != Variant::BackwardWeight && key.k_batch == 1) return 1;
+    return kb > 0 ? kb : (key.k_batch > 0 ? key.k_batch : auto_k_batch(key, p));
+  }
+
+  // The cost model alone (also for tests and explanations).
+  Selection by_cost(const ConvProblem& p, DataType dt, Variant v) const {
+    Selection best;
+    best.source = "cost-model";
+    std::map<std::string, int> reasons;
+    int candidates = 0;
+    const std::vector<CostCandidate> cs = cost_candidates(p, dt, v, &reasons, &candidates);
+    const CostCandidate* b = nullptr;
+    for (const CostCandidate& c : cs)
+      if (!b || c.cost.us < b->cost.us) b = &c;
+    if (b) {
+      const CostEstimate& c = b->cost;
+      best.kernel = reg_.all()[size_t(b->index)].get();
+      best.index = b->index;
+      best.k_batch = b->k_batch;
+      best.estimate_us = c.us;
+      std::ostringstream os;
+      os << c.us << " us (tiles " << c.tiles << ", waves " << c.waves << ", blocks/CU " << c.blocks_per_cu
+         << ", tile efficiency " << c.tile_efficiency << ", k_batch " << c.k_batch << ")";
+      best.why = os.str();
+    } else {
+      std::ostringstream os;
+      os << "no " << to_string(v) << " " << to_string(dt) << " instance supports the problem ("
+         << candidates << " candidate(s) of ndim " << p.ndim << ")";
+      int n = 0;
+      for (const auto& [r, c] : reasons) {
+        os << (n++ ? "; " : ": ") << c << "x " << r;
+        if (n == 4) break;
+      }
+      best.why = os.str();
+    }
+    return best;
+  }
+
+  // The split count resolve_k_batch would pick (kernel/conv_kernel.hpp), from the arch numbers; for a
+  // wavelet_tma instance detail::tma_reduction_choice (pipeline/tma_ws.hpp, split_of), with the
+  // cost model's blocks per compute unit for the resident slots. backward_data's stride phases
+  // share the machine (side by side), so the tiles of every stride class count.
+  int auto_k_batch(const KernelKey& key, const ConvProblem& p) const {
+    if (key.pipeline == Pipeline::WaveletTma) {
+      int64_t k_tiles, tiles, elems;
+      if (tma_row_form(key)) {
+        k_tiles = detail::tma_row_k_tiles(p, key.tile_n);  // the row form (pipeline/tma_ws.hpp)
+        tiles = detail::tma_row_tiles(p, key.tile_m);
+        elems = p.weight_elems();
+      } else if (key.variant == Variant::BackwardWeight) {
+        k_tiles = detail::ceil_div(p.N * p.out_spatial(), key.tile_k);
+        tiles = detail::tma_weight_tiles(p, key.tile_m, key.tile_n);
+        elems = p.weight_elems();
+      } else {
+        const bool fwd = key.variant == Variant::Forward;
+        const int64_t red_c = fwd ? p.C : p.K, out_c = fwd ? p.K : p.C;
+        if (out_c % 2 != 0) return 1;  // the kernel adds column pairs: odd rows never split
+        const GemmDims g = gemm_dims(key.variant, p);
+        k_tiles = detail::ceil_div(g.K, red_c) * detail::ceil_div(red_c, key.tile_k);
+        tiles = detail::ceil_div(g.M, key.tile_m) * detail::ceil_div(g.N, key.tile_n) * g.batch;
+        elems = fwd ? p.output_elems() : p.input_elems();
+      }
+      k_tiles = std::max<int64_t>(1, k_tiles);
+      const int64_t slots = int64_t(arch_.compute_units) * estimate_cost(key, p, 1, arch_).blocks_per_cu;
+      if (key.variant != Variant::BackwardWeight)
+        return std::min<int>(int(k_tiles), detail::tma_reduction_splits(k_tiles, tiles, slots, elems));
+      // backward_weight may meet in clusters: clusters of c packed into the slots (the device's own
+      // cluster occupancy is not known here; the kernel queries it).
+      int64_t cluster_slots[9] = {};
+      for (int c = 2; c <= 8; ++c) cluster_slots[c] = slots / c * c;
+      return std::min<int>(int(k_tiles),
+                           detail::tma_reduction_choice(k_tiles, tiles, slots, cluster_slots, elems).splits);
+    }
+    if (key.pipeline == Pipeline::Direct)  // pipeline/depthwise.hpp resolve_slices
+      return key.variant == Variant::BackwardWeight
+                 ? direct_auto_slices(direct_pixels(key.variant, p), key.tile_m,
+                                      (p.G * p.C + key.tile_n - 1) / std::max(1, key.tile_n),
+                                      std::max(1, key.wave_m) * arch_.warp_size, arch_.compute_units,
+                                      key.warp_m > 1)
+                 : 1;
+    const GemmDims g = tiled_gemm_dims(key.variant, p, key.groups_to_merge);  // kernel/conv_kernel.hpp resolve_k_batch
+    auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+    const int64_t tiles = g.batch * cdiv(g.M, key.tile_m) * cdiv(g.N, key.tile_n);
+    int64_t kb = cdiv(2 * int64_t(arch_.compute_units), tiles);
+    kb = std::min<int64_t>(kb, std::max<int64_t>(1, cdiv(g.K, 4 * key.tile_k)));
+    return int(std::max<int64_t>(1, std::min<int64_t>(64, kb)));
+  }
+
+ private:
+  bool try_entry(const TunedEntry& e, const ConvProblem& p, Selection& s) const {
+    for (const TunedChoice& c : e.ranking) {
+      const int i = index_of(c.kernel);
+      if (i < 0) continue;
+      const KernelBase& k = *reg_.all()[size_t(i)];
+      RunOptions o;
+      o.k_batch = c.k_batch;
+      if (!k.is_supported(p, o).empty()) continue;
+      s.kernel = &k;
+      s.index = i;
+      s.k_batch = c.k_batch;
+      return true;
+    }
+    return false;
+  }
+
+  bool from_db(const TuningDb& db, const ConvProblem& p, DataType dt, Variant v, Selection& s) const {
+    std::vector<std::pair<double, const TunedEntry*>> near;
+    for (const TunedEntry& e : db.entries()) {
+      if (e.variant != v || e.datatype != dt || e.problem.ndim != p.ndim) continue;
+      if (same_problem(e.problem, p)) {
+        if (try_entry(e, p, s)) {
+          s.source = "tuning-db-exact";
+          s.why = "tuning db " + db.path() + ": exact match '" + e.shape + "'";
+          return true;
+        }
+        continue;
+      }
+      const double d = problem_distance(v, e.problem, p);
+      if (d <= TuningDb::kMaxDistance) near.emplace_back(d, &e);
+    }
+    std::stable_sort(near.begin(), near.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (near.empty()) return false;
+    return rank_by_neighbours(db, near, p, dt, v, s);
+  }
+
+  SplitFeatures features_of(const KernelKey& k, const ConvProblem& p, int kb) const {
+    return split_features(k.variant, k.tile_m, k.tile_n, k.groups_to_merge, p, effective_k_batch(k, p, kb),
+                          arch_.compute_units);
+  }
+
+  // Neighbour ranking (see the header comment): the cost model's estimate of each supported
+  // (instance, k_batch), corrected by the residuals measured for that instance on the tuned
+  // shapes nearby. False when no candidate supports the problem.
+  // Instances the database marks dominated (TuningDb::dominated) lose to any other candidate.
+  bool rank_by_neighbours(const TuningDb& db, const std::vector<std::pair<double, const TunedEntry*>>& near,
+                          const ConvProblem& p, DataType dt, Variant v, Selection& s) const {
+    const auto& all = reg_.all();
+    std::map<int, std::vector<ResidualPoint>> points;  // registry index -> measured points
+    std::vector<ResidualPoint> any;                      // every point (for untimed instances)
+    std::vector<std::pair<int, int>> timed_pairs;        // (index, k_batch) timed nearby
+    std::map<std::string, int> index_cache;
+    for (const auto& [d, e] : near) {
+      for (const TunedChoice& c : e->ranking) {
+        if (c.ms <= 0) continue;
+        auto it = index_cache.find(c.kernel);
+        if (it == index_cache.end()) it = index_cache.emplace(c.kernel, index_of(c.kernel)).first;
+        if (it->second < 0) continue;
+        const KernelKey& k = all[size_t(it->second)]->key();
+        if (k.variant != v || k.datatype != dt || k.ndim != p.ndim) continue;
+        const int kb = effective_k_batch(k, e->problem, c.k_batch);
+        const double est = estimate_cost(k, e->problem, kb, arch_).us;
+        if (!(est > 0)) continue;
+        ResidualPoint q;
+        q.shape_distance = d;
+        q.f = split_features(k.variant, k.tile_m, k.tile_n, k.groups_to_merge, e->problem, kb, arch_.compute_units);
+        q.residual = std::log(c.ms * 1e3 / est);
+        points[it->second].push_back(q);
+        any.push_back(q);
+        timed_pairs.emplace_back(it->second, c.k_batch);
+      }
+    }
+    // Candidates: every supported (instance, k_batch) the cost model tries, plus the split counts
+    // the neighbours timed.
+    std::vector<CostCandidate> cs = cost_candidates(p, dt, v);
+    std::sort(timed_pairs.begin(), timed_pairs.end());
+    timed_pairs.erase(std::unique(timed_pairs.begin(), timed_pairs.end()), timed_pairs.end());
+    for (const auto& [i, kb] : timed_pairs) {
+      bool have = false;
+      for (const CostCandidate& c : cs)
+        if (c.index == i && c.k_batch == kb) have = true;
+      if (have) continue;
+      const KernelBase& k = *all[size_t(i)];
+      RunOptions o;
+      o.k_batch = kb;
+      if (!k.is_supported(p, o).empty()) continue;
+      cs.push_back({i, kb, estimate_cost(k.key(), p, effective_k_batch(k.key(), p, kb), arch_)});
+    }
+    double best_score = 0, best_est = 0, best_r = 0;
+    int best_used = 0;
+    bool best_timed = false, best_dominated = false;
+    for (const CostCandidate& c : cs) {
+      if (!(c.cost.us > 0) || c.cost.us >= 1e29) continue;
+      const bool dominated = db.dominated(v, dt, p.ndim, all[size_t(c.index)]->name());
+      if (s.kernel && dominated && !best_dominated) continue;
+      const KernelKey& k = all[size_t(c.index)]->key();
+      const SplitFeatures f = features_of(k, p, c.k_batch);
+      auto pit = points.find(c.index);
+      const bool timed = pit != points.end() && !pit->second.empty();
+      int used = 0;
+      double r = residual_estimate(timed ? pit->second : any, f, TuningDb::kNeighbourPoints, TuningDb::kBandwidth,
+                                   TuningDb::kShapeWeight, TuningDb::kBlocksWeight, TuningDb::kSplitWeight, &used);
+      if (!timed) r += TuningDb::kUntimedPenalty;
+      const double score = std::log(c.cost.us) + r;
+      if (s.kernel && dominated == best_dominated && score >= best_score) continue;
+      s.kernel = all[size_t(c.index)].get();
+      s.index = c.index;
+      s.k_batch = c.k_batch;
+      s.estimate_us = c.cost.us * std::exp(r);
+      best_score = score;
+      best_est = c.cost.us;
+      best_r = r;
+      best_used = used;
+      best_timed = timed;
+      best_dominated = dominated;
+    }
+    if (!s.kernel) return false;
+    s.source = "tuning-db-nearest";
+    std::ostringstream os;
+    os << "tuning db " << db.path() << ": " << near.size() << " tuned shape(s) within distance "
+       << TuningDb::kMaxDistance << ", nearest";
+    for (size_t i = 0; i < near.size() && i < 3; ++i)
+      os << " '" << near[i].second->shape << "' (" << near[i].first << ")";
+    os << "; cost model " << best_est << " us x " << std::exp(best_r) << " = " << s.estimate_us << " us";
+    if (best_timed)
+      os << " (calibrated by " << best_used << " measured point(s) of this instance)";
+    else
+      os << " (untimed by the neighbours: calibrated by " << best_used << " point(s) of other instances + penalty "
+         << TuningDb::kUntimedPenalty << ")";
+    os << ", k_batch " << s.k_batch;
+    if (best_dominated) os << "; no instance that won a tuned shape supports the problem";
+    s.why = os.str();
+    return true;
+  }
+
+  const Registry& reg_;
+  std::mutex mu_;
+  std::shared_ptr<TuningDb> db_;
+  bool env_checked_ = false;
+  std::string env_error_;
+  ArchNumbers arch_;
+  std::vector<int> k_batch_candidates_ = {0, 1, 2, 4, 8, 16, 32};
+};
+
+// The process-wide dispatcher over registry() (compute units from the device when present).
+inline Dispatcher& dispatcher() {
+  static Dispatcher* d = [] {
+    auto* x = new Dispatcher();  // never destroyed: usable from other static destructors
+    ArchNumbers a;
+    int dev = 0, v = 0;
+    if (gpuGetDevice(&dev) == gpuSuccess &&
+        gpuDeviceGetAttribute(&v, gpuDevAttrMultiProcessorCount, dev) == gpuSuccess && v > 0)
+      a.compute_units = v;
+    (void)gpuGetLastError();  // no device is not an error here
+    x->set_arch(a);
+    return x;
+  }();
+  return *d;
+}
+
+// select(problem, datatype, variant) on the process-wide dispatcher.
+inline Selection select(const ConvProblem& p, DataType dt, Variant v) {
+  return dispatcher().select(p, dt, v);
+}
+
+}  // namespace ckgen

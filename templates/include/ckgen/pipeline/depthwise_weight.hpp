@@ -1,0 +1,206 @@
+// The direct kernel's backward_weight (pipeline/depthwise.hpp): a block reduces dy * x over one
+// slice of output pixels for its channel tile and every tap, then combines its threads.
+#pragma once
+
+#include "ckgen/core/portability.hpp"
+
+#include <cstdint>
+
+#include "ckgen/pipeline/depthwise_fwd.hpp"
+
+namespace ckgen {
+
+namespace direct {
+
+// backward_weight's block sums of its threads' partials pass through at most this many floats of
+// static shared memory (20 KB: the nine taps of a 64-channel, 128-thread, 4-wide tile in one pass),
+// an entry's row of channels padded by kDirectCombinePad floats (16-byte stores stay aligned, the
+// summing threads' reads spread over the banks).
+inline constexpr int kDirectCombineFloats = 5120;
+inline constexpr int kDirectCombinePad = 4;
+
+// backward_weight: one block = one slice of output pixels x one group tile. Path: Linear, or
+// Window / WindowS2 (compile-time depthwise filter, W dilation 1, W stride 1 / 2, Wo % PP == 0:
+// a thread's PP pixels lie in one output row).
+template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
+CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
+  using Tr = DirectTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr DataType D = Tr::kDataType;
+  constexpr int V = Tr::V, PP = Tr::PP, Cg = Tr::Cg;
+  constexpr bool kCT = KZ > 0;
+  static_assert(!kCT || Cg == 1, "ckgen: small groups take one tap at a time (Cg x V accumulators)");
+  constexpr bool kWin = Path == DirectPath::Window || Path == DirectPath::WindowS2;
+  static_assert(Path == DirectPath::Linear || (kWin && kCT), "ckgen: backward_weight windows need a compile-time filter");
+  constexpr int kTaps = kCT ? KZ * KY * KX : 1;  // taps accumulated at once
+  constexpr int kEntries = kTaps * Cg;  // fp32 sums a thread holds per channel
+  constexpr int kLd = Tr::Gt + kDirectCombinePad;  // floats per (pixel row, entry)
+  constexpr int kFit = kDirectCombineFloats / (Tr::Rows * kLd);
+  constexpr int kChunk = kFit < 1 ? 1 : kFit > kEntries ? kEntries : kFit;  // entries a pass
+  __shared__ float red[Tr::Rows * kChunk * kLd];
+
+  const int tid = threadIdx.x;
+  const int gv = tid % Tr::TG, row = tid / Tr::TG;
+  const int g0 = int(blockIdx.y) * Tr::Gt + gv * V;
+  const bool gok = g0 < a.chans;
+  const int slice = int(blockIdx.x);
+  const int mb = slice * a.slice_pixels;
+  const int me = a.pixels - mb < a.slice_pixels ? a.pixels : mb + a.slice_pixels;
+  const int taps = a.taps;
+  const Raw* __restrict__ x = static_cast<const Raw*>(a.x);
+  const Raw* __restrict__ dy = static_cast<const Raw*>(a.y);
+
+  // Accumulates taps [t0, t0 + kTaps) (kCT: all of them) over this thread's pixels: acc[t][c][k]
+  // is channel k's weight for input channel c of its group (depthwise: c = 0).
+  auto accumulate = [&](int t0, float (&acc)[kTaps][Cg][V]) {
+#pragma unroll
+    for (int t = 0; t < kTaps; ++t)
+#pragma unroll
+      for (int c = 0; c < Cg; ++c)
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[t][c][k] = 0.f;
+    if (!gok) return;
+    int rz = 0, ry = 0, rx = 0;  // the runtime tap t0 (generic filter)
+    if constexpr (!kCT) {
+      const int yx = a.fil[1] * a.fil[2];
+      rz = t0 / yx;
+      ry = (t0 - rz * yx) / a.fil[2];
+      rx = t0 - rz * yx - ry * a.fil[2];
+    }
+    if constexpr (kWin) {
+      // PP pixels of one output row (m0 % PP == 0, Wo % PP == 0); per filter row the kCols
+      // source columns from the first pixel's leftmost one, each loaded and converted once.
+      // (No lookahead across pixel groups: it costs registers and gains nothing.)
+      constexpr int S = Path == DirectPath::WindowS2 ? 2 : 1;
+      constexpr int kCols = (PP - 1) * S + KX;
+      // NVIDIA, W stride 1, 4 or more pixels a thread: two steps a loop iteration, so the second's
+      // loads issue under the first's FMAs (at stride 2, or with three steps, the longer body
+      // loses more than it hides).
+      constexpr int kStepUnroll = S == 1 && PP >= 4 ? 2 : 1;
+#if defined(CKGEN_NVIDIA)
+#pragma unroll(kStepUnroll)
+#endif
+      for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
+        float gy[PP][V];
+#pragma unroll
+        for (int j = 0; j < PP; ++j) to_floats<D, V>(load_if<D, V>(true, dy + int64_t(m0 + j) * a.chans + g0), gy[j]);
+        int n, d, h, w;
+        split_pixel(a, m0, n, d, h, w);
+        const int cz = d * a.s[0] - a.pl[0], cy = h * a.s[1] - a.pl[1], cx = w * S - a.pl[2];
+#pragma unroll
+        for (int kz = 0; kz < KZ; ++kz) {
+#pragma unroll
+          for (int ky = 0; ky < KY; ++ky) {
+            const int iz = cz + kz * a.dil[0], iy = cy + ky * a.dil[1];
+            const bool row_ok = unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
+            const Raw* rowp = x + ((int64_t(n) * a.in_spatial + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + cx) *
+                                       a.chans + g0);
+            packet_t<D, V> r[kCols];
+#pragma unroll
+            for (int q = 0; q < kCols; ++q)
+              r[q] = load_if<D, V>(row_ok && unsigned(cx + q) < unsigned(a.in_[2]), rowp + int64_t(q) * a.chans);
+#pragma unroll
+            for (int q = 0; q < kCols; ++q) {
+              float f[V];
+              to_floats<D, V>(r[q], f);
+#pragma unroll
+              for (int kx = 0; kx < KX; ++kx) {  // column q feeds pixel j = (q - kx) / S at tap kx
+                if ((q - kx) % S != 0 || q < kx || (q - kx) / S >= PP) continue;
+                const int j = (q - kx) / S;
+                const int t = (kz * KY + ky) * KX + kx;
+#pragma unroll
+                for (int k = 0; k < V; ++k) acc[t][0][k] = fmaf(f[k], gy[j][k], acc[t][0][k]);
+              }
+            }
+          }
+        }
+      }
+    } else {
+    for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
+      float gy[PP][V];
+      int64_t nbase[PP];
+      int cz[PP], cy[PP], cx[PP];
+      bool live[PP];
+#pragma unroll
+      for (int j = 0; j < PP; ++j) {
+        const int m = m0 + j;
+        live[j] = m < me;
+        int n, d, h, w;
+        split_pixel(a, live[j] ? m : m0, n, d, h, w);
+        nbase[j] = int64_t(n) * a.in_spatial;
+        cz[j] = d * a.s[0] - a.pl[0];
+        cy[j] = h * a.s[1] - a.pl[1];
+        cx[j] = w * a.s[2] - a.pl[2];
+        to_floats<D, V>(load_if<D, V>(live[j], dy + int64_t(m) * a.chans + g0), gy[j]);
+      }
+#pragma unroll
+      for (int t = 0; t < kTaps; ++t) {
+        const int kz = kCT ? t / (KY * KX) : rz;
+        const int ky = kCT ? (t / KX) % KY : ry;
+        const int kx = kCT ? t % KX : rx;
+#pragma unroll
+        for (int j = 0; j < PP; ++j) {
+          const int iz = cz[j] + kz * a.dil[0], iy = cy[j] + ky * a.dil[1],
+                    ix = cx[j] + kx * a.dil[2];
+          const bool ok = live[j] && unsigned(iz) < unsigned(a.in_[0]) &&
+                          unsigned(iy) < unsigned(a.in_[1]) && unsigned(ix) < unsigned(a.in_[2]);
+          const int64_t off =
+              (nbase[j] + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + ix) * a.chans + g0;
+          float f[V];
+          to_floats<D, V>(load_if<D, V>(ok, x + off), f);
+#pragma unroll
+          for (int c = 0; c < Cg; ++c) group_fma<V, Cg>(acc[t][c], f, gy[j], c);
+        }
+      }
+    }
+    }  // Linear
+  };
+
+  // Sums acc over the block's pixel rows and writes taps [t0, t0 + kTaps) of the Gt channels:
+  // kChunk of the kTaps x Cg entries a pass through `red` ([pixel row][entry][channel]: a thread
+  // stores V consecutive floats an entry); consecutive threads sum a channel's consecutive entries,
+  // so a pass's stores of the weights are contiguous per channel; rows summed in order.
+  auto combine = [&](int t0, const float (&acc)[kTaps][Cg][V]) {
+#pragma unroll
+    for (int e0 = 0; e0 < kEntries; e0 += kChunk) {
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e)
+        if (e0 + e < kEntries)
+#pragma unroll
+          for (int k = 0; k < V; ++k)
+            red[(row * kChunk + e) * kLd + gv * V + k] = acc[(e0 + e) / Cg][(e0 + e) % Cg][k];
+      __syncthreads();
+      for (int q = tid; q < Tr::Gt * kChunk; q += Tr::kThreads) {
+        const int gq = q / kChunk, e = q % kChunk;
+        const int g = int(blockIdx.y) * Tr::Gt + gq;
+        if (e0 + e < kEntries && g < a.chans) {
+          float s = 0.f;
+          for (int r = 0; r < Tr::Rows; ++r) s += red[(r * kChunk + e) * kLd + gq];
+          const int64_t off = weight_index<true, Cg>(g, taps, t0 + (e0 + e) / Cg, (e0 + e) % Cg);
+          if (a.mode == OutMode::Direct)
+            static_cast<Raw*>(a.dst)[off] = float_to_raw<D>(s);
+          else if (a.mode == OutMode::AtomicF32)
+            atomic_add_f32(a.ws + off, s);
+          else
+            a.ws[slice * a.ws_stride + off] = s;
+        }
+      }
+      __syncthreads();
+    }
+  };
+
+  float acc[kTaps][Cg][V];
+  if constexpr (kCT) {
+    accumulate(0, acc);
+    combine(0, acc);
+  } else {
+    for (int t0 = 0; t0 < taps; ++t0) {
+      accumulate(t0, acc);
+      combine(t0, acc);
+    }
+  }
+}
+
+}  // namespace direct
+
+}  // namespace ckgen

@@ -1,0 +1,313 @@
+// The direct kernel's matrix path: Pipeline::Direct with WarpTile<16, 8, 16> (NVIDIA sm_80+,
+// fp16 / bf16, C = K = 8 per group, forward and unit-stride backward_data, filters of up to
+// kDirectMmaMaxTaps taps whose staged columns fit, see mma_staged_cols; DepthwiseKernel::
+// is_supported refuses the rest with the reason). Per group the convolution is a GEMM of pixels
+// x 8 output channels over taps x 8 input channels: one mma.sync m16n8k8 per tap and m16 pixel
+// tile.
+//
+// A block covers P consecutive pixels of one row of the iterated tensor (forward: an output row
+// (n, d, h), backward_data: an input-gradient row) and Ct channels (Ct / 8 groups), or of a band
+// of consecutive rows of one (n, d) plane (direct_mma_band_rows). Per filter row (kz, ky) the
+// source pixels of all its taps are one run of source columns: forward w0 * s - pl .. + (P - 1)
+// * s + (X - 1) * dil, backward_data w0 + pl - (X - 1) * dil .. + P - 1 + (X - 1) * dil. The
+// block stages such a run once (16-byte cp.async, zeros outside the tensor) into a ring of up to
+// kDirectMmaMaxStages buffers, and tap kx of pixel p reads staged column p * s + kx * dil
+// (backward_data: p + (X - 1 - kx) * dil): no re-copy per tap; a band stages each of its source
+// rows once for all its rows. A staged column is Gt channels and kDirectMmaColumnPad bytes, so
+// at unit stride ldmatrix's eight rows of one group chunk fall into eight bank quads (stride 2:
+// two rows a quad) and every lane's address is a fixed base plus per-tap and compile-time
+// offsets. The weights of every tap are staged once: row q of tap t holds the 16 bytes GKZYXC
+// stores at (channel ch0 + q, t): forward row j = w(j, t, 0..7) read as B[c][j]; backward_data
+// row (group base + c) = w(group base + c, t, 0..7), read transposed (ldmatrix.trans) as
+// B[c][j]. ldmatrix.x4 loads four group chunks' B (two chunks' A) at once where a warp's chunks
+// allow.
+// Warps: WM of them along the pixels (warp w % WM takes the m16 tiles w % WM, + WM, ...), and
+// where there are more warps than m16 tiles, w / WM picks one of WN equal sets of the block's
+// groups; each lane stores its accumulators as channel pairs.
+#pragma once
+
+#include "ckgen/core/portability.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ckgen/core/async_copy.hpp"
+#include "ckgen/core/config_traits.hpp"
+#include "ckgen/pipeline/direct_common.hpp"
+#include "ckgen/schedule/direct_plan.hpp"
+#include "ckgen/warp/mma_nvidia.hpp"
+#include "ckgen/core/vocab.hpp"
+
+namespace ckgen {
+
+template <class Cfg>
+struct DirectMmaTraits {
+  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  static constexpr int P = Cfg::Tile::kM;   // pixels of a block (one row segment)
+  static constexpr int Gt = Cfg::Tile::kN;  // channels of a block
+  static constexpr int W = Cfg::Waves::kM;  // warps
+  static constexpr int kThreads = W * 32;
+  static constexpr int kChunks = Gt / 8;  // 16-byte group chunks per staged column
+  // Warps over (m16 pixel tiles) x (group sets): WM warps along the pixels, each with MT tiles;
+  // more warps than tiles split the block's groups into WN sets of GW.
+  static constexpr int kTilesM = P / 16;
+  static constexpr int WM = W < kTilesM ? W : kTilesM;
+  static constexpr int WN = W / WM;
+  static constexpr int MT = kTilesM / WM;
+  static constexpr int GW = kChunks / WN;
+  static constexpr int kCols = P + kDirectMmaColumnSlack;  // staged source columns per filter row
+  static constexpr int kColElems = Gt + kDirectMmaColumnPad / int(sizeof(Raw));  // a staged column
+  static constexpr DirectMmaRing kRing = direct_mma_ring(P, Gt, int(sizeof(Raw)));
+  static constexpr int kRowBytes = kRing.row_bytes;
+  static constexpr int kStages = kRing.stages;
+  static constexpr int kSmemBytes = kStages * kRowBytes + kRing.weight_bytes;
+  static_assert(kRowBytes == kCols * kColElems * int(sizeof(Raw)), "ckgen: direct_mma_ring's row is sA's");
+  // 1024 threads per SM (64 registers) where a lane holds at most 16 accumulators, else 512
+  // (128 registers; 64 spill): its warps wait on shared and global loads, and small layers give
+  // each SM only a few blocks, so register room for all of them matters.
+  static constexpr int kMinBlocks = std::max(1, (MT * GW * 4 <= 16 ? 1024 : 512) / kThreads);
+  static_assert(Cfg::Tile::kK == kDirectMmaGroupChannels && Cfg::kVecC == 8,
+                "ckgen: the direct matrix path serves C = K = 8 per group with vector 8");
+  static_assert(Gt % 64 == 0 && P % 16 == 0 && kTilesM % WM == 0 && W % WM == 0 && kChunks % WN == 0,
+                "ckgen: direct matrix path needs Ct % 64 == 0, P % 16 == 0, and warps that divide "
+                "(or are a multiple of) the m16 tiles and split the groups evenly");
+  static_assert(kStages >= 2, "ckgen: direct matrix path needs two staged filter rows within 48 KB");
+  static_assert(kThreads >= kChunks, "ckgen: direct matrix path copies a staged column's chunks in one pass");
+};
+
+namespace direct {
+
+// XOR swizzle of a staged column's 16-byte chunk g (within each run of 8 chunks).
+CKGEN_HOST_DEVICE constexpr int mma_chunk(int g, int col) { return (g & ~7) | ((g ^ col) & 7); }
+
+// Source columns a block stages per filter row: its P pixels with all X taps (the host's
+// is_supported compares them with DirectMmaTraits::kCols, the kernel stages that many).
+CKGEN_HOST_DEVICE constexpr int64_t mma_staged_cols(bool fwd, int P, int64_t stride, int64_t dil,
+                                                    int64_t taps_x) {
+  return (P - 1) * (fwd ? stride : 1) + (taps_x - 1) * dil + 1;
+}
+
+// KZ, KY, KX > 0: the filter's size at compile time, with unit W dilation (every tap's staged
+// column a compile-time offset; the launch takes it for 1x3x3 filters), else 0, 0, 0.
+template <class Cfg, int KZ, int KY, int KX>
+CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
+#if defined(CKGEN_NVIDIA)
+  using Tr = DirectMmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr DataType D = Cfg::kDataType;
+  constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
+  constexpr int P = Tr::P, Gt = Tr::Gt, MT = Tr::MT, GW = Tr::GW, S = Tr::kStages;
+  __shared__ __attribute__((aligned(128))) Raw sA[S][Tr::kCols][Tr::kColElems];
+  __shared__ __attribute__((aligned(128))) Raw sB[kDirectMmaMaxTaps][Gt][8];
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp % Tr::WM, g0 = warp / Tr::WM * GW;  // first m16 tile, first group
+  const int ch0 = int(blockIdx.y) * Gt;
+  constexpr bool kCT = KZ > 0;
+  static_assert(!kCT || KZ * KY * KX <= kDirectMmaMaxTaps, "ckgen: the matrix path stages kDirectMmaMaxTaps taps");
+  const int taps = kCT ? KZ * KY * KX : a.taps, fy = kCT ? KY : a.fil[1], fx = kCT ? KX : a.fil[2];
+  const Raw* __restrict__ src = static_cast<const Raw*>(kFwd ? a.x : a.y);
+  const Raw* __restrict__ wg = static_cast<const Raw*>(a.w);
+  const int sz = kFwd ? a.in_[0] : a.out_[0], sy = kFwd ? a.in_[1] : a.out_[1],
+            sx = kFwd ? a.in_[2] : a.out_[2];
+  const int src_spatial = kFwd ? a.in_spatial : a.out_spatial;
+
+  // The block's band: rows h0 .. h0 + rows - 1 of one plane (n, d) of the iterated tensor (one
+  // row unless the host chose bands, see direct_mma_band_rows), from pixel w0 of each row.
+  const int wlen = kFwd ? a.out_[2] : a.in_[2], hlen = kFwd ? a.out_[1] : a.in_[1];
+  const int segs = (wlen + P - 1) / P;
+  const int band = int(blockIdx.x) / segs, w0 = (int(blockIdx.x) - band * segs) * P;
+  int plane, hb, n, d;
+  a.fd_bands.divmod(band, plane, hb);
+  a.fd_pix[0].divmod(plane, n, d);
+  const int h0 = hb * a.band_rows, rows = min(a.band_rows, hlen - h0);
+  // Filter row (0, 0)'s source row for row h0 and the first staged column; kz / ky move them by
+  // +-dil.
+  const int z0 = kFwd ? d * a.s[0] - a.pl[0] : d + a.pl[0];
+  const int y0 = kFwd ? h0 * a.s[1] - a.pl[1] : h0 + a.pl[1];
+  const int c0 = kFwd ? w0 * a.s[2] - a.pl[2] : w0 + a.pl[2] - (fx - 1) * (kCT ? 1 : a.dil[2]);
+  const int cols = int(mma_staged_cols(kFwd, P, a.s[2], kCT ? 1 : a.dil[2], fx));
+  const int colstep = kFwd ? a.s[2] : 1;
+
+  const int g = tid % Tr::kChunks;
+  const bool chunk_ok = ch0 + g * 8 < a.chans;
+  const Raw* const img = src + (int64_t(n) * src_spatial * a.chans + ch0 + g * 8);
+
+  constexpr uint32_t kColBytes = Tr::kColElems * sizeof(Raw);
+  // Copies: thread tid moves group chunk g of staged columns cfirst + j * kPass (those below
+  // `cols`); per filter row only the source row changes, so a copy is a pointer step, a bound
+  // test and the cp.async.
+  constexpr int kPass = Tr::kThreads / Tr::kChunks;  // columns a pass of the block covers
+  constexpr int kPasses = (Tr::kCols + kPass - 1) / kPass;
+  const int cfirst = tid / Tr::kChunks;
+  const uint32_t s_cols = nvmma::smem_addr(&sA[0][cfirst][g * 8]);
+  const Raw* const col_src = img + int64_t(c0 + cfirst) * a.chans;  // column cfirst of source row (0, 0)
+  const int64_t pass_elems = int64_t(kPass) * a.chans;
+
+  // Stages source row (iz, iy) into buffer `buf`: its `cols` columns from c0.
+  auto stage = [&](int iz, int iy, int buf) {
+    const bool row_ok = chunk_ok && unsigned(iz) < unsigned(sz) && unsigned(iy) < unsigned(sy);
+    const Raw* p = col_src + (int64_t(iz) * sy + iy) * sx * a.chans;
+    const uint32_t s = s_cols + uint32_t(buf) * Tr::kRowBytes;
+#pragma unroll
+    for (int j = 0; j < kPasses; ++j, p += pass_elems) {
+      const int c = cfirst + j * kPass;
+      const bool ok = row_ok && unsigned(c0 + c) < unsigned(sx);
+      if (c < cols) async_copy_zfill_shared<16, true>(s + uint32_t(j * kPass) * kColBytes, ok ? p : src, ok);
+    }
+  };
+
+  float acc[MT][GW][4] = {};
+
+  // The weights of every tap (with the first filter row's commit group): element e of the
+  // block's taps x Gt rows lands at sB[e / Gt][e % Gt].
+  const uint32_t s_w = nvmma::smem_addr(&sB[0][0][0]) + uint32_t(tid) * 16;
+  if constexpr (Tr::kThreads % Gt == 0) {  // a thread keeps its row qc, steps by kTapStep taps
+    constexpr int kTapStep = Tr::kThreads / Gt;
+    const int qc = tid % Gt, t0 = tid / Gt;
+    const bool ok = ch0 + qc < a.chans;
+    const Raw* p = wg + (int64_t(ch0 + qc) * taps + t0) * 8;
+#pragma unroll
+    for (int i = 0; i < (kDirectMmaMaxTaps + kTapStep - 1) / kTapStep; ++i)
+      if (t0 + i * kTapStep < taps)
+        async_copy_zfill_shared<16, true>(s_w + uint32_t(i * Tr::kThreads) * 16, ok ? p + i * kTapStep * 8 : wg, ok);
+  } else {
+    for (int e = tid; e < taps * Gt; e += Tr::kThreads) {
+      const int t = e / Gt, qc = e - t * Gt;
+      const bool ok = ch0 + qc < a.chans;
+      async_copy_zfill_shared<16, true>(s_w + uint32_t(e - tid) * 16,
+                                        wg + (ok ? (int64_t(ch0 + qc) * taps + t) * 8 : 0), ok);
+    }
+  }
+  // ldmatrix widths: B takes BG group chunks' 8 x 8 weights at once, A the m16 x k8 tiles of AG
+  // chunks (x4: lanes 16-31 address the second chunk).
+  constexpr int BG = GW % 4 == 0 ? 4 : GW % 2 == 0 ? 2 : 1;
+  constexpr int AG = GW % 2 == 0 ? 2 : 1;
+  const int lrow = lane & 15;  // the A row this lane addresses (rows 0-7, 8-15 of an m16 tile)
+  // Per-lane shared addresses of tap 0 in buffer 0; a tap moves A by whole columns and B by a
+  // tap's Gt rows, a group chunk by 16 bytes (A) / 8 rows (B), an m16 tile by 16 columns.
+  const uint32_t a_lane = nvmma::smem_addr(&sA[0][(wm * 16 + lrow) * colstep][(g0 + (AG == 2 ? lane >> 4 : 0)) * 8]);
+  const uint32_t b_lane = nvmma::smem_addr(&sB[0][g0 * 8 + lane % (8 * BG)][0]);
+  // The taps of one staged filter row (buffer buf; tap t0 + kx of the filter).
+  auto row_taps = [&](int buf, int t0) {
+    // Warps with four group chunks take one tap an iteration: unrolled, several taps' fragments
+    // outlive the 64-register cap and spill. With two chunks three taps fit, and the next tap's
+    // loads overlap this one's MMAs.
+#pragma unroll(GW <= 2 ? 3 : 1)
+    for (int kx = 0; kx < fx; ++kx) {
+      const int t = t0 + kx;
+      const int cofs = (kFwd ? kx : fx - 1 - kx) * (kCT ? 1 : a.dil[2]);
+      // Every fragment of the tap first, then the MMAs: the shared loads overlap instead of
+      // each MMA waiting on its own two loads.
+      uint32_t b[GW], af[MT][GW][2];
+      const uint32_t a_tap = a_lane + uint32_t(buf) * Tr::kRowBytes + uint32_t(cofs) * kColBytes;
+      const uint32_t b_tap = b_lane + uint32_t(t) * (Gt * 8 * sizeof(Raw));
+#pragma unroll
+      for (int gi = 0; gi < GW; gi += BG) {
+        uint32_t f[BG];
+        nvmma::ldsm<BG, !kFwd>(f, b_tap + gi * (8 * 8 * sizeof(Raw)));
+#pragma unroll
+        for (int j = 0; j < BG; ++j) b[gi + j] = f[j];
+      }
+#pragma unroll
+      for (int gi = 0; gi < GW; gi += AG)
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+          uint32_t f[2 * AG];
+          nvmma::ldsm<2 * AG>(f, a_tap + uint32_t(mi * Tr::WM * 16 * colstep) * kColBytes + gi * 16);
+#pragma unroll
+          for (int j = 0; j < AG; ++j) {
+            af[mi][gi + j][0] = f[2 * j];
+            af[mi][gi + j][1] = f[2 * j + 1];
+          }
+        }
+#pragma unroll
+      for (int gi = 0; gi < GW; ++gi)
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) nvmma::mma_m16n8k8<D>(acc[mi][gi], af[mi][gi], b[gi]);
+    }
+  };
+
+  // Lane (row l / 4, pair l % 4) of each m16 x n8 tile: pixels +0 / +8, channels 2 (l % 4) + 0, 1.
+  // The lane's first pixel and channel pair in row h0; a row moves it by W pixels.
+  const int lane_w = w0 + wm * 16 + (lane >> 2), lane_ch = ch0 + g0 * 8 + (lane & 3) * 2;
+  Raw* const lane_dst = static_cast<Raw*>(a.dst) + ((int64_t(plane) * hlen + h0) * wlen + lane_w) * a.chans + lane_ch;
+  const int64_t row_elems = int64_t(wlen) * a.chans;
+  auto store_row = [&](int h) {
+    Raw* const d = lane_dst + (h - h0) * row_elems;
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+      for (int gi = 0; gi < GW; ++gi) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int dw = mi * Tr::WM * 16 + hh * 8;  // pixels past lane_w
+          const float f[2] = {acc[mi][gi][2 * hh], acc[mi][gi][2 * hh + 1]};
+          if (lane_w + dw < wlen && lane_ch + gi * 8 < a.chans)
+            store<D, 2>(d + int64_t(dw) * a.chans + gi * 8, f);
+        }
+      }
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+      for (int gi = 0; gi < GW; ++gi)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mi][gi][e] = 0.f;
+  };
+
+  if (a.band_rows > 1) {
+    // Bands (fil[0] == 1, unit stride and dilation along H, S >= Y + 1: direct_mma_band_rows):
+    // row h0 + o reads source rows ybase + o .. + Y - 1, so the band's rows + Y - 1 source rows
+    // are staged once each, in order, S - 1 ahead; row o waits for its Y rows (all but the last
+    // S - 1 - Y commit groups) and the barrier frees the buffer of row o - 1 for row o + S - 1.
+    const int srows = rows + fy - 1;
+    const int ybase = kFwd ? y0 : y0 - (fy - 1);
+#pragma unroll
+    for (int u = 0; u < S - 1; ++u) {
+      if (u < srows) stage(z0, ybase + u, u);
+      async_commit();
+    }
+    for (int o = 0, buf = 0; o < rows; ++o) {  // buf: source row o's buffer
+      async_wait_n<S - 1>(S - 1 - fy);
+      __syncthreads();
+      if (o + S - 1 < srows) stage(z0, ybase + o + S - 1, buf == 0 ? S - 1 : buf - 1);
+      async_commit();
+      // source row o + j's buffer (j < Y <= S - 1: one wrap at most); a compile-time filter's
+      // rows of taps in one unrolled stretch
+#pragma unroll(kCT ? KY : 1)
+      for (int j = 0; j < fy; ++j) row_taps(buf + j < S ? buf + j : buf + j - S, (kFwd ? j : fy - 1 - j) * fx);
+      store_row(h0 + o);
+      buf = buf == S - 1 ? 0 : buf + 1;
+    }
+  } else {
+    // One row: its filter rows (kz, ky) staged in turn, S - 1 in flight ahead of the one
+    // multiplied (one commit group per filter row, empty past the last, so wait<S - 2> always
+    // means "filter row r has landed").
+    const int frows = (kCT ? KZ : a.fil[0]) * fy;
+    int kz = 0, ky = 0;  // the next filter row to stage
+    auto stage_next = [&](int buf) {
+      stage(kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0], kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1], buf);
+      if (++ky == fy) ky = 0, ++kz;
+    };
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) {
+      if (s < frows) stage_next(s);
+      async_commit();
+    }
+    for (int r = 0, buf = 0; r < frows; ++r) {  // buf: filter row r's buffer
+      async_wait<S - 2>();
+      __syncthreads();  // row r visible to all; every warp is done with row r - 1
+      if (r + S - 1 < frows) stage_next(buf == 0 ? S - 1 : buf - 1);
+      async_commit();
+      row_taps(buf, r * fx);
+      buf = buf == S - 1 ? 0 : buf + 1;
+    }
+    store_row(h0);
+  }
+#else
+  static_assert(sizeof(Cfg) == 0, "ckgen: the direct matrix path is NVIDIA mma.sync");
+#endif
+}
+
+}  // namespace direct
+}  // namespace ckgen

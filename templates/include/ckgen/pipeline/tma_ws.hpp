@@ -1,0 +1,741 @@
+// Pipeline::WaveletTma: the implicit GEMMs on sm_90a, a wavelet pipeline whose load warp feeds
+// the wgmma math warpgroups through the tensor-memory-access (TMA) engine.
+//
+// Roles (block = math warpgroups first, then one load warp):
+//   load:  one thread walks the reduction and, per k tile, issues the bulk tensor copies of the
+//          A and B tiles into a kStages-deep ring, completing on the stage's `full` mbarrier
+//          (expect-tx = the tile's bytes; zero-filled boxes count in full):
+//          forward (filter tap outer, 64-channel chunk inner):
+//            A: im2col mode over x (NHWGC seen as {G*C, W, H, N}): BM output pixels of the
+//               block, their input pixel for this tap; padding and the rows past the last
+//               image are zero-filled by the engine (bounding box = the padded input, traversal
+//               stride = the convolution stride, tap offset = filter position * dilation);
+//            B: tiled mode over w (GKYXC seen as {C, Y*X, G*K}): the tap's 64-channel slice of
+//               BN filters; channels past C are zero-filled, so a partial last chunk adds 0.
+//          backward_data: the same over dy, and w as it lies: B is the tap's 64 output channels
+//            (k, the reduction) x BN input channels (c, contiguous), BN / 64 copies of 64 x 64.
+//          backward_weight (64-pixel chunks of the output): A = dy through a 2D tiled map, BM / 64
+//            copies of 64 channels x 64 pixels; B = x through the im2col map at the tile's tap,
+//            BN / 64 copies of 64 channels x the same 64 pixels.
+//          Every tile lands 128-byte swizzled (one 64-element fp16/bf16 row per 128 bytes).
+//   math:  each warpgroup owns RepM m64 slices of the block's rows; per k tile it waits `full`,
+//          issues 4 x RepM wgmma m64nBNk16, commits, waits until only this tile's group is in
+//          flight and releases the previous stage (`empty`). K-major operands use the 128B
+//          swizzle descriptor, the M/N-major ones (backward_data B, backward_weight A and B)
+//          tnsp 1 with 64-column blocks (sw128_desc_mn).
+//          Epilogue (default): fp32 accumulators converted and stored straight from registers
+//          (4-byte stores: a warp's store covers 8 rows x 16 bytes). Epilogue::CShuffle: each
+//          warp stages its 16 rows x 32 columns through a private shared-memory slab (80-byte
+//          rows, conflict-free writes) and stores 16-byte vectors, a warp's store covering
+//          8 rows x 64 bytes (whole sectors): a quarter of the store requests. A split
+//          reduction adds into the fp32 workspace with 16-byte reductions instead: through the
+//          slab as 4 rows x 128 bytes a warp instruction (CShuffle), or 8 rows x 64 bytes after
+//          a shuffle between lane pairs (default).
+//   Persistent grid (#SMs x resident blocks): each block walks work units b, b + grid, ...
+//   (unit = tile x split); the ring runs on across units, so the next unit's copies overlap the
+//   last unit's epilogue.
+// 1D / 2D / 3D problems: a 3D instance runs those whose depth is one tap (filter 1, stride 1, no
+// depth padding) folded to 2D over N x D images (detail::fold_depth), the others through 5D
+// im2col maps of x (TmaConvArgs::deep; backward_data with depth stride 1).
+// No merged groups. forward: one launch. backward_data: one forward launch over dy per stride
+// phase (schedule/tma_phases.hpp), each reading its flipped sub-filter's taps straight from w (a tap map)
+// and writing through an output map that places its rows on every stride-th dx pixel; the
+// phases run side by side on forked streams (detail::PhaseStreams).
+// backward_weight: one launch (after a copy of dy with K padded to a multiple of 8 when K % 8 != 0
+// in one group, as backward_data). Any variant may split its reduction (k_batch, Split below): the
+// launches then add into a zeroed fp32 copy of the written tensor and splitk_finish converts it.
+// backward_weight may instead run a tile's c = 2..8 splits as one thread-block cluster
+// (SplitReduce::Cluster, one unit per block): each block leaves its fp32 partial tile in its
+// ring, and after a cluster barrier block r sums rows [r*BM/c, (r+1)*BM/c) over the c tiles
+// through distributed shared memory and stores them as 16-byte vectors (no workspace, no
+// clear or convert launch, the same sums every run).
+#pragma once
+
+
+#include "ckgen/core/portability.hpp"
+
+#include <cstdint>
+
+#include "ckgen/block/tma_ptx.hpp"
+#include "ckgen/core/chain.hpp"
+#include "ckgen/pipeline/tma_traits.hpp"
+#include "ckgen/pipeline/wavelet.hpp"
+#include "ckgen/schedule/splitk_finish.hpp"
+#include "ckgen/warp/mma_wgmma.hpp"
+
+namespace ckgen {
+
+#if defined(CKGEN_NVIDIA)
+
+template <class Cfg, bool kPlainX>
+CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
+    tma_conv_kernel(const CKGEN_GRID_CONSTANT TmaConvArgs p) {
+  using Tr = TmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  extern __shared__ __attribute__((aligned(1024))) unsigned char tma_smem_raw[];
+#if defined(CKGEN_HAS_TMA) && defined(CKGEN_HAS_WGMMA)
+  const uint32_t raw_addr = mbar::addr(tma_smem_raw);
+  unsigned char* base = tma_smem_raw + ((1024u - (raw_addr & 1023u)) & 1023u);
+  // stride1: the patches, then the ring (B tiles only), then the ring's and the patches' barriers
+  unsigned char* smem = base + (Tr::kPatch ? Tr::kPatchBuffers * p.patch_stride : 0);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + Tr::S * Tr::kRingStage);
+  uint64_t* empty = full + Tr::S;
+  uint64_t* pfull = empty + Tr::S;  // stride1's patch barriers
+  uint64_t* pempty = pfull + Tr::kPatchBuffers;
+  unsigned char* slabs = reinterpret_cast<unsigned char*>(empty + Tr::S + (Tr::kPatch ? 2 * Tr::kPatchBuffers : 0));
+  const int tid = threadIdx.x;
+  // Persistent: block b takes work units b, b + gridDim.x, ...; unit = (tile, split), split
+  // fastest; tile = (g, tap, tm, tn), tn fastest (tap only for backward_weight). The ring's
+  // k-tile counter t runs on across units, so the load warp fetches the next unit while the math
+  // warpgroups store the last one.
+  const int tiles_mn = p.tiles_m * p.tiles_n;
+  const int num_units = tiles_mn * p.G * p.taps * p.k_split;
+  struct Unit {
+    int g, tap, m0, n0, kt0, kt1, img;  // img: stride1's image (m0 is then a row of it)
+  };
+  // Split `split`'s k tiles [kt0, kt1): its share of a tile's k_tiles.
+  auto k_range = [&](int split, int& kt0, int& kt1) {
+    kt0 = split * p.kt_per_split;
+    kt1 = min(p.k_tiles, kt0 + p.kt_per_split);
+  };
+  auto decode = [&](int unit) {
+    Unit u;
+    int tile, split, gt, r, tm, tn;
+    p.by_k_split.divmod(unit, tile, split);
+    p.by_tiles_mn.divmod(tile, gt, r);
+    p.by_taps.divmod(gt, u.g, u.tap);
+    p.by_tiles_n.divmod(r, tm, tn);
+    u.img = 0;
+    if constexpr (Tr::kPatch) p.by_tiles_img.divmod(tm, u.img, tm);
+    u.m0 = tm * Tr::BM;
+    u.n0 = tn * (Tr::kRows ? 64 : Tr::BN);  // the row form: a 64-channel block of every tap
+    k_range(split, u.kt0, u.kt1);
+    return u;
+  };
+
+  if (tid == 0) {
+    for (int s = 0; s < Tr::S; ++s) {
+      mbar::init(full + s, 1);
+      mbar::init(empty + s, Tr::kTileWarps);
+    }
+    if constexpr (Tr::kPatch)
+      for (int b = 0; b < Tr::kPatchBuffers; ++b) {
+        mbar::init(pfull + b, 1);
+        mbar::init(pempty + b, Tr::kTileWarps);
+      }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if constexpr (Tr::kBNMajor && !Tr::kWeightGrad) {
+    // backward_data's B boxes stop at row b_rows (TmaConvKernel::run_forward): the k rows past
+    // it, which the copies never write, are zero in every stage (0 x dy's padded channels).
+    if (p.b_rows < Tr::BK) {
+      const int zrows = Tr::BK - p.b_rows, per_stage = (Tr::BN / 64) * zrows * 8;  // 16-byte chunks
+      for (int i = tid; i < Tr::S * per_stage; i += Tr::kThreads) {
+        const int st = i / per_stage, r = i % per_stage, nb = r / (zrows * 8), q = r % (zrows * 8);
+        *reinterpret_cast<uint4*>(smem + st * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes) +
+                                  nb * Tr::kBlockBytes + (p.b_rows + q / 8) * Tr::kRowBytes + (q % 8) * 16) =
+            make_uint4(0, 0, 0, 0);
+      }
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // seen by the wgmma reads
+    }
+  }
+  __syncthreads();
+  // A launch chained to the call's previous kernel (the copy of dy, the clear of the sums:
+  // core/chain.hpp) has set up its barriers while that kernel finished; global memory from here on
+  // (p.late_wait: the inputs from here on, the sums after the main loop).
+  if (!p.late_wait) chain_wait();
+
+  // x's im2col copies: the corner of GEMM row pm (its output pixel's first input pixel) and one
+  // copy of 64 channels from channel ch at tap (fz, fy, fx); 3D instances on a problem whose
+  // depth does not fold (p.deep) take the 5D map (row pm = (n * Do + od, oh, ow)).
+  constexpr bool kDeep = Cfg::kNDim == 3;
+  struct Corner {
+    int w, h, d, n;
+  };
+  auto corner = [&](int pm) {
+    Corner c;
+    int img, rem, oh, ow;
+    p.by_pq.divmod(pm, img, rem);
+    p.by_q.divmod(rem, oh, ow);
+    c.w = ow * p.s_w - p.pl_w;
+    c.h = oh * p.s_h - p.pl_h;
+    c.d = 0;
+    c.n = img;
+    if constexpr (kDeep)
+      if (p.deep) {
+        int od;
+        p.by_do.divmod(img, c.n, od);
+        c.d = od * p.s_d - p.pl_d;
+      }
+    return c;
+  };
+  auto load_x = [&](void* dst, const CUtensorMap* map, uint64_t* bar, int ch, const Corner& c, int fz, int fy,
+                    int fx) {
+    if constexpr (kDeep)
+      if (p.deep) {
+        tma::load_im2col_5d(dst, map, bar, ch, c.w, c.h, c.d, c.n, uint16_t(fx * p.d_w), uint16_t(fy * p.d_h),
+                            uint16_t(fz * p.d_d));
+        return;
+      }
+    (void)fz;
+    tma::load_im2col_4d(dst, map, bar, ch, c.w, c.h, c.n, uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
+  };
+
+  if (tid >= Tr::kMathThreads) {  // the load warp: one thread issues every copy
+    if (tid == Tr::kMathThreads) {
+      tma::prefetch_map(&p.a);
+      tma::prefetch_map(&p.b);
+      int t = 0, pc = 0, bc = 0;  // k tiles, (stride1) patches issued, chunks of the B stream
+      // stride1's patch cursor: the next (unit, chunk) to stage, up to two chunks ahead of the B
+      // stream (the two buffers), across units; issue_patch(block) stages it when its buffer
+      // is free (block: waits for that), so a patch's copy overlaps the previous chunk's taps.
+      int pu = blockIdx.x, pcc = 0, pcc1 = 0, pj0 = 0, pimg = 0, pg = 0;
+      auto cursor_unit = [&](int unit) {
+        const Unit v = decode(unit);
+        int col;
+        p.by_wp.divmod(v.m0, pj0, col);
+        pcc = v.kt0 / p.ftaps;
+        pcc1 = v.kt1 / p.ftaps;
+        pimg = v.img;
+        pg = v.g;
+      };
+      if (Tr::kPatch && pu < num_units) cursor_unit(pu);
+      auto issue_patch = [&](bool block) {
+        if (pu >= num_units) return;
+        const int b = pc % Tr::kPatchBuffers;
+        if (pc >= Tr::kPatchBuffers) {
+          const uint32_t ph = uint32_t((pc / Tr::kPatchBuffers - 1) & 1);
+          if (block)
+            mbar::wait(pempty + b, ph);
+          else if (!mbar::test(pempty + b, ph))
+            return;
+        }
+        tma::expect_tx(pfull + b, uint32_t(p.patch_box));
+        tma::load_tile_4d(base + b * p.patch_stride, &p.a, pfull + b, pg * p.C + pcc * Tr::BK, -p.pl_w,
+                          pj0 - p.pl_h, pimg);
+        ++pc;
+        if (++pcc == pcc1) {
+          pu += gridDim.x;
+          if (pu < num_units) cursor_unit(pu);
+        }
+      };
+      for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
+        const Unit u = decode(unit);
+        if constexpr (Tr::kRows) {
+          // A: dy's row_len positions x 64 output channels; B: x's row_len + (X - 1) * d_w input
+          // pixels of the same segment at filter row fy (u.tap), 64 input channels. Out-of-range
+          // positions and padding are zero-filled by the engine.
+          const int ach = u.g * p.M + u.m0, bch = u.g * p.C + u.n0;
+          const int dh = u.tap * p.d_h - p.pl_h;
+          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
+            const int s = t % Tr::S;
+            if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
+            unsigned char* sb = smem + s * Tr::kStageBytes;
+            int row, seg, img, oh;
+            p.by_segs.divmod(kt, row, seg);
+            p.by_p.divmod(row, img, oh);
+            const int q0 = seg * p.row_len;
+            tma::expect_tx(full + s, uint32_t(p.stage_tx));
+            tma::load_tile_4d(sb + Tr::kRowBlock, &p.a, full + s, ach, q0, oh, img);
+            tma::load_tile_4d(sb, &p.b, full + s, bch, q0 - p.pl_w, oh * p.s_h + dh, img);
+          }
+        } else if constexpr (Tr::kWeightGrad) {
+          // A: dy rows of 64 pixels x 64 output channels (BM / 64 boxes); B: x through the im2col
+          // map, the same 64 pixels at this tap, 64 input channels per box (BN / 64 boxes).
+          // B block nb: channel bch and tap (bfz, bfy, bfx): the unit's tap, or (p.pack) the tap
+          // of its columns. Packed, a last tile's blocks past K (= taps x C) are not copied at
+          // all: their columns of the product (stale shared memory) are never stored.
+          const int live = p.pack ? min(Tr::BN / 64, (p.K - u.n0) / 64) : Tr::BN / 64;
+          const uint32_t stage_tx = uint32_t(Tr::kABytes + live * Tr::kBlockBytes);
+          int bch[Tr::BN / 64], bfz[Tr::BN / 64], bfy[Tr::BN / 64], bfx[Tr::BN / 64];
+#pragma unroll
+          for (int nb = 0; nb < Tr::BN / 64; ++nb) {
+            int tap = u.tap, c = u.n0 + nb * 64;
+            if (p.pack) p.by_c.divmod(min(c, p.K - 64), tap, c);
+            int fyx = tap;
+            bfz[nb] = 0;
+            if constexpr (kDeep) p.by_yx.divmod(tap, bfz[nb], fyx);
+            p.by_x.divmod(fyx, bfy[nb], bfx[nb]);
+            bch[nb] = u.g * p.C + c;
+          }
+          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
+            const int s = t % Tr::S;
+            if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
+            unsigned char* sa = smem + s * Tr::kStageBytes;
+            const int pm = kt * Tr::BK;
+            const Corner c = corner(pm);
+            tma::expect_tx(full + s, stage_tx);
+#pragma unroll
+            for (int mb = 0; mb < Tr::BM / 64; ++mb)
+              tma::load_tile_2d(sa + mb * Tr::kBlockBytes, &p.a, full + s, u.g * p.M + u.m0 + mb * 64, pm);
+#pragma unroll
+            for (int nb = 0; nb < Tr::BN / 64; ++nb) {
+              if (nb >= live) break;
+              unsigned char* dst = sa + Tr::kABytes + nb * Tr::kBlockBytes;
+              if constexpr (kPlainX)
+                tma::load_tile_2d(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64, pm);
+              else
+                load_x(dst, &p.b, full + s, bch[nb], c, bfz[nb], bfy[nb], bfx[nb]);
+            }
+          }
+        } else if constexpr (Tr::kPatch) {
+          // Per chunk the chunk's taps' B tiles; the chunk's patch was issued by the patch
+          // cursor (below), at the latest here, at its first tap.
+          const int cbase = u.g * p.C, nrow = u.g * p.K + u.n0;
+          int cc = u.kt0 / p.ftaps, tap = 0, fy = 0, fx = 0;
+          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
+            if (tap == 0)
+              while (pc <= bc) issue_patch(true);
+            const int s = t % Tr::S;
+            if (t >= Tr::S) {  // waiting for the slot, stage the next patch once its buffer frees
+              const uint32_t ph = uint32_t((t / Tr::S - 1) & 1);
+              while (!mbar::test(empty + s, ph)) issue_patch(false);
+            }
+            unsigned char* sb = smem + s * Tr::kRingStage;
+            tma::expect_tx(full + s, uint32_t(p.stage_tx));
+            const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw;
+            if constexpr (Tr::kBNMajor) {
+#pragma unroll
+              for (int nb = 0; nb < Tr::BN / 64; ++nb)
+                tma::load_tile_3d(sb + nb * Tr::kBlockBytes, &p.b, full + s, u.n0 + nb * 64, wtap,
+                                  cbase + cc * Tr::BK);
+            } else {
+              tma::load_tile_3d(sb, &p.b, full + s, cc * Tr::BK, wtap, nrow);
+            }
+            if (++fx == p.X) {
+              fx = 0;
+              ++fy;
+            }
+            if (++tap == p.ftaps) {
+              tap = fy = fx = 0;
+              ++cc;
+              ++bc;
+            }
+          }
+        } else {
+          const Corner c0 = corner(u.m0);
+          const int cbase = u.g * p.C, nrow = u.g * p.K + u.n0;
+          int tap, cc, fz = 0, fyx, fy, fx;
+          p.by_c_chunks.divmod(u.kt0, tap, cc);
+          fyx = tap;
+          if constexpr (kDeep) p.by_yx.divmod(tap, fz, fyx);
+          p.by_x.divmod(fyx, fy, fx);
+          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
+            const int s = t % Tr::S;
+            if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
+            unsigned char* sa = smem + s * Tr::kStageBytes;
+            tma::expect_tx(full + s, uint32_t(p.stage_tx));
+            load_x(sa, &p.a, full + s, cbase + cc * Tr::BK, c0, fz, fy, fx);
+            const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw + (kDeep ? fz * p.tap_dd : 0);
+            if constexpr (Tr::kBNMajor) {
+#pragma unroll
+              for (int nb = 0; nb < Tr::BN / 64; ++nb)
+                tma::load_tile_3d(sa + Tr::kABytes + nb * Tr::kBlockBytes, &p.b, full + s,
+                                  u.n0 + nb * 64, wtap, cbase + cc * Tr::BK);
+            } else {
+              tma::load_tile_3d(sa + Tr::kABytes, &p.b, full + s, cc * Tr::BK, wtap, nrow);
+            }
+            if (++cc == p.c_chunks) {
+              cc = 0;
+              if (++fx == p.X) {
+                fx = 0;
+                if (++fy == p.Y && kDeep) {
+                  fy = 0;
+                  ++fz;
+                }
+              }
+            }
+          }
+        }
+      }
+      // Every copy of the block issued: the next launch of the call (a split's conversion) may
+      // be scheduled; its blocks then wait in chain_wait for the last tiles only.
+      chain_release();
+    }
+    if (Tr::kWeightGrad && p.cluster > 1) {
+      // The math warps' two cluster barriers (epilogue below), the whole warp together: lanes
+      // parked in a cluster wait while lane 0 still issues copies would hold back the copies.
+      __syncwarp();
+      tma::cluster_sync();
+      tma::cluster_sync_relaxed();
+    }
+    return;
+  }
+
+  // Math warpgroups.
+  using Op = wgmma_detail::Op<Tr::kAccN, Tr::kBF16, Tr::kSwap ? (Tr::kBNMajor ? 1 : 0) : (Tr::kAMMajor ? 1 : 0),
+                              Tr::kSwap ? 0 : (Tr::kBNMajor ? 1 : 0)>;
+  // wg: this warpgroup's slices of the tile; ping-pong: each warpgroup has the whole tile and
+  // consumer c takes the block's units c, c + 2, ... (block units b + (c + 2i) * grid).
+  const int wg = Tr::kPingPong ? 0 : tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+  const int consumer = Tr::kPingPong ? tid / 128 : 0;
+  float acc[Tr::kAccRows][Tr::kAccN / 2];
+  auto fence_acc = [&] {
+#pragma unroll
+    for (int i = 0; i < Tr::kAccRows; ++i)
+#pragma unroll
+      for (int e = 0; e < Tr::kAccN / 2; ++e) asm volatile("" : "+f"(acc[i][e])::"memory");
+  };
+  const uint32_t ring = mbar::addr(smem);
+  const uint32_t patches = mbar::addr(base);
+  Raw* y = static_cast<Raw*>(p.y);
+  int t = 0, pc = 0;  // k tiles and (stride1) patches consumed
+  // Ping-pong: the ring holds every unit's k tiles in unit order; a warpgroup steps its counter
+  // over the other's units, and named barriers 2 / 3 order the two main loops (0 runs, then 1,
+  // then 0 ...): a warpgroup starts waiting for its stages only once the other has waited for
+  // all earlier ones, so a stage's `full` parity is never read two phases early.
+  auto unit_k_tiles = [&](int unit) {
+    int tile, split, kt0, kt1;
+    p.by_k_split.divmod(unit, tile, split);
+    k_range(split, kt0, kt1);
+    return kt1 - kt0;
+  };
+  int unit = blockIdx.x;
+  if (Tr::kPingPong && consumer == 1) {
+    if (unit < num_units) t += unit_k_tiles(unit);
+    unit += gridDim.x;
+  }
+  for (; unit < num_units; unit += Tr::kConsumers * gridDim.x) {
+    const Unit u = decode(unit);
+    if constexpr (Tr::kPingPong) {  // the other warpgroup has waited for every stage before ours
+      if (consumer == 1)
+        asm volatile("bar.sync 2, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
+      else if (unit != int(blockIdx.x))
+        asm volatile("bar.sync 3, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
+    }
+    const int g = u.g, m0 = u.m0, n0 = u.n0;
+    // stride1: this warpgroup's first A row in the patch (tap 0), and the tap walk
+    int a_row = 0, tap = 0, fy = 0, fx = 0;
+    if constexpr (Tr::kPatch) {
+      int j0, col;
+      p.by_wp.divmod(m0, j0, col);
+      a_row = col + wg * Tr::RepM * 64;
+    }
+#pragma unroll
+    for (int i = 0; i < Tr::kAccRows; ++i)
+#pragma unroll
+      for (int e = 0; e < Tr::kAccN / 2; ++e) acc[i][e] = 0.f;
+    for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
+      const int s = t % Tr::S;
+      mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
+      if constexpr (Tr::kPatch)
+        if (tap == 0) mbar::wait(pfull + pc % Tr::kPatchBuffers, uint32_t((pc / Tr::kPatchBuffers) & 1));
+      fence_acc();
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      // A: the stage's tile, or (stride1) the tap's rows of the chunk's patch: any start row of
+      // the 128-byte swizzled patch (the swizzle follows the shared-memory address bits)
+      const uint32_t a0 =
+          Tr::kPatch ? patches + (pc % Tr::kPatchBuffers) * p.patch_stride +
+                           uint32_t(a_row + fy * p.d_h * p.wp + fx * p.d_w) * Tr::kRowBytes
+                     : ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
+      const uint32_t b0 = ring + s * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes);
+      if constexpr (Tr::kRows) {
+        // The row form: row_len / 16 k steps of one m64n(BN)k16 over the stage's x pixels (B,
+        // first) and dy's (A, kRowBlock bytes in). The B operand's 64-column blocks (tap fx's
+        // channels) start fx * d_w pixel rows into the x pixels, so the descriptor's block
+        // stride (LBO) is d_w rows: any 128-byte row works, the swizzle follows the address bits
+        // (one wide instruction is faster than X m64n64k16 on the same operands).
+        const uint32_t xs = ring + s * Tr::kStageBytes, dys = xs + Tr::kRowBlock;
+        const int steps = p.row_len / 16;
+#pragma unroll
+        for (int kk = 0; kk < Tr::kRowPos / 16; ++kk)
+          if (kk < steps)
+            Op::run(acc[0], tma::sw128_desc_mn(dys + kk * 2048, Tr::kBlockBytes),
+                    tma::sw128_desc_mn(xs + uint32_t(kk * 16) * Tr::kRowBytes, uint32_t(p.d_w) * Tr::kRowBytes));
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < Tr::BK / 16; ++kk) {
+          const uint64_t db = Tr::kBNMajor ? tma::sw128_desc_mn(b0 + kk * 2048, Tr::kBlockBytes)
+                                           : tma::sw128_desc(b0 + kk * 32);
+          if constexpr (Tr::kSwap) {  // weights as the instruction's A, the PN pixels as its B
+            Op::run(acc[0], db, tma::sw128_desc(a0 + kk * 32));
+          } else {
+#pragma unroll
+            for (int i = 0; i < Tr::RepM; ++i) {
+              const uint32_t ai = a0 + i * Tr::kBlockBytes;
+              Op::run(acc[i],
+                      Tr::kAMMajor ? tma::sw128_desc_mn(ai + kk * 2048, Tr::kBlockBytes)
+                                   : tma::sw128_desc(ai + kk * 32),
+                      db);
+            }
+          }
+        }
+      }
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      fence_acc();
+      if (kt > u.kt0 && lane == 0) {
+        mbar::arrive(empty + (t - 1) % Tr::S);
+        // stride1: the last k tile was the previous chunk's last tap; its patch is read
+        if (Tr::kPatch && tap == 0) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);
+      }
+      if constexpr (Tr::kPatch) {
+        if (++fx == p.X) {
+          fx = 0;
+          ++fy;
+        }
+        if (++tap == p.ftaps) {
+          tap = fy = fx = 0;
+          ++pc;
+        }
+      }
+    }
+    if constexpr (Tr::kPingPong) {  // every stage of this unit waited for: the other may start
+      if (unit + int(gridDim.x) < num_units) {
+        if (consumer == 0)
+          asm volatile("bar.arrive 2, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
+        else
+          asm volatile("bar.arrive 3, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
+      }
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    fence_acc();
+    if (p.late_wait) chain_wait();  // the sums' clear (returns at once after the first unit)
+    if (lane == 0) {
+      mbar::arrive(empty + (t - 1) % Tr::S);  // the unit's last stage
+      if (Tr::kPatch) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);  // and its last patch
+    }
+    if (Tr::kPingPong && unit + int(gridDim.x) < num_units) t += unit_k_tiles(unit + gridDim.x);  // the other's
+
+    // Epilogue: accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column
+    // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block). Row r, column c of the tile
+    // land at element row_base(r) + c of y (or of the fp32 split workspace).
+    // row_ok: the row is a pixel (stride1: a position ow < Q of an output row).
+    auto row_ok = [&](int row) -> bool {
+      if constexpr (Tr::kPatch) {
+        int oh, ow;
+        p.by_wp.divmod(row, oh, ow);
+        return row < p.M && ow < p.Q;
+      } else {
+        return row < p.M;
+      }
+    };
+    auto row_base = [&](int row) -> int64_t {
+      if constexpr (Tr::kWeightGrad) {
+        return (int64_t(g) * p.M + row) * p.ld_row + int64_t(u.tap) * p.K;
+      } else if constexpr (Tr::kPatch) {  // dense output (stride1 takes no stride phases)
+        int oh, ow;
+        p.by_wp.divmod(row, oh, ow);
+        return ((int64_t(u.img) * p.P + oh) * p.Q + ow) * p.GK + int64_t(g) * p.K;
+      } else {
+        int64_t pix = row;
+        if (!p.out_dense) {
+          int n, rem, oh, ow;
+          p.by_pq.divmod(row, n, rem);
+          p.by_q.divmod(rem, oh, ow);
+          pix = int64_t(n) * p.out_sn + int64_t(oh) * p.out_sh + int64_t(ow) * p.out_sw +
+                p.out_base;
+        }
+        return pix * p.GK + int64_t(g) * p.K;
+      }
+    };
+    // The written column of tile column tc: n0 + tc, or (the row form) tap tc / 64's column of
+    // channel n0 + tc % 64 (columns = dw's X * C of filter row u.tap).
+    auto gcol = [&](int tc) -> int {
+      if constexpr (Tr::kRows)
+        return (tc >> 6) * p.C + n0 + (tc & 63);
+      else
+        return n0 + tc;
+    };
+    if constexpr (Tr::kSwap) {
+      // swap_ab: accumulator 4j + 2h + q holds channel warp * 16 + lane / 4 + 8h of pixel
+      // wg * PN + 8j + 2 (lane % 4) + q (the m16n8 layout of the transposed tile): 2-byte stores
+      // (or 4-byte fp32 reductions into the split workspace), 8 channels x 4 pixels a warp.
+#pragma unroll
+      for (int j = 0; j < Tr::PN / 8; ++j) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int row = m0 + wg * Tr::PN + j * 8 + (lane & 3) * 2 + q;
+          if (!row_ok(row)) continue;
+          const int64_t rb = row_base(row);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int col = n0 + warp * 16 + (lane >> 2) + 8 * h;
+            if (col >= p.K) continue;
+            const float v = acc[0][j * 4 + h * 2 + q];
+            if (p.ws != nullptr)
+              asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;\n" ::"l"(p.ws + rb + col), "f"(v) : "memory");
+            else
+              y[rb + col] = float_to_raw<Cfg::kDataType>(v);
+          }
+        }
+      }
+    } else if (Tr::kWeightGrad && p.cluster > 1) {
+      // Cluster reduction (one unit per block): every math warp done with the ring, the fp32
+      // partial tile into it, cluster barrier; block `rank` of the cluster sums rows
+      // [rank * BM / c, (rank + 1) * BM / c) over the c partial tiles (ranks in order: the same
+      // sums every run) and stores them as 16-byte vectors; a last barrier keeps every block's
+      // shared memory alive until all have read it.
+      asm volatile("bar.sync 1, %0;\n" ::"r"(Tr::kMathThreads) : "memory");
+      float* part = reinterpret_cast<float*>(smem);
+#pragma unroll
+      for (int i = 0; i < Tr::RepM; ++i) {
+        const int r0 = (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int j = 0; j < Tr::BN / 8; ++j)
+            *reinterpret_cast<float2*>(part + (r0 + h * 8) * Tr::kPartLd + j * 8 + (lane & 3) * 2) =
+                make_float2(acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]);
+      }
+      __syncwarp();
+      tma::cluster_sync();
+      const int c = p.cluster;
+      const int rank = int(tma::cluster_rank());
+      const int lr0 = rank * Tr::BM / c, lr1 = (rank + 1) * Tr::BM / c;
+      const bool vec = (p.K % 8) == 0;
+      constexpr int kChunks = Tr::BN / 8;
+      for (int idx = tid; idx < (lr1 - lr0) * kChunks; idx += Tr::kMathThreads) {
+        const int lr = lr0 + idx / kChunks, lc = (idx % kChunks) * 8;
+        const uint32_t addr = ring + uint32_t(lr * Tr::kPartLd + lc) * 4u;
+        float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int q = 0; q < 8; ++q)
+          if (q < c) tma::add_remote8(sum, addr, uint32_t(q));
+        const int row = m0 + lr, col = gcol(lc);
+        if (row < p.M && col < p.K) {
+          Raw* dst = y + row_base(row) + col;
+          if (vec && col + 8 <= p.K) {
+            uint32_t w[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              w[e] = uint32_t(float_to_raw<Cfg::kDataType>(sum[2 * e])) |
+                     (uint32_t(float_to_raw<Cfg::kDataType>(sum[2 * e + 1])) << 16);
+            *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+          } else {
+            for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = float_to_raw<Cfg::kDataType>(sum[e]);
+          }
+        }
+      }
+      __syncwarp();
+      tma::cluster_sync_relaxed();
+    } else if (p.ws != nullptr) {
+      if constexpr (Tr::kStaged) {
+        // split, cshuffle: fp32 reductions into the workspace (splitk_finish converts) through the
+        // warp's slab: 8 rows x 32 columns a round (row pitch 36 floats: conflict-free 8-byte writes
+        // and 16-byte reads), read back as 8 lanes x 16 bytes a row, so that each red.v4
+        // instruction covers 4 rows x 128 bytes (whole lines; red_add4 for unaligned rows).
+        constexpr int kPitch = 36;
+        static_assert(8 * kPitch * 4 <= Tr::kSlabBytes, "ckgen: the fp32 round fits the cshuffle slab");
+        float* slab = reinterpret_cast<float*>(slabs + (tid / 32) * Tr::kSlabBytes);
+        const int lr = lane >> 3, lc = (lane & 7) * 4;  // this lane's read: slab row lr (+4), 4 columns
+#pragma unroll
+        for (int i = 0; i < Tr::RepM; ++i) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int rbase = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + h * 8;
+            float* dst[2];
+#pragma unroll
+            for (int rr = 0; rr < 2; ++rr) {
+              const int row = rbase + rr * 4 + lr;
+              dst[rr] = row_ok(row) ? p.ws + row_base(row) : nullptr;
+            }
+#pragma unroll
+            for (int c0 = 0; c0 < Tr::BN; c0 += 32) {
+              __syncwarp();
+#pragma unroll
+              for (int jj = 0; jj < 4; ++jj) {
+                const int j = c0 / 8 + jj;
+                *reinterpret_cast<float2*>(slab + (lane >> 2) * kPitch + jj * 8 + (lane & 3) * 2) =
+                    make_float2(acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]);
+              }
+              __syncwarp();
+#pragma unroll
+              for (int rr = 0; rr < 2; ++rr) {
+                const float4 v = *reinterpret_cast<const float4*>(slab + (rr * 4 + lr) * kPitch + lc);
+                if (dst[rr] != nullptr) tma::red_add4(dst[rr], gcol(c0 + lc), p.K, v.x, v.y, v.z, v.w);
+              }
+            }
+          }
+        }
+      } else {
+        // split: fp32 reductions into the workspace (splitk_finish converts), 16 bytes a lane
+        // (tma::red_fragment_row).
+#pragma unroll
+        for (int i = 0; i < Tr::RepM; ++i) {
+          const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = r0 + h * 8;
+            const bool live = row_ok(row);  // the same for both lanes of a pair (one row)
+            tma::red_fragment_row<Tr::BN>(acc[i], h, p.ws + (live ? row_base(row) : 0), p.K, live, gcol);
+          }
+        }
+      }
+    } else if constexpr (Tr::kStaged) {
+      Raw* slab = reinterpret_cast<Raw*>(slabs + (tid / 32) * Tr::kSlabBytes);
+      const bool vec = (p.K % 8) == 0;  // 16-byte aligned rows of y
+#pragma unroll
+      for (int i = 0; i < Tr::RepM; ++i) {
+        const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16;
+        int64_t base[2];  // this lane's two slab rows, lane/4 and lane/4 + 8
+#pragma unroll
+        for (int q = 0; q < 2; ++q) base[q] = row_base(r0 + (lane >> 2) + 8 * q);
+#pragma unroll
+        for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
+#pragma unroll
+          for (int jj = 0; jj < Tr::kSlabCols / 8; ++jj) {
+            const int j = c0 / 8 + jj;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
+              const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
+              *reinterpret_cast<uint32_t*>(slab + ((lane >> 2) + h * 8) * Tr::kSlabStride + jj * 8 +
+                                           (lane & 3) * 2) = uint32_t(v0) | (uint32_t(v1) << 16);
+            }
+          }
+          __syncwarp();
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {  // 16 rows x 4 vectors of 8, two per lane
+            const int v = lane + 32 * q, rr = v >> 2, col = gcol(c0 + (v & 3) * 8);
+            const int row = r0 + rr;
+            if (row_ok(row) && col < p.K) {
+              const Raw* src = slab + rr * Tr::kSlabStride + (v & 3) * 8;
+              Raw* dst = y + base[q] + col;  // base[q] is row r0 + rr's
+              if (vec && col + 8 <= p.K) {
+                *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+              } else {
+                for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = src[e];
+              }
+            }
+          }
+          __syncwarp();
+        }
+      }
+    } else {
+      const bool pairs = (p.K % 2) == 0;
+#pragma unroll
+      for (int i = 0; i < Tr::RepM; ++i) {
+        const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = r0 + h * 8;
+          if (!row_ok(row)) continue;
+          Raw* dst_row = y + row_base(row);
+#pragma unroll
+          for (int j = 0; j < Tr::BN / 8; ++j) {
+            const int col = gcol(j * 8 + (lane & 3) * 2);
+            if (col >= p.K) continue;
+            Raw* dst = dst_row + col;
+            const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
+            const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
+            if (pairs && col + 1 < p.K) {
+              *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
+            } else {
+              dst[0] = v0;
+              if (col + 1 < p.K) dst[1] = v1;
+            }
+          }
+        }
+      }
+    }
+  }
+#else
+  (void)p;
+  (void)tma_smem_raw;
+#endif
+}
+
+#endif  // CKGEN_NVIDIA
+
+}  // namespace ckgen

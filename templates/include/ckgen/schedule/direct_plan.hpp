@@ -1,0 +1,169 @@
+// Host-side plan of the direct (depthwise) kernel that the kernel (pipeline/depthwise.hpp) and the
+// dispatcher's cost model (dispatch/dispatcher.hpp) share: which pixels it iterates and how
+// backward_weight splits its reduction over them.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ckgen/core/problem.hpp"
+#include "ckgen/core/vocab.hpp"
+
+namespace ckgen {
+
+// Most reduction slices of a direct backward_weight call (RunOptions::k_batch up to this).
+inline constexpr int kDirectMaxSlices = 1024;
+
+// The pixels a direct kernel iterates: forward and backward_weight the output pixels
+// (N * Do * Ho * Wo), backward_data the input pixels it writes (N * Di * Hi * Wi).
+inline int64_t direct_pixels(Variant v, const ConvProblem& p) {
+  return v == Variant::BackwardData ? p.N * p.in_spatial() : p.N * p.out_spatial();
+}
+
+// Bands of band_rows rows per (n, d) plane of the iterated tensor: ceil(H / band_rows).
+inline int64_t direct_bands_per_plane(Variant v, const ConvProblem& p, int band_rows) {
+  const int64_t hlen = v == Variant::BackwardData ? p.in[1] : p.out[1];
+  return (hlen + band_rows - 1) / band_rows;
+}
+// The forward / backward_data matrix path's blocks per group tile: segments of its bands,
+// planes x bands x ceil(W / tile_pixels).
+inline int64_t direct_band_segments(Variant v, const ConvProblem& p, int tile_pixels, int band_rows) {
+  const bool bd = v == Variant::BackwardData;
+  const int64_t planes = p.N * (bd ? p.in[0] : p.out[0]), wlen = bd ? p.in[2] : p.out[2];
+  return planes * direct_bands_per_plane(v, p, band_rows) * ((wlen + tile_pixels - 1) / tile_pixels);
+}
+// The matrix path's units (pipeline/direct_mma.hpp, pipeline/direct_mma_bwd_weight.hpp): row segments of
+// tile_pixels pixels along the W rows of the iterated tensor (bands of one row).
+inline int64_t direct_row_segments(Variant v, const ConvProblem& p, int tile_pixels) {
+  return direct_band_segments(v, p, tile_pixels, 1);
+}
+
+// The forward / backward_data matrix path's shared memory (pipeline/direct_mma.hpp; ckgen/model/limits.py mirrors the
+// constants for its shared-memory check): the weights of up to kDirectMmaMaxTaps taps, and a ring
+// of staged source rows, each tile_pixels + kDirectMmaColumnSlack columns of the block's channels
+// padded by kDirectMmaColumnPad bytes, as many as fit in kDirectMmaMaxSmem (at most
+// kDirectMmaMaxStages). The kernel's traits and the dispatcher's cost model (bands need
+// stages >= Y + 1) both read it here.
+inline constexpr int kDirectMmaGroupChannels = 8;  // C = K per group
+inline constexpr int kDirectMmaMaxTaps = 9;        // filter taps staged at once
+inline constexpr int kDirectMmaMaxStages = 4;      // source rows staged (a band: a 3x3 filter's three + 1 ahead)
+inline constexpr int kDirectMmaMaxSmem = 48 * 1024;  // static shared memory
+// Staged columns per filter row beyond the block's pixels: (X - 1) * dil up to 16 at stride 1
+// (larger W strides take the FMA path).
+inline constexpr int kDirectMmaColumnSlack = 16;
+inline constexpr int kDirectMmaColumnPad = 16;  // bytes after each staged column's channels
+struct DirectMmaRing {
+  int row_bytes;     // one staged source row
+  int weight_bytes;  // the staged weights
+  int stages;        // staged rows
+};
+constexpr DirectMmaRing direct_mma_ring(int tile_pixels, int tile_channels, int elem_bytes) {
+  const int row = (tile_pixels + kDirectMmaColumnSlack) * (tile_channels * elem_bytes + kDirectMmaColumnPad);
+  const int weights = kDirectMmaMaxTaps * tile_channels * kDirectMmaGroupChannels * elem_bytes;
+  const int fit = (kDirectMmaMaxSmem - weights) / row;
+  return {row, weights, fit < kDirectMmaMaxStages ? fit : kDirectMmaMaxStages};
+}
+
+// The FMA path of forward / backward_data (pipeline/depthwise.hpp): threads take V channels of a vector
+// across the tile's channels and PP consecutive pixels each (pixels per thread for a tile of
+// tile_pixels x tile_channels, vectors of vec channels, `threads` threads).
+constexpr int direct_fma_pixels_per_thread(int tile_pixels, int tile_channels, int vec, int threads) {
+  return tile_pixels / (threads / (tile_channels / vec));
+}
+// Whether the FMA launch takes the window path (DirectPath::Window: a 1x3x3 filter, no stride-class
+// gather, W stride and dilation 1, and a thread's pp pixels within one row of the iterated tensor):
+// per filter row a thread loads its pp + 2 source columns once.
+inline bool direct_fma_window(Variant v, const ConvProblem& p, int pp) {
+  const bool bd = v == Variant::BackwardData;
+  const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
+  const bool gather = bd && (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
+  return k3x3 && !gather && p.stride[2] == 1 && p.dilation[2] == 1 && pp > 0 && (bd ? p.in[2] : p.out[2]) % pp == 0;
+}
+
+// Whether the forward FMA launch takes two output rows a thread (DirectPath::RowPair): a depthwise
+// 1x3x3 filter, H and W stride and dilation 1, and a thread's pp (even, >= 4) pixels two rows of
+// pp / 2 columns within one row of the output (Wo % (pp / 2) == 0). (backward_weight gains
+// nothing from the pairs.)
+inline bool direct_fma_row_pair(Variant v, const ConvProblem& p, int pp) {
+  const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
+  return v == Variant::Forward && p.C == 1 && p.K == 1 && k3x3 && p.stride[1] == 1 && p.stride[2] == 1 &&
+         p.dilation[1] == 1 && p.dilation[2] == 1 && pp >= 4 && pp % 2 == 0 && p.out[1] >= 2 &&
+         p.out[2] % (pp / 2) == 0;
+}
+// The pixel indices the FMA launch iterates for pp pixels a thread: direct_pixels, or in the pair
+// order (DirectPath::RowPair) N * Do * ceil(Ho / 2) * 2 * Wo (a dead row past an odd Ho).
+inline int64_t direct_fma_pixels(Variant v, const ConvProblem& p, int pp) {
+  if (!direct_fma_row_pair(v, p, pp)) return direct_pixels(v, p);
+  return p.N * p.out[0] * ((p.out[1] + 1) / 2) * 2 * p.out[2];
+}
+// The matrix path's bands (forward / backward_data, pipeline/direct_mma.hpp): a block takes band_rows
+// consecutive rows of one (n, d) plane, stages each source row once and the taps' weights once
+// for all of them, where the rows share source rows along H: a filter of depth 1, unit stride
+// and dilation along H, and room for the filter's rows plus one in flight (stages >= Y + 1).
+// The band is the longest of kDirectMmaBandRows that still leaves a block for every compute unit
+// (row_blocks: the blocks of one row each); else one row a block. Longer bands leave too few
+// blocks to fill the device.
+inline constexpr int kDirectMmaBandRows[] = {4, 2};
+inline int direct_mma_band_rows(const ConvProblem& p, int stages, int64_t row_blocks, int compute_units) {
+  if (p.filter[0] != 1 || p.stride[1] != 1 || p.dilation[1] != 1 || stages < p.filter[1] + 1) return 1;
+  for (const int b : kDirectMmaBandRows)
+    if (row_blocks / b >= compute_units) return b;
+  return 1;
+}
+
+// backward_weight's FMA path (pipeline/depthwise.hpp bwd_kernel) for a tile of pp pixels a thread:
+// depthwise (Cg = 1) with a 1x3x3 filter takes a window of the thread's pixels per filter row
+// where they share an output row (W dilation 1, W stride 1 or 2, Wo % pp == 0: Window /
+// WindowS2), else all nine taps at once up to kDirectBwdLinearMaxPixels pixels a thread (its
+// hoisted loads spill beyond; ckgen/model/limits.py DIRECT_BWD_LINEAR_MAX_PIXELS mirrors it); everything else
+// one tap at a time (Generic).
+inline constexpr int kDirectBwdLinearMaxPixels = 2;
+enum class DirectBwdPath { Window, WindowS2, Linear9, Generic };
+inline DirectBwdPath direct_fma_bwd_path(const ConvProblem& p, int group_channels, int pp) {
+  if (group_channels != 1 || p.filter[0] != 1 || p.filter[1] != 3 || p.filter[2] != 3) return DirectBwdPath::Generic;
+  const bool win = p.dilation[2] == 1 && pp > 0 && p.out[2] % pp == 0;
+  if (win && p.stride[2] == 1) return DirectBwdPath::Window;
+  if (win && p.stride[2] == 2) return DirectBwdPath::WindowS2;
+  return pp <= kDirectBwdLinearMaxPixels ? DirectBwdPath::Linear9 : DirectBwdPath::Generic;
+}
+
+// backward_weight: the slice count (k_batch) when none is given. Slices x group tiles blocks
+// of `threads` threads are sized to about kDirectThreadsPerCU threads per compute unit: more
+// slices shorten each block's loop but add partials to combine; the optimum sits at about 256
+// threads per compute unit for every tile and shape. At least tile_pixels / 2 pixels per slice.
+// The matrix path (pipeline/direct_mma_bwd_weight.hpp) fits two 256-thread blocks per SM and
+// wants both.
+inline constexpr int kDirectThreadsPerCU = 256;     // FMA path: threads per compute unit
+inline constexpr int kDirectMmaThreadsPerCU = 512;  // matrix path: two 256-thread blocks
+inline int direct_auto_slices(int64_t pixels, int tile_pixels, int64_t group_tiles, int threads,
+                              int compute_units, bool matrix = false) {
+  const int per_cu = matrix ? kDirectMmaThreadsPerCU : kDirectThreadsPerCU;
+  const int64_t blocks = int64_t(std::max(1, compute_units)) * per_cu / std::max(1, threads);
+  const int64_t want = (blocks + group_tiles - 1) / std::max<int64_t>(1, group_tiles);
+  const int64_t min_pixels = std::max(1, tile_pixels / 2);
+  const int64_t cap = (pixels + min_pixels - 1) / min_pixels;
+  return int(std::clamp<int64_t>(std::min(want, cap), 1, kDirectMaxSlices));
+}
+
+// Pixels per slice (a multiple of tile_pixels) and the slices that hold pixels for k_batch kb.
+struct DirectSlices {
+  int64_t chunk = 0;
+  int count = 0;
+};
+inline DirectSlices direct_slices(int64_t pixels, int tile_pixels, int kb) {
+  DirectSlices s;
+  const int64_t per = (pixels + kb - 1) / kb;
+  s.chunk = std::max<int64_t>(tile_pixels, (per + tile_pixels - 1) / tile_pixels * tile_pixels);
+  s.count = int((pixels + s.chunk - 1) / s.chunk);
+  return s;
+}
+
+// backward_weight's slices for k_batch kb: the FMA path slices pixels (chunks of whole tiles),
+// the matrix path row segments (chunk = segments per slice).
+inline DirectSlices direct_weight_slices(const ConvProblem& p, int tile_pixels, bool matrix, int kb) {
+  const Variant v = Variant::BackwardWeight;
+  return matrix ? direct_slices(direct_row_segments(v, p, tile_pixels), 1, kb)
+                : direct_slices(direct_pixels(v, p), tile_pixels, kb);
+}
+
+}  // namespace ckgen

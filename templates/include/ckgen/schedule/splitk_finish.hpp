@@ -1,0 +1,117 @@
+// Split-K finish (implicit-GEMM split-K, the direct backward_weight and wavelet_tma):
+// dst[i] = convert(sum over splits of ws[s * stride + i]); launch_splitk_finish is the one launch
+// every kernel family uses.
+#pragma once
+
+#include <cstdint>
+
+#include "ckgen/core/chain.hpp"
+#include "ckgen/core/config_traits.hpp"
+#include "ckgen/kernel/kernel_base.hpp"
+#include "ckgen/core/portability.hpp"
+
+namespace ckgen {
+
+inline constexpr int kFinishThreads = 256;
+inline constexpr int kFinishLanes = 8;  // slice lanes per element of the lanes kernel
+
+// One thread per element, grid-stride.
+template <DataType D>
+CKGEN_GLOBAL void splitk_finish_kernel(const float* __restrict__ ws, int splits, int64_t stride,
+                                       typename DataTypeTraits<D>::raw* __restrict__ dst,
+                                       int64_t n) {
+  chain_wait();  // launched after the kernel that adds the sums (launch_chained)
+  chain_release();
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    float s = 0.f;
+    for (int k = 0; k < splits; ++k) s += ws[k * stride + i];
+    dst[i] = float_to_raw<D>(s);
+  }
+}
+
+// L = kFinishLanes slice lanes per element: the block's warps are rows of 32 consecutive
+// elements x L lanes (warp w: element row w % (8 / L), slices w / (8 / L), + L, ...), so a thread
+// issues about splits / L independent loads and each warp load reads 128 contiguous bytes; the
+// lanes' sums meet in shared memory in a fixed order.
+template <DataType D>
+CKGEN_GLOBAL void splitk_finish_lanes_kernel(const float* __restrict__ ws, int splits, int64_t stride,
+                                             typename DataTypeTraits<D>::raw* __restrict__ dst,
+                                             int64_t n) {
+  constexpr int L = kFinishLanes;
+  constexpr int kRows = kFinishThreads / 32 / L;  // element rows of 32 a block
+  __shared__ float part[L][kRows][32];
+  chain_wait();
+  chain_release();
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int er = warp % kRows, sl = warp / kRows;
+  const int64_t step = int64_t(gridDim.x) * kRows * 32;
+  for (int64_t b = int64_t(blockIdx.x) * kRows * 32; b < n; b += step) {  // uniform in the block
+    const int64_t i = b + er * 32 + lane;
+    float s = 0.f;
+    if (i < n) {
+#pragma unroll 8
+      for (int k = sl; k < splits; k += L) s += ws[k * stride + i];
+    }
+    part[sl][er][lane] = s;
+    __syncthreads();
+    if (sl == 0 && i < n) {
+      float t = part[0][er][lane];
+#pragma unroll
+      for (int q = 1; q < L; ++q) t += part[q][er][lane];
+      dst[i] = float_to_raw<D>(t);
+    }
+    __syncthreads();
+  }
+}
+
+// Whether the conversion takes kFinishLanes lanes per element: where one thread per element would
+// leave fewer than 32 blocks each summing 64 or more slices (depthwise backward_weight's direct
+// splits); else one thread per element. (Lanes pay off only where few elements have many
+// slices; elsewhere their shuffles cost more than they save.)
+inline bool splitk_finish_lanes(int splits, int64_t n) {
+  return splits >= 64 && n < 32 * int64_t(kFinishThreads);
+}
+
+// Converts the n sums of `splits` fp32 slices (`stride` elements apart; 1 slice for one-stage
+// reductions) into dst: kFinishThreads threads per block, at most 8 blocks per compute unit
+// (grid-stride), splitk_finish_lanes lanes per element.
+template <DataType D>
+gpuError_t launch_splitk_finish(const float* ws, int splits, int64_t stride,
+                                typename DataTypeTraits<D>::raw* dst, int64_t n, gpuStream_t stream,
+                                bool after_kernel = false) {
+  const bool lanes = splitk_finish_lanes(splits, n);
+  const int64_t blocks = detail::grid_stride_blocks(n * (lanes ? kFinishLanes : 1), kFinishThreads, 8);
+  auto kernel = lanes ? splitk_finish_lanes_kernel<D> : splitk_finish_kernel<D>;
+#if defined(CKGEN_NVIDIA)
+  return launch_chained(kernel, dim3(unsigned(blocks)), dim3(kFinishThreads), 0, stream, after_kernel, nullptr, ws,
+                        splits, stride, dst, n);
+#else
+  (void)after_kernel;
+  kernel<<<unsigned(blocks), kFinishThreads, 0, stream>>>(ws, splits, stride, dst, n);
+  return gpuGetLastError();
+#endif
+}
+
+#if defined(CKGEN_NVIDIA)
+// The clear of a split's n fp32 sums as a kernel (a memset is not a kernel, so the launch after
+// it cannot be chained to it): 16-byte stores when n % 4 == 0 and ws is 16-byte aligned.
+template <class F>
+CKGEN_GLOBAL void clear_sums_kernel(F* __restrict__ ws, int64_t n) {
+  chain_wait();
+  chain_release();
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  const int64_t vecs = n % 4 == 0 && reinterpret_cast<uintptr_t>(ws) % 16 == 0 ? n / 4 : 0;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs; i += step)
+    reinterpret_cast<float4*>(ws)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int64_t i = vecs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) ws[i] = F(0);
+}
+inline gpuError_t launch_clear_sums(float* ws, int64_t n, gpuStream_t stream, bool after_kernel) {
+  constexpr int kThreads = 256;
+  const int64_t blocks = detail::grid_stride_blocks((n + 3) / 4, kThreads, 8);
+  return launch_chained(clear_sums_kernel<float>, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, after_kernel, nullptr,
+                        ws, n);
+}
+#endif
+
+}  // namespace ckgen
