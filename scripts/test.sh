@@ -4,9 +4,12 @@
 #   bash scripts/test.sh [pytest args...]
 #
 # 1. Installs the system packages the tests use when one is missing (Debian/Ubuntu):
-#    cmake, ninja-build, libgtest-dev, clang-19, lld-19, llvm-19 and clang-22, lld-22, llvm-22
-#    (AMD device-only builds; gfx950 needs LLVM >= 20, Debian bookworm-security has 22) and
-#    hipcc (AMD host build). sudo is used only when not root. CKGEN_SKIP_APT=1 skips this.
+#    cmake, ninja-build, libgtest-dev, the build engines ccache, distcc and sccache (where
+#    packaged; tests/test_build_cache.py), and, for the slow tests only, clang-19, lld-19,
+#    llvm-19 and clang-22, lld-22, llvm-22 (AMD device-only builds; gfx950 needs LLVM >= 20,
+#    Debian bookworm-security has 22) and hipcc (AMD host build). A quick run (a -m marker
+#    expression containing "not slow", or CKGEN_QUICK=1) installs only the first set.
+#    sudo is used only when not root. CKGEN_SKIP_APT=1 skips this.
 # 2. Creates .venv (with the system site-packages, so installed dependencies are reused) unless
 #    a virtualenv is already active, and installs ckgen editable with its test extras into it.
 # 3. Runs the linters (ruff check, ruff format --check, mypy ckgen; any failure fails the run),
@@ -20,11 +23,29 @@ cd "$ROOT"
 t0=$SECONDS
 
 # --- 1. system packages -------------------------------------------------------------------
-APT_PACKAGES=(cmake ninja-build libgtest-dev clang-19 lld-19 llvm-19 clang-22 lld-22 llvm-22 hipcc)
+APT_PACKAGES=(cmake ninja-build libgtest-dev ccache distcc)
+APT_SLOW_PACKAGES=(clang-19 lld-19 llvm-19 clang-22 lld-22 llvm-22 hipcc)
+quick="${CKGEN_QUICK:-0}"
+prev=""
+for a in "$@"; do  # -m EXPR, -mEXPR or -m=EXPR with "not slow" in EXPR
+  expr=""
+  if [[ "$prev" == -m ]]; then expr="$a"; elif [[ "$a" == -m?* ]]; then expr="${a#-m}"; fi
+  if [[ "$expr" =~ (^|[^[:alnum:]_])not[[:space:]]+slow($|[^[:alnum:]_]) ]]; then quick=1; fi
+  prev="$a"
+done
+if [[ "$quick" != 1 ]]; then APT_PACKAGES+=("${APT_SLOW_PACKAGES[@]}"); fi
 if [[ "${CKGEN_SKIP_APT:-0}" != 1 ]] && command -v dpkg-query >/dev/null; then
+  installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+  # sccache is packaged from Debian 12 on; elsewhere its tests skip, with the reason
+  packaged() {  # sed reads to the end: grep -q could SIGPIPE apt-cache under pipefail
+    local c
+    c="$(apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: *//p')"
+    [[ -n "$c" && "$c" != "(none)" ]]
+  }
+  if packaged sccache; then APT_PACKAGES+=(sccache); fi
   missing=()
   for p in "${APT_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    installed "$p" || missing+=("$p")
   done
   if ((${#missing[@]})); then
     SUDO=()
@@ -32,9 +53,15 @@ if [[ "${CKGEN_SKIP_APT:-0}" != 1 ]] && command -v dpkg-query >/dev/null; then
     echo "test.sh: installing ${missing[*]}"
     # ${SUDO[@]+...}: an empty array is "unbound" under set -u in bash < 4.4
     ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    if ! installed sccache && [[ " ${missing[*]} " != *" sccache "* ]] && packaged sccache; then
+      missing+=(sccache)
+    fi
     ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
   else
     echo "test.sh: system packages present (${APT_PACKAGES[*]})"
+  fi
+  if [[ "$quick" == 1 ]]; then
+    echo "test.sh: quick run: not installing ${APT_SLOW_PACKAGES[*]} (slow tests only)"
   fi
 fi
 for d in /usr/local/cuda/bin /usr/local/bin; do
