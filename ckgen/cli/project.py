@@ -219,8 +219,11 @@ def _render_with_progress(
 
 def write_cmake(out: Path, plat: Platform, targets: str, launcher: str, arch_name: str) -> Plan:
     """Write OUTPUT/CMakeLists.txt alone: the generated sources the manifest lists stay."""
-    pl = plan(out, {"CMakeLists.txt": render_cmake(plat, targets, launcher, arch_name).encode()})
-    pl.remove = []
+    pl = plan(
+        out,
+        {"CMakeLists.txt": render_cmake(plat, targets, launcher, arch_name).encode()},
+        prune=False,
+    )
     apply(pl)
     return pl
 

@@ -145,7 +145,11 @@ def _removable(out: Path, rel: str, sha256: str | None) -> bool | None:
         return False
 
 
-def plan(out: Path, files: dict[str, bytes], extra_owned: tuple[str, ...] = ()) -> Plan:
+def plan(
+    out: Path, files: dict[str, bytes], extra_owned: tuple[str, ...] = (), prune: bool = True
+) -> Plan:
+    """What to write to make ``out`` hold ``files``; with ``prune``, also which files of the
+    previous manifest to remove (and which to leave)."""
     pl = Plan(out=out)
     for rel, data in sorted(files.items()):
         if not _safe_rel(rel):
@@ -163,6 +167,8 @@ def plan(out: Path, files: dict[str, bytes], extra_owned: tuple[str, ...] = ()) 
             pl.unchanged += 1
         else:
             pl.write[rel] = data
+    if not prune:
+        return pl
     keep = set(files) | set(extra_owned)
     owned, untrusted, pl.manifest_note = _previous_manifest(out)
     for rel in sorted(set(untrusted) - keep):
