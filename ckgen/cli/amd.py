@@ -12,18 +12,11 @@ from rich.console import JustifyMethod
 from rich.table import Table
 
 from ckgen.cli.app import main
-from ckgen.cli.common import make_console
+from ckgen.cli.common import make_console, output_option
 
 
-@main.command("check-isa")
-@click.option(
-    "-o",
-    "--output",
-    "out",
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Directory written by `ckgen generate --arch <gfx...>`.",
-)
+@main.command("check-isa", short_help="AMD: compile each instance device-only and check its ISA.")
+@output_option("Directory written by `ckgen generate --arch <gfx...>`.")
 @click.option(
     "-j",
     "--jobs",

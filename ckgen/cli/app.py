@@ -62,9 +62,13 @@ def main() -> None:
     from YAML instance lists and arch_specs.json, plus the CMake project that builds them.
 
     \b
-    Typical session:
-      ckgen list-instances --variant backward_data --arch gfx942 --datatype fp16
-      ckgen generate --arch sm_90a -o build/gen
-      ckgen emit-cmake -o build/gen --platform nvidia --gpu-targets 90a
-      cmake -S build/gen -B build/gen/build -G Ninja && ninja -C build/gen/build
+    Typical session, in an empty directory:
+      ckgen generate --variant backward_data   # -> ckgen-out/
+      ckgen list-instances                     # every variant's default instances
+      ckgen emit-cmake                         # ckgen-out/CMakeLists.txt, from its manifest
+      cmake -S ckgen-out -B ckgen-out/build -G Ninja && ninja -C ckgen-out/build
+
+    \b
+    Defaults: --arch is $CKGEN_ARCH, else the GPU found on this machine (nvidia-smi,
+    rocminfo, amd-smi), else sm_90a; -o is ckgen-out/.
     """

@@ -12,10 +12,11 @@ from typing import Any
 import click
 from rich.console import Console
 
+from ckgen.cli.defaults import DEFAULT_ARCH, DEFAULT_OUTPUT, choose_arch
 from ckgen.config.schema import glob_problem
 from ckgen.emit.render import MANIFEST
 from ckgen.errors import CkgenError
-from ckgen.model.arch import ArchSpec, get_arch
+from ckgen.model.arch import ArchSpec, get_arch, load_arch_specs
 from ckgen.model.limits import MAX_K_BATCH
 from ckgen.model.vocab import DataType, Pipeline, Platform, Variant
 from ckgen.space.expand import (
@@ -51,7 +52,10 @@ def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="Variant(s); default: all three.",
         ),
         click.option(
-            "--arch", required=True, help="Target from arch_specs.json (e.g. sm_90a, gfx942)."
+            "--arch",
+            default=None,
+            help="Target from arch_specs.json (e.g. sm_90a, gfx942); default: $CKGEN_ARCH, else "
+            f"the GPU found on this machine (nvidia-smi, rocminfo, amd-smi), else {DEFAULT_ARCH}.",
         ),
         click.option(
             "--config",
@@ -111,9 +115,17 @@ def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def resolve_arch(arch: str | None, quiet: bool = False) -> str:
+    """--arch as given, else the default of ckgen.cli.defaults, named in one line on stderr."""
+    choice = choose_arch(arch, load_arch_specs())
+    if choice.source != "option" and not quiet:
+        err_console.print(choice.note, markup=False, highlight=False, soft_wrap=True)
+    return choice.arch
+
+
 def expansion(
     variants: tuple[str, ...],
-    arch: str,
+    arch: str | None,
     configs: tuple[Path, ...],
     config_set: str,
     datatypes: tuple[str, ...],
@@ -121,8 +133,9 @@ def expansion(
     pipelines: tuple[str, ...],
     kernels: tuple[str, ...],
     resources: Path | None = None,
+    quiet: bool = False,
 ) -> Expansion:
-    spec = get_arch(arch)
+    spec = get_arch(resolve_arch(arch, quiet))
     ctx = rule_context(resources, spec.name)
     vs = [Variant(v) for v in variants] or list(Variant)
     paths = list(configs) if configs else default_config_paths(vs, config_set)
@@ -237,12 +250,33 @@ def csv_words(values: tuple[str, ...]) -> list[str]:
     return [w.strip() for v in values for w in v.split(",") if w.strip()]
 
 
-def project_arch(out: Path) -> ArchSpec:
+def output_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """-o/--output: the project directory, ckgen-out/ of the working directory by default."""
+    return click.option(
+        "-o",
+        "--output",
+        "out",
+        default=DEFAULT_OUTPUT,
+        show_default=True,
+        type=click.Path(path_type=Path, file_okay=False),
+        help=help,
+    )
+
+
+def project_manifest(out: Path) -> tuple[dict[str, Any], ArchSpec]:
+    """The manifest.json that `ckgen generate` wrote into ``out``, and its target."""
+    man = out / MANIFEST
+    hint = "" if out == DEFAULT_OUTPUT else f" -o {out}"
     try:
-        return get_arch(json.loads((out / MANIFEST).read_text())["arch"])
+        data = json.loads(man.read_text())
+        if not isinstance(data, dict):
+            raise TypeError("not a JSON object")
+        return data, get_arch(data["arch"])
     except FileNotFoundError:
-        raise CkgenError(
-            f"{out / MANIFEST} not found: run `ckgen generate -o {out}` first"
-        ) from None
+        raise CkgenError(f"{man} not found: run `ckgen generate{hint}` first") from None
     except (OSError, ValueError, KeyError, TypeError) as ex:
-        raise CkgenError(f"{out / MANIFEST}: not a ckgen manifest ({ex})") from None
+        raise CkgenError(f"{man}: not a ckgen manifest ({ex})") from None
+
+
+def project_arch(out: Path) -> ArchSpec:
+    return project_manifest(out)[1]

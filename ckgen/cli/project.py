@@ -17,8 +17,11 @@ from rich.table import Table
 from ckgen.cli.app import main
 from ckgen.cli.common import (
     check_gpu_targets,
+    err_console,
     expansion,
     make_console,
+    output_option,
+    project_manifest,
     require_instances,
     selection_options,
     warn_explicit_rejections,
@@ -29,12 +32,12 @@ from ckgen.emit.cmake import render_cmake
 from ckgen.emit.output import Plan, apply, check_writable, plan
 from ckgen.emit.render import MANIFEST, render_project
 from ckgen.errors import CkgenError
-from ckgen.model.arch import get_arch, load_arch_specs
+from ckgen.model.arch import load_arch_specs
 from ckgen.model.vocab import Platform, Variant
 from ckgen.space.expand import Expansion
 
 
-@main.command("list-instances")
+@main.command("list-instances", short_help="List the valid instances for one target.")
 @selection_options
 @click.option(
     "--format",
@@ -49,16 +52,16 @@ from ckgen.space.expand import Expansion
     help="Also print rejected candidates, grouped by reason with counts.",
 )
 def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
-    """List the valid instances of the selected configs for one target. An empty list is an
-    error (exit code 2) that names the most frequent rejection reasons."""
+    """List the valid instances of the selected configs for one target.
+
+    With no options: every variant's default instances for the default target (--arch). An
+    empty list is an error (exit code 2) that names the most frequent rejection reasons."""
     exp = expansion(**sel)
     warn_explicit_rejections(exp)
     if not exp.instances and not show_rejected:
         require_instances(exp)
-    out = click.get_text_stream("stdout")
     if fmt == "names":
-        for i in exp.instances:
-            out.write(i.name + "\n")
+        click.echo("".join(i.name + "\n" for i in exp.instances), nl=False)
     elif fmt == "json":
         doc: dict[str, Any] = {
             "arch": exp.arch.name,
@@ -69,7 +72,7 @@ def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
             doc["rejected"] = [
                 {"rule": r, "reason": why, "count": n} for r, why, n in exp.rejected_by_reason()
             ]
-        out.write(json.dumps(doc, indent=1) + "\n")
+        click.echo(json.dumps(doc, indent=1))
     elif fmt == "csv":
         buf = io.StringIO()
         if exp.instances:
@@ -80,7 +83,7 @@ def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
                 w.writerow(
                     {k: "x".join(map(str, v)) if isinstance(v, list) else v for k, v in r.items()}
                 )
-        out.write(buf.getvalue())
+        click.echo(buf.getvalue(), nl=False)
     else:
         console = make_console()
         t = Table(title=f"{len(exp.instances)} instances for {exp.arch.name}", show_lines=False)
@@ -119,14 +122,7 @@ def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
 
 @main.command()
 @selection_options
-@click.option(
-    "-o",
-    "--output",
-    "out",
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Output directory of the generated project.",
-)
+@output_option("Output directory of the generated project.")
 @click.option(
     "--shard-size",
     type=click.IntRange(1, 4096),
@@ -145,9 +141,13 @@ def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors.")
 def generate(out: Path, shard_size: int, jobs: int, dry_run: bool, quiet: bool, **sel: Any) -> None:
-    """Generate instance headers, translation units, registry, profiler and test sources and
-    manifest.json into OUTPUT. Only changed files are written; stale ones are removed."""
-    exp = expansion(**sel)
+    """Generate the kernel sources of a project into OUTPUT.
+
+    Writes instance headers, translation units, registry, profiler and test sources and
+    manifest.json (with a sha256 per file). Only changed files are written. A file the previous
+    manifest listed that is no longer generated is removed only when it is a regular file
+    inside OUTPUT whose content is still what ckgen wrote; anything else is left and named."""
+    exp = expansion(quiet=quiet, **sel)
     warn_explicit_rejections(exp)
     require_instances(exp)
     if not dry_run:
@@ -159,6 +159,7 @@ def generate(out: Path, shard_size: int, jobs: int, dry_run: bool, quiet: bool, 
             click.echo(("update " if (out / rel).exists() else "create ") + rel)
         for rel in pl.remove:
             click.echo("remove " + rel)
+        _report_left(pl)
         click.echo(
             f"{len(pl.write)} to write, {len(pl.remove)} to remove, {pl.unchanged} unchanged (dry "
             "run)"
@@ -166,6 +167,7 @@ def generate(out: Path, shard_size: int, jobs: int, dry_run: bool, quiet: bool, 
         return
     apply(pl)
     if not quiet:
+        _report_left(pl)
         counts = ", ".join(
             f"{sum(1 for i in exp.instances if i.variant is v)} {v.value}"
             for v in Variant
@@ -175,6 +177,11 @@ def generate(out: Path, shard_size: int, jobs: int, dry_run: bool, quiet: bool, 
             f"{len(exp.instances)} instances for {exp.arch.name} ({counts}) -> {out}: "
             f"{len(pl.write)} written, {len(pl.remove)} removed, {pl.unchanged} unchanged"
         )
+
+
+def _report_left(pl: Plan) -> None:
+    for line in pl.notes():
+        err_console.print(f"note: {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _render_with_progress(
@@ -212,47 +219,55 @@ def _render_with_progress(
 
 def write_cmake(out: Path, plat: Platform, targets: str, launcher: str, arch_name: str) -> Plan:
     """Write OUTPUT/CMakeLists.txt alone: the generated sources the manifest lists stay."""
-    pl = plan(out, {"CMakeLists.txt": render_cmake(plat, targets, launcher, arch_name).encode()})
-    pl.remove = []
+    pl = plan(
+        out,
+        {"CMakeLists.txt": render_cmake(plat, targets, launcher, arch_name).encode()},
+        prune=False,
+    )
     apply(pl)
     return pl
 
 
 @main.command("emit-cmake")
+@output_option("Directory written by `ckgen generate`.")
 @click.option(
-    "-o",
-    "--output",
-    "out",
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Directory written by `ckgen generate`.",
-)
-@click.option(
-    "--platform", type=words(Platform), default=None, help="nvidia or amd; default: the target's."
+    "--platform",
+    type=words(Platform),
+    default=None,
+    help="nvidia or amd; default: the one in OUTPUT/manifest.json.",
 )
 @click.option(
     "--gpu-targets",
     default=None,
-    help="CUDA archs (90a) or AMD offload archs (gfx942); default: the target's.",
+    help="CUDA archs (90a) or AMD offload archs (gfx942); default: the ones in "
+    "OUTPUT/manifest.json.",
 )
 @click.option("--launcher", default="", help="Compiler launcher: ccache, sccache or distcc.")
 def emit_cmake(out: Path, platform: str | None, gpu_targets: str | None, launcher: str) -> None:
-    """Write CMakeLists.txt for a generated project (targets ckgen_kernels,
-    ckgen_profiler_<variant>, test_grouped_conv_<variant>)."""
-    man = out / MANIFEST
-    try:
-        data = json.loads(man.read_text())
-        arch = get_arch(data["arch"])
-    except FileNotFoundError:
-        raise CkgenError(f"{man} not found: run `ckgen generate -o {out}` first") from None
-    except (OSError, ValueError, KeyError, TypeError) as ex:
-        raise CkgenError(f"{man}: not a ckgen manifest ({ex})") from None
+    """Write CMakeLists.txt for a generated project.
+
+    The platform and GPU targets default to what `ckgen generate` recorded in OUTPUT's
+    manifest.json. Targets: ckgen_kernels, ckgen_profiler_<variant>,
+    test_grouped_conv_<variant>."""
+    data, arch = project_manifest(out)
+    recorded = data.get("platform")
     plat = Platform(platform) if platform else arch.platform
+    if recorded not in (None, arch.platform.value):
+        raise CkgenError(
+            f"{out / MANIFEST}: platform {recorded!r} does not match arch {arch.name} "
+            f"({arch.platform.value})"
+        )
     if plat is not arch.platform:
         raise CkgenError(
             f"the project was generated for {arch.name} ({arch.platform.value}), not {plat.value}"
         )
-    targets = gpu_targets if gpu_targets is not None else (arch.cuda_arch or arch.name)
+    recorded_targets = data.get("gpu_targets")
+    if gpu_targets is not None:
+        targets = gpu_targets
+    elif isinstance(recorded_targets, str) and recorded_targets:
+        targets = recorded_targets
+    else:
+        targets = arch.cuda_arch or arch.name
     check_gpu_targets(plat, targets)
     if launcher and (
         launcher.startswith("-") or not all(c.isalnum() or c in "_-./+" for c in launcher)
@@ -262,9 +277,10 @@ def emit_cmake(out: Path, platform: str | None, gpu_targets: str | None, launche
             "- . / +)"
         )
     pl = write_cmake(out, plat, targets, launcher, arch.name)
+    chosen = "" if platform and gpu_targets else f", from {out / MANIFEST}"
     click.echo(
         f"{out / 'CMakeLists.txt'}: {'written' if pl.write else 'unchanged'} "
-        f"(platform {plat.value}, targets {targets})"
+        f"(platform {plat.value}, targets {targets}{chosen})"
     )
 
 

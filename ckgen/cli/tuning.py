@@ -16,6 +16,7 @@ from ckgen.cli.common import (
     err_console,
     k_batches,
     make_console,
+    output_option,
     project_arch,
     words,
 )
@@ -24,15 +25,8 @@ from ckgen.model.arch import get_arch
 from ckgen.model.vocab import DataType, Variant
 
 
-@main.command("tune")
-@click.option(
-    "-o",
-    "--output",
-    "out",
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Project built by `ckgen build -o OUTPUT`.",
-)
+@main.command("tune", short_help="Time every instance per shape; write the tuning database.")
+@output_option("Project built by `ckgen build -o OUTPUT`.")
 @click.option(
     "--shapes", required=True, type=click.Path(path_type=Path, dir_okay=False), help="Shapes CSV."
 )
@@ -131,15 +125,10 @@ def tune_cmd(
         raise CkgenError("no timed results: the tuning database is empty")
 
 
-@main.command("check-heuristic")
-@click.option(
-    "-o",
-    "--output",
-    "out",
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Project built by `ckgen build -o OUTPUT` (its lib/libckgen_dispatch.so selects).",
+@main.command(
+    "check-heuristic", short_help="Compare the selected kernel with the best one per shape."
 )
+@output_option("Project built by `ckgen build -o OUTPUT` (its lib/libckgen_dispatch.so selects).")
 @click.option(
     "--results",
     required=True,
@@ -212,7 +201,7 @@ def check_heuristic(
         )
 
 
-@main.command("report")
+@main.command("report", short_help="Markdown table and plots of profiled results vs cuDNN.")
 @click.option(
     "--results",
     required=True,

@@ -19,6 +19,7 @@ from ckgen.cli.common import (
     err_console,
     k_batches,
     make_console,
+    output_option,
     project_arch,
     words,
 )
@@ -28,15 +29,8 @@ from ckgen.errors import CkgenError
 from ckgen.model.vocab import DataType, Variant
 
 
-@main.command("build")
-@click.option(
-    "-o",
-    "--output",
-    "out",
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Directory written by `ckgen generate` (CMakeLists.txt is emitted when missing).",
-)
+@main.command("build", short_help="Configure (CMake, Ninja) and build a generated project.")
+@output_option("Directory written by `ckgen generate` (CMakeLists.txt is emitted when missing).")
 @click.option(
     "-j",
     "--jobs",
@@ -126,15 +120,8 @@ def build_cmd(
     click.echo(f"built {out / 'build'}: {res.steps} step(s) in {res.seconds:.1f} s")
 
 
-@main.command("profile")
-@click.option(
-    "-o",
-    "--output",
-    "out",
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Project built by `ckgen build -o OUTPUT`.",
-)
+@main.command("profile", short_help="Run the profilers over a shapes file, one process per GPU.")
+@output_option("Project built by `ckgen build -o OUTPUT`.")
 @click.option(
     "--shapes", required=True, type=click.Path(path_type=Path, dir_okay=False), help="Shapes CSV."
 )

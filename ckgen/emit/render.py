@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import jinja2
 
+from ckgen import __version__
 from ckgen.model.arch import ArchSpec, get_arch
 from ckgen.model.instance import KernelInstance
 from ckgen.model.naming import NAME_RE, parse_instance_name
@@ -20,7 +22,10 @@ from ckgen.resources import share_dir, templates_dir, testing_dir
 from ckgen.space.forms import math_unit
 
 MANIFEST = "manifest.json"
-MANIFEST_VERSION = 1
+# 2: "tool", "tool_version", "gpu_targets" and "sha256" (the content hash of every file listed
+# in "files" but the manifest itself) were added.
+MANIFEST_VERSION = 2
+MANIFEST_FORMAT = "ckgen-manifest"
 
 
 @cache
@@ -180,14 +185,19 @@ def render_project(
     files.update(_shape_files())
     files.update(_dispatch_files(arch))
     manifest = {
+        "format": MANIFEST_FORMAT,
         "manifest_version": MANIFEST_VERSION,
+        "tool": "ckgen",
+        "tool_version": __version__,
         "arch": arch.name,
         "platform": arch.platform.value,
+        "gpu_targets": arch.cuda_arch or arch.name,
         "warp_size": arch.warp_size,
         "variants": [v.value for v in variants],
         "shard_size": shard_size,
         "instances": [i.to_json() for i in insts],
         "files": sorted(files) + [MANIFEST],
+        "sha256": {rel: hashlib.sha256(data).hexdigest() for rel, data in sorted(files.items())},
     }
     files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
     return files
