@@ -31,6 +31,7 @@ from typing import Any
 
 from ckgen.config.loader import LineDict, LineList, load_yaml
 from ckgen.errors import ConfigError, Where, did_you_mean, shown, type_name
+from ckgen.model.limits import MAX_K_BATCH, MAX_TILE_DIM
 from ckgen.model.vocab import (
     DataType,
     Epilogue,
@@ -129,8 +130,10 @@ def _k_batch(v: Any) -> int:
     if v == "auto":
         return 0
     if isinstance(v, str):
-        raise ValueError(f"expected 'auto' or an integer, got string {v!r}; allowed: auto, 0..1024")
-    return _int(0, 1024)(v)
+        raise ValueError(
+            f"expected 'auto' or an integer, got string {v!r}; allowed: auto, 0..{MAX_K_BATCH}"
+        )
+    return _int(0, MAX_K_BATCH)(v)
 
 
 def _bool(v: Any) -> bool:
@@ -155,7 +158,7 @@ FIELDS: dict[str, FieldSpec] = {
     ),
     "ndim": FieldSpec(_int(1, 3), "spatial dimensions: 1, 2 or 3", 2),
     "tile": FieldSpec(
-        _triple(1, 1024),
+        _triple(1, MAX_TILE_DIM),
         "block tile [M, N, K] of the implicit GEMM (direct: [pixels, channels, channels per "
         "group])",
         (128, 128, 32),

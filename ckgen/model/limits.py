@@ -1,6 +1,8 @@
 """The limits of the template library (templates/include/ckgen): the values and bounds its kernels
-implement, one place for each. The validity rules (ckgen.space.rules) and the resource estimates
-(ckgen.space.estimate) read them; a comment names the C++ trait a value mirrors.
+implement, one place for each. The validity rules (ckgen.space.rules), the resource estimates
+(ckgen.space.estimate), the YAML schema and the CLI read them; the C++ reads the ones CXX_LIMITS
+names from templates/include/ckgen/core/limits.hpp, rendered from this module by
+``python -m ckgen.model.cxx`` (a test checks that the committed header is current).
 """
 
 from __future__ import annotations
@@ -8,7 +10,14 @@ from __future__ import annotations
 # --- every kernel family ------------------------------------------------------------------------
 VECTOR_SIZES = (1, 2, 4, 8)
 MAX_STAGES = 8
+MIN_STAGES = 2  # pipelines that stage (multistage, wavelet, wavelet_tma)
+# Most splits of the reduction a GEMM-family kernel takes (an instance's k_batch, the CLI's
+# --k-batch, RunOptions::k_batch of implicit-GEMM and wavelet_tma instances).
 MAX_K_BATCH = 64
+# Most threads a block may have (every target).
+MAX_THREADS_PER_BLOCK = 1024
+# The largest tile dimension the YAML schema accepts (the rules bound each family further).
+MAX_TILE_DIM = 1024
 GROUPS_TO_MERGE = (1, 2, 4, 8, 16, 32)
 WAVELET_RATIOS = ((4, 4), (4, 2), (2, 2), (2, 1), (1, 1))
 # Shared-memory rows are padded by 16 bytes against bank conflicts.
@@ -101,6 +110,9 @@ DIRECT_MMA_BWD_MAX_LDS = 112 * 1024  # backward_weight: dynamic shared memory (k
 DIRECT_MMA_BWD_COLUMN_SLACK = {16: 24}
 DIRECT_MMA_BWD_TAP_TILES = (DIRECT_MMA_MAX_TAPS + 1) // 2  # m16 tiles of two taps (kTapTiles)
 DIRECT_MAX_PIXELS_PER_THREAD = 8
+# Most reduction slices of a direct backward_weight call (RunOptions::k_batch, the per-problem
+# choice): its slices are short loops combined in a workspace, far more than a GEMM's splits.
+DIRECT_MAX_SLICES = 1024
 # backward_weight depthwise: the Linear 1x3x3 path (all nine taps' loads hoisted) serves up to
 # this many pixels per thread; beyond, 3x3 problems take the window path (per filter row the
 # (pp - 1) * stride + 3 columns, W stride 1 / 2) or the one-tap path (kDirectBwdLinearMaxPixels,
@@ -120,3 +132,63 @@ DIRECT_FILTER_ROW_PAD = 4
 # kDirectCombinePad): at most this many floats, each (pixel row, entry) row of channels padded.
 DIRECT_COMBINE_FLOATS = 5120
 DIRECT_COMBINE_PAD = 4
+
+
+# The limits the C++ reads, by their C++ names (templates/include/ckgen/core/limits.hpp): name,
+# value, the reason the header gives. A tuple becomes an array of the allowed values.
+CXX_LIMITS: tuple[tuple[str, int | tuple[int, ...], str], ...] = (
+    ("kMinStages", MIN_STAGES, "fewest stages of a staging pipeline"),
+    ("kMaxStages", MAX_STAGES, "most stages of a staging pipeline"),
+    ("kMaxKBatch", MAX_K_BATCH, "most reduction splits of an implicit-GEMM / wavelet_tma call"),
+    ("kGroupsToMergeValues", GROUPS_TO_MERGE, "the groups one tile may compute"),
+    ("kMaxThreadsPerBlock", MAX_THREADS_PER_BLOCK, "most threads of a block"),
+    ("kDirectMaxSlices", DIRECT_MAX_SLICES, "most reduction slices of a direct backward_weight"),
+    ("kDirectMmaGroupChannels", DIRECT_MMA_GROUP_CHANNELS, "direct matrix path: C = K per group"),
+    ("kDirectMmaMaxTaps", DIRECT_MMA_MAX_TAPS, "direct matrix path: filter taps staged at once"),
+    (
+        "kDirectMmaMaxStages",
+        DIRECT_MMA_MAX_STAGES,
+        "direct matrix path: source rows staged (a 3x3 filter's three + 1 ahead)",
+    ),
+    ("kDirectMmaMaxSmem", DIRECT_MMA_MAX_LDS, "direct matrix path: static shared memory"),
+    (
+        "kDirectMmaColumnSlack",
+        DIRECT_MMA_COLUMN_SLACK,
+        "direct matrix path: staged columns per filter row beyond the block's pixels",
+    ),
+    (
+        "kDirectMmaColumnPad",
+        DIRECT_MMA_COLUMN_PAD,
+        "direct matrix path: bytes after each staged column's channels",
+    ),
+    (
+        "kDirectMmaBwdFilterRows",
+        DIRECT_MMA_BWD_FILTER_ROWS,
+        "direct matrix backward_weight: filter rows (Z * Y) a unit reads",
+    ),
+    (
+        "kDirectMmaBwdMaxStages",
+        DIRECT_MMA_BWD_MAX_STAGES,
+        "direct matrix backward_weight: gradient buffers (units in flight + 1)",
+    ),
+    (
+        "kDirectMmaBwdMaxSmem",
+        DIRECT_MMA_BWD_MAX_LDS,
+        "direct matrix backward_weight: dynamic shared memory (2 blocks per SM)",
+    ),
+    (
+        "kDirectBwdLinearMaxPixels",
+        DIRECT_BWD_LINEAR_MAX_PIXELS,
+        "direct backward_weight: most pixels a thread of the nine-tap path",
+    ),
+    (
+        "kDirectCombineFloats",
+        DIRECT_COMBINE_FLOATS,
+        "direct backward_weight: floats of the block's combining buffer",
+    ),
+    (
+        "kDirectCombinePad",
+        DIRECT_COMBINE_PAD,
+        "direct backward_weight: floats of padding per row of the combining buffer",
+    ),
+)

@@ -35,6 +35,27 @@ def _parse_x(text: str, ndim: int, fill: int, what: str) -> Dims:
     return _dims(vals, ndim, fill, what)
 
 
+# The C API's problem struct (ckgen_problem of dispatch/ckgen_dispatch.h, rendered by
+# ``python -m ckgen.model.cxx``; ckgen.runtime.capi.CProblem), field by field: C name, C type,
+# array length (0: a scalar), the Problem attribute it holds (None: 0). Sizes as 3 spatial dims
+# (D, H, W) like ckgen::ConvProblem, whose fields are these less `reserved`, plus the computed
+# `out`.
+C_PROBLEM_FIELDS: tuple[tuple[str, str, int, str | None], ...] = (
+    ("ndim", "int32_t", 0, "ndim"),
+    ("reserved", "int32_t", 0, None),
+    ("G", "int64_t", 0, "G"),
+    ("N", "int64_t", 0, "N"),
+    ("C", "int64_t", 0, "C"),
+    ("K", "int64_t", 0, "K"),
+    ("in", "int64_t", 3, "input"),
+    ("filter", "int64_t", 3, "filter"),
+    ("stride", "int64_t", 3, "stride"),
+    ("dilation", "int64_t", 3, "dilation"),
+    ("pad_l", "int64_t", 3, "pad_l"),
+    ("pad_r", "int64_t", 3, "pad_r"),
+)
+
+
 @dataclass(frozen=True)
 class Problem:
     """A grouped convolution (C and K per group), held as 3 spatial dims like ckgen::ConvProblem.

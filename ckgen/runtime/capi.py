@@ -4,11 +4,12 @@ arguments, and loading the library with its function signatures."""
 from __future__ import annotations
 
 import ctypes
+import keyword
 from pathlib import Path
 from typing import Any
 
 from ckgen.errors import CkgenError
-from ckgen.model.problem import Problem
+from ckgen.model.problem import C_PROBLEM_FIELDS, Problem
 
 
 class CkgenRuntimeError(CkgenError):
@@ -36,39 +37,26 @@ class NoKernel(CkgenRuntimeError):
         self.reason = reason
 
 
+_CTYPES = {"int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64}
+
+
+def _ctypes_field(name: str, ctype: str, count: int) -> tuple[str, Any]:
+    t = _CTYPES[ctype]
+    return (name + "_" if keyword.iskeyword(name) else name, t * count if count else t)
+
+
 class CProblem(ctypes.Structure):
-    _fields_ = [
-        ("ndim", ctypes.c_int32),
-        ("reserved", ctypes.c_int32),
-        ("G", ctypes.c_int64),
-        ("N", ctypes.c_int64),
-        ("C", ctypes.c_int64),
-        ("K", ctypes.c_int64),
-        ("in_", ctypes.c_int64 * 3),
-        ("filter", ctypes.c_int64 * 3),
-        ("stride", ctypes.c_int64 * 3),
-        ("dilation", ctypes.c_int64 * 3),
-        ("pad_l", ctypes.c_int64 * 3),
-        ("pad_r", ctypes.c_int64 * 3),
-    ]
+    """ckgen_problem (ckgen.model.problem.C_PROBLEM_FIELDS)."""
+
+    _fields_ = [_ctypes_field(n, t, c) for n, t, c, _ in C_PROBLEM_FIELDS]
 
 
 def c_problem(p: Problem) -> CProblem:
-    t = ctypes.c_int64 * 3
-    return CProblem(
-        p.ndim,
-        0,
-        p.G,
-        p.N,
-        p.C,
-        p.K,
-        t(*p.input),
-        t(*p.filter),
-        t(*p.stride),
-        t(*p.dilation),
-        t(*p.pad_l),
-        t(*p.pad_r),
-    )
+    args: list[Any] = []
+    for _name, ctype, count, attr in C_PROBLEM_FIELDS:
+        v: Any = getattr(p, attr) if attr else 0
+        args.append((_CTYPES[ctype] * count)(*v) if count else v)
+    return CProblem(*args)
 
 
 def ptr_arg(x: Any) -> int:

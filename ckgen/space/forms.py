@@ -31,14 +31,16 @@ def is_pingpong(i: KernelInstance) -> bool:
     )
 
 
+# backward_weight's row form: (pipeline, variant, specialization); the C++ reads it from
+# core/forms.hpp is_row_form (rendered by ``python -m ckgen.model.cxx``).
+ROW_FORM = (Pipeline.WAVELET_TMA, Variant.BACKWARD_WEIGHT, Specialization.STRIDE1)
+
+
 def is_row_form(i: KernelInstance) -> bool:
     """backward_weight's row form (TmaTraits::kRows): wavelet_tma stride1 on backward_weight, a tile
     one filter row's taps, a k tile a segment of an output row; the default stage layout."""
-    return (
-        i.pipeline is Pipeline.WAVELET_TMA
-        and i.specialization is Specialization.STRIDE1
-        and i.variant is Variant.BACKWARD_WEIGHT
-    )
+    pipeline, variant, specialization = ROW_FORM
+    return i.pipeline is pipeline and i.specialization is specialization and i.variant is variant
 
 
 def is_patch(i: KernelInstance) -> bool:

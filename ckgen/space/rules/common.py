@@ -8,6 +8,7 @@ from ckgen.model.instance import KernelInstance
 from ckgen.model.limits import (
     MAX_K_BATCH,
     MAX_STAGES,
+    MIN_STAGES,
     WAVELET_RATIOS,
 )
 from ckgen.model.vocab import (
@@ -43,8 +44,8 @@ def check_pipeline(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | No
         return f"pipeline {i.pipeline.value} not available on {a.name}"
     if i.pipeline in SINGLE_STAGE_PIPELINES and i.stages != 1:
         return f"{i.pipeline.value} pipeline has exactly one stage"
-    if i.pipeline not in SINGLE_STAGE_PIPELINES and not 2 <= i.stages <= MAX_STAGES:
-        return f"{i.pipeline.value} needs 2..{MAX_STAGES} stages"
+    if i.pipeline not in SINGLE_STAGE_PIPELINES and not MIN_STAGES <= i.stages <= MAX_STAGES:
+        return f"{i.pipeline.value} needs {MIN_STAGES}..{MAX_STAGES} stages"
     return None
 
 

@@ -32,10 +32,15 @@ enum {
 
 /* A problem as 3 spatial dims (D, H, W); 1D/2D put 1 (sizes) / 0 (pads) into the leading
  * dims, as ckgen::ConvProblem does. The output size is computed. */
+/* BEGIN ckgen_problem: rendered from ckgen/model/problem.py by `python -m ckgen.model.cxx`;
+ * do not edit by hand. */
 typedef struct ckgen_problem {
   int32_t ndim;
   int32_t reserved;
-  int64_t G, N, C, K;
+  int64_t G;
+  int64_t N;
+  int64_t C;
+  int64_t K;
   int64_t in[3];
   int64_t filter[3];
   int64_t stride[3];
@@ -43,6 +48,7 @@ typedef struct ckgen_problem {
   int64_t pad_l[3];
   int64_t pad_r[3];
 } ckgen_problem;
+/* END ckgen_problem */
 
 CKGEN_API int ckgen_api_version(void);
 CKGEN_API const char* ckgen_arch(void);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 
 #include "ckgen/core/problem.hpp"
 #include "ckgen/core/vocab.hpp"
@@ -28,15 +29,9 @@ inline GemmDims gemm_dims(Variant v, const ConvProblem& p) {
     d.K = p.K;
     int64_t classes = 1;
     for (int i = 0; i < 3; ++i) {
-      int64_t a = p.stride[i], b = p.dilation[i];
-      while (b) {
-        const int64_t t = a % b;
-        a = b;
-        b = t;
-      }
-      const int64_t fstep = p.stride[i] / a;
-      d.M *= cdiv(p.in[i], p.stride[i]);
-      d.K *= cdiv(p.filter[i], fstep);
+      const int64_t fstep = p.stride[i] / std::gcd(p.stride[i], p.dilation[i]);
+      d.M *= cdiv(p.in[i], p.stride[i]);  // class 0 is the largest
+      d.K *= cdiv(p.filter[i], fstep);    // most taps of any class
       classes *= p.stride[i];
     }
     d.N = p.C;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "ckgen/core/portability.hpp"
+#include "ckgen/core/limits.hpp"
 #include "ckgen/core/vocab.hpp"
 
 namespace ckgen {
@@ -174,24 +175,22 @@ struct ConfigTraits {
                 "ckgen: wgmma needs the wavelet pipeline, WarpTile<64, N, 16> and Waves M % 4 == 0");
   static_assert(!kSmemInterleaved || (VA <= 8 && VB <= 8 && BM % 8 == 0 && BN % 8 == 0),
                 "ckgen: the interleaved shared-memory layout needs 8-element bricks");
-  static_assert(!kWavelet || (Cfg::kStages >= 2 && Cfg::kStages <= 8),
-                "ckgen: the wavelet pipeline needs 2..8 stages");
+  static_assert(!kWavelet || (Cfg::kStages >= kMinStages && Cfg::kStages <= kMaxStages),
+                "ckgen: the wavelet pipeline needs kMinStages..kMaxStages stages (core/limits.hpp)");
   static_assert(!kWavelet || (Cfg::kMathWaves == kWarps && Cfg::kLoadWaves >= 1),
                 "ckgen: wavelet needs kMathWaves == the wave layout's warps and kLoadWaves >= 1");
   static_assert(Cfg::kPipeline != Pipeline::Basic || Cfg::kStages == 1 || Cfg::kStages == 2,
                 "ckgen: the basic pipeline has one LDS buffer (kStages 1)");
-  static_assert(Cfg::kPipeline != Pipeline::Multistage || (Cfg::kStages >= 2 && Cfg::kStages <= 8),
-                "ckgen: the multistage pipeline needs 2..8 stages");
+  static_assert(Cfg::kPipeline != Pipeline::Multistage || (Cfg::kStages >= kMinStages && Cfg::kStages <= kMaxStages),
+                "ckgen: the multistage pipeline needs kMinStages..kMaxStages stages (core/limits.hpp)");
   static_assert(kWavelet || (Cfg::kLoadWaves == 0 && Cfg::kMathWaves == 0),
                 "ckgen: load/math waves are only for the wavelet pipeline");
   static_assert(Cfg::kEpilogue == Epilogue::Default || Cfg::kEpilogue == Epilogue::CShuffle,
                 "ckgen: epilogue must be default or cshuffle");
   static_assert(Cfg::kEpilogue != Epilogue::CShuffle || BN % VC == 0,
                 "ckgen: cshuffle needs Tile N to be a multiple of kVecC");
-  static_assert(Cfg::kGroupsToMerge == 1 || Cfg::kGroupsToMerge == 2 || Cfg::kGroupsToMerge == 4 ||
-                    Cfg::kGroupsToMerge == 8 || Cfg::kGroupsToMerge == 16 ||
-                    Cfg::kGroupsToMerge == 32,
-                "ckgen: groups_to_merge must be 1, 2, 4, 8, 16 or 32");
+  static_assert(one_of(kGroupsToMergeValues, Cfg::kGroupsToMerge),
+                "ckgen: groups_to_merge must be one of kGroupsToMergeValues (core/limits.hpp)");
   static_assert(Cfg::kGroupsToMerge == 1 || kVariant != Variant::BackwardWeight,
                 "ckgen: groups_to_merge > 1 is for forward and backward_data");
   static_assert(!kStreamK || kVariant == Variant::BackwardWeight,
@@ -204,8 +203,8 @@ struct ConfigTraits {
   static_assert(Cfg::kScheduler == Scheduler::Intrawave || Cfg::kMathUnit == MathUnit::Mfma ||
                     Cfg::kMathUnit == MathUnit::Wmma,
                 "ckgen: the interwave scheduler is AMD only");
-  static_assert(Cfg::kKBatch >= 0 && Cfg::kKBatch <= 64, "ckgen: kKBatch must be 0..64");
-  static_assert(kThreads <= 1024, "ckgen: too many threads per block");
+  static_assert(Cfg::kKBatch >= 0 && Cfg::kKBatch <= kMaxKBatch, "ckgen: kKBatch must be 0..kMaxKBatch (core/limits.hpp)");
+  static_assert(kThreads <= kMaxThreadsPerBlock, "ckgen: too many threads per block");
 };
 
 }  // namespace ckgen

@@ -92,7 +92,7 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     if (channel_tiles(p) > 65535) return "G * C / tile N exceeds 65535 (grid.y limit)";
     if constexpr (kVariant == Variant::BackwardWeight) {
       if (opts.k_batch < 0 || opts.k_batch > kDirectMaxSlices)
-        return "k_batch " + str(opts.k_batch) + " out of range 0..1024 (0 = chosen per problem)";
+        return "k_batch " + str(opts.k_batch) + " out of range 0.." + str(kDirectMaxSlices) + " (0 = chosen per problem)";
       if (p.weight_elems() * kDirectMaxSlices > kMax32)
         return "G * K * Z * Y * X * C too large for the workspace index";
       if constexpr (Tr::kMma) {

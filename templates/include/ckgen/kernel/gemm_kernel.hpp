@@ -14,6 +14,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "ckgen/conv/gemm_dims.hpp"
 #include "ckgen/kernel/gemm_device.hpp"
 #include "ckgen/kernel/host_face.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
@@ -71,25 +72,10 @@ class GroupedConvKernel final : public HostFace<Cfg> {
   // GEMM sizes per block's group (merged groups: GM of them; backward_data: the largest
   // stride class).
   static void gemm_dims(const ConvProblem& p, int64_t& M, int64_t& N, int64_t& K) {
-    const int64_t zyx = p.filter_spatial();
-    if constexpr (kVariant == Variant::Forward) {
-      M = p.N * p.out_spatial();
-      N = GM * p.K;
-      K = zyx * GM * p.C;
-    } else if constexpr (kVariant == Variant::BackwardData) {
-      M = p.N;
-      K = GM * p.K;
-      for (int i = 0; i < 3; ++i) {
-        const int64_t fstep = p.stride[i] / std::gcd(p.stride[i], p.dilation[i]);
-        M *= detail::ceil_div(p.in[i], p.stride[i]);  // class 0 is the largest
-        K *= detail::ceil_div(p.filter[i], fstep);    // most taps of any class
-      }
-      N = GM * p.C;
-    } else {
-      M = p.K;
-      N = zyx * p.C;
-      K = p.N * p.out_spatial();
-    }
+    const GemmDims d = tiled_gemm_dims(kVariant, p, GM);
+    M = d.M;
+    N = d.N;
+    K = d.K;
   }
 
   // The split count a call uses. backward_weight: opts.k_batch, else the instance's kKBatch,
@@ -210,7 +196,7 @@ class GroupedConvKernel final : public HostFace<Cfg> {
       if (s.grid > kMax32) return "StreamK: grid of " + str(s.grid) + " blocks exceeds 2^31-1";
     } else {  // Split-K.
       const int kb = resolve_k_batch(p, opts);
-      if (kb < 1 || kb > 64) return "k_batch " + str(kb) + " out of range 1..64";
+      if (kb < 1 || kb > kMaxKBatch) return "k_batch " + str(kb) + " out of range 1.." + str(kMaxKBatch);
     }
     if (Tr::kSmemBytes > 48 * 1024 && Tr::kSmemBytes > detail::device_smem_optin())
       return "needs " + str(Tr::kSmemBytes) + " bytes of shared memory, device allows " +

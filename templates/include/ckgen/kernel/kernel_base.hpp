@@ -15,6 +15,9 @@
 #include <vector>
 
 #include "ckgen/core/portability.hpp"
+#include "ckgen/core/forms.hpp"
+#include "ckgen/core/kernel_key.hpp"
+#include "ckgen/core/limits.hpp"
 #include "ckgen/core/names.hpp"
 #include "ckgen/core/problem.hpp"
 #include "ckgen/core/vocab.hpp"
@@ -213,7 +216,7 @@ inline bool cluster_fits(const int64_t* cluster_slots, int c) {
 }
 inline ReductionSplit tma_reduction_choice(int64_t k_tiles, int64_t tiles, int64_t slots,
                                            const int64_t* cluster_slots, int64_t dw_elems,
-                                           int max_splits = 64, SplitReduce mode = SplitReduce::Auto) {
+                                           int max_splits = kMaxKBatch, SplitReduce mode = SplitReduce::Auto) {
   int kmax = int(std::min<int64_t>(max_splits, std::max<int64_t>(1, k_tiles / 4)));
   if (mode == SplitReduce::Cluster) kmax = std::min(kmax, 8);
   ReductionSplit best;
@@ -240,7 +243,7 @@ inline bool tma_split_in_cluster(int64_t k_tiles, int64_t tiles, int64_t slots, 
 }
 // The same without clusters (forward / backward_data): the split count.
 inline int tma_reduction_splits(int64_t k_tiles, int64_t tiles, int64_t slots, int64_t dw_elems,
-                                int max_splits = 64) {
+                                int max_splits = kMaxKBatch) {
   return tma_reduction_choice(k_tiles, tiles, slots, nullptr, dw_elems, max_splits).splits;
 }
 }  // namespace detail
@@ -270,37 +273,10 @@ struct RunOptions {
   SplitReduce split_reduce = SplitReduce::Auto;
 };
 
-// Static description of an instance (mirrors the generated Config; the key of the registry).
-struct KernelKey {
-  std::string name;
-  Variant variant;
-  DataType datatype;
-  int ndim;
-  int tile_m, tile_n, tile_k;
-  int wave_m, wave_n, wave_k;
-  int warp_m, warp_n, warp_k;
-  Pipeline pipeline;
-  int stages;
-  Scheduler scheduler;
-  int load_waves, math_waves;
-  Epilogue epilogue;
-  bool swap_ab = false;  // wavelet_tma: the MMA computes the transposed tile (pipeline/tma_ws.hpp)
-  bool ping_pong = false;  // wavelet_tma: two math warpgroups take turns on units (TmaTraits::kPingPong)
-  int vec_a, vec_b, vec_c;
-  Specialization specialization;
-  int groups_to_merge;
-  int k_batch;
-  Reduction reduction;
-  bool persistent;
-  Stage stage;
-  const char* arch;
-};
-
 // backward_weight's row form (wavelet_tma, specialization stride1: TmaTraits::kRows), as the
 // dispatcher and the test harness tell it from a key.
 inline bool tma_row_form(const KernelKey& k) {
-  return k.pipeline == Pipeline::WaveletTma && k.variant == Variant::BackwardWeight &&
-         k.specialization == Specialization::Stride1;
+  return is_row_form(k.pipeline, k.variant, k.specialization);
 }
 
 // windows (wavelet_tma, specialization window: pipeline/tma_window.hpp forward,

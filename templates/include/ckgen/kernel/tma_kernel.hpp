@@ -87,7 +87,7 @@ class TmaConvKernel final : public HostFace<Cfg> {
     if (opts.streamk_blocks != 0)
       return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
     if (kTakesKBatch && (opts.k_batch < 0 || opts.k_batch > kMaxSplits))
-      return "k_batch " + str(opts.k_batch) + " out of range 0..64 (0 = chosen per problem)";
+      return "k_batch " + str(opts.k_batch) + " out of range 0.." + str(kMaxSplits) + " (0 = chosen per problem)";
     if constexpr (!Tr::kWeightGrad) {
       return detail::split_reduce_refusal(opts.split_reduce);
     } else {
@@ -261,7 +261,7 @@ class TmaConvKernel final : public HostFace<Cfg> {
   }
 
  private:
-  static constexpr int kMaxSplits = 64;
+  static constexpr int kMaxSplits = kMaxKBatch;
   // Whether RunOptions::k_batch reaches the kernel: backward_weight, or an instance whose
   // k_batch is not 1 (forward / backward_data with k_batch 1 never split and ignore it).
   static constexpr bool kTakesKBatch = Tr::kWeightGrad || Cfg::kKBatch != 1;

@@ -55,7 +55,7 @@ struct DirectTraits {
                          std::conditional_t<kVariant == Variant::BackwardWeight, DirectMmaBwdTraits<Cfg>,
                                             DirectMmaTraits<Cfg>>>;
   static constexpr int kMinBlocks = MinBlocksFrom::kMinBlocks;
-  static_assert(kThreads <= 1024, "ckgen: too many threads per block");
+  static_assert(kThreads <= kMaxThreadsPerBlock, "ckgen: too many threads per block");
   static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kEpilogue == Epilogue::Default &&
                     Cfg::kSpecialization == Specialization::Default &&
                     Cfg::kScheduler == Scheduler::Intrawave && Cfg::kReduction == Reduction::SplitK &&

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "ckgen/core/limits.hpp"
 #include "ckgen/pipeline/depthwise_fwd.hpp"
 
 namespace ckgen {
@@ -15,9 +16,7 @@ namespace direct {
 // backward_weight's block sums of its threads' partials pass through at most this many floats of
 // static shared memory (20 KB: the nine taps of a 64-channel, 128-thread, 4-wide tile in one pass),
 // an entry's row of channels padded by kDirectCombinePad floats (16-byte stores stay aligned, the
-// summing threads' reads spread over the banks).
-inline constexpr int kDirectCombineFloats = 5120;
-inline constexpr int kDirectCombinePad = 4;
+// summing threads' reads spread over the banks; both in core/limits.hpp).
 
 // backward_weight: one block = one slice of output pixels x one group tile. Path: Linear, or
 // Window / WindowS2 (compile-time depthwise filter, W dilation 1, W stride 1 / 2, Wo % PP == 0:

@@ -31,6 +31,7 @@
 
 #include "ckgen/core/async_copy.hpp"
 #include "ckgen/core/config_traits.hpp"
+#include "ckgen/core/limits.hpp"
 #include "ckgen/pipeline/direct_common.hpp"
 #include "ckgen/pipeline/direct_mma.hpp"
 #include "ckgen/warp/mma_nvidia.hpp"
@@ -38,9 +39,6 @@
 
 namespace ckgen {
 
-inline constexpr int kDirectMmaBwdFilterRows = 3;  // filter rows (Z * Y) a unit reads
-inline constexpr int kDirectMmaBwdMaxStages = 8;    // gradient buffers: units in flight + 1
-inline constexpr int kDirectMmaBwdMaxSmem = 112 * 1024;  // dynamic shared memory (2 blocks per SM)
 // Staged columns per row, of which a unit reads (M - 1) * s + (X - 1) * dil + 1: M + 16, and
 // M + 24 for 16-pixel units (a 3-wide filter at W stride 2 reads 33 columns, e.g. the 28x28
 // depthwise stride-2 layer; larger units keep M + 16 so that 64-pixel ones hold four buffers).

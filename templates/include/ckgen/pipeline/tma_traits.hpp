@@ -8,6 +8,7 @@
 
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/core/fast_div.hpp"
+#include "ckgen/core/forms.hpp"
 #include "ckgen/block/tma_staging.hpp"
 #include "ckgen/schedule/tma_phases.hpp"
 
@@ -150,7 +151,7 @@ struct TmaTraits {
   // 4D tiled copy, B region first) and dy's row_len pixels (A region, kRowBlock bytes in): every
   // tap reads its B operand from row fx * d_w of the same pixels, so x is copied once per
   // filter row instead of once per tap. The stage is the default one (BM + BN rows of 128 bytes).
-  static constexpr bool kRows = kWeightGrad && Cfg::kSpecialization == Specialization::Stride1;
+  static constexpr bool kRows = is_row_form(Cfg::kPipeline, Cfg::kVariant, Cfg::kSpecialization);
   static constexpr int kRowPos = detail::tma_row_positions(BN);
   static constexpr int kRowBlock = (BM + BN - kRowPos) * kRowBytes;
   static constexpr int kPatchBuffers = 2;
@@ -186,7 +187,7 @@ struct TmaTraits {
                                          (kPingPong && Cfg::Waves::kM == 4 && !kSwap && !kPatch)),
                 "ckgen: wavelet_tma has one load warp (load waves 1) and math waves = waves M, or "
                 "2 x 4 (ping-pong; no swap_ab, no stride1)");
-  static_assert(S >= 2 && S <= 8, "ckgen: wavelet_tma needs 2..8 stages");
+  static_assert(S >= kMinStages && S <= kMaxStages, "ckgen: wavelet_tma needs kMinStages..kMaxStages stages");
   static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK && !Cfg::kPersistent &&
                     (Cfg::kSpecialization == Specialization::Default || kPatch || kRows),
                 "ckgen: wavelet_tma: no merged groups, split-K only, specialization default or stride1");

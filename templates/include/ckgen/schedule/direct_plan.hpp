@@ -6,13 +6,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ckgen/core/limits.hpp"
 #include "ckgen/core/problem.hpp"
 #include "ckgen/core/vocab.hpp"
 
 namespace ckgen {
-
-// Most reduction slices of a direct backward_weight call (RunOptions::k_batch up to this).
-inline constexpr int kDirectMaxSlices = 1024;
 
 // The pixels a direct kernel iterates: forward and backward_weight the output pixels
 // (N * Do * Ho * Wo), backward_data the input pixels it writes (N * Di * Hi * Wi).
@@ -38,20 +36,13 @@ inline int64_t direct_row_segments(Variant v, const ConvProblem& p, int tile_pix
   return direct_band_segments(v, p, tile_pixels, 1);
 }
 
-// The forward / backward_data matrix path's shared memory (pipeline/direct_mma.hpp; ckgen/model/limits.py mirrors the
+// The forward / backward_data matrix path's shared memory (pipeline/direct_mma.hpp; ckgen/model/limits.py holds the
 // constants for its shared-memory check): the weights of up to kDirectMmaMaxTaps taps, and a ring
 // of staged source rows, each tile_pixels + kDirectMmaColumnSlack columns of the block's channels
 // padded by kDirectMmaColumnPad bytes, as many as fit in kDirectMmaMaxSmem (at most
-// kDirectMmaMaxStages). The kernel's traits and the dispatcher's cost model (bands need
-// stages >= Y + 1) both read it here.
-inline constexpr int kDirectMmaGroupChannels = 8;  // C = K per group
-inline constexpr int kDirectMmaMaxTaps = 9;        // filter taps staged at once
-inline constexpr int kDirectMmaMaxStages = 4;      // source rows staged (a band: a 3x3 filter's three + 1 ahead)
-inline constexpr int kDirectMmaMaxSmem = 48 * 1024;  // static shared memory
-// Staged columns per filter row beyond the block's pixels: (X - 1) * dil up to 16 at stride 1
-// (larger W strides take the FMA path).
-inline constexpr int kDirectMmaColumnSlack = 16;
-inline constexpr int kDirectMmaColumnPad = 16;  // bytes after each staged column's channels
+// kDirectMmaMaxStages; the constants in core/limits.hpp). The kernel's traits and the
+// dispatcher's cost model (bands need stages >= Y + 1) both read it here. The column slack
+// covers (X - 1) * dil up to 16 at stride 1 (larger W strides take the FMA path).
 struct DirectMmaRing {
   int row_bytes;     // one staged source row
   int weight_bytes;  // the staged weights
@@ -115,9 +106,7 @@ inline int direct_mma_band_rows(const ConvProblem& p, int stages, int64_t row_bl
 // depthwise (Cg = 1) with a 1x3x3 filter takes a window of the thread's pixels per filter row
 // where they share an output row (W dilation 1, W stride 1 or 2, Wo % pp == 0: Window /
 // WindowS2), else all nine taps at once up to kDirectBwdLinearMaxPixels pixels a thread (its
-// hoisted loads spill beyond; ckgen/model/limits.py DIRECT_BWD_LINEAR_MAX_PIXELS mirrors it); everything else
-// one tap at a time (Generic).
-inline constexpr int kDirectBwdLinearMaxPixels = 2;
+// hoisted loads spill beyond; core/limits.hpp); everything else one tap at a time (Generic).
 enum class DirectBwdPath { Window, WindowS2, Linear9, Generic };
 inline DirectBwdPath direct_fma_bwd_path(const ConvProblem& p, int group_channels, int pp) {
   if (group_channels != 1 || p.filter[0] != 1 || p.filter[1] != 3 || p.filter[2] != 3) return DirectBwdPath::Generic;

@@ -1,0 +1,53 @@
+// Rendered from ckgen/model/limits.py by `python -m ckgen.model.cxx`; do not edit by hand.
+// The limits of the template library; the Python rules and estimates read the same
+// values.
+#pragma once
+
+namespace ckgen {
+
+// fewest stages of a staging pipeline
+inline constexpr int kMinStages = 2;
+// most stages of a staging pipeline
+inline constexpr int kMaxStages = 8;
+// most reduction splits of an implicit-GEMM / wavelet_tma call
+inline constexpr int kMaxKBatch = 64;
+// the groups one tile may compute
+inline constexpr int kGroupsToMergeValues[] = {1, 2, 4, 8, 16, 32};
+// most threads of a block
+inline constexpr int kMaxThreadsPerBlock = 1024;
+// most reduction slices of a direct backward_weight
+inline constexpr int kDirectMaxSlices = 1024;
+// direct matrix path: C = K per group
+inline constexpr int kDirectMmaGroupChannels = 8;
+// direct matrix path: filter taps staged at once
+inline constexpr int kDirectMmaMaxTaps = 9;
+// direct matrix path: source rows staged (a 3x3 filter's three + 1 ahead)
+inline constexpr int kDirectMmaMaxStages = 4;
+// direct matrix path: static shared memory
+inline constexpr int kDirectMmaMaxSmem = 48 * 1024;
+// direct matrix path: staged columns per filter row beyond the block's pixels
+inline constexpr int kDirectMmaColumnSlack = 16;
+// direct matrix path: bytes after each staged column's channels
+inline constexpr int kDirectMmaColumnPad = 16;
+// direct matrix backward_weight: filter rows (Z * Y) a unit reads
+inline constexpr int kDirectMmaBwdFilterRows = 3;
+// direct matrix backward_weight: gradient buffers (units in flight + 1)
+inline constexpr int kDirectMmaBwdMaxStages = 8;
+// direct matrix backward_weight: dynamic shared memory (2 blocks per SM)
+inline constexpr int kDirectMmaBwdMaxSmem = 112 * 1024;
+// direct backward_weight: most pixels a thread of the nine-tap path
+inline constexpr int kDirectBwdLinearMaxPixels = 2;
+// direct backward_weight: floats of the block's combining buffer
+inline constexpr int kDirectCombineFloats = 5 * 1024;
+// direct backward_weight: floats of padding per row of the combining buffer
+inline constexpr int kDirectCombinePad = 4;
+
+// Whether v is one of the values of an array above.
+template <int N>
+constexpr bool one_of(const int (&values)[N], int v) {
+  for (int i = 0; i < N; ++i)
+    if (values[i] == v) return true;
+  return false;
+}
+
+}  // namespace ckgen
