@@ -119,12 +119,12 @@ def report(model: Any) -> list[Decision]:
 def _why_not(m: Any, registry: Any, dtype: Any) -> str:
     """'' when ckgen can serve the module, else the reason."""
     t = type(m)
+    if isinstance(m.weight, nn.parameter.UninitializedParameter):
+        return "lazy module not initialized yet (run one forward first)"
     if t not in _TWINS:
         base = next((b.__name__ for b in _TWINS if isinstance(m, b)), "")
         return f"a subclass of nn.{base} (its forward may differ); left as is"
     w = m.weight
-    if isinstance(w, nn.parameter.UninitializedParameter):
-        return "lazy module not initialized yet (run one forward first)"
     if m.padding_mode != "zeros":
         return f"padding_mode={m.padding_mode!r} (ckgen pads with zeros only)"
     try:
