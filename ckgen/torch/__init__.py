@@ -1,0 +1,255 @@
+"""ckgen convolutions as PyTorch ops: torch.ops.ckgen.conv_forward / conv_backward_data /
+conv_backward_weight, registered with torch.library (fake implementations and autograd
+included), so torch.compile, AOTAutograd and CUDA graphs take them like any ATen op.
+
+Tensors follow PyTorch's conv conventions (logical N, C, *spatial). ckgen's kernels read and
+write channels-last memory (torch.channels_last / channels_last_3d; 1D: (N, C, W) whose memory is
+N, W, C): that order is exactly ckgen's NHWGC / GKYXC / NHWGK. Inputs in another layout
+(contiguous NCHW, non-contiguous views) are copied into channels-last first, which costs a copy
+per call: keep models channels-last (`model.to(memory_format=torch.channels_last)`). Outputs are
+always channels-last. The kernels run on the tensors' device, on its current stream.
+
+    import ckgen.torch as ct
+    reg = ckgen.Registry.build("default", kernels=["*_fp16_2d_*"], max_workers=16)
+    ct.set_default_registry(reg)                       # or pass registry=reg per call
+    model = ct.convert(model)                          # nn.ConvNd -> ckgen, same Parameters
+    y  = ct.conv(x, w, bias, stride=1, padding=1)      # differentiable
+    y  = ct.conv_forward(x, w, stride=1, padding=1)
+    dx = ct.conv_backward_data(dy, w, x.shape, stride=1, padding=1)
+    dw = ct.conv_backward_weight(x, dy, w.shape, stride=1, padding=1)
+    m  = ct.Conv2d(64, 64, 3, padding=1)               # drop-in nn.Module
+    ct.benchmark = True                                # autotune each problem's first call
+
+The default registry can also come from CKGEN_TORCH_LIB (a built libckgen_dispatch.so or its
+build directory); set_default_registry(reg, device=i) gives one device its own. Autotuning
+(`benchmark = True`, or CKGEN_AUTOTUNE=1 when this module is imported) is passed to the library's
+select() where the library supports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    import torch
+except ImportError as _ex:  # pragma: no cover - depends on the environment
+    raise ImportError("ckgen.torch needs PyTorch (pip install torch)") from _ex
+
+from ckgen.torch import checks as _ck
+from ckgen.torch.checks import ConvDeviceError, ConvTypeError, ConvValueError
+from ckgen.torch.convert import Conv1d, Conv2d, Conv3d, Decision, convert, report
+from ckgen.torch.ops import _ENV_AUTOTUNE as _ENV_AUTOTUNE
+from ckgen.torch.ops import (
+    SCHEMAS,
+    ConvFunction,
+    LaunchError,
+    NoKernelError,
+    UnsupportedProblemError,
+    autotune_enabled,
+    backward_data_impl,
+    backward_weight_impl,
+    cache_info,
+    clear_cache,
+    default_registry,
+    eager,
+    library_id,
+    set_default_registry,
+)
+
+__all__ = [
+    "SCHEMAS",
+    "Conv1d",
+    "Conv2d",
+    "Conv3d",
+    "ConvDeviceError",
+    "ConvTypeError",
+    "ConvValueError",
+    "Decision",
+    "LaunchError",
+    "NoKernelError",
+    "UnsupportedProblemError",
+    "autotune_enabled",
+    "benchmark",
+    "cache_info",
+    "clear_cache",
+    "conv",
+    "conv_backward_data",
+    "conv_backward_weight",
+    "conv_forward",
+    "convert",
+    "default_registry",
+    "make_problem",
+    "report",
+    "set_default_registry",
+]
+
+# ckgen's cudnn.benchmark: time the cost model's best candidates on each problem's first call
+# and keep the fastest (where the library's select() supports autotune).
+benchmark: bool = _ENV_AUTOTUNE
+
+_params_cache: dict[tuple, tuple] = {}
+
+
+def _params(
+    nd: int, w: Any, stride: Any, padding: Any, dilation: Any, padding_right: Any
+) -> tuple[tuple, tuple, tuple, tuple]:
+    """(stride, padding_left, padding_right, dilation) as tuples of nd ints, checked."""
+    try:
+        key = (nd, stride, padding, dilation, padding_right, tuple(w.shape[2:]))
+        hit = _params_cache.get(key)
+    except TypeError:  # lists: not hashable
+        key, hit = None, None
+    if hit is not None:
+        return hit
+    st = _ck.ints(stride, nd, "stride", 1)
+    dil = _ck.ints(dilation, nd, "dilation", 1)
+    if isinstance(padding, str):
+        if padding == "valid":
+            pl = pr = (0,) * nd
+        elif padding == "same":
+            if any(s != 1 for s in st):
+                raise ConvValueError(f"padding='same' needs stride 1, got stride={list(st)}")
+            pl, pr = _ck.same_padding([int(s) for s in w.shape[2:]], dil)
+        else:
+            raise ConvValueError(f"padding={padding!r}: expected 'same', 'valid' or ints")
+        if padding_right is not None:
+            raise ConvValueError("padding_right: only with numeric padding")
+    else:
+        pl = _ck.ints(padding, nd, "padding", 0)
+        pr = pl if padding_right is None else _ck.ints(padding_right, nd, "padding_right", 0)
+    out = (st, pl, pr, dil)
+    if key is not None and len(_params_cache) < 4096:
+        _params_cache[key] = out
+    return out
+
+
+def _nd(x: Any, what: str = "x") -> int:
+    _ck.tensor(x, what)
+    nd = x.dim() - 2
+    if not 1 <= nd <= 3:
+        raise ConvValueError(
+            f"{what} has {x.dim()} dims {list(x.shape)}: expected 3, 4 or 5 (N, C, *spatial)"
+        )
+    return nd
+
+
+def _groups(groups: Any) -> int:
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ConvValueError(f"groups: expected an int >= 1, got {groups!r}")
+    return groups
+
+
+def _autocast(*ts: Any) -> tuple:
+    """Under torch.autocast (CUDA), the floating tensors in autocast's dtype, as F.conv* does."""
+    if ts[0].is_cuda and torch.is_autocast_enabled("cuda"):
+        dt = torch.get_autocast_dtype("cuda")
+        return tuple(
+            t.to(dt) if t is not None and t.is_floating_point() and t.dtype != dt else t for t in ts
+        )
+    return ts
+
+
+def _conv_with_conf(x: Any, weight: Any, bias: Any, conf: tuple) -> Any:
+    x, weight, bias = _autocast(x, weight, bias)
+    if eager(x, weight, bias):
+        return ConvFunction.apply(x, weight, bias, *conf)
+    return torch.ops.ckgen.conv_forward(x, weight, bias, *conf)
+
+
+def conv(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    registry: Any = None,
+    padding_right: Any = None,
+) -> Any:
+    """Differentiable convolution like F.conv1d/2d/3d (padding: ints, 'same' or 'valid';
+    padding_right: asymmetric padding's right side): forward, backward_data and backward_weight
+    all run ckgen kernels."""
+    nd = _nd(x)
+    st, pl, pr, dil = _params(nd, weight, stride, padding, dilation, padding_right)
+    conf = (st, pl, pr, dil, _groups(groups), library_id(registry))
+    return _conv_with_conf(x, weight, bias, conf)
+
+
+def conv_forward(
+    x: Any,
+    weight: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    registry: Any = None,
+    padding_right: Any = None,
+    bias: Any = None,
+) -> Any:
+    """y = conv(x, weight) (+ bias), channels-last; differentiable like conv()."""
+    return conv(x, weight, bias, stride, padding, dilation, groups, registry, padding_right)
+
+
+def conv_backward_data(
+    dy: Any,
+    weight: Any,
+    input_size: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    registry: Any = None,
+    padding_right: Any = None,
+) -> Any:
+    """dx (of shape input_size) from dy and weight, channels-last."""
+    nd = _nd(dy, "dy")
+    st, pl, pr, dil = _params(nd, weight, stride, padding, dilation, padding_right)
+    size = _ck.ints(input_size, nd + 2, "input_size", 0)
+    args = (st, pl, pr, dil, _groups(groups), library_id(registry))
+    if eager(dy, weight):
+        return backward_data_impl(dy, weight, size, *args)
+    return torch.ops.ckgen.conv_backward_data(dy, weight, list(size), *args)
+
+
+def conv_backward_weight(
+    x: Any,
+    dy: Any,
+    weight_size: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    registry: Any = None,
+    padding_right: Any = None,
+) -> Any:
+    """dw (of shape weight_size, GKYXC memory: channels-last) from x and dy."""
+    nd = _nd(x)
+    size = _ck.ints(weight_size, nd + 2, "weight_size", 0)
+
+    class _W:  # _params reads the filter size from a weight's shape
+        shape = size
+
+    st, pl, pr, dil = _params(nd, _W, stride, padding, dilation, padding_right)
+    args = (st, pl, pr, dil, _groups(groups), library_id(registry))
+    if eager(x, dy):
+        return backward_weight_impl(x, dy, size, *args)
+    return torch.ops.ckgen.conv_backward_weight(x, dy, list(size), *args)
+
+
+def make_problem(
+    input_shape: Any,
+    weight_shape: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_right: Any = None,
+) -> Any:
+    """ckgen Problem of a PyTorch conv: input (N, G*C, *spatial), weight (G*K, C, *filter)."""
+    from ckgen.torch.ops import _problem
+
+    info = _ck.conv_shapes(
+        list(input_shape), list(weight_shape), stride, padding, padding_right, dilation, groups
+    )
+    return _problem(info, list(input_shape), list(weight_shape))
