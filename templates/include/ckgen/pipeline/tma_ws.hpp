@@ -58,6 +58,7 @@
 
 #include "ckgen/block/tma_ptx.hpp"
 #include "ckgen/core/chain.hpp"
+#include "ckgen/epilogue/tma_ws_epilogue.hpp"
 #include "ckgen/pipeline/tma_traits.hpp"
 #include "ckgen/pipeline/wavelet.hpp"
 #include "ckgen/schedule/splitk_finish.hpp"
@@ -538,28 +539,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         return n0 + tc;
     };
     if constexpr (Tr::kSwap) {
-      // swap_ab: accumulator 4j + 2h + q holds channel warp * 16 + lane / 4 + 8h of pixel
-      // wg * PN + 8j + 2 (lane % 4) + q (the m16n8 layout of the transposed tile): 2-byte stores
-      // (or 4-byte fp32 reductions into the split workspace), 8 channels x 4 pixels a warp.
-#pragma unroll
-      for (int j = 0; j < Tr::PN / 8; ++j) {
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          const int row = m0 + wg * Tr::PN + j * 8 + (lane & 3) * 2 + q;
-          if (!row_ok(row)) continue;
-          const int64_t rb = row_base(row);
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int col = n0 + warp * 16 + (lane >> 2) + 8 * h;
-            if (col >= p.K) continue;
-            const float v = acc[0][j * 4 + h * 2 + q];
-            if (p.ws != nullptr)
-              asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;\n" ::"l"(p.ws + rb + col), "f"(v) : "memory");
-            else
-              y[rb + col] = float_to_raw<Cfg::kDataType>(v);
-          }
-        }
-      }
+      tma_ws::store_swap<Cfg>(p, acc, y, m0, n0, wg, warp, lane, row_ok, row_base);  // swap_ab
     } else if (Tr::kWeightGrad && p.cluster > 1) {
       // Cluster reduction (one unit per block): every math warp done with the ring, the fp32
       // partial tile into it, cluster barrier; block `rank` of the cluster sums rows
@@ -703,31 +683,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         }
       }
     } else {
-      const bool pairs = (p.K % 2) == 0;
-#pragma unroll
-      for (int i = 0; i < Tr::RepM; ++i) {
-        const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = r0 + h * 8;
-          if (!row_ok(row)) continue;
-          Raw* dst_row = y + row_base(row);
-#pragma unroll
-          for (int j = 0; j < Tr::BN / 8; ++j) {
-            const int col = gcol(j * 8 + (lane & 3) * 2);
-            if (col >= p.K) continue;
-            Raw* dst = dst_row + col;
-            const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
-            const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
-            if (pairs && col + 1 < p.K) {
-              *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
-            } else {
-              dst[0] = v0;
-              if (col + 1 < p.K) dst[1] = v1;
-            }
-          }
-        }
-      }
+      tma_ws::store<Cfg>(p, acc, y, m0, wg, warp, lane, row_ok, row_base, gcol);
     }
   }
 #else

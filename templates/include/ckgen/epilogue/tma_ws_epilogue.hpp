@@ -1,0 +1,90 @@
+// Two epilogues of the TMA warp-specialized kernel (pipeline/tma_ws.hpp): a math warpgroup's fp32
+// accumulators of one work unit stored into the written tensor, as forced-inline steps of the
+// kernel; the row / column maps (row_ok, row_base, gcol) are the kernel's lambdas, passed through.
+// The split-workspace, cluster and CShuffle epilogues stay in the kernel's body: taken out, they
+// change the generated code.
+#pragma once
+
+#include "ckgen/core/portability.hpp"
+
+#include <cstdint>
+
+#include "ckgen/block/tma_ptx.hpp"
+#include "ckgen/pipeline/tma_traits.hpp"
+
+namespace ckgen {
+
+#if defined(CKGEN_NVIDIA) && defined(CKGEN_HAS_TMA)
+
+namespace tma_ws {
+
+// swap_ab: accumulator 4j + 2h + q holds channel warp * 16 + lane / 4 + 8h of pixel
+// wg * PN + 8j + 2 (lane % 4) + q (the m16n8 layout of the transposed tile): 2-byte stores
+// (or 4-byte fp32 reductions into the split workspace), 8 channels x 4 pixels a warp.
+template <class Cfg, class Acc, class RowOk, class RowBase>
+CKGEN_DEVICE CKGEN_FORCEINLINE void store_swap(const TmaConvArgs& p, Acc& acc, typename TmaTraits<Cfg>::Raw* const& y,
+                                               const int& m0, const int& n0, const int& wg, const int& warp,
+                                               const int& lane, RowOk& row_ok, RowBase& row_base) {
+  using Tr = TmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+#pragma unroll
+  for (int j = 0; j < Tr::PN / 8; ++j) {
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int row = m0 + wg * Tr::PN + j * 8 + (lane & 3) * 2 + q;
+      if (!row_ok(row)) continue;
+      const int64_t rb = row_base(row);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int col = n0 + warp * 16 + (lane >> 2) + 8 * h;
+        if (col >= p.K) continue;
+        const float v = acc[0][j * 4 + h * 2 + q];
+        if (p.ws != nullptr)
+          asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;\n" ::"l"(p.ws + rb + col), "f"(v) : "memory");
+        else
+          y[rb + col] = float_to_raw<Cfg::kDataType>(v);
+      }
+    }
+  }
+}
+
+// Default: converted pairs stored straight from registers (4-byte stores: a warp's store covers
+// 8 rows x 16 bytes).
+template <class Cfg, class Acc, class RowOk, class RowBase, class GCol>
+CKGEN_DEVICE CKGEN_FORCEINLINE void store(const TmaConvArgs& p, Acc& acc, typename TmaTraits<Cfg>::Raw* const& y,
+                                          const int& m0, const int& wg, const int& warp, const int& lane,
+                                          RowOk& row_ok, RowBase& row_base, GCol& gcol) {
+  using Tr = TmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  const bool pairs = (p.K % 2) == 0;
+#pragma unroll
+  for (int i = 0; i < Tr::RepM; ++i) {
+    const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = r0 + h * 8;
+      if (!row_ok(row)) continue;
+      Raw* dst_row = y + row_base(row);
+#pragma unroll
+      for (int j = 0; j < Tr::BN / 8; ++j) {
+        const int col = gcol(j * 8 + (lane & 3) * 2);
+        if (col >= p.K) continue;
+        Raw* dst = dst_row + col;
+        const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
+        const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
+        if (pairs && col + 1 < p.K) {
+          *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
+        } else {
+          dst[0] = v0;
+          if (col + 1 < p.K) dst[1] = v1;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace tma_ws
+
+#endif  // CKGEN_NVIDIA && CKGEN_HAS_TMA
+
+}  // namespace ckgen
