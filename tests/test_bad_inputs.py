@@ -136,6 +136,9 @@ def run_bounded(args: list[str]) -> tuple[int, str]:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+    if os.environ.get("CKGEN_TEST_REPORT"):
+        with open(os.environ["CKGEN_TEST_REPORT"], "a") as rep:
+            rep.write(f"{' '.join(args)[-60:]} {secs:.3f} s {peak / 2**20:.1f} MiB\n")
     assert secs < MAX_SECONDS, f"{secs:.2f} s"
     assert peak < MAX_BYTES, f"{peak / 2**20:.0f} MiB"
     return out
