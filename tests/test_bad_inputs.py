@@ -9,6 +9,10 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,9 @@ CORPUS = HERE / "bad_inputs"
 CASES = yaml.safe_load((CORPUS / "cases.yaml").read_text())
 FILE_CASES: list[dict[str, Any]] = CASES["files"]
 CLI_CASES: list[dict[str, Any]] = CASES["cli"]
+GEN_CASES: list[dict[str, Any]] = CASES["generated"]
+MAX_SECONDS = 2.0  # per bad input: the answer comes at once...
+MAX_BYTES = 200 * 1024 * 1024  # ...and without building anything large
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 PROJECT_TEMPLATES = ("profiler.cpp.j2", "test.cpp.j2")
 
@@ -118,6 +125,54 @@ def run_inproc(args: list[str]) -> tuple[int, str]:
     return res.exit_code, res.output
 
 
+def run_bounded(args: list[str]) -> tuple[int, str]:
+    """run_inproc, asserting the answer took under MAX_SECONDS and MAX_BYTES of Python memory
+    (tracemalloc's peak: everything ckgen builds is a Python object)."""
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        out = run_inproc(args)
+        secs = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    if os.environ.get("CKGEN_TEST_REPORT"):
+        with open(os.environ["CKGEN_TEST_REPORT"], "a") as rep:
+            rep.write(f"{' '.join(args)[-60:]} {secs:.3f} s {peak / 2**20:.1f} MiB\n")
+    assert secs < MAX_SECONDS, f"{secs:.2f} s"
+    assert peak < MAX_BYTES, f"{peak / 2**20:.0f} MiB"
+    return out
+
+
+def run_measured(args: list[str], limit_s: float = 60.0) -> tuple[int, str, float, int]:
+    """``python -m ckgen.cli ARGS`` in its own process: exit code, output, wall seconds and peak
+    resident bytes of that process (wait4's rusage)."""
+    env = {k: v for k, v in os.environ.items() if k != "CKGEN_DEBUG"}
+    with open(os.devnull, "rb") as devnull, tempfile.TemporaryFile() as buf:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(
+            [sys.executable, "-m", "ckgen.cli", *args],
+            stdin=devnull,
+            stdout=buf,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > limit_s:
+                p.kill()
+                pid, status, usage = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.005)
+        secs = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        buf.seek(0)
+        output = buf.read().decode("utf-8", "replace")
+    return p.returncode, output, secs, usage.ru_maxrss * 1024
+
+
 def run_proc(args: list[str]) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if k != "CKGEN_DEBUG"}
     p = subprocess.run(
@@ -156,6 +211,8 @@ def test_corpus_size_and_index_agree() -> None:
     assert indexed == on_disk, "every corpus file has exactly one case in cases.yaml"
     assert len(indexed) == len(set(indexed))
     assert len(on_disk) >= 45
+    assert len(FILE_CASES) + len(CLI_CASES) + len(GEN_CASES) >= 100
+    assert len({c["id"] for c in GEN_CASES}) == len(GEN_CASES)
     assert len({c["id"] for c in CLI_CASES}) == len(CLI_CASES)
 
 
@@ -163,7 +220,7 @@ def test_corpus_size_and_index_agree() -> None:
 def test_bad_file(case: dict[str, Any], places: dict[str, Path]) -> None:
     out = places["out"]
     before = snapshot(out)
-    code, output = run_inproc(
+    code, output = run_bounded(
         ["generate", "--arch", "sm_90a", "--config", str(CORPUS / case["file"]), "-o", str(out)]
     )
     assert code == 2, output
@@ -182,7 +239,7 @@ def test_bad_command_line(case: dict[str, Any], places: dict[str, Path]) -> None
             "it"
         )
     keep = {name: snapshot(places[name]) for name in case.get("untouched", [])}
-    code, output = run_inproc(fill(case["args"], places))
+    code, output = run_bounded(fill(case["args"], places))
     assert code == 2, output
     check_message(output, case["expect"])
     for name, before in keep.items():
@@ -328,3 +385,140 @@ def test_unwritable_output_dir_simulated(
     assert code == 2, output
     check_message(output, [f"output directory {ro / 'gen'} is not writable ({ro})"])
     assert_untouched(before, ro)
+
+
+# --- hostile inputs written at test time ------------------------------------------------------
+
+
+def _alias_bomb(under: str) -> str:
+    rows = ["      - &l0 [x, x, x, x, x, x, x, x, x, x]"]
+    for n in range(1, 9):
+        rows.append(f"      - &l{n} [" + ", ".join([f"*l{n - 1}"] * 10) + "]")
+    rows.append("      - [" + ", ".join(["*l8"] * 10) + "]")
+    return "variant: forward\n" + under + "\n".join(rows) + "\n"
+
+
+def _space(fields: dict[str, list[Any]]) -> str:
+    body = "".join(f"    {k}: {v!r}\n".replace("'", "") for k, v in fields.items())
+    return "variant: forward\nspaces:\n  - warp_tile: [16, 16, 16]\n" + body
+
+
+def _vectors(n: int) -> list[list[int]]:
+    return [[a, b, c] for a in range(1, 17) for b in range(1, 17) for c in range(1, 17)][:n]
+
+
+GENERATORS: dict[str, Callable[[], str | bytes]] = {
+    "alias_bomb": lambda: _alias_bomb("instances:\n  - tile:\n"),
+    "alias_bomb_space": lambda: _alias_bomb("spaces:\n  - pipeline:\n"),
+    "alias_wide": lambda: (
+        "variant: forward\ninstances:\n  - tile: [&w ["
+        + ", ".join(["0"] * 1000)
+        + "], "
+        + ", ".join(["*w"] * 200)
+        + "]\n"
+    ),
+    "deep_flow": lambda: (
+        "variant: forward\ninstances:\n  - tile: " + "[" * 100_000 + "]" * 100_000 + "\n"
+    ),
+    "deep_block": lambda: (
+        "variant: forward\n"
+        + "".join("  " * n + f"k{n}:\n" for n in range(100))
+        + "  " * 100
+        + "v: 1\n"
+    ),
+    "too_large": lambda: b"variant: forward\n" + b"#" * (9 * 1024 * 1024 - 18) + b"\n",
+    "space_1e10": lambda: _space(
+        {
+            "tile": [[m, 64, 32] for m in range(1, 101)],
+            "vector": _vectors(100),
+            "k_batch": list(range(100)),
+            "groups_to_merge": list(range(1, 101)),
+            "stages": list(range(1, 11)),
+            "waves": [[w, 1, 1] for w in range(1, 11)],
+        }
+    ),
+    "space_over_cap": lambda: _space(
+        {"k_batch": list(range(1025)), "groups_to_merge": list(range(1, 99))}
+    ),
+    "defaults_product": lambda: (
+        "variant: forward\ndefaults:\n  k_batch: "
+        + repr(list(range(1025)))
+        + "\n  groups_to_merge: "
+        + repr(list(range(1, 1025)))
+        + "\ninstances:\n  - {tile: [64, 64, 32]}\n"
+    ),
+    "long_string": lambda: "variant: forward\ninstances:\n  - pipeline: " + "a" * 200_000 + "\n",
+    "long_list": lambda: (
+        "variant: forward\ninstances:\n  - tile: [" + ", ".join(["1"] * 100_000) + "]\n"
+    ),
+    "long_key": lambda: "variant: forward\ninstances:\n  - ? " + "k" * 100_000 + "\n    : 1\n",
+    "long_glob": lambda: (
+        "variant: forward\ninstances:\n  - {}\ninclude: ['" + "a" * 100_000 + "/']\n"
+    ),
+    "huge_int": lambda: "variant: forward\ninstances:\n  - ndim: 1" + "0" * 100_000 + "\n",
+    "many_bad_chars": lambda: (
+        "variant: forward\ninstances:\n  - {}\ninclude: ['"
+        + "".join(chr(0x400 + n) for n in range(200))
+        + "']\n"
+    ),
+    "resources_large": lambda: (
+        b'{"arch": "sm_90a", "instances": {}, "pad": "' + b"x" * (9 * 1024 * 1024) + b'"}\n'
+    ),
+    "resources_deep": lambda: "[" * 200_000 + "]" * 200_000,
+    "resources_long_value": lambda: (
+        '{"arch": "sm_90a", "instances": {"k": {"lds_bytes": ['
+        + ", ".join(["0"] * 500_000)
+        + "]}}}"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", GEN_CASES, ids=[c["id"] for c in GEN_CASES])
+def test_hostile_input(case: dict[str, Any], places: dict[str, Path], tmp_path: Path) -> None:
+    """Alias bombs, deep nesting, oversized files and spaces, unbounded values: refused at once
+    (exit 2, under MAX_SECONDS and MAX_BYTES resident, output directory untouched), with a
+    message that never echoes the whole value."""
+    data = GENERATORS[case["gen"]]()
+    cmd = case.get("cmd", "list")
+    f = tmp_path / ("hostile.json" if cmd == "resources" else "hostile.yaml")
+    f.write_bytes(data if isinstance(data, bytes) else data.encode())
+    out = places["out"]
+    before = snapshot(out)
+    args = (
+        ["generate", "--arch", "sm_90a", "--set", "tests", "--resources", str(f), "-o", str(out)]
+        if cmd == "resources"
+        else ["generate", "--arch", "sm_90a", "--config", str(f), "-o", str(out)]
+    )
+    code, output, secs, rss = run_measured(args)
+    assert code == 2, output[:2000]
+    loc = f"{f}:{case['line']}: " if "line" in case else f"{f}"
+    if "path" in case:
+        loc += case["path"] + ": "
+    check_message(output, [loc, *case["expect"]])
+    assert len(output) < 2000, f"the message echoes the input ({len(output)} characters)"
+    assert secs < MAX_SECONDS, f"{secs:.2f} s"
+    assert rss < MAX_BYTES, f"{rss / 2**20:.0f} MiB resident"
+    assert_untouched(before, out)
+    if os.environ.get("CKGEN_TEST_REPORT"):
+        with open(os.environ["CKGEN_TEST_REPORT"], "a") as rep:
+            rep.write(f"{case['id']} {secs:.3f} s {rss / 2**20:.0f} MiB\n")
+
+
+def test_variant_option_supplies_a_missing_variant(tmp_path: Path) -> None:
+    """A file without 'variant:' (outside configs/<variant>/) takes the one --variant given."""
+    code, output = run_inproc(
+        [
+            "list-instances",
+            "--arch",
+            "sm_90a",
+            "--variant",
+            "backward_data",
+            "--config",
+            str(CORPUS / "variant_missing.yaml"),
+            "--format",
+            "names",
+        ]
+    )
+    assert code == 0, output
+    names = output.split()
+    assert names and all(n.startswith("grouped_conv_bwd_data_") for n in names), output

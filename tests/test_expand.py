@@ -16,7 +16,13 @@ from ckgen.model.arch import load_arch_specs
 from ckgen.model.instance import INSTANCE_FIELDS
 from ckgen.model.naming import parse_instance_name
 from ckgen.model.vocab import DataType, Variant
-from ckgen.space.expand import Filters, default_config_paths, expand, load_configs
+from ckgen.space.expand import (
+    REJECTED_SAMPLE,
+    Filters,
+    default_config_paths,
+    expand,
+    load_configs,
+)
 from ckgen.space.rules import RULES, check
 
 from conftest import ALL_ARCHS, cli, cli_proc
@@ -122,18 +128,20 @@ def test_every_rejection_keeps_its_reason(arch: str) -> None:
         assert check(i, exp.arch) is None
     valid = {i.name for i in exp.instances}
     assert not valid & {r.name for r in exp.rejected}
-    assert len(exp.instances) + len(exp.rejected) + exp.duplicates + exp.filtered == exp.candidates
+    assert len(exp.rejected) == min(exp.rejected_count, REJECTED_SAMPLE)
+    assert sum(sum(c.values()) for c in exp.rejection_counts.values()) == exp.rejected_count
+    assert len(exp.instances) + exp.rejected_count + exp.duplicates + exp.filtered == exp.candidates
 
 
 def test_show_rejected_groups_by_reason_with_counts() -> None:
     exp = _expansion()
     res = cli("list-instances", *SM90, "--show-rejected")
     out = res.stdout
-    assert f"{len(exp.rejected)} rejected candidates by reason" in out
+    assert f"{exp.rejected_count} rejected candidates by reason" in out
     m = re.search(
         r"(\d+) valid, (\d+) rejected, (\d+) duplicates, (\d+) filtered out, (\d+) candidates", out
     )
-    assert m and int(m.group(1)) == len(exp.instances) and int(m.group(2)) == len(exp.rejected)
+    assert m and int(m.group(1)) == len(exp.instances) and int(m.group(2)) == exp.rejected_count
     # the grouped table: one row per rule, counts add up to the number rejected
     rows = re.findall(
         r"^\W*(\d+)\s*\W\s*([a-z_]+)\s*\W\s*(.+?)\s*\W?\s*$",
@@ -141,11 +149,9 @@ def test_show_rejected_groups_by_reason_with_counts() -> None:
         re.M,
     )
     counts = {rule: int(n) for n, rule, _ in rows}
-    want: dict[str, int] = {}
-    for r in exp.rejected:
-        want[r.rule] = want.get(r.rule, 0) + 1
+    want = {rule: sum(c.values()) for rule, c in exp.rejection_counts.items()}
     assert counts == want
-    assert sum(counts.values()) == len(exp.rejected)
+    assert sum(counts.values()) == exp.rejected_count
     # the same grouping in JSON
     js = _json(*SM90, "--show-rejected")
     assert {g["rule"]: g["count"] for g in js["rejected"]} == want
@@ -231,7 +237,7 @@ def test_empty_selection_says_so() -> None:
 def test_filters_narrow_but_do_not_reject() -> None:
     full = _expansion()
     narrowed = _expansion(filters=Filters(datatypes=(DataType.FP32,)))
-    assert len(narrowed.rejected) < len(full.rejected)
+    assert narrowed.rejected_count < full.rejected_count
     assert narrowed.filtered > 0
     assert {i.name for i in narrowed.instances} == {
         i.name for i in full.instances if i.datatype is DataType.FP32
@@ -259,3 +265,45 @@ def test_unknown_arch_lists_the_known_ones() -> None:
         assert a in p.stderr
     p = cli_proc("generate", "--arch", "gfx9420", "-o", "unused", ok=False)
     assert p.returncode == 2 and "gfx942" in p.stderr
+
+
+def test_rejections_are_counted_by_reason_and_sampled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every rejection is counted under its rule and reason; only a bounded sample is kept."""
+    import ckgen.space.expand as expand_mod
+
+    monkeypatch.setattr(expand_mod, "REJECTED_SAMPLE", 5)
+    exp = _expansion("sm_90a", "profiler")
+    assert len(exp.rejected) == 5 < exp.rejected_count
+    rows = exp.rejected_by_reason()
+    assert sum(n for _, _, n in rows) == exp.rejected_count
+    assert len(exp.instances) + exp.rejected_count + exp.duplicates + exp.filtered == exp.candidates
+
+
+def test_entry_size_is_checked_before_expanding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A space over MAX_ENTRY_CANDIDATES is refused from its value lists: no candidate is built,
+    even when an earlier entry of the same run is small."""
+    import ckgen.space.expand as expand_mod
+    from ckgen.errors import ConfigError
+
+    cfg = tmp_path / "big.yaml"
+    cfg.write_text(
+        "variant: forward\n"
+        "instances:\n"
+        "  - {tile: [64, 64, 32]}\n"
+        "spaces:\n"
+        "  - warp_tile: [16, 16, 16]\n"
+        f"    k_batch: {list(range(1025))}\n"
+        f"    groups_to_merge: {list(range(1, 101))}\n"
+    )
+
+    def no_candidates(*a: object, **k: object) -> None:
+        raise AssertionError("expanded before the size check")
+
+    monkeypatch.setattr(expand_mod, "_candidates", no_candidates)
+    with pytest.raises(ConfigError) as ei:
+        expand(load_configs([cfg]), load_arch_specs()["sm_90a"])
+    msg = str(ei.value)
+    assert f"{cfg}:5: spaces[0]: this entry gives 102500 candidates on sm_90a" in msg
+    assert "the limit is 100000 per entry" in msg

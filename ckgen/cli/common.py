@@ -143,7 +143,8 @@ def expansion(
         why = glob_problem(g)
         if why is not None:
             raise CkgenError(f"--kernels {g!r}: {why}")
-    all_cfgs = load_configs(paths)
+    # One --variant names the variant of a file that does not say.
+    all_cfgs = load_configs(paths, variant_fallback=vs[0] if len(set(vs)) == 1 else None)
     cfgs = [c for c in all_cfgs if c.variant in vs] if variants else all_cfgs
     if not cfgs:
         shown = "; ".join(f"{c.path} is {c.variant.value}" for c in all_cfgs)
@@ -162,31 +163,36 @@ def expansion(
 
 def warn_explicit_rejections(exp: Expansion) -> None:
     """An instance the user listed by hand and the rules refused is never dropped silently."""
-    for r in exp.rejected:
-        if r.explicit:
-            err_console.print(
-                f"warning: {r.instance.origin}: explicit instance {r.name} rejected "
-                f"[{r.rule}]: {r.reason}",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
+    for r in exp.explicit_rejected:
+        err_console.print(
+            f"warning: {r.instance.origin}: explicit instance {r.name} rejected "
+            f"[{r.rule}]: {r.reason}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    more = exp.explicit_rejected_count - len(exp.explicit_rejected)
+    if more > 0:
+        err_console.print(
+            f"warning: … {more} more explicit instances rejected "
+            "(`ckgen list-instances --show-rejected` counts them by reason)",
+            markup=False,
+            highlight=False,
+        )
 
 
 def require_instances(exp: Expansion) -> None:
     if exp.instances:
         return
     lines = [
-        f"the expansion is empty: {exp.candidates} candidates, {len(exp.rejected)} rejected, "
+        f"the expansion is empty: {exp.candidates} candidates, {exp.rejected_count} rejected, "
         f"{exp.duplicates} duplicates, {exp.filtered} filtered out"
     ]
     rows = exp.rejected_by_reason()
     if rows:
         lines[0] += "; top rejection reasons:"
     for rule, reason, n in rows[:5]:
-        origin = next(
-            (r.instance.origin for r in exp.rejected if r.rule == rule and r.instance.origin), ""
-        )
+        origin = exp.rule_origin.get(rule, "")
         lines.append(f"  {n:6d} x [{rule}] {reason}" + (f" (e.g. from {origin})" if origin else ""))
     if len(rows) > 5:
         lines.append(

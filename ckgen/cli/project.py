@@ -104,13 +104,13 @@ def list_instances(fmt: str, show_rejected: bool, **sel: Any) -> None:
             )
         console.print(t)
         console.print(
-            f"{len(exp.instances)} valid, {len(exp.rejected)} rejected, {exp.duplicates} "
+            f"{len(exp.instances)} valid, {exp.rejected_count} rejected, {exp.duplicates} "
             "duplicates, "
             f"{exp.filtered} filtered out, {exp.candidates} candidates"
         )
     if show_rejected and fmt != "json":
         console = make_console(stderr=fmt != "table")
-        t = Table(title=f"{len(exp.rejected)} rejected candidates by reason")
+        t = Table(title=f"{exp.rejected_count} rejected candidates by reason")
         t.add_column("count", justify="right")
         t.add_column("rule")
         t.add_column("reason", overflow="fold")

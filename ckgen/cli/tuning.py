@@ -159,8 +159,10 @@ def check_heuristic(
     from ckgen.model.problem import load_shapes
     from ckgen.runtime.library import KernelLibrary
     from ckgen.tuning.profile import read_rows
-    from ckgen.tuning.tune import evaluate, split_shapes, summarize
+    from ckgen.tuning.tune import evaluate, read_db, split_shapes, summarize
 
+    if db_path is not None:
+        read_db(db_path)  # a bad file is named with its key path before the library loads
     reg = KernelLibrary.load(out / "build")
     reg.load_tuning_db(db_path)
     problems = load_shapes(shapes)

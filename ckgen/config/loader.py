@@ -1,13 +1,43 @@
-"""YAML loading that remembers the line of every key and list item, and refuses duplicate keys."""
+"""Bounded YAML and JSON loading.
+
+YAML is parsed by LibYAML's C parser when PyYAML has it (the pure-Python parser otherwise) and
+built into Python objects here, event by event, so that every limit is checked while the
+document is built, before anything large exists:
+
+- a file is at most MAX_INPUT_BYTES (JSON files too);
+- mappings and lists nest at most MAX_DEPTH deep;
+- aliases add at most MAX_ALIAS_NODES nodes (a "billion laughs" document stops at the alias that
+  crosses the limit);
+- only the core tags (!!str, !!int, !!float, !!bool, !!null, !!seq, !!map) are accepted;
+- duplicate keys and non-scalar keys are refused.
+
+Every mapping remembers the 1-based line of itself and of each key, every list the line of
+itself and of each item: errors about a value are reported on the line of its key.
+"""
 
 from __future__ import annotations
 
+import gc
+import json
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.nodes import ScalarNode
 
-from ckgen.errors import ConfigError, Where
+from ckgen.errors import ConfigError, Where, brief, clip
+
+MAX_INPUT_BYTES = 8 * 1024 * 1024  # instance lists, --resources and tuning databases
+MAX_DEPTH = 64
+MAX_ALIAS_NODES = 100_000
+
+_ParserBase: Any = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+HAVE_LIBYAML = _ParserBase is not yaml.SafeLoader
+
+CORE = "tag:yaml.org,2002:"
+_SCALAR_TAGS = {CORE + t for t in ("str", "int", "float", "bool", "null")}
+_SEQ_TAG = CORE + "seq"
+_MAP_TAG = CORE + "map"
 
 
 class LineDict(dict):
@@ -25,90 +55,308 @@ class LineList(list):
     item_lines: list[int]
 
 
-class _Loader(yaml.SafeLoader):
-    pass
+def short_tag(tag: str) -> str:
+    return "!!" + tag[len(CORE) :] if tag.startswith(CORE) else tag
 
 
-def _mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
-    out = LineDict()
-    out.line = node.start_mark.line + 1
-    out.key_lines = {}
-    for knode, vnode in node.value:
-        key = loader.construct_object(knode, deep=True)
-        if not isinstance(key, (str, int, float, bool)) and key is not None:
-            raise ConfigError(
-                Where(loader.name, knode.start_mark.line + 1), "keys must be plain scalars"
-            )
-        if key in out:
-            raise ConfigError(
-                Where(loader.name, knode.start_mark.line + 1),
-                f"duplicate key {key!r} (first on line {out.key_lines[key]})",
-            )
-        out[key] = loader.construct_object(vnode, deep=True)
-        out.key_lines[key] = knode.start_mark.line + 1
-    return out
-
-
-def _sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
-    out = LineList(loader.construct_object(n, deep=True) for n in node.value)
-    out.line = node.start_mark.line + 1
-    out.item_lines = [n.start_mark.line + 1 for n in node.value]
-    return out
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
-
-
-def load_yaml(path: Path) -> Any:
-    """The document in ``path``; ConfigError (file:line) for unreadable files and bad YAML."""
+def read_input(path: Path, what: str = "file") -> bytes:
+    """The bytes of ``path``, refusing files over MAX_INPUT_BYTES before reading them whole."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read(MAX_INPUT_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(Where(path), "no such file") from None
     except IsADirectoryError:
-        raise ConfigError(Where(path), "is a directory, not a YAML file") from None
+        raise ConfigError(Where(path), f"is a directory, not a {what}") from None
     except OSError as ex:
         raise ConfigError(Where(path), f"cannot read: {ex.strerror or ex}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        try:
+            size = f"{path.stat().st_size} bytes"
+        except OSError:
+            size = f"more than {MAX_INPUT_BYTES} bytes"
+        raise ConfigError(
+            Where(path),
+            f"file too large: {size}; the limit is {MAX_INPUT_BYTES} bytes "
+            f"({MAX_INPUT_BYTES // (1024 * 1024)} MiB): split it into several files",
+        )
+    return data
+
+
+def _decode(path: Path, data: bytes) -> str:
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as ex:
         line = data.count(b"\n", 0, ex.start) + 1
         raise ConfigError(
             Where(path, line), f"not UTF-8 text (byte 0x{data[ex.start]:02x})"
         ) from None
-    loader = None
+
+
+def load_yaml(path: Path) -> Any:
+    """The document in ``path``; ConfigError (file:line) for unreadable files, bad YAML and
+    documents over the limits."""
+    text = _decode(path, read_input(path, "YAML file"))
+    loader = _ParserBase(text)
+    # Building creates no reference cycles: the cycle collector would only slow large files.
+    gc_was_on = gc.isenabled()
+    gc.disable()
     try:
-        loader = _Loader(text)
-        loader.name = str(path)
-        return loader.get_single_data()
+        return _Builder(path, loader).document()
     except yaml.MarkedYAMLError as ex:
-        raise ConfigError(*_syntax_error(path, ex)) from None
+        raise ConfigError(*_syntax_error(path, text, ex)) from None
     except yaml.reader.ReaderError as ex:
         line = text.count("\n", 0, ex.position) + 1
+        ch = ex.character if isinstance(ex.character, int) else ord(str(ex.character)[:1] or "?")
         raise ConfigError(
-            Where(path, line), f"YAML error: control character U+{ex.character:04X} is not allowed"
+            Where(path, line), f"YAML error: control character U+{ch:04X} is not allowed"
         ) from None
     except yaml.YAMLError as ex:
-        raise ConfigError(Where(path), f"YAML error: {ex}") from None
-    except RecursionError:
-        raise ConfigError(Where(path), "YAML nesting is too deep") from None
+        raise ConfigError(Where(path), f"YAML error: {clip(str(ex))}") from None
     finally:
-        if loader is not None:
-            loader.dispose()
+        if gc_was_on:
+            gc.enable()
+        loader.dispose()
 
 
-def _syntax_error(path: Path, ex: yaml.MarkedYAMLError) -> tuple[Where, str]:
+class _Frame:
+    __slots__ = ("obj", "line", "size", "anchor", "key", "key_line", "has_key")
+
+    def __init__(self, obj: Any, line: int, anchor: str | None) -> None:
+        self.obj = obj
+        self.line = line
+        self.size = 1
+        self.anchor = anchor
+        self.key: Any = None
+        self.key_line = 0
+        self.has_key = False
+
+
+class _Builder:
+    """Python objects from the parser's events, with the limits of this module."""
+
+    def __init__(self, path: Path, loader: Any) -> None:
+        self.path = path
+        self.loader = loader
+        self.anchors: dict[str, tuple[Any, int]] = {}
+        self.open_anchors: set[str] = set()
+        self.alias_nodes = 0
+        self.resolver = yaml.resolver.Resolver()
+        self.constructor = yaml.constructor.SafeConstructor()
+        self.plain_cache: dict[str, Any] = {}
+        self.stack: list[_Frame] = []
+
+    def err(self, line: int, msg: str) -> ConfigError:
+        return ConfigError(Where(self.path, line, self.keypath()), msg)
+
+    def keypath(self) -> str:
+        """Where the parser is: 'instances[0].tile' (the key or item being read)."""
+        out = ""
+        for f in self.stack:
+            if f.obj.__class__ is LineList:
+                out += f"[{len(f.obj)}]"
+            elif f.has_key:
+                k = str(f.key)
+                out += ("." if out else "") + (k if len(k) <= 40 else k[:40] + "…")
+        return out if len(out) <= 100 else f"{out[:100]}… ({len(self.stack)} levels)"
+
+    def document(self) -> Any:
+        ld = self.loader
+        ld.get_event()  # stream start
+        if ld.check_event(yaml.StreamEndEvent):
+            ld.get_event()
+            return None
+        ld.get_event()  # document start
+        value = self.node()
+        ld.get_event()  # document end
+        if not ld.check_event(yaml.StreamEndEvent):
+            ev = ld.get_event()
+            raise self.err(
+                ev.start_mark.line + 1,
+                "YAML syntax error: expected a single document in the stream, but found another "
+                "document",
+            )
+        return value
+
+    def scalar(self, ev: Any) -> Any:
+        line = ev.start_mark.line + 1
+        tag = ev.tag
+        value = ev.value
+        if tag is None or tag == "!":
+            if not ev.implicit[0]:  # quoted
+                return value
+            hit = self.plain_cache.get(value)
+            if hit is not None or value in self.plain_cache:
+                return hit
+            tag = self.resolver.resolve(ScalarNode, value, (True, False))
+            if tag == CORE + "merge":
+                raise self.err(line, "merge keys ('<<') are not supported: write the keys out")
+            if tag == CORE + "str":
+                out: Any = value
+            else:
+                out = self._construct(tag, value, line)
+            if len(self.plain_cache) < 4096:
+                self.plain_cache[value] = out
+            return out
+        if tag not in _SCALAR_TAGS:
+            raise self.err(line, f"unsupported tag {clip(short_tag(tag), 60)} at line {line}")
+        return value if tag == CORE + "str" else self._construct(tag, value, line)
+
+    def _construct(self, tag: str, value: str, line: int) -> Any:
+        ctor = self.constructor.yaml_constructors.get(tag)
+        if ctor is None:  # e.g. !!timestamp, !!binary resolved implicitly: keep the text
+            return value
+        try:
+            return ctor(self.constructor, ScalarNode(tag, value))
+        except (ValueError, yaml.YAMLError):
+            raise self.err(line, f"{brief(value, 60)} is not a valid {short_tag(tag)}") from None
+
+    def node(self) -> Any:
+        """One complete node (iteratively: nesting depth never reaches Python's stack). The
+        common events (plain scalars, collection ends) take the shortest path: this loop is
+        what sets the loading speed of large files."""
+        get = self.loader.get_event
+        scalar_ev, alias_ev = yaml.ScalarEvent, yaml.AliasEvent
+        seq_ev, map_ev = yaml.SequenceStartEvent, yaml.MappingStartEvent
+        cache = self.plain_cache
+        missing = cache  # a sentinel no scalar value can be
+        stack: list[_Frame] = []
+        self.stack = stack
+        top: _Frame | None = None
+        while True:
+            ev = get()
+            cls = ev.__class__
+            size = 1
+            if cls is scalar_ev:
+                line = ev.start_mark.line + 1
+                if ev.implicit[0] and ev.anchor is None:  # plain, untagged
+                    value = cache.get(ev.value, missing)
+                    if value is missing:
+                        value = self.scalar(ev)
+                else:
+                    value = self.scalar(ev)
+                    if ev.anchor:
+                        self.anchors[ev.anchor] = (value, 1)
+            elif cls is seq_ev or cls is map_ev:
+                line = ev.start_mark.line + 1
+                self._check_start(ev, cls is map_ev, top, len(stack), line)
+                obj: Any
+                if cls is map_ev:
+                    obj = LineDict()
+                    obj.key_lines = {}
+                else:
+                    obj = LineList()
+                    obj.item_lines = []
+                obj.line = line
+                top = _Frame(obj, line, ev.anchor)
+                stack.append(top)
+                if ev.anchor:
+                    self.open_anchors.add(ev.anchor)
+                continue
+            elif cls is alias_ev:
+                line = ev.start_mark.line + 1
+                value, size = self._alias(ev, line)
+            else:  # sequence / mapping end
+                frame = stack.pop()
+                value, size, line = frame.obj, frame.size, frame.line
+                if frame.anchor:
+                    self.open_anchors.discard(frame.anchor)
+                    self.anchors[frame.anchor] = (value, size)
+                top = stack[-1] if stack else None
+            if top is None:
+                return value
+            top.size += size
+            obj = top.obj
+            if obj.__class__ is LineList:
+                obj.append(value)
+                obj.item_lines.append(line)
+            elif top.has_key:
+                obj[top.key] = value
+                obj.key_lines[top.key] = top.key_line
+                top.has_key = False
+            else:
+                self._key(top, value, line)
+
+    def _check_start(
+        self, ev: Any, is_map: bool, top: _Frame | None, depth: int, line: int
+    ) -> None:
+        if ev.tag not in (None, "!", _MAP_TAG if is_map else _SEQ_TAG):
+            raise self.err(line, f"unsupported tag {clip(short_tag(ev.tag), 60)} at line {line}")
+        if top is not None and top.obj.__class__ is LineDict and not top.has_key:
+            raise self.err(line, "keys must be plain scalars")
+        if depth >= MAX_DEPTH:
+            raise self.err(line, f"nesting deeper than {MAX_DEPTH} levels (lists and mappings)")
+
+    def _alias(self, ev: Any, line: int) -> tuple[Any, int]:
+        if ev.anchor in self.open_anchors:
+            raise self.err(
+                line,
+                f"YAML syntax error: recursive alias {clip(ev.anchor, 40)!r} "
+                "(it refers to the node that contains it)",
+            )
+        if ev.anchor not in self.anchors:
+            raise self.err(
+                line, f"YAML syntax error: found undefined alias {clip(ev.anchor, 40)!r}"
+            )
+        value, size = self.anchors[ev.anchor]
+        self.alias_nodes += size
+        if self.alias_nodes > MAX_ALIAS_NODES:
+            raise self.err(
+                line,
+                f"alias *{clip(ev.anchor, 40)} expands to {size} nodes: aliases may add at most "
+                f"{MAX_ALIAS_NODES} nodes to a document (an alias bomb?)",
+            )
+        return value, size
+
+    def _key(self, top: _Frame, value: Any, line: int) -> None:
+        obj = top.obj
+        if not isinstance(value, (str, int, float, bool)) and value is not None:
+            raise self.err(line, "keys must be plain scalars")
+        if value in obj:
+            raise self.err(
+                line, f"duplicate key {brief(value, 60)} (first on line {obj.key_lines[value]})"
+            )
+        top.key, top.key_line, top.has_key = value, line, True
+
+
+def _syntax_error(path: Path, text: str, ex: yaml.MarkedYAMLError) -> tuple[Where, str]:
     """file:line of the problem and one line saying what is wrong (and where the construct that
     was left open started, when that is elsewhere)."""
     mark = ex.problem_mark or ex.context_mark
     line = mark.line + 1 if mark else None
     what = ex.problem or ex.context or "invalid YAML"
+    tab = False
+    if mark is not None and "cannot start any token" in what:
+        idx = getattr(mark, "index", None)
+        ch = text[idx] if isinstance(idx, int) and 0 <= idx < len(text) else ""
+        if ch:
+            what = f"found character {ch!r} that cannot start any token"
+            tab = ch == "\t"
     if ex.context and ex.problem:
         ctx = ex.context
         if ex.context_mark is not None and ex.context_mark.line + 1 != line:
             ctx += f" (line {ex.context_mark.line + 1})"
         what = f"{ctx}: {what}"
-    if "'\\t'" in what or "\t" in what:
+    if tab or "'\\t'" in what or "\t" in what:
         what += " (tabs are not allowed in YAML indentation: use spaces)"
-    return Where(path, line), f"YAML syntax error: {what}"
+    return Where(path, line), f"YAML syntax error: {clip(what, 300)}"
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def load_json(path: Path, what: str) -> Any:
+    """The JSON document in ``path`` (``what`` names it in messages: 'measured resources');
+    ConfigError with file:line for unreadable, oversized, deeply nested or invalid JSON."""
+    data = read_input(path, f"{what} file")
+    text = _decode(path, data)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as ex:
+        raise ConfigError(
+            Where(path, ex.lineno), f"not valid JSON ({what}): {ex.msg} (column {ex.colno})"
+        ) from None
+    except RecursionError:
+        raise ConfigError(Where(path), f"JSON nesting is too deep ({what})") from None
+    except ValueError as ex:  # e.g. an integer with too many digits
+        raise ConfigError(Where(path), f"not valid JSON ({what}): {clip(str(ex), 120)}") from None

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ckgen.config.loader import LineDict, LineList, load_yaml
-from ckgen.errors import ConfigError, Where, did_you_mean, shown, type_name
+from ckgen.errors import ConfigError, Where, brief, did_you_mean, non_ascii_key, shown, type_name
 from ckgen.model.limits import MAX_K_BATCH, MAX_TILE_DIM
 from ckgen.model.vocab import (
     DataType,
@@ -59,8 +59,11 @@ def _word(cls: type[Word]) -> Callable[[Any], Word]:
         try:
             return cls(v)
         except ValueError:
+            odd = non_ascii_key(v, allowed, what="value")
+            if odd is not None:
+                raise ValueError(f"{odd}; allowed: {', '.join(allowed)}") from None
             raise ValueError(
-                f"{v!r} is not a known {what}{did_you_mean(v, allowed)}; allowed: "
+                f"{brief(v)} is not a known {what}{did_you_mean(v, allowed)}; allowed: "
                 f"{', '.join(allowed)}"
             ) from None
 
@@ -95,7 +98,7 @@ def _ints(lo: int, hi: int, labels: str) -> Callable[[Any], tuple[int, ...]]:
             )
         if len(v) != len(names):
             raise ValueError(
-                f"expected {words[len(names)]} integers [{labels}], got {len(v)}: {v!r}"
+                f"expected {words[len(names)]} integers [{labels}], got {len(v)}: {brief(v)}"
             )
         out = []
         for name, x in zip(names, v, strict=False):
@@ -131,7 +134,7 @@ def _k_batch(v: Any) -> int:
         return 0
     if isinstance(v, str):
         raise ValueError(
-            f"expected 'auto' or an integer, got string {v!r}; allowed: auto, 0..{MAX_K_BATCH}"
+            f"expected 'auto' or an integer, got string {brief(v)}; allowed: auto, 0..{MAX_K_BATCH}"
         )
     return _int(0, MAX_K_BATCH)(v)
 
@@ -246,6 +249,8 @@ class Entry:
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     explicit: bool = False  # from 'instances:' (the user named this one configuration)
+    keypath: str = ""  # 'spaces[2]', 'instances[0]'
+    line: int = 0
 
 
 @dataclass
@@ -275,8 +280,37 @@ def glob_problem(g: Any) -> str | None:
         return "empty name glob"
     bad = sorted({ch for ch in g if ch not in GLOB_CHARS})
     if bad:
-        chars = " ".join(repr(ch) for ch in bad)
-        return f"{g!r} is not a name glob (bad characters: {chars}); allowed: a-z 0-9 _ * ? [ ] !"
+        chars = " ".join(repr(ch) for ch in bad[:10]) + (
+            f" … {len(bad) - 10} more" if len(bad) > 10 else ""
+        )
+        return (
+            f"{brief(g)} is not a name glob (bad characters: {chars}); allowed: a-z 0-9 _ * ? [ ] !"
+        )
+    return _bracket_problem(g)
+
+
+def _bracket_problem(g: str) -> str | None:
+    """Unbalanced '[' / ']' (fnmatch would take them literally, and no name contains either)."""
+    i, n = 0, len(g)
+    while i < n:
+        ch = g[i]
+        if ch == "]":
+            return f"{brief(g)}: unbalanced ']' at position {i + 1} (no '[' opens it)"
+        if ch == "[":
+            j = i + 1
+            if j < n and g[j] == "!":
+                j += 1
+            if j < n and g[j] == "]":
+                j += 1
+            while j < n and g[j] != "]":
+                j += 1
+            if j >= n:
+                return (
+                    f"{brief(g)}: unbalanced '[' at position {i + 1} (a character class "
+                    "'[...]' needs its closing ']')"
+                )
+            i = j
+        i += 1
     return None
 
 
@@ -338,13 +372,9 @@ def _entry(
     allowed = list(FIELDS) + (list(SPACE_EXTRA_KEYS) if many else [])
     for key, val in raw.items():
         kl = raw.key_lines.get(key, line) if isinstance(raw, LineDict) else line
-        kp = f"{keypath}.{key}"
+        kp = f"{keypath}.{key_text(key)}"
         if key not in allowed:
-            raise ConfigError(
-                _where(path, kl, kp),
-                f"unknown key {key!r}{did_you_mean(str(key), allowed)}; allowed: "
-                f"{', '.join(allowed)}",
-            )
+            raise ConfigError(_where(path, kl, kp), unknown_key(key, allowed))
         if key == "include":
             inc = _globs(path, val, kl, kp)
         elif key == "exclude":
@@ -354,9 +384,28 @@ def _entry(
     return Entry(
         values=values,
         origin=f"{safe_origin(path)}:{line}",
+        keypath=keypath,
+        line=line,
         include=inc,
         exclude=exc,
         explicit=not many,
+    )
+
+
+def key_text(key: Any) -> str:
+    """A key as it appears in a key path (long keys shortened)."""
+    k = str(key)
+    return k if len(k) <= 60 else f"{k[:60]}… ({len(k) - 60} more characters)"
+
+
+def unknown_key(key: Any, allowed: list[str]) -> str:
+    """The message for a key that is not allowed: a non-ASCII look-alike is pointed at."""
+    odd = non_ascii_key(key, allowed) if isinstance(key, str) else None
+    if odd is not None:
+        return f"{odd}; allowed: {', '.join(allowed)}"
+    return (
+        f"unknown key {brief(key, 60)}{did_you_mean(str(key), allowed)}; allowed: "
+        f"{', '.join(allowed)}"
     )
 
 
@@ -375,8 +424,9 @@ def infer_variant(path: Path) -> Variant | None:
         return None
 
 
-def load_config(path: Path) -> ConfigFile:
-    """Parse and validate one instance-list file; ConfigError (file:line: key path) otherwise."""
+def load_config(path: Path, variant_fallback: Variant | None = None) -> ConfigFile:
+    """Parse and validate one instance-list file; ConfigError (file:line: key path) otherwise.
+    A file without 'variant:' outside configs/<variant>/ takes ``variant_fallback`` (--variant)."""
     doc = load_yaml(path)
     if doc is None:
         raise ConfigError(Where(path, 1), "the file is empty: give 'instances' or 'spaces'")
@@ -389,9 +439,8 @@ def load_config(path: Path) -> ConfigFile:
     for key in doc:
         if key not in TOP_KEYS:
             raise ConfigError(
-                Where(path, lines.get(key), str(key)),
-                f"unknown key {key!r}{did_you_mean(str(key), list(TOP_KEYS))}; allowed: "
-                f"{', '.join(TOP_KEYS)}",
+                Where(path, lines.get(key), key_text(key)),
+                unknown_key(key, list(TOP_KEYS)),
             )
     inferred = infer_variant(path)
     if "variant" in doc:
@@ -409,9 +458,12 @@ def load_config(path: Path) -> ConfigFile:
             )
     elif inferred is not None:
         variant = inferred
+    elif variant_fallback is not None:
+        variant = variant_fallback
     else:
         raise ConfigError(
-            Where(path, 1, "variant"), f"missing 'variant' (one of {', '.join(Variant.allowed())})"
+            Where(path, 1, "variant"),
+            f"missing 'variant' (one of {', '.join(Variant.allowed())}; or give one --variant)",
         )
     desc = doc.get("description", "")
     if not isinstance(desc, str):

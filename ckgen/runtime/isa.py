@@ -32,7 +32,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -427,18 +427,53 @@ def write_manifest_resources(project: Path, doc: dict[str, Any]) -> None:
 
 def load_resources(path: Path) -> tuple[str, dict[str, dict[str, Any]]]:
     """(arch, instance name -> measured resources) from a --resources-out file or a manifest.json
-    that check-isa wrote into."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as ex:
-        raise CkgenError(f"{path}: cannot read measured resources: {ex}") from None
-    doc = data.get("resources", data) if isinstance(data, dict) else None
-    if (
-        not isinstance(doc, dict)
-        or not isinstance(doc.get("instances"), dict)
-        or not isinstance(doc.get("arch"), str)
-    ):
-        raise CkgenError(
-            f"{path}: no measured resources (write them with `ckgen check-isa --resources-out`)"
+    that check-isa wrote into; ConfigError (file: key path) for anything else."""
+    from ckgen.config.loader import load_json
+    from ckgen.errors import ConfigError, Where, brief, shown
+
+    data = load_json(path, "measured resources")
+    top = ""
+    doc = data
+    if isinstance(data, dict) and "resources" in data:
+        doc, top = data["resources"], "resources."
+    if not isinstance(doc, dict):
+        raise ConfigError(
+            Where(path, None, top.rstrip(".")),
+            f"expected a mapping with 'arch' and 'instances', got {shown(doc)} (write measured "
+            "resources with `ckgen check-isa --resources-out`)",
         )
-    return doc["arch"], doc["instances"]
+    for key in ("arch", "instances"):
+        if key not in doc:
+            raise ConfigError(
+                Where(path, None, top.rstrip(".")),
+                f"no '{key}': not measured resources (write them with `ckgen check-isa "
+                "--resources-out`)",
+            )
+    if not isinstance(doc["arch"], str):
+        raise ConfigError(
+            Where(path, None, top + "arch"), f"expected a string, got {shown(doc['arch'])}"
+        )
+    insts = doc["instances"]
+    if not isinstance(insts, dict):
+        raise ConfigError(
+            Where(path, None, top + "instances"),
+            f"expected a mapping of instance name -> resources, got {shown(insts)}",
+        )
+    numbers = {f.name for f in fields(InstanceResources) if f.type in ("int", int)}
+    for name, res in insts.items():
+        kp = f"{top}instances.{brief(name, 60).strip(chr(39))}"
+        if not isinstance(res, dict):
+            raise ConfigError(Where(path, None, kp), f"expected a mapping, got {shown(res)}")
+        for k, v in res.items():
+            if k in numbers and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise ConfigError(
+                    Where(path, None, f"{kp}.{k}"),
+                    f"expected a non-negative integer, got {shown(v)}",
+                )
+        for k, kind in (("failures", list), ("matrix_mnemonics", dict)):
+            if k in res and not isinstance(res[k], kind):
+                raise ConfigError(
+                    Where(path, None, f"{kp}.{k}"),
+                    f"expected a {'list' if kind is list else 'mapping'}, got {shown(res[k])}",
+                )
+    return doc["arch"], insts

@@ -302,8 +302,9 @@ class KernelLibrary:
         )
         if not exp.instances:
             raise CkgenError(
-                f"no instance selected ({exp.candidates} candidates, {len(exp.rejected)} rejected, "
-                f"{exp.filtered} filtered out by kernels={list(globs)})"
+                f"no instance selected ({exp.candidates} candidates, "
+                f"{exp.rejected_count} rejected, {exp.filtered} filtered out by "
+                f"kernels={list(globs)})"
             )
         targets = gpu_targets or spec.cuda_arch or spec.name
         files = render_project(exp.instances, spec)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ckgen.errors import CkgenError
+from ckgen.errors import ConfigError, Where, shown
 from ckgen.model.problem import Problem, load_shapes
 from ckgen.tuning.profile import FAILED
 
@@ -92,13 +92,69 @@ def write_db(path: Path, db: dict[str, Any]) -> None:
 
 
 def read_db(path: Path) -> dict[str, Any]:
-    try:
-        db = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as ex:
-        raise CkgenError(f"cannot read tuning database {path}: {ex}") from None
-    if not isinstance(db, dict) or "entries" not in db:
-        raise CkgenError(f"{path}: not a ckgen tuning database (no 'entries')")
+    """A tuning database, validated; ConfigError (file: key path) for anything else."""
+    from ckgen.config.loader import load_json
+
+    db = load_json(Path(path), "tuning database")
+    validate_db(Path(path), db)
     return db
+
+
+def validate_db(path: Path, db: Any) -> None:
+    """The structure the dispatcher relies on (see the format above): ConfigError naming the
+    file and the key path of the first problem."""
+
+    def bad(kp: str, msg: str) -> ConfigError:
+        return ConfigError(Where(path, None, kp), msg)
+
+    if not isinstance(db, dict) or "entries" not in db:
+        raise bad("", f"not a ckgen tuning database (no 'entries'): got {shown(db)}")
+    ver = db.get("ckgen_tuning_db", DB_VERSION)
+    if ver != DB_VERSION:
+        raise bad("ckgen_tuning_db", f"version {shown(ver)}; this ckgen reads {DB_VERSION}")
+    for key in ("arch", "gpu", "created"):
+        if key in db and not isinstance(db[key], str):
+            raise bad(key, f"expected a string, got {shown(db[key])}")
+    entries = db["entries"]
+    if not isinstance(entries, list):
+        raise bad("entries", f"expected a list of entries, got {shown(entries)}")
+
+    def check_pick(kp: str, e: Any) -> None:
+        if not isinstance(e, dict):
+            raise bad(kp, f"expected a mapping, got {shown(e)}")
+        for key, want in (("kernel", str), ("k_batch", int), ("ms", float)):
+            if key not in e:
+                raise bad(kp, f"missing '{key}'")
+            v = e[key]
+            ok = (
+                isinstance(v, str)
+                if want is str
+                else not isinstance(v, bool)
+                and isinstance(v, int if want is int else (int, float))
+                and v >= 0
+            )
+            if not ok:
+                what = {str: "a string", int: "a non-negative integer", float: "a number >= 0"}
+                raise bad(f"{kp}.{key}", f"expected {what[want]}, got {shown(v)}")
+
+    for n, e in enumerate(entries):
+        kp = f"entries[{n}]"
+        check_pick(kp, e)
+        for key in ("variant", "datatype", "shape"):
+            if not isinstance(e.get(key), str):
+                raise bad(f"{kp}.{key}", f"expected a string, got {shown(e.get(key))}")
+        prob = e.get("problem")
+        if not isinstance(prob, dict):
+            raise bad(f"{kp}.problem", f"expected a mapping, got {shown(prob)}")
+        for key, v in prob.items():
+            vals = v if isinstance(v, list) else [v]
+            if not vals or not all(isinstance(x, int) and not isinstance(x, bool) for x in vals):
+                raise bad(f"{kp}.problem.{key}", f"expected integers, got {shown(v)}")
+        ranking = e.get("ranking", [])
+        if not isinstance(ranking, list):
+            raise bad(f"{kp}.ranking", f"expected a list, got {shown(ranking)}")
+        for m, r in enumerate(ranking):
+            check_pick(f"{kp}.ranking[{m}]", r)
 
 
 def split_shapes(problems: Sequence[Problem], part: str) -> list[str]:
