@@ -429,22 +429,24 @@ GENERATORS: dict[str, Callable[[], str | bytes]] = {
     "too_large": lambda: b"variant: forward\n" + b"#" * (9 * 1024 * 1024 - 18) + b"\n",
     "space_1e10": lambda: _space(
         {
-            "tile": [[m, 64, 32] for m in range(1, 101)],
+            "tile": [[m, 64, 32] for m in range(1, 201)],
             "vector": _vectors(100),
-            "k_batch": list(range(100)),
+            "k_batch": list(range(50)),
             "groups_to_merge": list(range(1, 101)),
             "stages": list(range(1, 11)),
             "waves": [[w, 1, 1] for w in range(1, 11)],
         }
     ),
     "space_over_cap": lambda: _space(
-        {"k_batch": list(range(1025)), "groups_to_merge": list(range(1, 99))}
+        {"k_batch": list(range(65)), "groups_to_merge": list(range(1, 771)), "stages": [2, 3]}
     ),
     "defaults_product": lambda: (
         "variant: forward\ndefaults:\n  k_batch: "
-        + repr(list(range(1025)))
+        + repr(list(range(65)))
         + "\n  groups_to_merge: "
         + repr(list(range(1, 1025)))
+        + "\n  stages: "
+        + repr(list(range(1, 17)))
         + "\ninstances:\n  - {tile: [64, 64, 32]}\n"
     ),
     "long_string": lambda: "variant: forward\ninstances:\n  - pipeline: " + "a" * 200_000 + "\n",
