@@ -322,13 +322,15 @@ def write(rows: list[Row], out: Path, meta: Path, versions: str) -> None:
         raise SystemExit(f"duplicate row names: {sorted(dup)[:5]}")
     head = [
         "# The conv layers of a model zoo (bench/model_shapes.py; " + versions + ").",
-        "# C and K per group. Model, batch, occurrence count: " + meta.name + " (by name).",
+        "# C and K per group; model, and how often it runs the layer. Module paths: "
+        + meta.name
+        + " (by name).",
     ]
     with out.open("w", newline="") as f:
         f.write("\n".join(head) + "\n")
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(SHAPE_COLUMNS)
-        w.writerows(r.shape_cells() for r in rows)
+        w.writerow((*SHAPE_COLUMNS, "model", "count"))
+        w.writerows([*r.shape_cells(), r.model, r.count] for r in rows)
     with meta.open("w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(META_COLUMNS)

@@ -47,8 +47,8 @@ def _header(path: Path) -> list[str]:
 def test_models_csv():
     path = BENCH / "shapes" / "models.csv"
     problems = load_shapes(path)
-    # exactly the profiler's columns: the C++ parser (host/shapes.hpp) refuses unknown ones
-    assert tuple(_header(path)) == SHAPE_COLUMNS
+    # the profiler's columns plus the descriptive ones host/shapes.hpp accepts
+    assert tuple(_header(path)) == (*SHAPE_COLUMNS, "model", "count")
     names = [p.name for p in problems]
     assert len(set(names)) == len(names)
     with (BENCH / "shapes" / "models_meta.csv").open() as f:
@@ -56,6 +56,9 @@ def test_models_csv():
     assert [m["name"] for m in meta] == names
     seen: dict[str, set[int]] = {}
     keys = set()
+    with path.open() as f:
+        own = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+    assert [(r["model"], r["count"]) for r in own] == [(m["model"], m["count"]) for m in meta]
     for p, m in zip(problems, meta, strict=True):
         assert p.name.startswith(f"{m['model']}_b{m['batch']}_")
         assert int(m["batch"]) == p.N and int(m["count"]) >= 1

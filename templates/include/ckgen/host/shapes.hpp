@@ -156,7 +156,9 @@ inline std::vector<NamedProblem> parse_shapes_csv_text(const std::string& text,
             col[j] = i;
             known = true;
           }
-        if (!known) throw fail("unknown column '" + cells[i] + "' in the header");
+        // descriptive columns of a corpus (which model, how often it runs a layer)
+        if (!known && cells[i] != "model" && cells[i] != "count")
+          throw fail("unknown column '" + cells[i] + "' in the header");
       }
       for (int j = 0; j < 12; ++j)
         if (col[j] < 0)
