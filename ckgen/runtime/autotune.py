@@ -160,15 +160,15 @@ def read_db_or_warn(path: Path) -> dict[str, Any] | None:
     """The tuning database at path; None when absent; None with a warning when it is not one
     (corrupt, truncated, another tool's): the caller rebuilds it."""
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as ex:
         warnings.warn(f"ckgen autotune cache {path}: cannot read ({ex}); rebuilding", stacklevel=3)
         return None
     try:
-        db = json.loads(text)
-    except ValueError as ex:
+        db = json.loads(raw.decode())
+    except ValueError as ex:  # (UnicodeDecodeError too)
         warnings.warn(f"ckgen autotune cache {path} is corrupt ({ex}); rebuilding", stacklevel=3)
         return None
     if not isinstance(db, dict) or not isinstance(db.get("entries"), list):
