@@ -1,8 +1,10 @@
 """Tuning database: every instance (and k_batch) timed per shape -> JSON read by the dispatcher
 (dispatch/dispatcher.hpp, TuningDb), and the heuristic's quality on shapes it was not tuned on.
 
-Format (version 1):
-  {"ckgen_tuning_db": 1, "arch": ..., "gpu": ..., "created": ..., "entries": [
+Format (version 1; also the autotune cache's, ckgen/runtime/autotune.py, which adds its key
+under "autotune"):
+  {"ckgen_tuning_db": 1, "arch": ..., "gpu": ..., "sm_count": ... (0: not recorded),
+   "created": ..., "entries": [
      {"variant": "forward", "datatype": "fp16", "shape": "r50_l1_3x3_64_64",
       "problem": {"ndim": 2, "G": 1, "N": 2, "C": 64, "K": 64, "in": [1, 200, 200],
                   "filter": [1, 3, 3], "stride": [1, 1, 1], "dilation": [1, 1, 1],
@@ -38,6 +40,7 @@ def build_db(
     problems: Sequence[Problem],
     arch: str = "",
     shapes: Sequence[str] | None = None,
+    sm_count: int = 0,
 ) -> dict[str, Any]:
     """Tuning DB from profiler rows; only shapes named in `shapes` when given."""
     by_name = {p.name: p for p in problems}
@@ -77,18 +80,29 @@ def build_db(
                 "ranking": ranking,
             }
         )
+    db = db_header(arch, gpu, sm_count)
+    db["entries"] = entries
+    return db
+
+
+def db_header(arch: str, gpu: str, sm_count: int = 0) -> dict[str, Any]:
+    """The fields of a tuning database before its entries (`ckgen tune` and autotune)."""
     return {
         "ckgen_tuning_db": DB_VERSION,
         "arch": arch,
         "gpu": gpu,
+        "sm_count": int(sm_count),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "entries": entries,
     }
 
 
 def write_db(path: Path, db: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(db, indent=1) + "\n")
+    """Writes the database atomically (temporary file + rename, under a lock beside it), so a
+    process reading it meanwhile sees the old or the new file."""
+    from ckgen.runtime.autotune import locked, write_json_atomic
+
+    with locked(Path(path)):
+        write_json_atomic(Path(path), db)
 
 
 def read_db(path: Path) -> dict[str, Any]:

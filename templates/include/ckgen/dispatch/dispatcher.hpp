@@ -33,6 +33,12 @@
 //      arch_specs.json); the compute-unit count is the device's when a device is present.
 //
 // Every decision carries a one-line explanation (Selection::why).
+//
+// select_cached() answers a repeated (problem, variant, datatype, device) from the selection
+// cache (dispatch/selection_cache.hpp), cleared whenever a decision could change (a tuning
+// database loaded or cleared, the compute units or split candidates changed); cache_put() records
+// a pick measured elsewhere (autotune). candidates() lists the best (instance, k_batch) pairs to
+// time: the selection first, then the cost model's order.
 #pragma once
 
 
@@ -49,6 +55,7 @@
 
 #include "ckgen/dispatch/cost_model.hpp"
 #include "ckgen/dispatch/neighbours.hpp"
+#include "ckgen/dispatch/selection_cache.hpp"
 #include "ckgen/dispatch/tuning_db.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 
@@ -78,11 +85,13 @@ class Dispatcher {
     db->load(path);
     db_ = db;
     env_checked_ = true;
+    cache_.clear();
   }
   void clear_tuning_db() {
     std::lock_guard<std::mutex> g(mu_);
     db_.reset();
     env_checked_ = true;
+    cache_.clear();
   }
   std::shared_ptr<const TuningDb> tuning_db() {
     std::lock_guard<std::mutex> g(mu_);
@@ -102,13 +111,17 @@ class Dispatcher {
   }
   const std::string& env_error() const { return env_error_; }
 
-  void set_arch(const ArchNumbers& a) { arch_ = a; }
+  void set_arch(const ArchNumbers& a) {
+    arch_ = a;
+    cache_.clear();
+  }
 
   // Split counts the cost model tries for backward_weight instances whose k_batch is chosen per
   // call (0 = the instance's own choice). Default {0, 1, 2, 4, 8, 16, 32}.
   void set_k_batch_candidates(std::vector<int> kbs) {
-    if (kbs.empty()) kbs = {0};
+    if (kbs.empty()) kbs.push_back(0);
     k_batch_candidates_ = std::move(kbs);
+    cache_.clear();
   }
   const std::vector<int>& k_batch_candidates() const { return k_batch_candidates_; }
   const ArchNumbers& arch() const { return arch_; }
@@ -141,6 +154,89 @@ class Dispatcher {
     CostEstimate cost;
   };
 
+  // select() (cost_only: by_cost()) through the selection cache; `device` is part of the key (the
+  // caller's current device). `hit` (may be null) tells whether the cache answered.
+  CachedSelection select_cached(const ConvProblem& p, DataType dt, Variant v, int device, bool cost_only,
+                                bool* hit = nullptr) {
+    const SelectionKey key(p, v, dt, device, cost_only ? 1 : 0);
+    CachedSelection c;
+    if (cache_.get(key, c)) {
+      if (hit) *hit = true;
+      return c;
+    }
+    if (hit) *hit = false;
+    const uint64_t epoch = cache_.epoch();  // before the state the selection reads
+    const Selection s = cost_only ? by_cost(p, dt, v) : select(p, dt, v);
+    c.index = s.index;
+    c.k_batch = s.k_batch;
+    c.text = s.kernel ? s.source + ": " + s.why : s.why;
+    if (s.kernel) cache_.put(key, c, epoch);  // refusals are not cached: they carry the reasons
+    return c;
+  }
+
+  // Records (index, k_batch) as the choice for (problem, variant, datatype, device), for select()
+  // and select_cached(cost_only = false). `why` explains it (e.g. the measured times). Returns
+  // the refusal ("" when stored): an index out of range, another variant / datatype, or an
+  // instance that does not support the problem.
+  std::string cache_put(const ConvProblem& p, DataType dt, Variant v, int device, int index, int k_batch,
+                        const std::string& why) {
+    const auto& all = reg_.all();
+    if (index < 0 || size_t(index) >= all.size())
+      return "kernel index " + std::to_string(index) + " out of range 0.." + std::to_string(int(all.size()) - 1);
+    const KernelBase& k = *all[size_t(index)];
+    if (k.key().variant != v || k.key().datatype != dt)
+      return k.name() + " is a " + to_string(k.key().variant) + " " + to_string(k.key().datatype) +
+             " instance, not " + to_string(v) + " " + to_string(dt);
+    RunOptions o;
+    o.k_batch = k_batch;
+    if (std::string r = k.is_supported(p, o); !r.empty()) return k.name() + ": " + r;
+    CachedSelection c;
+    c.index = index;
+    c.k_batch = k_batch;
+    c.text = why.empty() ? "recorded: " + k.name() : why;
+    const SelectionKey key(p, v, dt, device, 0);
+    if (!cache_.put(key, c, cache_.epoch()) && cache_.capacity() > 0)
+      return "the selection cache was cleared meanwhile";
+    return {};
+  }
+
+  SelectionCache& cache() { return cache_; }
+
+  // Up to k (instance, k_batch) pairs worth timing for the problem, best guess first: the
+  // selection (tuning database or cost model), an exact tuning-database entry's ranking, then
+  // every supported pair by the cost model's estimate. Empty when no instance supports it.
+  std::vector<CostCandidate> candidates(const ConvProblem& p, DataType dt, Variant v, int k) {
+    std::vector<CostCandidate> out;
+    if (k <= 0 || !p.validate().empty()) return out;
+    auto add = [&](int index, int kb) {
+      if (int(out.size()) >= k) return;
+      for (const CostCandidate& c : out)
+        if (c.index == index && c.k_batch == kb) return;
+      const KernelBase& kern = *reg_.all()[size_t(index)];
+      out.push_back({index, kb, estimate_cost(kern.key(), p, effective_k_batch(kern.key(), p, kb), arch_)});
+    };
+    const Selection s = select(p, dt, v);
+    if (!s) return out;
+    add(s.index, s.k_batch);
+    if (auto db = tuning_db(); db && !db->empty()) {
+      for (const TunedEntry& e : db->entries()) {
+        if (e.variant != v || e.datatype != dt || !same_problem(e.problem, p)) continue;
+        for (const TunedChoice& c : e.ranking) {
+          const int i = index_of(c.kernel);
+          if (i < 0) continue;
+          RunOptions o;
+          o.k_batch = c.k_batch;
+          if (reg_.all()[size_t(i)]->is_supported(p, o).empty()) add(i, c.k_batch);
+        }
+      }
+    }
+    std::vector<CostCandidate> cs = cost_candidates(p, dt, v);
+    std::stable_sort(cs.begin(), cs.end(),
+                     [](const CostCandidate& a, const CostCandidate& b) { return a.cost.us < b.cost.us; });
+    for (const CostCandidate& c : cs) add(c.index, c.k_batch);
+    return out;
+  }
+
   // backward_weight's row form (wavelet_tma, specialization stride1) copies x once per filter
   // row instead of once per tap but pads each output-row segment to a multiple of 16 positions
   // and runs 64-row tiles: it wins where the copies bound the kernel (few output channels, long
@@ -151,9 +247,11 @@ class Dispatcher {
   // Every registered instance of (variant, datatype, ndim) that supports the problem, per split
   // count tried (backward_weight instances with k_batch 0: k_batch_candidates()), with its
   // estimate. `reasons` counts the refusals, `candidates` the instances of the right ndim.
+  // `examples` (may be null) keeps, per reason, the first instance that gave it.
   std::vector<CostCandidate> cost_candidates(const ConvProblem& p, DataType dt, Variant v,
                                              std::map<std::string, int>* reasons = nullptr,
-                                             int* candidates = nullptr) const {
+                                             int* candidates = nullptr,
+                                             std::map<std::string, std::string>* examples = nullptr) const {
     std::vector<CostCandidate> out;
     const auto& all = reg_.all();
     for (size_t i = 0; i < all.size(); ++i) {
@@ -177,6 +275,7 @@ class Dispatcher {
         const std::string r = k.is_supported(p, o);
         if (!r.empty()) {
           if (reasons) ++(*reasons)[r];
+          if (examples) examples->emplace(r, k.name() + (kbs.size() > 1 ? " (k_batch " + std::to_string(kb) + ")" : ""));
           continue;
         }
         out.push_back({int(i), kb, estimate_cost(key, p, effective_k_batch(key, p, kb), arch_)});
@@ -197,8 +296,9 @@ class Dispatcher {
     Selection best;
     best.source = "cost-model";
     std::map<std::string, int> reasons;
+    std::map<std::string, std::string> examples;
     int candidates = 0;
-    const std::vector<CostCandidate> cs = cost_candidates(p, dt, v, &reasons, &candidates);
+    const std::vector<CostCandidate> cs = cost_candidates(p, dt, v, &reasons, &candidates, &examples);
     const CostCandidate* b = nullptr;
     for (const CostCandidate& c : cs)
       if (!b || c.cost.us < b->cost.us) b = &c;
@@ -213,17 +313,55 @@ class Dispatcher {
          << ", tile efficiency " << c.tile_efficiency << ", k_batch " << c.k_batch << ")";
       best.why = os.str();
     } else {
-      std::ostringstream os;
-      os << "no " << to_string(v) << " " << to_string(dt) << " instance supports the problem ("
-         << candidates << " candidate(s) of ndim " << p.ndim << ")";
-      int n = 0;
-      for (const auto& [r, c] : reasons) {
-        os << (n++ ? "; " : ": ") << c << "x " << r;
-        if (n == 4) break;
-      }
-      best.why = os.str();
+      best.why = no_kernel_message(p, dt, v, candidates, reasons, examples);
     }
     return best;
+  }
+
+  // Why nothing runs the problem: the refusals of the instances of its variant / datatype / ndim,
+  // most frequent first, each with the first instance that gave it; without such instances, what
+  // the library holds instead.
+  std::string no_kernel_message(const ConvProblem& p, DataType dt, Variant v, int candidates,
+                                const std::map<std::string, int>& reasons,
+                                const std::map<std::string, std::string>& examples) const {
+    std::ostringstream os;
+    os << "no " << to_string(v) << " " << to_string(dt) << " instance supports the problem ("
+       << candidates << " candidate(s) of ndim " << p.ndim << ")";
+    if (candidates == 0) {
+      std::set<std::string> held;
+      for (const auto& k : reg_.all()) {
+        const KernelKey& key = k->key();
+        held.insert(std::string(to_string(key.variant)) + " " + to_string(key.datatype) + " " +
+                    std::to_string(key.ndim) + "D");
+      }
+      os << "; the library holds ";
+      if (held.empty()) os << "no instance";
+      int n = 0;
+      for (const std::string& h : held) {
+        if (n == 8) {
+          os << ", ... " << held.size() - 8 << " more";
+          break;
+        }
+        os << (n++ ? ", " : "") << h;
+      }
+      os << " instances";
+      return os.str();
+    }
+    std::vector<std::pair<int, std::string>> by_count;
+    for (const auto& [r, c] : reasons)
+      if (r != "ndim mismatch") by_count.emplace_back(c, r);
+    std::stable_sort(by_count.begin(), by_count.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    int n = 0;
+    for (const auto& [c, r] : by_count) {
+      if (n == 4) {
+        os << "; ... " << by_count.size() - 4 << " more reason(s)";
+        break;
+      }
+      os << (n++ ? "; " : ": ") << c << "x " << r;
+      if (auto it = examples.find(r); it != examples.end()) os << " (e.g. " << it->second << ")";
+    }
+    return os.str();
   }
 
   // The split count resolve_k_batch would pick (kernel/conv_kernel.hpp), from the arch numbers; for a
@@ -420,6 +558,7 @@ class Dispatcher {
   std::string env_error_;
   ArchNumbers arch_;
   std::vector<int> k_batch_candidates_ = {0, 1, 2, 4, 8, 16, 32};
+  SelectionCache cache_;
 };
 
 // The process-wide dispatcher over registry() (compute units from the device when present).

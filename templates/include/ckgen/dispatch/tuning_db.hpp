@@ -153,7 +153,7 @@ class TuningDb {
 
  private:
   // Appends entry e (a tuned problem and its ranking) to out; entries of an unknown variant or
-  // datatype, without a problem or without a timed instance are skipped.
+  // datatype, without a valid problem or without a timed instance are skipped.
   static void read_entry(const tuning_json::Json& e, std::vector<TunedEntry>& out) {
     using namespace tuning_json;
     TunedEntry t;
@@ -183,6 +183,7 @@ class TuningDb {
     arr3("dilation", q.dilation);
     arr3("pad_l", q.pad_l);
     arr3("pad_r", q.pad_r);
+    if (!q.validate().empty()) return;  // (a zero stride would divide by zero below)
     q.compute_output();
     for (const Json& c : elements(get(e, "ranking")))
       t.ranking.push_back({string_or(c, "kernel", ""), int(number_or(c, "k_batch", 0)), number_or(c, "ms", 0)});
