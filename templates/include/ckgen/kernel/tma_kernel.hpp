@@ -82,96 +82,14 @@ class TmaConvKernel final : public HostFace<Cfg> {
 
  private:
   // The call's options, refused whatever problem they come with (common_refusal's order).
-  std::string options_refusal(const RunOptions& opts) const {
-    using detail::str;
-    if (opts.streamk_blocks != 0)
-      return "RunOptions::streamk_blocks is for StreamK instances (this one never uses StreamK)";
-    if (kTakesKBatch && (opts.k_batch < 0 || opts.k_batch > kMaxSplits))
-      return "k_batch " + str(opts.k_batch) + " out of range 0.." + str(kMaxSplits) + " (0 = chosen per problem)";
-    if constexpr (!Tr::kWeightGrad) {
-      return detail::split_reduce_refusal(opts.split_reduce);
-    } else {
-      if (opts.split_reduce != SplitReduce::Cluster) return {};
-      if (Tr::kPingPong)
-        return "split_reduce cluster: a ping-pong instance (two warpgroups taking turns on units) has no "
-               "cluster reduction";
-      if (Tr::kRows) return "split_reduce cluster: backward_weight stride1 adds its splits through the workspace";
-      if (!Tr::kClusterFits)
-        return "split_reduce cluster: this instance's ring (" + str(Tr::S) +
-               " stages) cannot hold its fp32 tile";
-      if (opts.k_batch > 8)
-        return "split_reduce cluster takes k_batch 0..8 (a cluster holds at most 8 blocks), got " +
-               str(opts.k_batch);
-      if (opts.k_batch > 1 && cluster_slots()[opts.k_batch] == 0)
-        return "split_reduce cluster: the device keeps no cluster of " + str(opts.k_batch) +
-               " blocks of this instance resident";
-    }
-    return {};
-  }
+  std::string options_refusal(const RunOptions& opts) const;
   // What the problem's view leaves out, once common_refusal has passed.
-  std::string shape_refusal(const ConvProblem& p, const RunOptions& opts) const {
-    using detail::str;
-    if (p.ndim == 3) {  // unfolded: the 5D maps
-      if (Tr::kPatch)
-        return "specialization stride1 stages 2D input rows: a 3D problem needs depth filter 1, depth stride 1 "
-               "and no depth padding (it then runs as 2D over N x D images)";
-      if (im2col_width(p) > 0)
-        return "wavelet_tma: a 3D problem whose depth does not fold needs C (" + str(p.C) +
-               ") to be a multiple of 8 (the explicit im2col copy is 2D)";
-    }
-    if constexpr (Tr::kWeightGrad) {
-      if ((p.K % 8 != 0 && padded_k(p) == 0) || (p.C % 8 != 0 && im2col_width(p) == 0))
-        return "wavelet_tma backward_weight needs K (" + str(p.K) + ") and C (" + str(p.C) +
-               ") to be multiples of 8, or one group (K padded; C with taps x C <= 512): 16-byte rows of x and dy";
-      if (std::string e = im2col_staging_limits(p); !e.empty()) return e;
-      if (std::string e = rows_refusal(p); !e.empty()) return e;
-      const ConvProblem q = gemm_view(p);
-      if (std::string e = im2col_limits(q); !e.empty()) return e;
-      const int64_t tiles = weight_tiles(q);
-      if (tiles * kMaxSplits > kMax32) return "too many tiles for a 32-bit work-unit index";
-      return {};
-    } else {
-      if (std::string e = im2col_staging_limits(p); !e.empty()) return e;
-      const Plan pl = plan(p);
-      if (!pl.error.empty()) return pl.error;
-      for (const Phase& ph : pl.phase) {
-        if (std::string e = forward_supported(ph.q); !e.empty()) return e;
-        if (std::string e = patch_refusal(p, ph); !e.empty()) return e;
-        if (ph.q.K % 2 != 0 && phase_split(ph, 0, opts, 1).k_split > 1)
-          return std::string("wavelet_tma: a split reduction needs an even ") +
-                 (Cfg::kVariant == Variant::Forward ? "K" : "C") + " (" + str(ph.q.K) +
-                 ", 8-byte fp32 reductions)";
-      }
-      return {};
-    }
-  }
+  std::string shape_refusal(const ConvProblem& p, const RunOptions& opts) const;
 
   // What backward_weight's row form (TmaTraits::kRows) needs of a 2D view: width stride 1 (a
   // row segment's pixels are consecutive input pixels), 64-channel blocks, the instance's filter
   // width (tile N = X x 64) and the taps' reach within the stage's halo.
-  static std::string rows_refusal(const ConvProblem& p) {
-    if constexpr (!Tr::kRows) {
-      (void)p;
-      return {};
-    } else {
-      using detail::str;
-      if (p.ndim == 3)
-        return "backward_weight stride1 reads 2D input rows: a 3D problem needs depth filter 1, depth stride 1 "
-               "and no depth padding (it then runs as 2D over N x D images)";
-      if (p.stride[2] != 1) return "backward_weight stride1 needs width stride 1 (got " + str(p.stride[2]) + ")";
-      if (p.C % 64 != 0)
-        return "backward_weight stride1 needs C (" + str(p.C) + ") to be a multiple of 64 (64-channel blocks)";
-      if (p.filter[2] * 64 != Tr::BN)
-        return "backward_weight stride1: tile N " + str(Tr::BN) + " holds the 64-channel blocks of a filter " +
-               str(Tr::BN / 64) + " wide, got filter width " + str(p.filter[2]);
-      if ((p.filter[2] - 1) * p.dilation[2] > detail::tma_row_halo(Tr::BN))
-        return "backward_weight stride1: the filter's dilated width reaches " +
-               str((p.filter[2] - 1) * p.dilation[2]) + " pixels past a row segment; the stage holds " +
-               str(detail::tma_row_halo(Tr::BN));
-      if (detail::tma_row_k_tiles(p, Tr::BN) > kMax32) return "problem too large for 32-bit k tiles";
-      return {};
-    }
-  }
+  static std::string rows_refusal(const ConvProblem& p);
 
   // A split reduction: fp32 sums in the written tensor's layout, converted by splitk_finish.
   std::size_t workspace_2d(const ConvProblem& p, const RunOptions& opts) const {
@@ -186,79 +104,7 @@ class TmaConvKernel final : public HostFace<Cfg> {
   }
 
   gpuError_t run_2d(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
-                    const RunOptions& opts) const {
-    if constexpr (Tr::kWeightGrad) {
-      return run_weight_grad(p, t, workspace, stream, opts);
-    } else {
-      // forward: one launch x -> y; backward_data: one launch dy -> dx per stride phase. With a
-      // split, every launch adds into the zeroed fp32 workspace (which also covers the pixels no
-      // phase writes) and one splitk_finish converts it.
-      using Raw = typename Tr::Raw;
-      constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
-      const void* src = kFwd ? t.in : t.out;
-      const void* w = t.wei;
-      void* dst = kFwd ? t.out : t.in;
-      const Plan pl = plan(p);
-      if (!pl.error.empty()) return cudaErrorInvalidValue;
-      const int64_t n = written_elems(p);
-      const std::size_t ws_bytes = split_bytes(pl, p, opts);  // the split sums lead the workspace
-      if (ws_bytes > 0 && workspace == nullptr) return cudaErrorInvalidValue;
-      float* ws = ws_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
-      const bool pad_clears = ws != nullptr && padded_k(p) > 0;  // dy's padding launch zeroes the sums
-      if (gpuError_t e = pad_dy(p, src, workspace, ws_bytes, stream, pad_clears ? ws : nullptr, n); e != gpuSuccess)
-        return e;
-      bool chained = padded_k(p) > 0;  // the next launch follows one of ours (core/chain.hpp)
-      if (const int64_t cp = im2col_width(p); cp > 0) {  // forward: the explicit im2col GEMM
-        if (workspace == nullptr) return cudaErrorInvalidValue;
-        Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
-        Raw* wp = col + p.N * p.out_spatial() * cp;
-        if (gpuError_t e = im2col(static_cast<const Raw*>(src), col, p, cp, stream); e != gpuSuccess) return e;
-        if (gpuError_t e = pad_channels(static_cast<const Raw*>(w), wp, p.K, p.filter_spatial() * p.C, cp, stream,
-                                        true);
-            e != gpuSuccess)
-          return e;
-        src = col;
-        w = wp;
-        chained = true;
-      }
-      bool clear_first = false;  // the clear is the call's first launch (nothing else precedes)
-      if (ws != nullptr) {
-        if (!pad_clears) {
-          clear_first = !chained;
-          if (gpuError_t e = launch_clear_sums(ws, n, stream, chained); e != gpuSuccess) return e;
-          chained = true;
-        }
-      } else if (pl.zero_first) {
-        if (gpuError_t e = gpuMemsetAsync(dst, 0, std::size_t(n) * sizeof(Raw), stream); e != gpuSuccess)
-          return e;
-        chained = false;
-      }
-      // Several phases fork onto side streams: their launches follow events, not a kernel.
-      chained = chained && pl.phase.size() == 1;
-      // Several phases: forked onto the side streams after the clear, joined before the finish.
-      detail::PhaseStreams* fj = pl.phase.size() > 1 ? detail::phase_streams() : nullptr;
-      const int sides = fj ? int(std::min<std::size_t>(pl.phase.size() - 1, detail::PhaseStreams::kSide)) : 0;
-      if (sides > 0) {
-        if (gpuError_t e = cudaEventRecord(fj->fork, stream); e != gpuSuccess) return e;
-        for (int i = 0; i < sides; ++i)
-          if (gpuError_t e = cudaStreamWaitEvent(fj->side[i], fj->fork, 0); e != gpuSuccess) return e;
-      }
-      for (std::size_t j = 0; j < pl.phase.size(); ++j) {
-        const gpuStream_t st = sides > 0 && j > 0 ? fj->side[(j - 1) % detail::PhaseStreams::kSide] : stream;
-        if (gpuError_t e = run_forward(pl.phase[j], src, w, p.K, dst, ws,
-                                       phase_split(pl.phase[j], n, opts, pl.phase.size()), st, chained,
-                                       chained && clear_first);
-            e != gpuSuccess)
-          return e;
-      }
-      for (int i = 0; i < sides; ++i) {
-        if (gpuError_t e = cudaEventRecord(fj->join[i], fj->side[i]); e != gpuSuccess) return e;
-        if (gpuError_t e = cudaStreamWaitEvent(stream, fj->join[i], 0); e != gpuSuccess) return e;
-      }
-      if (ws == nullptr) return gpuSuccess;
-      return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dst), n, stream, pl.phase.size() == 1);
-    }
-  }
+                    const RunOptions& opts) const;
 
  private:
   static constexpr int kMaxSplits = kMaxKBatch;
@@ -340,30 +186,7 @@ class TmaConvKernel final : public HostFace<Cfg> {
     pt.smem = Tr::kPatchFixedBytes + Tr::kPatchBuffers * pt.stride;
     return pt;
   }
-  static std::string patch_refusal(const ConvProblem& p, const Phase& ph) {
-    if constexpr (!Tr::kPatch) {
-      (void)p;
-      (void)ph;
-      return {};
-    } else {
-      using detail::str;
-      for (int i = 0; i < 3; ++i)
-        if (p.stride[i] != 1)
-          return "specialization stride1 needs stride 1 (got " + str(p.stride[1]) + "x" + str(p.stride[2]) + ")";
-      if (!ph.dense) return "specialization stride1 needs a stride-1 problem (one dense launch)";
-      const Patch pt = patch_of(ph.q);
-      if (pt.wp > 256)
-        return "specialization stride1: an output row plus the filter's width spans " + str(pt.wp) +
-               " pixels; the copy engine's box holds at most 256";
-      if (pt.rows > 256) return "specialization stride1: the staged patch needs more than 256 rows";
-      if (pt.smem > detail::device_smem_optin())
-        return "specialization stride1: two staged patches of " + str(pt.rows) + " x " + str(pt.wp) +
-               " pixels need " + str(pt.smem) + " bytes of shared memory; the device allows " +
-               str(detail::device_smem_optin());
-      if (ph.q.N * ph.q.out[1] * int64_t(pt.wp) > kMax32) return "problem too large for 32-bit GEMM rows";
-      return {};
-    }
-  }
+  static std::string patch_refusal(const ConvProblem& p, const Phase& ph);
   // Blocks of the stride1 kernel with `smem` bytes one SM holds (occupancy query; the last
   // answer is kept).
   static int patch_resident_blocks(int smem) {
@@ -465,42 +288,11 @@ class TmaConvKernel final : public HostFace<Cfg> {
 
   // The engine's limits on an im2col map of x: corner offsets in [-128, 127] (4D maps; 5D maps
   // of 3D problems: [-16, 15]), traversal strides <= 8, 16-bit tap offsets.
-  static std::string im2col_limits(const ConvProblem& p) {
-    const bool deep = p.ndim == 3;
-    const int64_t lim = deep ? 16 : 128;
-    for (int i = deep ? 0 : 1; i < 3; ++i) {
-      const int64_t lo = -p.pad_l[i], hi = p.pad_r[i] - (p.filter[i] - 1) * p.dilation[i];
-      if (lo < -lim || lo >= lim || hi < -lim || hi >= lim)
-        return std::string("wavelet_tma: padding / filter extent outside the im2col corner range ") +
-               (deep ? "[-16, 15] (5D maps of 3D problems)" : "[-128, 127]");
-      if (p.stride[i] > 8) return "wavelet_tma needs strides <= 8";
-      if ((p.filter[i] - 1) * p.dilation[i] > 65535) return "wavelet_tma: filter extent > 65535";
-    }
-    if (p.N * p.out_spatial() > kMax32 || p.N * p.in_spatial() * p.G * p.C > (int64_t(1) << 40))
-      return "problem too large for 32-bit GEMM rows";
-    return {};
-  }
+  static std::string im2col_limits(const ConvProblem& p);
 
   // What a forward launch (a forward problem or a backward_data phase) needs besides
   // im2col_limits: 16-byte rows of x and of w as read.
-  static std::string forward_supported(const ConvProblem& p) {
-    using detail::str;
-    const char* in_c = Cfg::kVariant == Variant::Forward ? "C" : "K";
-    if (p.C % 8 != 0)
-      return std::string("wavelet_tma needs ") + in_c + " (" + str(p.C) +
-             ") to be a multiple of 8 (16-byte rows)";
-    if (Tr::kBNMajor && p.K % 8 != 0)
-      return "wavelet_tma backward_data needs C (" + str(p.K) +
-             ") to be a multiple of 8 (w is read as it lies: 16-byte rows)";
-    if (p.G > 1 && p.C % Tr::BK != 0)
-      return std::string("wavelet_tma: grouped problems need ") + in_c + " (" + str(p.C) +
-             ") to be a multiple of 64 (a channel chunk must stay inside its group)";
-    if (std::string e = im2col_limits(p); !e.empty()) return e;
-    const int64_t tiles = detail::ceil_div(p.N * p.out_spatial(), Tr::BM) *
-                          detail::ceil_div(p.K, Tr::BN) * p.G;
-    if (tiles * kMaxSplits > kMax32) return "too many tiles for a 32-bit work-unit index";
-    return {};
-  }
+  static std::string forward_supported(const ConvProblem& p);
 
   static CUtensorMapDataType map_type() {
     return Tr::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -532,16 +324,7 @@ class TmaConvKernel final : public HostFace<Cfg> {
 
 
   // The convolution geometry every launch carries.
-  static void set_geometry(TmaConvArgs& a, const ConvProblem& p) {
-    static_cast<ConvGeometry2D&>(a) = conv_geometry_2d(p);
-    a.G = int(p.G);
-    a.deep = p.ndim == 3 ? 1 : 0;  // a view is 3D only when its depth does not fold
-    a.Do = int(p.out[0]);
-    a.Y = int(p.filter[1]);
-    a.s_d = int(p.stride[0]);
-    a.pl_d = int(p.pad_l[0]);
-    a.d_d = int(p.dilation[0]);
-  }
+  static void set_geometry(TmaConvArgs& a, const ConvProblem& p);
 
   // The launch configuration of `grid` blocks in clusters of c along x (cfg points at attr:
   // built in place, not copied). The launch and the cluster occupancy query share it.
@@ -623,4 +406,5 @@ class TmaConvKernel final : public HostFace<Cfg> {
 
 }  // namespace ckgen
 
+#include "ckgen/kernel/tma_checks.hpp"
 #include "ckgen/kernel/tma_launch.hpp"

@@ -1,5 +1,6 @@
-// Out-of-class definitions of TmaConvKernel<Cfg> (kernel/tma_kernel.hpp): tensor-map encoding
-// of x, the launch shape (persistent or clustered grid) and the launches of each variant.
+// Out-of-class definitions of TmaConvKernel<Cfg> (kernel/tma_kernel.hpp): the forward /
+// backward_data call (phases, split workspace, side streams), the launch geometry, tensor-map
+// encoding of x, the launch shape (persistent or clustered grid) and the launches of each variant.
 #pragma once
 
 #include "ckgen/kernel/tma_kernel.hpp"
@@ -7,6 +8,94 @@
 namespace ckgen {
 
 #if defined(CKGEN_NVIDIA)
+
+template <class Cfg>
+gpuError_t TmaConvKernel<Cfg>::run_2d(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
+                  const RunOptions& opts) const {
+  if constexpr (Tr::kWeightGrad) {
+    return run_weight_grad(p, t, workspace, stream, opts);
+  } else {
+    // forward: one launch x -> y; backward_data: one launch dy -> dx per stride phase. With a
+    // split, every launch adds into the zeroed fp32 workspace (which also covers the pixels no
+    // phase writes) and one splitk_finish converts it.
+    using Raw = typename Tr::Raw;
+    constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
+    const void* src = kFwd ? t.in : t.out;
+    const void* w = t.wei;
+    void* dst = kFwd ? t.out : t.in;
+    const Plan pl = plan(p);
+    if (!pl.error.empty()) return cudaErrorInvalidValue;
+    const int64_t n = written_elems(p);
+    const std::size_t ws_bytes = split_bytes(pl, p, opts);  // the split sums lead the workspace
+    if (ws_bytes > 0 && workspace == nullptr) return cudaErrorInvalidValue;
+    float* ws = ws_bytes > 0 ? static_cast<float*>(workspace) : nullptr;
+    const bool pad_clears = ws != nullptr && padded_k(p) > 0;  // dy's padding launch zeroes the sums
+    if (gpuError_t e = pad_dy(p, src, workspace, ws_bytes, stream, pad_clears ? ws : nullptr, n); e != gpuSuccess)
+      return e;
+    bool chained = padded_k(p) > 0;  // the next launch follows one of ours (core/chain.hpp)
+    if (const int64_t cp = im2col_width(p); cp > 0) {  // forward: the explicit im2col GEMM
+      if (workspace == nullptr) return cudaErrorInvalidValue;
+      Raw* col = reinterpret_cast<Raw*>(static_cast<unsigned char*>(workspace) + ws_bytes);
+      Raw* wp = col + p.N * p.out_spatial() * cp;
+      if (gpuError_t e = im2col(static_cast<const Raw*>(src), col, p, cp, stream); e != gpuSuccess) return e;
+      if (gpuError_t e = pad_channels(static_cast<const Raw*>(w), wp, p.K, p.filter_spatial() * p.C, cp, stream,
+                                      true);
+          e != gpuSuccess)
+        return e;
+      src = col;
+      w = wp;
+      chained = true;
+    }
+    bool clear_first = false;  // the clear is the call's first launch (nothing else precedes)
+    if (ws != nullptr) {
+      if (!pad_clears) {
+        clear_first = !chained;
+        if (gpuError_t e = launch_clear_sums(ws, n, stream, chained); e != gpuSuccess) return e;
+        chained = true;
+      }
+    } else if (pl.zero_first) {
+      if (gpuError_t e = gpuMemsetAsync(dst, 0, std::size_t(n) * sizeof(Raw), stream); e != gpuSuccess)
+        return e;
+      chained = false;
+    }
+    // Several phases fork onto side streams: their launches follow events, not a kernel.
+    chained = chained && pl.phase.size() == 1;
+    // Several phases: forked onto the side streams after the clear, joined before the finish.
+    detail::PhaseStreams* fj = pl.phase.size() > 1 ? detail::phase_streams() : nullptr;
+    const int sides = fj ? int(std::min<std::size_t>(pl.phase.size() - 1, detail::PhaseStreams::kSide)) : 0;
+    if (sides > 0) {
+      if (gpuError_t e = cudaEventRecord(fj->fork, stream); e != gpuSuccess) return e;
+      for (int i = 0; i < sides; ++i)
+        if (gpuError_t e = cudaStreamWaitEvent(fj->side[i], fj->fork, 0); e != gpuSuccess) return e;
+    }
+    for (std::size_t j = 0; j < pl.phase.size(); ++j) {
+      const gpuStream_t st = sides > 0 && j > 0 ? fj->side[(j - 1) % detail::PhaseStreams::kSide] : stream;
+      if (gpuError_t e = run_forward(pl.phase[j], src, w, p.K, dst, ws,
+                                     phase_split(pl.phase[j], n, opts, pl.phase.size()), st, chained,
+                                     chained && clear_first);
+          e != gpuSuccess)
+        return e;
+    }
+    for (int i = 0; i < sides; ++i) {
+      if (gpuError_t e = cudaEventRecord(fj->join[i], fj->side[i]); e != gpuSuccess) return e;
+      if (gpuError_t e = cudaStreamWaitEvent(stream, fj->join[i], 0); e != gpuSuccess) return e;
+    }
+    if (ws == nullptr) return gpuSuccess;
+    return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dst), n, stream, pl.phase.size() == 1);
+  }
+}
+
+template <class Cfg>
+void TmaConvKernel<Cfg>::set_geometry(TmaConvArgs& a, const ConvProblem& p) {
+  static_cast<ConvGeometry2D&>(a) = conv_geometry_2d(p);
+  a.G = int(p.G);
+  a.deep = p.ndim == 3 ? 1 : 0;  // a view is 3D only when its depth does not fold
+  a.Do = int(p.out[0]);
+  a.Y = int(p.filter[1]);
+  a.s_d = int(p.stride[0]);
+  a.pl_d = int(p.pad_l[0]);
+  a.d_d = int(p.dilation[0]);
+}
 
 template <class Cfg>
 bool TmaConvKernel<Cfg>::encode_x(CUtensorMap* map, const void* x, const ConvProblem& p, int pixels) {

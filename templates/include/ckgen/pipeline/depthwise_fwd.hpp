@@ -92,6 +92,58 @@ struct RowPairRows {
   }
 };
 
+// forward's pair path (DirectPath::RowPair): two output rows of PP / 2 pixels, the KY + 1 input
+// rows under them loaded one row ahead.
+template <class Cfg, int KY, int KX, class TapWeights>
+CKGEN_DEVICE CKGEN_FORCEINLINE void row_pair(const DirectArgs& a, const int& g0, const int& m0,
+                                             TapWeights& tap_weights) {
+  using Tr = DirectTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr DataType D = Tr::kDataType;
+  constexpr int V = Tr::V, PP = Tr::PP, Cg = Tr::Cg;
+  // Source row sr feeds output row o at filter row sr - o; its packets are loaded one row ahead.
+  constexpr int PC = PP / 2, kCols = PC + KX - 1, kSrc = KY + 1;
+  const RowPairUnit u = row_pair_unit<PC>(a, m0 / PP);
+  const RowPairRows<D, V, kCols> src(a, u, static_cast<const Raw*>(a.x), g0);
+  float acc[2][PC][V];
+#pragma unroll
+  for (int o = 0; o < 2; ++o)
+#pragma unroll
+    for (int j = 0; j < PC; ++j)
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[o][j][k] = 0.f;
+  packet_t<D, V> rows[2][kCols];
+  src.load(a, 0, rows[0]);
+#pragma unroll
+  for (int sr = 0; sr < kSrc; ++sr) {
+    if (sr + 1 < kSrc) src.load(a, sr + 1, rows[(sr + 1) & 1]);
+#pragma unroll
+    for (int q = 0; q < kCols; ++q) {
+      float f[V];
+      to_floats<D, V>(rows[sr & 1][q], f);
+#pragma unroll
+      for (int kx = 0; kx < KX; ++kx) {
+        const int j = q - kx;
+        if (j < 0 || j >= PC) continue;
+#pragma unroll
+        for (int o = 0; o < 2; ++o) {
+          const int ky = sr - o;
+          if (ky < 0 || ky >= KY) continue;
+          float wv[V];
+          tap_weights(ky * KX + kx, 0, wv);
+          group_fma<V, Cg>(acc[o][j], f, wv, 0);
+        }
+      }
+    }
+  }
+  Raw* __restrict__ dst = static_cast<Raw*>(a.dst);
+#pragma unroll
+  for (int o = 0; o < 2; ++o)
+    if (o == 0 || u.second)
+#pragma unroll
+      for (int j = 0; j < PC; ++j) store<D, V>(dst + (u.m + int64_t(o) * a.out_[2] + j) * a.chans + g0, acc[o][j]);
+}
+
 // forward / backward_data. KZ, KY, KX > 0: the filter size at compile time (filter in registers
 // or, Cg > 1, shared memory); Path: see DirectPath.
 template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
@@ -242,47 +294,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
   }
 
   if constexpr (kRowPair) {
-    // Source row sr feeds output row o at filter row sr - o; its packets are loaded one row ahead.
-    constexpr int PC = PP / 2, kCols = PC + KX - 1, kSrc = KY + 1;
-    const RowPairUnit u = row_pair_unit<PC>(a, m0 / PP);
-    const RowPairRows<D, V, kCols> src(a, u, static_cast<const Raw*>(a.x), g0);
-    float acc[2][PC][V];
-#pragma unroll
-    for (int o = 0; o < 2; ++o)
-#pragma unroll
-      for (int j = 0; j < PC; ++j)
-#pragma unroll
-        for (int k = 0; k < V; ++k) acc[o][j][k] = 0.f;
-    packet_t<D, V> rows[2][kCols];
-    src.load(a, 0, rows[0]);
-#pragma unroll
-    for (int sr = 0; sr < kSrc; ++sr) {
-      if (sr + 1 < kSrc) src.load(a, sr + 1, rows[(sr + 1) & 1]);
-#pragma unroll
-      for (int q = 0; q < kCols; ++q) {
-        float f[V];
-        to_floats<D, V>(rows[sr & 1][q], f);
-#pragma unroll
-        for (int kx = 0; kx < KX; ++kx) {
-          const int j = q - kx;
-          if (j < 0 || j >= PC) continue;
-#pragma unroll
-          for (int o = 0; o < 2; ++o) {
-            const int ky = sr - o;
-            if (ky < 0 || ky >= KY) continue;
-            float wv[V];
-            tap_weights(ky * KX + kx, 0, wv);
-            group_fma<V, Cg>(acc[o][j], f, wv, 0);
-          }
-        }
-      }
-    }
-    Raw* __restrict__ dst = static_cast<Raw*>(a.dst);
-#pragma unroll
-    for (int o = 0; o < 2; ++o)
-      if (o == 0 || u.second)
-#pragma unroll
-        for (int j = 0; j < PC; ++j) store<D, V>(dst + (u.m + int64_t(o) * a.out_[2] + j) * a.chans + g0, acc[o][j]);
+    row_pair<Cfg, KY, KX>(a, g0, m0, tap_weights);
     return;
   }
 
