@@ -16,7 +16,6 @@ under "autotune"):
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Iterable, Sequence
