@@ -12,8 +12,20 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-COLUMNS = ["shape", "variant", "datatype", "instance", "ms", "tflops", "cudnn_ms", "cudnn_tflops", "speedup", "gpu",
-           "floor_ms", "frac_of_floor"]
+COLUMNS = [
+    "shape",
+    "variant",
+    "datatype",
+    "instance",
+    "ms",
+    "tflops",
+    "cudnn_ms",
+    "cudnn_tflops",
+    "speedup",
+    "gpu",
+    "floor_ms",
+    "frac_of_floor",
+]
 
 
 def best_rows(paths: list[Path]) -> dict[tuple[str, str, str], dict[str, str]]:
@@ -37,7 +49,9 @@ def best_rows(paths: list[Path]) -> dict[tuple[str, str, str], dict[str, str]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--gpu", required=True)
     ap.add_argument("--cudnn", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
@@ -54,13 +68,22 @@ def main() -> None:
         if p is None:
             continue
         ms, cms = float(r["ms"]), float(p["cudnn_ms"])
-        rows.append({
-            "shape": key[0], "variant": key[1], "datatype": key[2], "instance": r["instance"],
-            "ms": f"{ms:.5f}", "tflops": f"{float(r['tflops']):.2f}", "cudnn_ms": f"{cms:.5f}",
-            "cudnn_tflops": p["cudnn_tflops"], "speedup": f"{cms / ms:.3f}", "gpu": a.gpu,
-            "floor_ms": p.get("floor_ms", ""),
-            "frac_of_floor": f"{float(p['floor_ms']) / ms:.4g}" if p.get("floor_ms") else "",
-        })
+        rows.append(
+            {
+                "shape": key[0],
+                "variant": key[1],
+                "datatype": key[2],
+                "instance": r["instance"],
+                "ms": f"{ms:.5f}",
+                "tflops": f"{float(r['tflops']):.2f}",
+                "cudnn_ms": f"{cms:.5f}",
+                "cudnn_tflops": p["cudnn_tflops"],
+                "speedup": f"{cms / ms:.3f}",
+                "gpu": a.gpu,
+                "floor_ms": p.get("floor_ms", ""),
+                "frac_of_floor": f"{float(p['floor_ms']) / ms:.4g}" if p.get("floor_ms") else "",
+            }
+        )
     with a.out.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         w.writeheader()
@@ -68,15 +91,26 @@ def main() -> None:
     geo: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in rows:
         geo[(r["variant"], r["datatype"])].append(math.log(float(r["speedup"])))
-    print(f"{'shape':34s} {'variant':16s} {'dt':5s} {'ours ms':>9s} {'cudnn ms':>9s} {'speedup':>8s}")
+    print(
+        f"{'shape':34s} {'variant':16s} {'dt':5s} {'ours ms':>9s} {'cudnn ms':>9s} {'speedup':>8s}"
+    )
     for r in rows:
-        print(f"{r['shape']:34s} {r['variant']:16s} {r['datatype']:5s} {float(r['ms']):9.4f} {float(r['cudnn_ms']):9.4f} {float(r['speedup']):8.3f}")
+        print(
+            f"{r['shape']:34s} {r['variant']:16s} {r['datatype']:5s} {float(r['ms']):9.4f} {float(r['cudnn_ms']):9.4f} {float(r['speedup']):8.3f}"
+        )
     for (v, dt), logs in sorted(geo.items()):
-        fr = [math.log(float(r["frac_of_floor"])) for r in rows
-              if (r["variant"], r["datatype"]) == (v, dt) and r["frac_of_floor"] and float(r["frac_of_floor"]) > 0]
+        fr = [
+            math.log(float(r["frac_of_floor"]))
+            for r in rows
+            if (r["variant"], r["datatype"]) == (v, dt)
+            and r["frac_of_floor"]
+            and float(r["frac_of_floor"]) > 0
+        ]
         frac = f", geomean floor/ours {math.exp(sum(fr) / len(fr)):.3f}" if fr else ""
-        print(f"geomean speedup {v:16s} {dt}: {math.exp(sum(logs) / len(logs)):.3f} over {len(logs)} shapes, "
-              f"min {math.exp(min(logs)):.3f}{frac}")
+        print(
+            f"geomean speedup {v:16s} {dt}: {math.exp(sum(logs) / len(logs)):.3f} over {len(logs)} shapes, "
+            f"min {math.exp(min(logs)):.3f}{frac}"
+        )
 
 
 if __name__ == "__main__":

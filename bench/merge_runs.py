@@ -26,12 +26,19 @@ from pathlib import Path
 
 from ckgen.tuning.report import geomean
 
-RETINANET = Path(__file__).resolve().parent.parent / "templates" / "project" / "shapes" / "retinanet_r50fpn_n2.csv"
+RETINANET = (
+    Path(__file__).resolve().parent.parent
+    / "templates"
+    / "project"
+    / "shapes"
+    / "retinanet_r50fpn_n2.csv"
+)
 
 
 @dataclass(frozen=True)
 class Group:
     """A target group of issue 5, item 7: which shapes, and what is reported for them."""
+
     name: str
     prefixes: tuple[str, ...]
 
@@ -66,7 +73,9 @@ class Run:
 def load_run(path: Path) -> Run:
     for name in ("compare.csv", "cudnn.csv", "logs.tar.gz"):
         if not (path / name).is_file():
-            raise MergeError(f"{path}: no {name} (a bench/device.sh output folder has compare.csv, cudnn.csv, logs.tar.gz)")
+            raise MergeError(
+                f"{path}: no {name} (a bench/device.sh output folder has compare.csv, cudnn.csv, logs.tar.gz)"
+            )
     profiles: list[dict[str, str]] = []
     with tarfile.open(path / "logs.tar.gz") as tar:
         for m in sorted(tar.getmembers(), key=lambda m: m.name):
@@ -74,16 +83,24 @@ def load_run(path: Path) -> Run:
                 f = tar.extractfile(m)
                 if f is not None:
                     profiles += _read_csv(f.read().decode())
-    run = Run(path, _read_csv((path / "compare.csv").read_text()), _read_csv((path / "cudnn.csv").read_text()),
-              profiles)
+    run = Run(
+        path,
+        _read_csv((path / "compare.csv").read_text()),
+        _read_csv((path / "cudnn.csv").read_text()),
+        profiles,
+    )
     missing = sorted(run.variants - {r.get("variant") for r in profiles})
     if missing:
-        raise MergeError(f"{path}/logs.tar.gz: no profiler rows (prof_<set>_<variant>_<dt>.csv) for "
-                         f"{', '.join(missing)}, which compare.csv reports")
+        raise MergeError(
+            f"{path}/logs.tar.gz: no profiler rows (prof_<set>_<variant>_<dt>.csv) for "
+            f"{', '.join(missing)}, which compare.csv reports"
+        )
     return run
 
 
-def merge(runs: list[Run]) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
+def merge(
+    runs: list[Run],
+) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
     """(benchmark rows, profiler rows, cuDNN rows), each variant from the one run that has it."""
     owner: dict[str, Path] = {}
     for run in runs:
@@ -105,8 +122,9 @@ def _key(r: dict[str, str]) -> tuple[str, str, str]:
     return r.get("shape", ""), r.get("variant", ""), r.get("datatype", "")
 
 
-def override(merged: tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]],
-             runs: list[Run]) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
+def override(
+    merged: tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]], runs: list[Run]
+) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
     """merged with every (shape, variant, datatype) an override run measured taken from that run."""
     rows, profiles, cudnn = merged
     for run in runs:
@@ -114,8 +132,12 @@ def override(merged: tuple[list[dict[str, str]], list[dict[str, str]], list[dict
         if not keys:
             raise MergeError(f"{run.path}: the override run has no benchmark rows")
         rows = [r for r in rows if _key(r) not in keys] + run.compare
-        profiles = [r for r in profiles if _key(r) not in keys] + [r for r in run.profiles if _key(r) in keys]
-        cudnn = [r for r in cudnn if _key(r) not in keys] + [r for r in run.cudnn if _key(r) in keys]
+        profiles = [r for r in profiles if _key(r) not in keys] + [
+            r for r in run.profiles if _key(r) in keys
+        ]
+        cudnn = [r for r in cudnn if _key(r) not in keys] + [
+            r for r in run.cudnn if _key(r) in keys
+        ]
     rows.sort(key=lambda r: (r["shape"], r["variant"], r["datatype"]))
     return rows, profiles, cudnn
 
@@ -142,12 +164,18 @@ def summary(rows: list[dict[str, str]], retinanet: set[str]) -> list[str]:
         line = f"{v} {dt}:"
         if rn:
             low = min(rn, key=lambda r: float(r["speedup"]))
-            line += (f" RetinaNet geomean {geomean([float(r['speedup']) for r in rn]):.3f} over {len(rn)},"
-                     f" lowest {low['shape']} {float(low['speedup']):.3f};")
+            line += (
+                f" RetinaNet geomean {geomean([float(r['speedup']) for r in rn]):.3f} over {len(rn)},"
+                f" lowest {low['shape']} {float(low['speedup']):.3f};"
+            )
         for g in GROUPS:
             sel = [r for r in mine if r["shape"].startswith(g.prefixes)]
             if sel:
-                line += f" {g.name} " + " ".join(f"{r['shape']} {float(r['speedup']):.2f}" for r in sel) + ";"
+                line += (
+                    f" {g.name} "
+                    + " ".join(f"{r['shape']} {float(r['speedup']):.2f}" for r in sel)
+                    + ";"
+                )
         big = [r for r in mine if r["shape"] == LARGEST_GEMM]
         if big:
             line += f" {LARGEST_GEMM} {float(big[0]['tflops']):.0f} TFLOPS"
@@ -156,16 +184,35 @@ def summary(rows: list[dict[str, str]], retinanet: set[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, required=True, help="merged benchmark CSV (columns: docs/design.md)")
-    ap.add_argument("--report-inputs", type=Path, help="folder for profiles.csv and cudnn.csv (ckgen report's inputs)")
-    ap.add_argument("--retinanet", type=Path, default=RETINANET, help="the RetinaNet shapes CSV (its names)")
-    ap.add_argument("--override", type=Path, action="append", default=[],
-                    help="a later run over some shapes: its rows replace the base runs' (repeatable)")
-    ap.add_argument("runs", type=Path, nargs="+", help="bench/device.sh output folders, one variant each")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--out", type=Path, required=True, help="merged benchmark CSV (columns: docs/design.md)"
+    )
+    ap.add_argument(
+        "--report-inputs",
+        type=Path,
+        help="folder for profiles.csv and cudnn.csv (ckgen report's inputs)",
+    )
+    ap.add_argument(
+        "--retinanet", type=Path, default=RETINANET, help="the RetinaNet shapes CSV (its names)"
+    )
+    ap.add_argument(
+        "--override",
+        type=Path,
+        action="append",
+        default=[],
+        help="a later run over some shapes: its rows replace the base runs' (repeatable)",
+    )
+    ap.add_argument(
+        "runs", type=Path, nargs="+", help="bench/device.sh output folders, one variant each"
+    )
     a = ap.parse_args(argv)
     try:
-        rows, profiles, cudnn = override(merge([load_run(p) for p in a.runs]), [load_run(p) for p in a.override])
+        rows, profiles, cudnn = override(
+            merge([load_run(p) for p in a.runs]), [load_run(p) for p in a.override]
+        )
     except (MergeError, OSError, tarfile.TarError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -25,9 +25,9 @@ STREAMK_RE = re.compile(r"_sk(lin|tree)(_persist)?$")
 @dataclass(frozen=True)
 class Run:
     shape: str
-    tile: str          # "128x128x32"
-    method: str        # "splitk" or "streamk"
-    variant: str       # splitk: "kb4" / "kb4 2st"; streamk: "linear" / "tree persistent"
+    tile: str  # "128x128x32"
+    method: str  # "splitk" or "streamk"
+    variant: str  # splitk: "kb4" / "kb4 2st"; streamk: "linear" / "tree persistent"
     ms: float
 
 
@@ -38,7 +38,9 @@ def classify(instance: str, k_batch: str) -> tuple[str, str, str] | None:
         return None
     m = STREAMK_RE.search(instance)
     if m:
-        variant = ("linear" if m.group(1) == "lin" else "tree") + (" persistent" if m.group(2) else "")
+        variant = ("linear" if m.group(1) == "lin" else "tree") + (
+            " persistent" if m.group(2) else ""
+        )
         return t.group(1), "streamk", variant
     variant = f"kb{k_batch or '?'}" + (" 2st" if instance.endswith("_2st") else "")
     return t.group(1), "splitk", variant
@@ -79,18 +81,24 @@ def best(runs: list[Run], shape: str, tile: str, method: str) -> Run | None:
 
 def tiles_of(runs: list[Run]) -> list[str]:
     """Tile configurations, smallest first."""
+
     def area(t: str) -> tuple[int, ...]:
         m, n, k = (int(x) for x in t.split("x"))
         return (m * n, m, k)
+
     return sorted({r.tile for r in runs}, key=area)
 
 
 def render(runs: list[Run], labels: dict[str, str], failed: int) -> str:
     tiles = tiles_of(runs)
-    out = ["| Shape | " + " | ".join(f"{t} Split-K | {t} StreamK" for t in tiles) + " |",
-           "|---|" + "---|---|" * len(tiles)]
-    detail = ["| Shape | Tile | best split-K | ms | best StreamK | ms | linear ms | tree ms |",
-              "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| Shape | " + " | ".join(f"{t} Split-K | {t} StreamK" for t in tiles) + " |",
+        "|---|" + "---|---|" * len(tiles),
+    ]
+    detail = [
+        "| Shape | Tile | best split-K | ms | best StreamK | ms | linear ms | tree ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for shape, label in labels.items():
         cells = []
         for t in tiles:
@@ -101,12 +109,32 @@ def render(runs: list[Run], labels: dict[str, str], failed: int) -> str:
                 cells += ["1.00x", "n/a"]
             else:
                 cells += ["1.00x", f"{sp.ms / sk.ms:.2f}x ({sk.variant})"]
-            lin = min((r.ms for r in runs if r.shape == shape and r.tile == t and r.method == "streamk"
-                       and r.variant.startswith("linear")), default=None)
-            tree = min((r.ms for r in runs if r.shape == shape and r.tile == t and r.method == "streamk"
-                        and r.variant.startswith("tree")), default=None)
-            detail.append(f"| {label} | {t} | {sp.variant if sp else 'n/a'} | {_ms(sp)} | "
-                          f"{sk.variant if sk else 'n/a'} | {_ms(sk)} | {_num(lin)} | {_num(tree)} |")
+            lin = min(
+                (
+                    r.ms
+                    for r in runs
+                    if r.shape == shape
+                    and r.tile == t
+                    and r.method == "streamk"
+                    and r.variant.startswith("linear")
+                ),
+                default=None,
+            )
+            tree = min(
+                (
+                    r.ms
+                    for r in runs
+                    if r.shape == shape
+                    and r.tile == t
+                    and r.method == "streamk"
+                    and r.variant.startswith("tree")
+                ),
+                default=None,
+            )
+            detail.append(
+                f"| {label} | {t} | {sp.variant if sp else 'n/a'} | {_ms(sp)} | "
+                f"{sk.variant if sk else 'n/a'} | {_ms(sk)} | {_num(lin)} | {_num(tree)} |"
+            )
         out.append(f"| {label} | " + " | ".join(cells) + " |")
     text = "\n".join(out) + "\n\n" + "\n".join(detail) + "\n"
     if failed:
@@ -123,8 +151,14 @@ def _num(v: float | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("csv", type=Path, help="backward_weight profiler CSV (--csv of ckgen_profiler_backward_weight)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "csv",
+        type=Path,
+        help="backward_weight profiler CSV (--csv of ckgen_profiler_backward_weight)",
+    )
     ap.add_argument("--out", type=Path, help="also write the markdown here")
     a = ap.parse_args(argv)
     if not a.csv.is_file():

@@ -87,6 +87,8 @@ def main() -> int:
         run = reg._lib.ckgen_run
         idx, kb = sel.kernel.index, sel.k_batch
         px, pw, py = x.data_ptr(), w.data_ptr(), y.data_ptr()
+        ws = torch.empty(max(sel.workspace_bytes(prob), 1), dtype=torch.uint8, device="cuda")
+        pws = ws.data_ptr() if sel.workspace_bytes(prob) else 0
         stream = torch.cuda.current_stream().cuda_stream
         lid = ct.library_id(reg)
         conf = ((s, s), (p, p), (p, p), (1, 1), 1, lid)
@@ -95,10 +97,10 @@ def main() -> int:
         dy = torch.ones_like(y)
 
         def c_launch() -> None:
-            run(idx, cp, px, pw, py, 0, stream, kb)
+            assert run(idx, cp, px, pw, py, pws, stream, kb) == 0
 
         def selection_run() -> None:
-            sel.run(prob, px, pw, py, 0, stream)
+            sel.run(prob, px, pw, py, pws, stream)
 
         def ckgen_eager() -> None:
             with torch.no_grad():

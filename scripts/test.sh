@@ -93,8 +93,8 @@ fi
 echo "test.sh: environment ready in $((SECONDS - t0)) s ($("$PY" --version), $(command -v nvcc || echo 'no nvcc'))"
 
 # --- 3. the linters, then the tests --------------------------------------------------------
-"$PY" -m ruff check ckgen tests
-"$PY" -m ruff format --check ckgen tests
+"$PY" -m ruff check
+"$PY" -m ruff format --check
 "$PY" -m mypy ckgen
 "$PY" -m pytest -ra --durations=15 "$@"
 echo "test.sh: done in $((SECONDS - t0)) s"

@@ -237,7 +237,8 @@ def check_cuda_graph(registry) -> None:
     with torch.cuda.graph(graph):
         y = m(x)
         y.float().sum().backward()
-    x.copy_(torch.randn_like(x))
+    with torch.no_grad():  # a new input in the captured buffer
+        x.copy_(torch.randn_like(x))
     before = y.clone()
     graph.replay()
     torch.cuda.synchronize()

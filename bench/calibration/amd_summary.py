@@ -35,12 +35,16 @@ def mnemonic_table() -> None:
                 per.setdefault(m, []).append((n, c))
         for m, hits in sorted(per.items()):
             tiles = sorted({re.search(r"_wt(\d+x\d+x\d+)_", n).group(1) for n, _ in hits})
-            print(f"| {arch} | `{m}` | {sum(c for _, c in hits)} | {len(hits)} | {', '.join(tiles)} |")
+            print(
+                f"| {arch} | `{m}` | {sum(c for _, c in hits)} | {len(hits)} | {', '.join(tiles)} |"
+            )
 
 
 def main() -> None:
-    print("| arch | dtype | instances | compiled | matrix insts (per kernel) | VGPR | AGPR | SGPR | LDS bytes "
-          "| scratch > 0 | occupancy | check failures |")
+    print(
+        "| arch | dtype | instances | compiled | matrix insts (per kernel) | VGPR | AGPR | SGPR | LDS bytes "
+        "| scratch > 0 | occupancy | check failures |"
+    )
     print("| --- | --- | ---: | ---: | --- | --- | --- | --- | --- | ---: | --- | ---: |")
     for arch in ARCHS:
         inst = load(arch)
@@ -52,10 +56,12 @@ def main() -> None:
                 continue
             c = [r for r in rs if r["compiled"]]
             mm = [r["matrix_insts"] for r in c]
-            print(f"| {arch} | {dt} | {len(rs)} | {len(c)} | {sum(mm)} ({rng(mm)}) | {rng([r['vgpr'] for r in c])} "
-                  f"| {rng([r['agpr'] for r in c])} | {rng([r['sgpr'] for r in c])} | {rng([r['lds_bytes'] for r in c])} "
-                  f"| {sum(1 for r in c if r['scratch_bytes'] > 0)} | {rng([r['occupancy'] for r in c])} "
-                  f"| {sum(1 for r in rs if not r['ok'])} |")
+            print(
+                f"| {arch} | {dt} | {len(rs)} | {len(c)} | {sum(mm)} ({rng(mm)}) | {rng([r['vgpr'] for r in c])} "
+                f"| {rng([r['agpr'] for r in c])} | {rng([r['sgpr'] for r in c])} | {rng([r['lds_bytes'] for r in c])} "
+                f"| {sum(1 for r in c if r['scratch_bytes'] > 0)} | {rng([r['occupancy'] for r in c])} "
+                f"| {sum(1 for r in rs if not r['ok'])} |"
+            )
     print()
     mnemonic_table()
 

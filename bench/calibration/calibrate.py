@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from ckgen.model.arch import get_arch  # noqa: E402
 from ckgen.model.naming import parse_instance_name as parse_name  # noqa: E402
-from ckgen.space.estimate import register_estimate  # noqa: E402
 from ckgen.model.vocab import DATATYPE_BYTES, Pipeline  # noqa: E402
+from ckgen.space.estimate import register_estimate  # noqa: E402
 
 
 def estimate_v0(name: str, warp_size: int) -> int:
@@ -56,9 +56,19 @@ def amd_rows(p: Path, label: str) -> list[dict]:
     for name, r in sorted(doc["instances"].items()):
         if not r.get("compiled"):
             continue
-        rows.append({"arch": arch, "set": label, "name": name, "measured": r["vgpr"], "agpr": r.get("agpr", 0),
-                     "spill": r["scratch_bytes"] > 0, "estimate": register_estimate(parse_name(name), a),
-                     "estimate_v0": estimate_v0(name, a.warp_size), "limit": a.registers_per_thread})
+        rows.append(
+            {
+                "arch": arch,
+                "set": label,
+                "name": name,
+                "measured": r["vgpr"],
+                "agpr": r.get("agpr", 0),
+                "spill": r["scratch_bytes"] > 0,
+                "estimate": register_estimate(parse_name(name), a),
+                "estimate_v0": estimate_v0(name, a.warp_size),
+                "limit": a.registers_per_thread,
+            }
+        )
     return rows
 
 
@@ -73,9 +83,19 @@ def nvidia_rows(p: Path, label: str, arch: str = "sm_90a") -> list[dict]:
         elif in_main and "bytes stack frame" in line:
             stack = int(re.search(r"(\d+) bytes spill stores", line).group(1))
         elif in_main and (m := re.search(r"Used (\d+) registers", line)):
-            rows.append({"arch": arch, "set": label, "name": name, "measured": int(m.group(1)), "agpr": 0, "spill": stack > 0,
-                         "estimate": register_estimate(parse_name(name), a),
-                         "estimate_v0": estimate_v0(name, a.warp_size), "limit": a.registers_per_thread})
+            rows.append(
+                {
+                    "arch": arch,
+                    "set": label,
+                    "name": name,
+                    "measured": int(m.group(1)),
+                    "agpr": 0,
+                    "spill": stack > 0,
+                    "estimate": register_estimate(parse_name(name), a),
+                    "estimate_v0": estimate_v0(name, a.warp_size),
+                    "limit": a.registers_per_thread,
+                }
+            )
             in_main = False
     return rows
 
@@ -85,12 +105,15 @@ def summary(rows: list[dict], key: str) -> dict:
     diffs = [r["measured"] - r[key] for r in ok]
     ratios = [r["measured"] / r[key] for r in ok]
     return {
-        "n": len(rows), "fit": len(ok), "spill": len(rows) - len(ok),
+        "n": len(rows),
+        "fit": len(ok),
+        "spill": len(rows) - len(ok),
         "caught": sum(1 for r in rows if r["spill"] and r[key] > r["limit"]),
         "false": sum(1 for r in ok if r[key] > r["limit"]),
         "med_ratio": statistics.median(ratios) if ratios else float("nan"),
         "med_diff": statistics.median(diffs) if diffs else float("nan"),
-        "min_diff": min(diffs) if diffs else float("nan"), "max_diff": max(diffs) if diffs else float("nan"),
+        "min_diff": min(diffs) if diffs else float("nan"),
+        "max_diff": max(diffs) if diffs else float("nan"),
         "mae": statistics.mean(abs(d) for d in diffs) if diffs else float("nan"),
     }
 
@@ -116,15 +139,19 @@ def main() -> None:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows(rows)
-    print("| arch | set | instances (spilling) | formula | median measured/estimate | median measured-estimate "
-          "| min..max | mean abs error | spills rejected by the estimate | non-spilling rejected |")
+    print(
+        "| arch | set | instances (spilling) | formula | median measured/estimate | median measured-estimate "
+        "| min..max | mean abs error | spills rejected by the estimate | non-spilling rejected |"
+    )
     print("| --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: |")
     for arch, label in dict.fromkeys((r["arch"], r["set"]) for r in rows):
         sub = [r for r in rows if r["arch"] == arch and r["set"] == label]
         for key, formula in (("estimate_v0", "before"), ("estimate", "after")):
             s = summary(sub, key)
-            print(f"| {arch} | {label} | {s['n']} ({s['spill']}) | {formula} | {s['med_ratio']:.2f} | {s['med_diff']:+.0f} | "
-                  f"{s['min_diff']:+.0f}..{s['max_diff']:+.0f} | {s['mae']:.0f} | {s['caught']} of {s['spill']} | {s['false']} |")
+            print(
+                f"| {arch} | {label} | {s['n']} ({s['spill']}) | {formula} | {s['med_ratio']:.2f} | {s['med_diff']:+.0f} | "
+                f"{s['min_diff']:+.0f}..{s['max_diff']:+.0f} | {s['mae']:.0f} | {s['caught']} of {s['spill']} | {s['false']} |"
+            )
 
 
 if __name__ == "__main__":
