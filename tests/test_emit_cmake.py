@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli, have, tree
+from conftest import REPO, cli, have, tree
 
 NVIDIA = pytest.mark.skipif(
     not have("cmake", "ninja", "nvcc"), reason="needs cmake, ninja and nvcc on PATH"
@@ -233,3 +233,32 @@ def test_build_without_emit_cmake_keeps_the_generated_sources(tmp_path: Path) ->
     assert "CMakeLists.txt" in after
     del after["CMakeLists.txt"]
     assert after == before
+
+
+def test_filtered_project_is_marked_for_the_tests(tmp_path: Path) -> None:
+    """A project of a selection (--kernels, --datatype ...) records it in instances.cmake; the
+    CMakeLists turns it (or a CKGEN_KERNELS filter) into CKGEN_FILTERED_BUILD for the test
+    binaries, whose whole-set coverage checks then skip with a reason."""
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    glob = "grouped_conv_bwd_weight_fp16_2d_*_sklin*"
+    cli(
+        "generate",
+        "--arch",
+        "sm_90a",
+        "--set",
+        "tests",
+        "--variant",
+        "backward_weight",
+        "-o",
+        str(whole),
+        "-q",
+    )
+    cli("generate", "--arch", "sm_90a", "--set", "tests", "--kernels", glob, "-o", str(part), "-q")
+    assert "set(CKGEN_FILTERED OFF)" in (whole / "instances.cmake").read_text()
+    assert "set(CKGEN_FILTERED ON)" in (part / "instances.cmake").read_text()
+    cli("emit-cmake", "-o", str(part), "--platform", "nvidia", "--gpu-targets", "90a")
+    cm = (part / "CMakeLists.txt").read_text()
+    assert "CKGEN_FILTERED OR _ckgen_n LESS _ckgen_total" in cm
+    assert "CKGEN_FILTERED_BUILD=1" in cm
+    suite = (REPO / "tests" / "cpp" / "suite" / "testing_streamk.hpp").read_text()
+    assert "#ifdef CKGEN_FILTERED_BUILD" in suite and "GTEST_SKIP()" in suite

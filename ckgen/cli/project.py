@@ -190,7 +190,9 @@ def _render_with_progress(
     n = len(exp.instances)
     console = Console(stderr=True)
     if quiet or n < 200 or not console.is_terminal:
-        return render_project(exp.instances, exp.arch, shard_size=shard_size, jobs=jobs)
+        return render_project(
+            exp.instances, exp.arch, shard_size=shard_size, jobs=jobs, filtered=exp.filtered > 0
+        )
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -214,6 +216,7 @@ def _render_with_progress(
             shard_size=shard_size,
             jobs=jobs,
             progress=lambda k: prog.advance(task, k),
+            filtered=exp.filtered > 0,
         )
 
 

@@ -153,8 +153,10 @@ def render_project(
     shard_size: int = 1,
     jobs: int = 1,
     progress: Callable[[int], None] | None = None,
+    filtered: bool = False,
 ) -> dict[str, bytes]:
-    """Every file of the generated project (CMakeLists.txt excepted: ``emit-cmake``)."""
+    """Every file of the generated project (CMakeLists.txt excepted: ``emit-cmake``). filtered:
+    the instances are a selection of their configs (recorded for the tests' coverage checks)."""
     insts = [
         inst if not inst.origin else _with_origin(inst, _origin_rel(inst.origin))
         for inst in instances
@@ -170,6 +172,7 @@ def render_project(
     files["instances.cmake"] = render_template(
         "project/instances.cmake.j2",
         arch=arch.name,
+        filtered=filtered,
         variants=variants,
         units_by_variant=[(v, [u for u in units if u.variant is v]) for v in variants],
     ).encode()

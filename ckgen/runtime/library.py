@@ -706,7 +706,7 @@ class KernelLibrary:
                 f"kernels={list(globs)})"
             )
         targets = gpu_targets or spec.cuda_arch or spec.name
-        files = render_project(exp.instances, spec)
+        files = render_project(exp.instances, spec, filtered=exp.filtered > 0)
         files["CMakeLists.txt"] = render_cmake(spec.platform, targets, launcher, spec.name).encode()
         h = hashlib.sha256()
         h.update(

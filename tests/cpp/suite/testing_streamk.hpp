@@ -125,14 +125,25 @@ inline void register_streamk_coverage_test() {
     std::set<std::pair<Reduction, bool>> modes;
     for (const KernelBase* k : instances_of(Variant::BackwardWeight))
       if (is_streamk(*k)) modes.insert({k->key().reduction, k->key().persistent});
+    std::string unreached;
     for (const auto& [r, persistent] : modes)
       for (const Need& n : needs) {
         bool met = false;
         for (const StreamKCase& c : streamk_cases())
           met = met || (c.reduction == r && c.persistent == persistent && n.met(c));
-        EXPECT_TRUE(met) << to_string(r) << (persistent ? " persistent" : "")
-                         << ": no backward_weight_streamk case reaches: " << n.what;
+        if (met) continue;
+        const std::string what = std::string(to_string(r)) + (persistent ? " persistent" : "") +
+                                 ": no backward_weight_streamk case reaches: " + n.what;
+#ifdef CKGEN_FILTERED_BUILD
+        unreached += (unreached.empty() ? "" : "; ") + what;
+#else
+        ADD_FAILURE() << what;
+#endif
       }
+    if (!unreached.empty())
+      GTEST_SKIP() << "filtered build: its instances do not reach every StreamK schedule the "
+                      "whole tests set covers ("
+                   << unreached << ")";
   });
 }
 
