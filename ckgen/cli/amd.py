@@ -12,7 +12,7 @@ from rich.console import JustifyMethod
 from rich.table import Table
 
 from ckgen.cli.app import main
-from ckgen.cli.common import make_console, output_option
+from ckgen.cli.common import file_option, make_console, output_option
 
 
 @main.command("check-isa", short_help="AMD: compile each instance device-only and check its ISA.")
@@ -26,10 +26,8 @@ from ckgen.cli.common import make_console, output_option
     help="Parallel compiles (0: one per CPU).",
 )
 @click.option("--kernels", "kernels", multiple=True, help="Only instances matching these globs.")
-@click.option(
+@file_option(
     "--resources-out",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
     help="Also write the measured resources here (for `ckgen generate --resources`).",
 )
 @click.option(

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from ckgen.cli.defaults import DEFAULT_ARCH, DEFAULT_OUTPUT, choose_arch
 from ckgen.config.schema import glob_problem
@@ -43,7 +44,7 @@ def words(cls: Any) -> click.Choice:
 
 
 def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    opts = [
+    opts: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option(
             "--variant",
             "variants",
@@ -100,11 +101,9 @@ def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="Keep only instances whose name matches a glob, e.g. "
             "'grouped_conv_bwd_data_fp16_*'.",
         ),
-        click.option(
+        file_option(
             "--resources",
             "resources",
-            type=click.Path(path_type=Path, dir_okay=False),
-            default=None,
             help="Measured resources (`ckgen check-isa --resources-out FILE`, or a checked "
             "manifest.json): "
             "instances that spill or exceed LDS are rejected (rule 'measured').",
@@ -254,6 +253,44 @@ def k_batches(ctx: click.Context, param: click.Parameter, value: str) -> list[in
 
 def csv_words(values: tuple[str, ...]) -> list[str]:
     return [w.strip() for v in values for w in v.split(",") if w.strip()]
+
+
+def file_option(
+    *decls: str, help: str | None = None, required: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """An option naming a file (not a directory), as a Path: a required one has no default (click
+    refuses the command without it), an optional one is None when not given."""
+    path = click.Path(path_type=Path, dir_okay=False)
+    if required:
+        return click.option(*decls, required=True, type=path, help=help)
+    return click.option(*decls, type=path, default=None, help=help)
+
+
+def part_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--part: every shape of the shapes file, or its even / odd rows."""
+    return click.option(
+        "--part",
+        type=click.Choice(["all", "even", "odd"]),
+        default="all",
+        show_default=True,
+        help=help,
+    )
+
+
+def profile_selection(
+    variants: tuple[str, ...], datatypes: tuple[str, ...], devices: str, kernels: tuple[str, ...]
+) -> dict[str, Any]:
+    """run_profile's keyword arguments for what --variant, --datatype, --devices and --kernels
+    select (every profiled variant by default), with its progress printed on stderr."""
+    from ckgen.tuning.profile import VARIANTS
+
+    return {
+        "variants": list(variants) or list(VARIANTS),
+        "datatypes": list(datatypes),
+        "devices": [d.strip() for d in devices.split(",") if d.strip()],
+        "kernels": csv_words(kernels),
+        "on_event": lambda m: err_console.print(escape(m)),
+    }
 
 
 def output_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -12,11 +12,13 @@ from rich.table import Table
 
 from ckgen.cli.app import main
 from ckgen.cli.common import (
-    csv_words,
     err_console,
+    file_option,
     k_batches,
     make_console,
     output_option,
+    part_option,
+    profile_selection,
     project_arch,
     words,
 )
@@ -27,29 +29,15 @@ from ckgen.model.vocab import DataType, Variant
 
 @main.command("tune", short_help="Time every instance per shape; write the tuning database.")
 @output_option("Project built by `ckgen build -o OUTPUT`.")
-@click.option(
-    "--shapes", required=True, type=click.Path(path_type=Path, dir_okay=False), help="Shapes CSV."
-)
-@click.option(
-    "--db",
-    "db_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Tuning database to write (default OUTPUT/tuning_db.json).",
-)
-@click.option(
+@file_option("--shapes", required=True, help="Shapes CSV.")
+@file_option("--db", "db_path", help="Tuning database to write (default OUTPUT/tuning_db.json).")
+@file_option(
     "--from-csv",
     "from_csv",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
     help="Build the database from existing profile results instead of profiling.",
 )
-@click.option(
-    "--part",
-    type=click.Choice(["all", "even", "odd"]),
-    default="all",
-    show_default=True,
-    help="Tune on every shape, or on the even / odd rows of the shapes file (hold the rest out).",
+@part_option(
+    "Tune on every shape, or on the even / odd rows of the shapes file (hold the rest out)."
 )
 @click.option("--variant", "variants", multiple=True, type=words(Variant))
 @click.option("--datatype", "datatypes", multiple=True, type=words(DataType))
@@ -84,7 +72,7 @@ def tune_cmd(
     """Time every instance (and split count) per shape and write the tuning database
     the dispatcher reads (load it with CKGEN_TUNING_DB=FILE or KernelLibrary.load_tuning_db)."""
     from ckgen.model.problem import load_shapes
-    from ckgen.tuning.profile import VARIANTS, read_rows, run_profile
+    from ckgen.tuning.profile import read_rows, run_profile
     from ckgen.tuning.tune import build_db, split_shapes, write_db
 
     problems = load_shapes(shapes)
@@ -101,15 +89,11 @@ def tune_cmd(
         run = run_profile(
             out,
             sub,
-            variants=list(variants) or list(VARIANTS),
-            datatypes=list(datatypes),
-            devices=[d.strip() for d in devices.split(",") if d.strip()],
-            kernels=csv_words(kernels),
+            **profile_selection(variants, datatypes, devices, kernels),
             verify=verify,
             k_batches=k_batch,
             csv_out=out / "profile" / f"tune_{part}.csv",
             timeout=timeout,
-            on_event=lambda m: err_console.print(escape(m)),
         )
         rows = run.rows
         for s in run.failed:
@@ -129,28 +113,17 @@ def tune_cmd(
     "check-heuristic", short_help="Compare the selected kernel with the best one per shape."
 )
 @output_option("Project built by `ckgen build -o OUTPUT` (its lib/libckgen_dispatch.so selects).")
-@click.option(
+@file_option(
     "--results",
     required=True,
-    type=click.Path(path_type=Path, dir_okay=False),
     help="Profile results CSV with every instance timed (e.g. from `ckgen profile`).",
 )
-@click.option("--shapes", required=True, type=click.Path(path_type=Path, dir_okay=False))
-@click.option(
-    "--db",
-    "db_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Tuning database to select with (default: none, the cost model).",
+@file_option("--shapes", required=True)
+@file_option(
+    "--db", "db_path", help="Tuning database to select with (default: none, the cost model)."
 )
-@click.option(
-    "--part",
-    type=click.Choice(["all", "even", "odd"]),
-    default="all",
-    show_default=True,
-    help="Shapes to judge on (the ones NOT tuned on).",
-)
-@click.option("--json", "json_out", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@part_option("Shapes to judge on (the ones NOT tuned on).")
+@file_option("--json", "json_out")
 def check_heuristic(
     out: Path, results: Path, shapes: Path, db_path: Path | None, part: str, json_out: Path | None
 ) -> None:
@@ -204,18 +177,8 @@ def check_heuristic(
 
 
 @main.command("report", short_help="Markdown table and plots of profiled results vs cuDNN.")
-@click.option(
-    "--results",
-    required=True,
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Profile results CSV (`ckgen profile`).",
-)
-@click.option(
-    "--cudnn",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="cuDNN results CSV (columns shape,variant,datatype,cudnn_ms,...).",
-)
+@file_option("--results", required=True, help="Profile results CSV (`ckgen profile`).")
+@file_option("--cudnn", help="cuDNN results CSV (columns shape,variant,datatype,cudnn_ms,...).")
 @click.option(
     "-o",
     "--output",

@@ -17,9 +17,11 @@ from ckgen.cli.common import (
     check_gpu_targets,
     csv_words,
     err_console,
+    file_option,
     k_batches,
     make_console,
     output_option,
+    profile_selection,
     project_arch,
     words,
 )
@@ -122,9 +124,7 @@ def build_cmd(
 
 @main.command("profile", short_help="Run the profilers over a shapes file, one process per GPU.")
 @output_option("Project built by `ckgen build -o OUTPUT`.")
-@click.option(
-    "--shapes", required=True, type=click.Path(path_type=Path, dir_okay=False), help="Shapes CSV."
-)
+@file_option("--shapes", required=True, help="Shapes CSV.")
 @click.option(
     "--variant",
     "variants",
@@ -170,13 +170,7 @@ def build_cmd(
     show_default=True,
     help="StreamK grid size (0 = the instance's default).",
 )
-@click.option(
-    "--csv",
-    "csv_out",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Merged results (default OUTPUT/profile/results.csv).",
-)
+@file_option("--csv", "csv_out", help="Merged results (default OUTPUT/profile/results.csv).")
 @click.option(
     "--timeout", type=click.IntRange(1), default=3600, show_default=True, help="Seconds in all."
 )
@@ -199,15 +193,12 @@ def profile_cmd(
 ) -> None:
     """Run the profiler binaries over a shapes file, one process per GPU (instances sharded
     round-robin, CUDA_VISIBLE_DEVICES per process), merge the CSVs and show the best per shape."""
-    from ckgen.tuning.profile import VARIANTS, best_rows, run_profile
+    from ckgen.tuning.profile import best_rows, run_profile
 
     run = run_profile(
         out,
         shapes,
-        variants=list(variants) or list(VARIANTS),
-        datatypes=list(datatypes),
-        devices=[d.strip() for d in devices.split(",") if d.strip()],
-        kernels=csv_words(kernels),
+        **profile_selection(variants, datatypes, devices, kernels),
         shape_glob=shape_glob,
         verify=verify,
         warmup=warmup,
@@ -217,7 +208,6 @@ def profile_cmd(
         streamk_blocks=streamk_blocks,
         csv_out=csv_out,
         timeout=timeout,
-        on_event=lambda m: err_console.print(escape(m)),
     )
     best_table(best_rows(run.rows), f"best per shape ({len(run.rows)} rows -> {run.csv})")
     for s in run.failed:

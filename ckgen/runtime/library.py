@@ -17,34 +17,31 @@ loads the cached library without running a compiler.
 from __future__ import annotations
 
 import ctypes
-import fcntl
-import hashlib
-import json
 import os
-import shutil
-import sys
-import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ckgen.errors import CkgenError
 from ckgen.model.problem import Problem
+from ckgen.runtime import jit as _jit
 from ckgen.runtime.capi import (
     CkgenRuntimeError,
     NoKernel,
     UnsupportedProblem,
     c_problem,
     load_lib,
-    ptr_arg,
     stream_arg,
-    tensor_arg,
-    tensor_device,
 )
+from ckgen.runtime.jit import CACHE_ENV, CACHE_VERSION, LIB_NAME
+from ckgen.runtime.kernel import Candidate, Kernel, Selection, supported
+from ckgen.runtime.select_cache import MEMOS, SelectMemo, autotuned
 
 __all__ = [
+    "CACHE_ENV",
+    "CACHE_VERSION",
+    "LIB_NAME",
     "Candidate",
     "CkgenRuntimeError",
     "Kernel",
@@ -52,161 +49,8 @@ __all__ = [
     "NoKernel",
     "Selection",
     "UnsupportedProblem",
+    "supported",
 ]
-
-CACHE_ENV = "CKGEN_CACHE_DIR"
-CACHE_VERSION = "1"
-LIB_NAME = "libckgen_dispatch.so"
-
-
-@dataclass
-class Kernel:
-    """One compiled instance of a KernelLibrary."""
-
-    registry: KernelLibrary
-    index: int
-    name: str
-    variant: str
-    datatype: str
-    ndim: int
-    tile: tuple[int, int, int]
-
-    def is_supported(self, problem: Problem, k_batch: int = 0) -> str:
-        """'' when the kernel can run the problem, else the reason."""
-        r = self.registry._lib.ckgen_is_supported(
-            self.index, ctypes.byref(c_problem(problem)), k_batch
-        )
-        return r.decode()
-
-    def workspace_bytes(self, problem: Problem, k_batch: int = 0) -> int:
-        n = self.registry._lib.ckgen_workspace_bytes(
-            self.index, ctypes.byref(c_problem(problem)), k_batch
-        )
-        if n < 0:
-            raise CkgenRuntimeError(self.registry._last_error())
-        return int(n)
-
-    def estimate_us(self, problem: Problem, k_batch: int = 0) -> float:
-        """The cost model's estimate (host only, no GPU); UnsupportedProblem when it cannot run."""
-        v = self.registry._lib.ckgen_estimate_us(
-            self.index, ctypes.byref(c_problem(problem)), k_batch
-        )
-        if v < 0:
-            raise UnsupportedProblem(self.name, self.registry._last_error())
-        return float(v)
-
-    def run(
-        self,
-        problem: Problem,
-        in_ptr: Any,
-        wei_ptr: Any,
-        out_ptr: Any,
-        workspace_ptr: Any = 0,
-        stream: Any = 0,
-        k_batch: int = 0,
-    ) -> None:
-        """Enqueue on stream (device pointers: ints or tensors). UnsupportedProblem carries the
-        is_supported reason; other failures raise CkgenRuntimeError."""
-        lib = self.registry._lib
-        pi, bi = tensor_arg(in_ptr, "in", self.datatype, problem)
-        pw, bw = tensor_arg(wei_ptr, "wei", self.datatype, problem)
-        po, bo = tensor_arg(out_ptr, "out", self.datatype, problem)
-        pws, bws = tensor_arg(workspace_ptr, "workspace", None)
-        self.registry._check_devices(in_ptr, wei_ptr, out_ptr, workspace_ptr)
-        rc = lib.ckgen_run_checked(
-            self.index,
-            ctypes.byref(c_problem(problem)),
-            pi,
-            bi,
-            pw,
-            bw,
-            po,
-            bo,
-            pws,
-            bws,
-            stream_arg(stream),
-            k_batch,
-        )
-        if rc == 0:
-            return
-        msg = self.registry._last_error()
-        if rc == 2:
-            raise UnsupportedProblem(self.name, msg.split(": ", 1)[-1])
-        raise CkgenRuntimeError(msg, code=rc)
-
-    def __repr__(self) -> str:
-        return f"Kernel({self.index}, {self.name!r})"
-
-
-@dataclass
-class Selection:
-    """What KernelLibrary.select chose: the kernel, the k_batch to run it with, and why."""
-
-    kernel: Kernel
-    k_batch: int
-    why: str
-    autotuned: bool = field(default=False, compare=False)
-
-    @property
-    def name(self) -> str:
-        return self.kernel.name
-
-    @property
-    def source(self) -> str:
-        return self.why.split(":", 1)[0]
-
-    def workspace_bytes(self, problem: Problem) -> int:
-        return self.kernel.workspace_bytes(problem, self.k_batch)
-
-    def run(
-        self,
-        problem: Problem,
-        in_ptr: Any,
-        wei_ptr: Any,
-        out_ptr: Any,
-        workspace_ptr: Any = 0,
-        stream: Any = 0,
-    ) -> None:
-        self.kernel.run(problem, in_ptr, wei_ptr, out_ptr, workspace_ptr, stream, self.k_batch)
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One (kernel, k_batch) pair of KernelLibrary.candidates, with the cost model's estimate."""
-
-    kernel: Kernel
-    k_batch: int
-    estimate_us: float
-
-    @property
-    def name(self) -> str:
-        return self.kernel.name
-
-
-class _SelectMemo:
-    """select()'s answers in Python, shared by every KernelLibrary over one loaded .so (the C
-    dispatcher is per process): by the Problem object's identity (the object is kept, so its id
-    is not reused) and by its value; dropped when the C cache's epoch moves (a tuning database
-    loaded, settings changed, the cache cleared)."""
-
-    CAP = 4096
-
-    def __init__(self) -> None:
-        self.epoch = -1
-        self.by_id: dict[tuple[Any, ...], tuple[Problem, Selection]] = {}
-        self.by_value: dict[tuple[Any, ...], Selection] = {}
-        self.store: Any = None  # AutotuneStore, built on first autotune
-        self.autotune_env = _autotune_env()
-
-    def clear(self) -> None:
-        """Drops the answers; CKGEN_AUTOTUNE is read again (reading the environment on every
-        select() would cost more than the rest of a cached answer)."""
-        self.by_id.clear()
-        self.by_value.clear()
-        self.autotune_env = _autotune_env()
-
-
-_MEMOS: dict[str, _SelectMemo] = {}
 
 
 class KernelLibrary:
@@ -240,7 +84,7 @@ class KernelLibrary:
                 )
             )
         self._by_name = {k.name: k for k in self.kernels}
-        self._memo = _MEMOS.setdefault(str(self.lib_path.resolve()), _SelectMemo())
+        self._memo = MEMOS.setdefault(str(self.lib_path.resolve()), SelectMemo())
         self._device_key: Any = None
         self._gate_env_tuning_db()
 
@@ -423,11 +267,11 @@ class KernelLibrary:
         if sel_v is not None and (not autotune or sel_v.autotuned or cost_model_only):
             sel = sel_v
         elif autotune and not cost_model_only:
-            sel = self._autotuned(problem, variant, datatype, stream, tensors, topk)
+            sel = autotuned(self, problem, variant, datatype, stream, tensors, topk)
         else:
             sel = self._select_c(problem, variant, datatype, cost_model_only)
         if lib.ckgen_cache_epoch() == memo.epoch:  # not cleared meanwhile
-            if len(memo.by_id) >= _SelectMemo.CAP:
+            if len(memo.by_id) >= SelectMemo.CAP:
                 memo.clear()
             memo.by_id[key] = (problem, sel)
             memo.by_value[vkey] = sel
@@ -561,56 +405,6 @@ class KernelLibrary:
             st = self._memo.store = AutotuneStore.for_key(key, self.arch)
         return st
 
-    def _autotuned(
-        self,
-        problem: Problem,
-        variant: str,
-        datatype: str,
-        stream: Any,
-        tensors: Sequence[Any] | None,
-        topk: int | None,
-    ) -> Selection:
-        from ckgen.runtime.autotune import autotune_topk
-
-        store = self.autotune_store()
-        if store is not None:
-            e = store.get(variant, datatype, problem)
-            if e is not None and e["kernel"] in self._by_name:
-                try:
-                    return self.remember(
-                        problem,
-                        variant,
-                        datatype,
-                        e["kernel"],
-                        int(e.get("k_batch", 0)),
-                        f"autotune: {e['kernel']} {float(e.get('ms', 0)) * 1e3:.2f} us "
-                        f"(cache file {store.path})",
-                    )
-                except CkgenRuntimeError:
-                    pass  # an entry the library cannot run: measure again
-        heuristic = self._select_c(problem, variant, datatype, False)
-        if heuristic.autotuned or store is None or self.stream_is_capturing(stream):
-            return heuristic  # known, no GPU, or capturing: never time now
-        cands = self.candidates(problem, variant, datatype, topk or autotune_topk())
-        ranking = _time_candidates(self, problem, variant, cands, stream, tensors)
-        if not ranking:
-            return heuristic
-        store.put(variant, datatype, problem, ranking)
-        best = (
-            ranking[0]
-            if ranking[0][2] == min(r[2] for r in ranking)
-            else min(ranking, key=lambda r: r[2])
-        )
-        return self.remember(
-            problem,
-            variant,
-            datatype,
-            best[0],
-            best[1],
-            f"autotune: {best[0]} {best[2] * 1e3:.2f} us, fastest of {len(ranking)} timed "
-            f"(heuristic pick {heuristic.name})",
-        )
-
     def _kernel(self, kernel: Kernel | str | int) -> Kernel:
         if isinstance(kernel, Kernel):
             return kernel
@@ -622,24 +416,6 @@ class KernelLibrary:
             return self.kernels[kernel]
         return self[kernel]
 
-    def _check_devices(self, *xs: Any) -> None:
-        """Tensors on different GPUs, or on another GPU than the current one (where the kernel
-        launches), are refused."""
-        devs = {d for d in (tensor_device(x) for x in xs) if d is not None}
-        if not devs:
-            return
-        if len(devs) > 1:
-            raise CkgenRuntimeError(
-                f"tensors on different GPUs ({sorted(devs)}); put them on one device", code=3
-            )
-        cur = self._lib.ckgen_current_device()
-        if cur >= 0 and devs != {cur}:
-            raise CkgenRuntimeError(
-                f"tensors on cuda:{devs.pop()} but the current device is cuda:{cur} (the kernel "
-                "launches there): torch.cuda.set_device / a device guard",
-                code=3,
-            )
-
     # ------------------------------------------------------------------ build
     @classmethod
     def load(cls, path: Path | str) -> KernelLibrary:
@@ -650,124 +426,8 @@ class KernelLibrary:
                 return cls(cand)
         raise CkgenError(f"no {LIB_NAME} under {p} (build the project with `ckgen build -o DIR`)")
 
-    @classmethod
-    def build(
-        cls,
-        configs: str | Path | Sequence[str | Path] | None = "default",
-        arch: str = "sm_90a",
-        *,
-        max_workers: int = 0,
-        kernels: str | Sequence[str] = (),
-        variants: Sequence[str] = (),
-        datatypes: Sequence[str] = (),
-        cache_dir: Path | str | None = None,
-        gpu_targets: str | None = None,
-        launcher: str = "",
-        progress: Callable[[int, int, str], None] | None = None,
-        timeout: float = 3600,
-    ) -> KernelLibrary:
-        """Generate, compile (cmake + ninja -j max_workers; 0 = one per CPU) and load.
-
-        configs: a shipped config set name ('default', 'tests', ...), YAML paths, or None
-        (default set). kernels: name globs. The project and its build live in
-        cache_dir/<hash> (default $CKGEN_CACHE_DIR or ~/.cache/ckgen); the hash covers the
-        rendered files, the compiler's version and the flags, so the same request is a cache
-        hit that compiles nothing."""
-        from ckgen.emit.cmake import render_cmake
-        from ckgen.emit.output import apply, plan
-        from ckgen.emit.render import render_project
-        from ckgen.model.arch import get_arch
-        from ckgen.model.vocab import DataType, Variant
-        from ckgen.runtime.build import compiler_identity, configure, ninja
-        from ckgen.space.expand import (
-            Filters,
-            default_config_paths,
-            expand,
-            load_configs,
-        )
-
-        t0 = time.perf_counter()
-        spec = get_arch(arch)
-        vs = [Variant(v) for v in variants] or list(Variant)
-        if configs is None or isinstance(configs, str) and not configs.endswith((".yaml", ".yml")):
-            paths = default_config_paths(vs, configs or "default")
-        else:
-            seq = [configs] if isinstance(configs, (str, Path)) else list(configs)
-            paths = [Path(c) for c in seq]
-        globs = (kernels,) if isinstance(kernels, str) else tuple(kernels)
-        cfgs = [c for c in load_configs(paths) if c.variant in vs]
-        exp = expand(
-            cfgs, spec, Filters(datatypes=tuple(DataType(d) for d in datatypes), kernels=globs)
-        )
-        if not exp.instances:
-            raise CkgenError(
-                f"no instance selected ({exp.candidates} candidates, "
-                f"{exp.rejected_count} rejected, {exp.filtered} filtered out by "
-                f"kernels={list(globs)})"
-            )
-        targets = gpu_targets or spec.cuda_arch or spec.name
-        files = render_project(exp.instances, spec, filtered=exp.filtered > 0)
-        files["CMakeLists.txt"] = render_cmake(spec.platform, targets, launcher, spec.name).encode()
-        h = hashlib.sha256()
-        h.update(
-            f"ckgen-jit {CACHE_VERSION}\n{compiler_identity(spec.platform.value)}\n"
-            f"targets={targets}\nlauncher={launcher}\n".encode()
-        )
-        for rel in sorted(files):
-            h.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
-        key = h.hexdigest()[:20]
-        root = Path(
-            cache_dir or os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "ckgen"
-        ).expanduser()
-        entry = root / f"{spec.name}-{key}"
-        lib = entry / "build" / "lib" / LIB_NAME
-        stamp = entry / "ok.json"
-        entry.mkdir(parents=True, exist_ok=True)
-        with open(entry / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one build per entry; others wait, then hit the cache
-            if stamp.is_file() and lib.is_file():
-                return cls(
-                    lib, project=entry / "src", build_seconds=time.perf_counter() - t0, cached=True
-                )
-            src = entry / "src"
-            apply(plan(src, files))
-            jobs = max_workers if max_workers > 0 else (os.cpu_count() or 1)
-            configure(
-                src,
-                entry / "build",
-                gpu_targets=targets,
-                launcher=launcher,
-                profilers=False,
-                tests=False,
-            )
-            ninja(
-                entry / "build",
-                jobs=jobs,
-                targets=["ckgen_dispatch"],
-                progress=progress,
-                timeout=timeout,
-            )
-            secs = time.perf_counter() - t0
-            stamp.write_text(
-                json.dumps(
-                    {
-                        "arch": spec.name,
-                        "instances": len(exp.instances),
-                        "seconds": secs,
-                        "max_workers": jobs,
-                    },
-                    indent=1,
-                )
-                + "\n"
-            )
-            return cls(lib, project=src, build_seconds=secs, cached=False)
-
-    @staticmethod
-    def clear_cache(cache_dir: Path | str | None = None) -> None:
-        root = Path(
-            cache_dir or os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "ckgen"
-        ).expanduser()
-        shutil.rmtree(root, ignore_errors=True)
+    build = classmethod(_jit.build)
+    clear_cache = staticmethod(_jit.clear_cache)
 
     def find(
         self, variant: str | None = None, datatype: str | None = None, ndim: int | None = None
@@ -782,106 +442,3 @@ class KernelLibrary:
 
     def __repr__(self) -> str:
         return f"KernelLibrary({len(self.kernels)} kernels for {self.arch}, {self.lib_path})"
-
-
-def supported(kernels: Iterable[Kernel], problem: Problem, k_batch: int = 0) -> list[Kernel]:
-    return [k for k in kernels if not k.is_supported(problem, k_batch)]
-
-
-def _autotune_env() -> bool:
-    return os.environ.get("CKGEN_AUTOTUNE", "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _written(variant: str) -> int:
-    """Which of (in, wei, out) the variant writes."""
-    return {"forward": 2, "backward_data": 0, "backward_weight": 1}.get(variant, 2)
-
-
-class _Scratch:
-    """Device buffers for timing: PyTorch's allocator when torch is loaded with CUDA, else the
-    C API's (gpuMalloc); freed on exit."""
-
-    def __init__(self, lib: Any) -> None:
-        self.lib = lib
-        self.held: list[Any] = []
-        torch = sys.modules.get("torch")
-        self.torch = torch if torch is not None and torch.cuda.is_available() else None
-
-    def alloc(self, nbytes: int) -> int:
-        nbytes = max(256, int(nbytes))
-        if self.torch is not None:
-            t = self.torch.empty(nbytes, dtype=self.torch.uint8, device="cuda")
-            self.held.append(t)
-            return int(t.data_ptr())
-        p = ctypes.c_void_p()
-        if self.lib.ckgen_device_alloc(nbytes, ctypes.byref(p)) != 0:
-            raise CkgenRuntimeError((self.lib.ckgen_last_error() or b"").decode(), code=6)
-        self.held.append(int(p.value or 0))
-        return int(p.value or 0)
-
-    def __enter__(self) -> _Scratch:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for h in self.held:
-            if isinstance(h, int):
-                self.lib.ckgen_device_free(h)
-        self.held.clear()
-
-
-def _time_candidates(
-    reg: KernelLibrary,
-    problem: Problem,
-    variant: str,
-    cands: Sequence[Candidate],
-    stream: Any,
-    tensors: Sequence[Any] | None,
-) -> list[tuple[str, int, float]]:
-    """(kernel name, k_batch, ms) of each candidate that ran, timed on stream with a scratch
-    buffer for the tensor the variant writes (the caller's inputs when lent)."""
-    from ckgen.runtime.autotune import ITERS, WARMUP
-
-    if not cands:
-        return []
-    lib = reg._lib
-    datatype = cands[0].kernel.datatype
-    sizes = [ctypes.c_int64(0) for _ in range(3)]
-    cp = ctypes.byref(c_problem(problem))
-    if lib.ckgen_tensor_bytes(cp, datatype.encode(), *(ctypes.byref(x) for x in sizes)) != 0:
-        raise CkgenRuntimeError(reg._last_error(), code=3)
-    out: list[tuple[str, int, float]] = []
-    with _Scratch(lib) as scratch:
-        ptrs = []
-        for i in range(3):
-            lent = tensors[i] if tensors is not None and i < len(tensors) else None
-            if lent is not None and i != _written(variant):
-                ptrs.append(ptr_arg(lent))
-            else:
-                ptrs.append(scratch.alloc(sizes[i].value))
-        ws_need = 0
-        for c in cands:
-            try:
-                ws_need = max(ws_need, c.kernel.workspace_bytes(problem, c.k_batch))
-            except CkgenRuntimeError:
-                pass
-        ws = scratch.alloc(ws_need) if ws_need > 0 else 0
-        st = stream_arg(stream)
-        for c in cands:
-            ms = ctypes.c_float(0)
-            rc = lib.ckgen_time_run(
-                c.kernel.index,
-                cp,
-                ptrs[0],
-                ptrs[1],
-                ptrs[2],
-                ws,
-                st,
-                c.k_batch,
-                WARMUP,
-                ITERS,
-                ctypes.byref(ms),
-            )
-            if rc == 0 and ms.value > 0:
-                out.append((c.kernel.name, c.k_batch, float(ms.value)))
-    out.sort(key=lambda r: r[2])
-    return out

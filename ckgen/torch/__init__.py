@@ -40,8 +40,6 @@ from ckgen.torch.checks import ConvDeviceError, ConvTypeError, ConvValueError
 from ckgen.torch.convert import Conv1d, Conv2d, Conv3d, Decision, convert, report
 from ckgen.torch.ops import _ENV_AUTOTUNE as _ENV_AUTOTUNE
 from ckgen.torch.ops import (
-    SCHEMAS,
-    ConvFunction,
     LaunchError,
     NoKernelError,
     UnsupportedProblemError,
@@ -51,10 +49,10 @@ from ckgen.torch.ops import (
     cache_info,
     clear_cache,
     default_registry,
-    eager,
     library_id,
     set_default_registry,
 )
+from ckgen.torch.registration import SCHEMAS, ConvFunction, eager
 
 __all__ = [
     "SCHEMAS",
@@ -171,8 +169,8 @@ def conv(
     padding_right: asymmetric padding's right side): forward, backward_data and backward_weight
     all run ckgen kernels."""
     nd = _nd(x)
-    st, pl, pr, dil = _params(nd, weight, stride, padding, dilation, padding_right)
-    conf = (st, pl, pr, dil, _groups(groups), library_id(registry))
+    params = _params(nd, weight, stride, padding, dilation, padding_right)
+    conf = (*params, _groups(groups), library_id(registry))
     return _conv_with_conf(x, weight, bias, conf)
 
 
@@ -204,12 +202,10 @@ def conv_backward_data(
 ) -> Any:
     """dx (of shape input_size) from dy and weight, channels-last."""
     nd = _nd(dy, "dy")
-    st, pl, pr, dil = _params(nd, weight, stride, padding, dilation, padding_right)
+    params = _params(nd, weight, stride, padding, dilation, padding_right)
     size = _ck.ints(input_size, nd + 2, "input_size", 0)
-    args = (st, pl, pr, dil, _groups(groups), library_id(registry))
-    if eager(dy, weight):
-        return backward_data_impl(dy, weight, size, *args)
-    return torch.ops.ckgen.conv_backward_data(dy, weight, list(size), *args)
+    args = (*params, _groups(groups), library_id(registry))
+    return _gradient("conv_backward_data", backward_data_impl, dy, weight, size, args)
 
 
 def conv_backward_weight(
@@ -230,11 +226,17 @@ def conv_backward_weight(
     class _W:  # _params reads the filter size from a weight's shape
         shape = size
 
-    st, pl, pr, dil = _params(nd, _W, stride, padding, dilation, padding_right)
-    args = (st, pl, pr, dil, _groups(groups), library_id(registry))
-    if eager(x, dy):
-        return backward_weight_impl(x, dy, size, *args)
-    return torch.ops.ckgen.conv_backward_weight(x, dy, list(size), *args)
+    params = _params(nd, _W, stride, padding, dilation, padding_right)
+    args = (*params, _groups(groups), library_id(registry))
+    return _gradient("conv_backward_weight", backward_weight_impl, x, dy, size, args)
+
+
+def _gradient(op: str, impl: Any, a: Any, b: Any, size: tuple, args: tuple) -> Any:
+    """A backward op on (a, b): its implementation on the eager path, else the registered op
+    (which takes the size as a list)."""
+    if eager(a, b):
+        return impl(a, b, size, *args)
+    return getattr(torch.ops.ckgen, op)(a, b, list(size), *args)
 
 
 def make_problem(

@@ -168,3 +168,62 @@ def same_padding(filter_size: Sequence[int], dilation: Sequence[int]) -> tuple[t
     total = [d * (k - 1) for k, d in zip(filter_size, dilation, strict=True)]
     left = tuple(t // 2 for t in total)
     return left, tuple(t - lft for t, lft in zip(total, left, strict=True))
+
+
+# ---------------------------------------------------------------------- per op (real and fake)
+def check_forward(
+    x: Any, w: Any, b: Any, stride: Any, pl: Any, pr: Any, dil: Any, groups: Any
+) -> dict[str, Any]:
+    tensor(x, "x")
+    tensor(w, "weight")
+    named = [(x, "x"), (w, "weight")]
+    if b is not None:
+        tensor(b, "bias")
+        named.append((b, "bias"))
+    dt = same_dtype(x, "x", w, "weight")
+    if b is not None:
+        same_dtype(x, "x", b, "bias")
+    devices(named)
+    info = conv_shapes(x.shape, w.shape, stride, pl, pr, dil, groups)
+    if b is not None and tuple(b.shape) != (w.shape[0],):
+        raise ConvValueError(
+            f"bias has shape {list(b.shape)}: expected ({w.shape[0]},), one per output channel"
+        )
+    info["dt"] = dt
+    return info
+
+
+def check_backward_data(
+    dy: Any, w: Any, input_size: Any, stride: Any, pl: Any, pr: Any, dil: Any, groups: Any
+) -> dict[str, Any]:
+    tensor(dy, "dy")
+    tensor(w, "weight")
+    dt = same_dtype(dy, "dy", w, "weight")
+    devices([(dy, "dy"), (w, "weight")])
+    size = ints(input_size, len(input_size), "input_size", 0)
+    info = conv_shapes(size, w.shape, stride, pl, pr, dil, groups, x_name="input_size")
+    _check_dy(dy, info["out_shape"], "input_size", size)
+    info["dt"] = dt
+    return info
+
+
+def check_backward_weight(
+    x: Any, dy: Any, weight_size: Any, stride: Any, pl: Any, pr: Any, dil: Any, groups: Any
+) -> dict[str, Any]:
+    tensor(x, "x")
+    tensor(dy, "dy")
+    dt = same_dtype(x, "x", dy, "dy")
+    devices([(x, "x"), (dy, "dy")])
+    size = ints(weight_size, len(weight_size), "weight_size", 0)
+    info = conv_shapes(x.shape, size, stride, pl, pr, dil, groups, w_name="weight_size")
+    _check_dy(dy, info["out_shape"], "weight_size", size)
+    info["dt"] = dt
+    return info
+
+
+def _check_dy(dy: Any, expected: Sequence[int], what: str, size: Sequence[int]) -> None:
+    if tuple(dy.shape) != tuple(expected):
+        raise ConvValueError(
+            f"dy has shape {list(dy.shape)}: the convolution's output with {what}={list(size)} "
+            f"has shape {list(expected)}"
+        )

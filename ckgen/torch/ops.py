@@ -1,11 +1,12 @@
-"""The ckgen::conv_forward / conv_backward_data / conv_backward_weight custom ops: their real
-implementation (a cached prepared launch per problem), their fake (meta) implementation, their
-autograd, and the eager fast path.
+"""What the ckgen::conv_forward / conv_backward_data / conv_backward_weight ops run: the library an
+op uses (a registry handed to it, else the default of the tensors' device), and the real
+implementations, each a cached prepared launch per problem (the selection, the C problem struct
+and the output's layout, built on the first call).
 
-The ops are registered with torch.library, so torch.compile, make_fx / AOTAutograd and CUDA
-graphs see one opaque node per convolution. In eager mode the public functions skip the
-dispatcher (a plain autograd.Function calls the same implementation): the dispatcher costs more
-host time than the launch.
+The ops are registered with torch.library (ckgen.torch.registration), so torch.compile, make_fx /
+AOTAutograd and CUDA graphs see one opaque node per convolution. In eager mode the public
+functions skip the dispatcher (a plain autograd.Function calls the same implementation): the
+dispatcher costs more host time than the launch.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ from ckgen.errors import CkgenError
 from ckgen.model.problem import Problem
 from ckgen.runtime.capi import CkgenRuntimeError, NoKernel, UnsupportedProblem, c_problem
 from ckgen.torch import checks as ck
+from ckgen.torch.checks import check_backward_data, check_backward_weight, check_forward
+from ckgen.torch.layout import channels_last_strides, ready
+from ckgen.torch.layout import empty_channels_last as empty_channels_last
+from ckgen.torch.layout import is_channels_last as is_channels_last
+from ckgen.torch.layout import to_channels_last as to_channels_last
 
 LIBRARY_ENV = "CKGEN_TORCH_LIB"
 AUTOTUNE_ENV = "CKGEN_AUTOTUNE"
@@ -128,119 +134,6 @@ def _select_accepts_autotune(reg: Any) -> bool:
         return "autotune" in inspect.signature(reg.select).parameters
     except (TypeError, ValueError):
         return False
-
-
-# ---------------------------------------------------------------------- layouts
-def channels_last_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """Strides of a dense (N, C, *spatial) tensor whose memory is N, *spatial, C."""
-    strides = [0] * len(shape)
-    strides[1] = 1
-    acc = max(int(shape[1]), 1)
-    for i in range(len(shape) - 1, 1, -1):
-        strides[i] = acc
-        acc *= max(int(shape[i]), 1)
-    strides[0] = acc
-    return tuple(strides)
-
-
-def empty_channels_last(shape: Sequence[int], dtype: Any, device: Any) -> Any:
-    return torch.empty_strided(
-        tuple(shape), channels_last_strides(shape), dtype=dtype, device=device
-    )
-
-
-def is_channels_last(t: Any) -> bool:
-    nd = t.dim()
-    if nd == 4:
-        return bool(t.is_contiguous(memory_format=torch.channels_last))
-    if nd == 5:
-        return bool(t.is_contiguous(memory_format=torch.channels_last_3d))
-    return bool(t.transpose(1, 2).is_contiguous())
-
-
-def to_channels_last(t: Any) -> Any:
-    """t itself when it is dense channels-last, else a channels-last copy."""
-    nd = t.dim()
-    if nd == 4:
-        fmt = torch.channels_last
-    elif nd == 5:
-        fmt = torch.channels_last_3d
-    else:
-        return (
-            t
-            if t.transpose(1, 2).is_contiguous()
-            else t.transpose(1, 2).contiguous().transpose(1, 2)
-        )
-    return t if t.is_contiguous(memory_format=fmt) else t.contiguous(memory_format=fmt)
-
-
-def ready(t: Any) -> Any:
-    """t as a kernel reads it: dense channels-last, 16-byte aligned (else a copy)."""
-    t = to_channels_last(t)
-    if t.data_ptr() & 15:  # a view at an odd offset
-        c = empty_channels_last(t.shape, t.dtype, t.device)
-        c.copy_(t)
-        return c
-    return t
-
-
-# ---------------------------------------------------------------------- checks (real and fake)
-def check_forward(
-    x: Any, w: Any, b: Any, stride: Any, pl: Any, pr: Any, dil: Any, groups: Any
-) -> dict[str, Any]:
-    ck.tensor(x, "x")
-    ck.tensor(w, "weight")
-    named = [(x, "x"), (w, "weight")]
-    if b is not None:
-        ck.tensor(b, "bias")
-        named.append((b, "bias"))
-    dt = ck.same_dtype(x, "x", w, "weight")
-    if b is not None:
-        ck.same_dtype(x, "x", b, "bias")
-    ck.devices(named)
-    info = ck.conv_shapes(x.shape, w.shape, stride, pl, pr, dil, groups)
-    if b is not None and tuple(b.shape) != (w.shape[0],):
-        raise ck.ConvValueError(
-            f"bias has shape {list(b.shape)}: expected ({w.shape[0]},), one per output channel"
-        )
-    info["dt"] = dt
-    return info
-
-
-def check_backward_data(
-    dy: Any, w: Any, input_size: Any, stride: Any, pl: Any, pr: Any, dil: Any, groups: Any
-) -> dict[str, Any]:
-    ck.tensor(dy, "dy")
-    ck.tensor(w, "weight")
-    dt = ck.same_dtype(dy, "dy", w, "weight")
-    ck.devices([(dy, "dy"), (w, "weight")])
-    size = ck.ints(input_size, len(input_size), "input_size", 0)
-    info = ck.conv_shapes(size, w.shape, stride, pl, pr, dil, groups, x_name="input_size")
-    _check_dy(dy, info["out_shape"], "input_size", size)
-    info["dt"] = dt
-    return info
-
-
-def check_backward_weight(
-    x: Any, dy: Any, weight_size: Any, stride: Any, pl: Any, pr: Any, dil: Any, groups: Any
-) -> dict[str, Any]:
-    ck.tensor(x, "x")
-    ck.tensor(dy, "dy")
-    dt = ck.same_dtype(x, "x", dy, "dy")
-    ck.devices([(x, "x"), (dy, "dy")])
-    size = ck.ints(weight_size, len(weight_size), "weight_size", 0)
-    info = ck.conv_shapes(x.shape, size, stride, pl, pr, dil, groups, w_name="weight_size")
-    _check_dy(dy, info["out_shape"], "weight_size", size)
-    info["dt"] = dt
-    return info
-
-
-def _check_dy(dy: Any, expected: Sequence[int], what: str, size: Sequence[int]) -> None:
-    if tuple(dy.shape) != tuple(expected):
-        raise ck.ConvValueError(
-            f"dy has shape {list(dy.shape)}: the convolution's output with {what}={list(size)} "
-            f"has shape {list(expected)}"
-        )
 
 
 # ---------------------------------------------------------------------- prepared launches
@@ -403,6 +296,41 @@ def _run(pr: Prepared, pa: int, pb: int, pc: int, pws: int) -> None:
         raise LaunchError(f"ckgen::conv_{pr.variant}: {msg or f'error {rc}'}", code=rc)
 
 
+def _key(
+    tag: str,
+    lid: int,
+    a: Any,
+    b: Any,
+    extra: Any,
+    stride: Sequence[int],
+    pl: Sequence[int],
+    pr_: Sequence[int],
+    dil: Sequence[int],
+    groups: int,
+    autotune: bool,
+) -> tuple:
+    """A prepared launch's cache key: the op (tag), the library, both tensors' shapes, dtypes and
+    devices, what else fixes the problem (extra: the bias, or the size of the gradient), the
+    parameters and whether the pick is autotuned."""
+    return (
+        tag,
+        lid,
+        a.shape,
+        b.shape,
+        a.dtype,
+        b.dtype,
+        a.device,
+        b.device,
+        extra,
+        tuple(stride),
+        tuple(pl),
+        tuple(pr_),
+        tuple(dil),
+        groups,
+        autotune,
+    )
+
+
 def forward_impl(
     x: Any,
     w: Any,
@@ -415,20 +343,16 @@ def forward_impl(
     lid: int,
 ) -> Any:
     autotune = autotune_enabled()
-    key = (
+    key = _key(
         "f",
         lid,
-        x.shape,
-        w.shape,
-        x.dtype,
-        w.dtype,
-        x.device,
-        w.device,
+        x,
+        w,
         None if b is None else (b.shape, b.dtype, b.device),
-        tuple(stride),
-        tuple(pl),
-        tuple(pr_),
-        tuple(dil),
+        stride,
+        pl,
+        pr_,
+        dil,
         groups,
         autotune,
     )
@@ -459,23 +383,7 @@ def backward_data_impl(
     lid: int,
 ) -> Any:
     autotune = autotune_enabled()
-    key = (
-        "d",
-        lid,
-        dy.shape,
-        w.shape,
-        dy.dtype,
-        w.dtype,
-        dy.device,
-        w.device,
-        tuple(input_size),
-        tuple(stride),
-        tuple(pl),
-        tuple(pr_),
-        tuple(dil),
-        groups,
-        autotune,
-    )
+    key = _key("d", lid, dy, w, tuple(input_size), stride, pl, pr_, dil, groups, autotune)
     prep = _cache.get(key)
     if prep is None:
         info = check_backward_data(dy, w, input_size, stride, pl, pr_, dil, groups)
@@ -501,23 +409,7 @@ def backward_weight_impl(
     lid: int,
 ) -> Any:
     autotune = autotune_enabled()
-    key = (
-        "w",
-        lid,
-        x.shape,
-        dy.shape,
-        x.dtype,
-        dy.dtype,
-        x.device,
-        dy.device,
-        tuple(weight_size),
-        tuple(stride),
-        tuple(pl),
-        tuple(pr_),
-        tuple(dil),
-        groups,
-        autotune,
-    )
+    key = _key("w", lid, x, dy, tuple(weight_size), stride, pl, pr_, dil, groups, autotune)
     prep = _cache.get(key)
     if prep is None:
         info = check_backward_weight(x, dy, weight_size, stride, pl, pr_, dil, groups)
@@ -531,121 +423,3 @@ def backward_weight_impl(
     dw = torch.empty_strided(prep.out_shape, prep.out_strides, dtype=x.dtype, device=x.device)
     _launch(prep, ready(x), dw, ready(dy))
     return dw
-
-
-# ---------------------------------------------------------------------- registration
-_ARGS = (
-    "SymInt[] stride, SymInt[] padding, SymInt[] padding_right, SymInt[] dilation, "
-    "SymInt groups, int library"
-)
-SCHEMAS = {
-    "conv_forward": f"(Tensor x, Tensor weight, Tensor? bias, {_ARGS}) -> Tensor",
-    "conv_backward_data": f"(Tensor dy, Tensor weight, SymInt[] input_size, {_ARGS}) -> Tensor",
-    "conv_backward_weight": f"(Tensor x, Tensor dy, SymInt[] weight_size, {_ARGS}) -> Tensor",
-}
-
-conv_forward_op = torch.library.custom_op(
-    "ckgen::conv_forward", forward_impl, mutates_args=(), schema=SCHEMAS["conv_forward"]
-)
-conv_backward_data_op = torch.library.custom_op(
-    "ckgen::conv_backward_data",
-    backward_data_impl,
-    mutates_args=(),
-    schema=SCHEMAS["conv_backward_data"],
-)
-conv_backward_weight_op = torch.library.custom_op(
-    "ckgen::conv_backward_weight",
-    backward_weight_impl,
-    mutates_args=(),
-    schema=SCHEMAS["conv_backward_weight"],
-)
-
-
-@conv_forward_op.register_fake
-def _forward_fake(x, w, b, stride, pl, pr_, dil, groups, lid):
-    info = check_forward(x, w, b, stride, pl, pr_, dil, groups)
-    return empty_channels_last(info["out_shape"], x.dtype, x.device)
-
-
-@conv_backward_data_op.register_fake
-def _backward_data_fake(dy, w, input_size, stride, pl, pr_, dil, groups, lid):
-    check_backward_data(dy, w, input_size, stride, pl, pr_, dil, groups)
-    return empty_channels_last(input_size, dy.dtype, dy.device)
-
-
-@conv_backward_weight_op.register_fake
-def _backward_weight_fake(x, dy, weight_size, stride, pl, pr_, dil, groups, lid):
-    check_backward_weight(x, dy, weight_size, stride, pl, pr_, dil, groups)
-    return empty_channels_last(weight_size, x.dtype, x.device)
-
-
-def _setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
-    x, w, b, stride, pl, pr_, dil, groups, lid = inputs
-    ctx.save_for_backward(x, w)
-    ctx.conf = (stride, pl, pr_, dil, groups, lid)
-    ctx.has_bias = b is not None
-
-
-def _backward(ctx: Any, dy: Any) -> tuple:
-    x, w = ctx.saved_tensors
-    dx = dw = db = None
-    if ctx.needs_input_grad[0]:
-        dx = torch.ops.ckgen.conv_backward_data(dy, w, list(x.shape), *ctx.conf)
-    if ctx.needs_input_grad[1]:
-        dw = torch.ops.ckgen.conv_backward_weight(x, dy, list(w.shape), *ctx.conf)
-    if ctx.has_bias and ctx.needs_input_grad[2]:
-        db = dy.sum(dim=[0, *range(2, dy.dim())])
-    return dx, dw, db, None, None, None, None, None, None
-
-
-conv_forward_op.register_autograd(_backward, setup_context=_setup_context)
-
-
-# ---------------------------------------------------------------------- eager fast path
-class ConvFunction(torch.autograd.Function):
-    """The eager path: the same implementations, without the dispatcher's host time."""
-
-    @staticmethod
-    def forward(
-        ctx: Any,
-        x: Any,
-        w: Any,
-        b: Any,
-        stride: tuple,
-        pl: tuple,
-        pr_: tuple,
-        dil: tuple,
-        groups: int,
-        lid: int,
-    ) -> Any:
-        ctx.save_for_backward(x, w)
-        ctx.conf = (stride, pl, pr_, dil, groups, lid)
-        ctx.has_bias = b is not None
-        return forward_impl(x, w, b, stride, pl, pr_, dil, groups, lid)
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx: Any, dy: Any) -> tuple:
-        x, w = ctx.saved_tensors
-        dx = dw = db = None
-        if ctx.needs_input_grad[0]:
-            dx = backward_data_impl(dy, w, x.shape, *ctx.conf)
-        if ctx.needs_input_grad[1]:
-            dw = backward_weight_impl(x, dy, w.shape, *ctx.conf)
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            db = dy.sum(dim=[0, *range(2, dy.dim())])
-        return dx, dw, db, None, None, None, None, None, None
-
-
-_Tensor = torch.Tensor
-
-
-def eager(*tensors: Any) -> bool:
-    """True when the fast path may run: not traced (torch.compile, make_fx, fake or functional
-    tensors) and plain CUDA tensors."""
-    if torch.compiler.is_compiling():
-        return False
-    for t in tensors:
-        if t is not None and (type(t) is not _Tensor or not t.is_cuda):
-            return False
-    return True
