@@ -294,8 +294,9 @@ def test_entry_size_is_checked_before_expanding(
         "  - {tile: [64, 64, 32]}\n"
         "spaces:\n"
         "  - warp_tile: [16, 16, 16]\n"
-        f"    k_batch: {list(range(1025))}\n"
-        f"    groups_to_merge: {list(range(1, 101))}\n"
+        f"    k_batch: {list(range(65))}\n"
+        f"    groups_to_merge: {list(range(1, 801))}\n"
+        "    stages: [2, 3]\n"
     )
 
     def no_candidates(*a: object, **k: object) -> None:
@@ -305,5 +306,5 @@ def test_entry_size_is_checked_before_expanding(
     with pytest.raises(ConfigError) as ei:
         expand(load_configs([cfg]), load_arch_specs()["sm_90a"])
     msg = str(ei.value)
-    assert f"{cfg}:5: spaces[0]: this entry gives 102500 candidates on sm_90a" in msg
+    assert f"{cfg}:5: spaces[0]: this entry gives 104000 candidates on sm_90a" in msg
     assert "the limit is 100000 per entry" in msg
