@@ -120,16 +120,17 @@ def load_yaml(path: Path) -> Any:
 
 
 class _Frame:
-    __slots__ = ("obj", "line", "size", "anchor", "key", "key_line", "has_key")
+    __slots__ = ("obj", "line", "start", "anchor", "key", "key_line", "has_key", "is_list")
 
-    def __init__(self, obj: Any, line: int, anchor: str | None) -> None:
+    def __init__(self, obj: Any, line: int, start: int, anchor: str | None) -> None:
         self.obj = obj
         self.line = line
-        self.size = 1
+        self.start = start  # the document's node count when this node opened
         self.anchor = anchor
         self.key: Any = None
         self.key_line = 0
         self.has_key = False
+        self.is_list = obj.__class__ is LineList
 
 
 class _Builder:
@@ -214,7 +215,9 @@ class _Builder:
     def node(self) -> Any:
         """One complete node (iteratively: nesting depth never reaches Python's stack). The
         common events (plain scalars, collection ends) take the shortest path: this loop is
-        what sets the loading speed of large files."""
+        what sets the loading speed of large files. ``count`` is the number of nodes built so
+        far, aliases counted at their expanded size: an anchored node's size is the difference
+        between its close and its open."""
         get = self.loader.get_event
         scalar_ev, alias_ev = yaml.ScalarEvent, yaml.AliasEvent
         seq_ev, map_ev = yaml.SequenceStartEvent, yaml.MappingStartEvent
@@ -223,13 +226,15 @@ class _Builder:
         stack: list[_Frame] = []
         self.stack = stack
         top: _Frame | None = None
+        count = 0
+        max_depth = MAX_DEPTH
         while True:
             ev = get()
             cls = ev.__class__
-            size = 1
             if cls is scalar_ev:
+                count += 1
                 line = ev.start_mark.line + 1
-                if ev.implicit[0] and ev.anchor is None:  # plain, untagged
+                if ev.anchor is None and ev.implicit[0]:  # plain, untagged
                     value = cache.get(ev.value, missing)
                     if value is missing:
                         value = self.scalar(ev)
@@ -238,8 +243,14 @@ class _Builder:
                     if ev.anchor:
                         self.anchors[ev.anchor] = (value, 1)
             elif cls is seq_ev or cls is map_ev:
+                count += 1
                 line = ev.start_mark.line + 1
-                self._check_start(ev, cls is map_ev, top, len(stack), line)
+                if (
+                    ev.tag is not None
+                    or len(stack) >= max_depth
+                    or (top is not None and not top.is_list and not top.has_key)
+                ):
+                    self._check_start(ev, cls is map_ev, top, len(stack), line)
                 obj: Any
                 if cls is map_ev:
                     obj = LineDict()
@@ -248,7 +259,7 @@ class _Builder:
                     obj = LineList()
                     obj.item_lines = []
                 obj.line = line
-                top = _Frame(obj, line, ev.anchor)
+                top = _Frame(obj, line, count - 1, ev.anchor)
                 stack.append(top)
                 if ev.anchor:
                     self.open_anchors.add(ev.anchor)
@@ -256,24 +267,27 @@ class _Builder:
             elif cls is alias_ev:
                 line = ev.start_mark.line + 1
                 value, size = self._alias(ev, line)
+                count += size
             else:  # sequence / mapping end
                 frame = stack.pop()
-                value, size, line = frame.obj, frame.size, frame.line
+                value, line = frame.obj, frame.line
                 if frame.anchor:
                     self.open_anchors.discard(frame.anchor)
-                    self.anchors[frame.anchor] = (value, size)
+                    self.anchors[frame.anchor] = (value, count - frame.start)
                 top = stack[-1] if stack else None
             if top is None:
                 return value
-            top.size += size
             obj = top.obj
-            if obj.__class__ is LineList:
+            if top.is_list:
                 obj.append(value)
                 obj.item_lines.append(line)
             elif top.has_key:
-                obj[top.key] = value
-                obj.key_lines[top.key] = top.key_line
+                key = top.key
+                obj[key] = value
+                obj.key_lines[key] = top.key_line
                 top.has_key = False
+            elif value.__class__ is str and value not in obj:
+                top.key, top.key_line, top.has_key = value, line, True
             else:
                 self._key(top, value, line)
 
@@ -282,7 +296,7 @@ class _Builder:
     ) -> None:
         if ev.tag not in (None, "!", _MAP_TAG if is_map else _SEQ_TAG):
             raise self.err(line, f"unsupported tag {clip(short_tag(ev.tag), 60)} at line {line}")
-        if top is not None and top.obj.__class__ is LineDict and not top.has_key:
+        if top is not None and not top.is_list and not top.has_key:
             raise self.err(line, "keys must be plain scalars")
         if depth >= MAX_DEPTH:
             raise self.err(line, f"nesting deeper than {MAX_DEPTH} levels (lists and mappings)")
