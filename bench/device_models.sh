@@ -89,7 +89,7 @@ from ckgen import Registry
 
 arch, jobs, globs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 t = time.perf_counter()
-reg = Registry.build("default", arch=arch, kernels=globs, max_workers=jobs)
+reg = Registry.build("default", arch=arch, kernels=globs, max_workers=jobs, shard_size=4)
 print(f"{len(reg)} kernels in {time.perf_counter() - t:.0f} s (cached={reg.cached})")
 print(f"LIB {reg.lib_path}")
 EOF

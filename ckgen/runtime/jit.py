@@ -45,14 +45,16 @@ def build(
     launcher: str = "",
     progress: Callable[[int, int, str], None] | None = None,
     timeout: float = 3600,
+    shard_size: int = 1,
 ) -> KernelLibrary:
     """Generate, compile (cmake + ninja -j max_workers; 0 = one per CPU) and load.
 
     configs: a shipped config set name ('default', 'tests', ...), YAML paths, or None
-    (default set). kernels: name globs. The project and its build live in
-    cache_dir/<hash> (default $CKGEN_CACHE_DIR or ~/.cache/ckgen); the hash covers the
-    rendered files, the compiler's version and the flags, so the same request is a cache
-    hit that compiles nothing."""
+    (default set). kernels: name globs. shard_size: instances per translation unit (as
+    ``generate --shard-size``: fewer, larger units build a large set about twice as fast).
+    The project and its build live in cache_dir/<hash> (default $CKGEN_CACHE_DIR or
+    ~/.cache/ckgen); the hash covers the rendered files, the compiler's version and the
+    flags, so the same request is a cache hit that compiles nothing."""
     from ckgen.emit.cmake import render_cmake
     from ckgen.emit.output import apply, plan
     from ckgen.emit.render import render_project
@@ -86,7 +88,9 @@ def build(
             f"kernels={list(globs)})"
         )
     targets = gpu_targets or spec.cuda_arch or spec.name
-    files = render_project(exp.instances, spec, filtered=exp.filtered > 0)
+    files = render_project(
+        exp.instances, spec, shard_size=max(1, shard_size), filtered=exp.filtered > 0
+    )
     files["CMakeLists.txt"] = render_cmake(spec.platform, targets, launcher, spec.name).encode()
     h = hashlib.sha256()
     h.update(
