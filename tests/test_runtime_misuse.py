@@ -257,24 +257,31 @@ def test_torch_tensor_misuse_on_gpu(reg) -> None:
 @pytest.mark.gpu
 @gpu_build
 def test_launch_error_names_the_kernel(reg) -> None:
-    """A launch the runtime refuses (the legacy stream while another stream captures a graph in
-    global mode: cudaErrorStreamCaptureImplicit) comes back as CKGEN_E_LAUNCH naming the kernel."""
+    """A launch the runtime refuses comes back as CKGEN_E_LAUNCH naming the kernel: a launch on
+    the legacy stream while a blocking stream (cudaStreamCreate: it synchronises with the legacy
+    stream, PyTorch's own streams do not) captures a graph in global mode is an implicit
+    synchronisation with a capturing stream (cudaErrorStreamCaptureImplicit)."""
     torch = _torch_cuda()
     x = torch.randn(8, 56, 56, 64, device="cuda", dtype=torch.float16)
     w = torch.randn(64, 3, 3, 64, device="cuda", dtype=torch.float16)
     y = torch.empty(8, 56, 56, 64, device="cuda", dtype=torch.float16)
     sel = reg.select(P, "forward", "fp16")
-    s = torch.cuda.Stream()
+    cudart = torch.cuda.cudart()
+    handle = ctypes.c_void_p()
+    assert int(cudart.cudaStreamCreate(ctypes.addressof(handle))) == 0
+    s = torch.cuda.ExternalStream(handle.value)
     g = torch.cuda.CUDAGraph()
     err = None
     try:
         with torch.cuda.graph(g, stream=s, capture_error_mode="global"):
             try:
-                sel.run(P, x, w, y, stream=0)  # the legacy stream
+                sel.run(P, x, w, y, stream=1)  # cudaStreamLegacy
             except CkgenRuntimeError as ex:
                 err = ex
     except RuntimeError:
         pass  # the capture is invalidated by the refused launch
+    torch.cuda.synchronize()
+    cudart.cudaStreamDestroy(handle.value)
     torch.cuda.synchronize()
     assert err is not None and err.code == 4 and sel.name in str(err), err
     # the process goes on: the next launch works
