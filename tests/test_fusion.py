@@ -125,3 +125,20 @@ def test_cxx_vocabulary_and_kernel_key_carry_the_fusion() -> None:
     key = (inc / "kernel_key.hpp").read_text()
     for field in ("ChannelOp channel_op;", "Activation activation;", "bool residual;"):
         assert field in key
+
+
+def test_profiles_rank_no_fused_instance() -> None:
+    from ckgen.model.problem import load_shapes
+    from ckgen.tuning.profile import mark_best
+    from ckgen.tuning.tune import build_db
+
+    shapes = load_shapes(REPO / "templates" / "project" / "shapes" / "retinanet_r50fpn_n2.csv")
+    row = {"shape": shapes[0].name, "variant": "forward", "datatype": "fp16", "verified": "pass"}
+    rows = [
+        {**row, "instance": FUSED.name, "ms": "0.5", "k_batch": "0"},
+        {**row, "instance": PLAIN.name, "ms": "1.0", "k_batch": "0"},
+    ]
+    mark_best(rows)
+    assert [r["best"] for r in rows] == ["0", "1"]
+    db = build_db(rows, shapes, arch="sm_90a")
+    assert [c["kernel"] for c in db["entries"][0]["ranking"]] == [PLAIN.name]

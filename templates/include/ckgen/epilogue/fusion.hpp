@@ -26,6 +26,18 @@ struct EpilogueArgs {
   float alpha = 0.01f;             // LeakyRelu's negative slope
 };
 
+// The operations of a fused epilogue as a run-time value: what a selection asks for and what an
+// instance's key provides (epilogue_ops(const KernelKey&), kernel/kernel_base.hpp).
+struct EpilogueOps {
+  ChannelOp channel_op = ChannelOp::Identity;
+  Activation activation = Activation::Identity;
+  bool residual = false;
+  bool fused() const { return code() != 0; }
+  int code() const { return int(channel_op) * 16 + int(activation) * 2 + (residual ? 1 : 0); }
+  friend bool operator==(const EpilogueOps& a, const EpilogueOps& b) { return a.code() == b.code(); }
+  friend bool operator!=(const EpilogueOps& a, const EpilogueOps& b) { return a.code() != b.code(); }
+};
+
 namespace epilogue {
 // The operations of a fused epilogue, as the epilogue tags (kernel/conv_kernel.hpp) carry them.
 template <ChannelOp Op, Activation Act, bool Residual>

@@ -261,6 +261,9 @@ struct ConvTensors {
   EpilogueArgs ep;
 };
 
+// The fused operations of an instance (none for a plain convolution).
+inline EpilogueOps epilogue_ops(const KernelKey& k) { return {k.channel_op, k.activation, k.residual}; }
+
 namespace detail {
 // Why the fused operands `e` do not fit the instance Cfg ("" when they do): each vector its
 // operations read is given (the residual 16-byte aligned, as the output), every other is null.
