@@ -112,7 +112,7 @@ class ChannelOp(Word):
     fp32 vectors of G*K values indexed by g*K + k: bias (acc + bias) or scale_shift (acc * scale +
     bias: a folded BatchNorm)."""
 
-    NONE = ("none", "", "Identity")
+    NONE = ("none", "none", "Identity")
     BIAS = ("bias", "bias", "Bias")
     SCALE_SHIFT = ("scale_shift", "ss", "ScaleShift")
 
@@ -121,7 +121,7 @@ class Activation(Word):
     """Fused epilogue (forward): the activation applied after the channel operation and the
     residual add. relu6 clamps to [0, 6]; leaky_relu's slope is a run-time argument."""
 
-    NONE = ("none", "", "Identity")
+    NONE = ("none", "none", "Identity")
     RELU = ("relu", "relu", "Relu")
     RELU6 = ("relu6", "relu6", "Relu6")
     LEAKY_RELU = ("leaky_relu", "lrelu", "LeakyRelu")

@@ -6,7 +6,7 @@
 
 #include "ckgen/core/fast_div.hpp"
 #include "ckgen/core/portability.hpp"
-#include "ckgen/epilogue/fusion.hpp"
+#include "ckgen/core/epilogue_ops.hpp"
 #include "ckgen/schedule/streamk_plan.hpp"
 
 namespace ckgen {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "ckgen/core/epilogue_ops.hpp"
 #include "ckgen/core/kernel_key.hpp"
 #include "ckgen/core/problem.hpp"
 #include "ckgen/core/vocab.hpp"
-#include "ckgen/epilogue/fusion.hpp"
 
 namespace ckgen::host {
 
@@ -22,7 +22,9 @@ namespace ckgen::host {
 inline constexpr float kTestResidualBeta = 0.5f;
 inline constexpr float kTestLeakySlope = 0.1f;
 
-inline bool is_fused(const KernelKey& k) { return EpilogueOps{k.channel_op, k.activation, k.residual}.fused(); }
+inline bool is_fused(const KernelKey& k) {
+  return EpilogueOps{k.channel_op, k.activation, k.residual}.fused();
+}
 
 // "bias_relu_residual"-style spelling of a key's fusion (ckgen/model/vocab.py fusion_spelling).
 inline std::string fusion_spelling(const KernelKey& k) {

@@ -31,7 +31,7 @@
 
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/core/vocab.hpp"
-#include "ckgen/epilogue/fusion.hpp"
+#include "ckgen/core/epilogue_ops.hpp"
 #include "ckgen/kernel/depthwise_kernel.hpp"
 #include "ckgen/kernel/gemm_kernel.hpp"
 #include "ckgen/kernel/kernel_base.hpp"

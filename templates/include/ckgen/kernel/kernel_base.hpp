@@ -16,12 +16,12 @@
 
 #include "ckgen/core/portability.hpp"
 #include "ckgen/core/forms.hpp"
+#include "ckgen/core/epilogue_ops.hpp"
 #include "ckgen/core/kernel_key.hpp"
 #include "ckgen/core/limits.hpp"
 #include "ckgen/core/names.hpp"
 #include "ckgen/core/problem.hpp"
 #include "ckgen/core/vocab.hpp"
-#include "ckgen/epilogue/fusion.hpp"
 
 namespace ckgen {
 

@@ -9,7 +9,7 @@
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/core/fast_div.hpp"
 #include "ckgen/core/forms.hpp"
-#include "ckgen/epilogue/fusion.hpp"
+#include "ckgen/core/epilogue_ops.hpp"
 #include "ckgen/block/tma_staging.hpp"
 #include "ckgen/schedule/tma_phases.hpp"
 
