@@ -23,6 +23,8 @@ from ckgen.model.limits import (
 from ckgen.model.naming import NAME_RE, instance_name, parse_instance_name
 from ckgen.model.vocab import (
     SINGLE_STAGE_PIPELINES,
+    Activation,
+    ChannelOp,
     DataType,
     Epilogue,
     Pipeline,
@@ -121,6 +123,9 @@ def instances(draw: st.DrawFn) -> KernelInstance:
         reduction=draw(st.sampled_from(list(Reduction))) if bw else Reduction.SPLITK,
         persistent=draw(st.booleans()) if bw else False,
         stage=draw(st.sampled_from(list(Stage))) if bw else Stage.ONE,
+        channel_op=draw(st.sampled_from(list(ChannelOp))),
+        activation=draw(st.sampled_from(list(Activation))),
+        residual=draw(st.booleans()),
     )
 
 
@@ -211,3 +216,57 @@ def test_kernels_glob_filters_list_and_generate(tmp_path) -> None:
     ]
     headers = sorted(p.stem for p in (out / "instances").rglob("*.hpp"))
     assert headers == sorted(tests_names) and headers
+
+
+UNFUSED = KernelInstance(
+    variant=Variant.FORWARD,
+    datatype=DataType.FP16,
+    ndim=2,
+    tile=(128, 128, 32),
+    waves=(2, 2, 1),
+    warp_tile=(16, 8, 16),
+    pipeline=Pipeline.MULTISTAGE,
+    stages=3,
+)
+
+
+def test_unfused_names_carry_no_fusion_token() -> None:
+    assert UNFUSED.name == "grouped_conv_fwd_fp16_2d_t128x128x32_w2x2x1_wt16x8x16_ms3_v8x8x8"
+    assert UNFUSED.fusion == "none" and not UNFUSED.fused
+
+
+@pytest.mark.parametrize(
+    ("fusion", "suffix"),
+    [
+        ("bias", "_bias"),
+        ("bias_relu", "_bias_relu"),
+        ("bias_relu6", "_bias_relu6"),
+        ("bias_leaky_relu", "_bias_lrelu"),
+        ("bias_silu", "_bias_silu"),
+        ("bias_gelu_tanh", "_bias_gelutanh"),
+        ("scale_shift_relu", "_ss_relu"),
+        ("scale_shift_relu_residual", "_ss_relu_res"),
+        ("relu_residual", "_relu_res"),
+        ("residual", "_res"),
+    ],
+)
+def test_fusion_yaml_to_name_and_back(fusion: str, suffix: str) -> None:
+    from dataclasses import replace
+
+    from ckgen.model.vocab import parse_fusion
+
+    op, act, res = FIELDS["fusion"].parse(fusion)
+    assert (op, act, res) == parse_fusion(fusion)
+    inst = replace(UNFUSED, channel_op=op, activation=act, residual=res)
+    assert inst.name == UNFUSED.name + suffix
+    assert inst.fusion == fusion
+    back = parse_instance_name(inst.name)
+    assert back == inst and back.fusion == fusion
+
+
+@pytest.mark.parametrize(
+    "bad", ["", "bias_", "relu_bias", "bias_bias", "residual_relu", "relu6x", "gelu", 3, None]
+)
+def test_bad_fusion_values_are_refused(bad: object) -> None:
+    with pytest.raises(ValueError):
+        FIELDS["fusion"].parse(bad)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ckgen.config.values import (
     boolean,
+    fusion,
     integer,
     k_batch,
     pair,
@@ -19,6 +20,8 @@ from ckgen.config.values import (
 )
 from ckgen.model.limits import MAX_TILE_DIM
 from ckgen.model.vocab import (
+    Activation,
+    ChannelOp,
     DataType,
     Epilogue,
     Pipeline,
@@ -120,6 +123,16 @@ FIELDS: dict[str, FieldSpec] = {
     "stage": FieldSpec(
         word(Stage), "split-K: one-stage (atomics) or two-stage (workspace + reduce)", Stage.ONE
     ),
+    "fusion": FieldSpec(
+        fusion,
+        "forward fused epilogue act(op(acc) + beta * residual): none, or <op>[_<activation>]"
+        "[_residual] with op "
+        + ", ".join(ChannelOp.allowed()[1:])
+        + " and activation "
+        + ", ".join(Activation.allowed()[1:])
+        + " (e.g. bias_relu, scale_shift_relu_residual)",
+        (ChannelOp.NONE, Activation.NONE, False),
+    ),
 }
 
 
@@ -134,6 +147,8 @@ def schema_text() -> str:
 def _show_default(name: str, d: Any) -> str:
     if name == "k_batch":
         return "auto for backward_weight, 1 otherwise"
+    if name == "fusion":
+        return "none"
     if isinstance(d, Word):
         return d.value
     if isinstance(d, tuple):

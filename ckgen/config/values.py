@@ -8,7 +8,7 @@ from typing import Any
 
 from ckgen.errors import brief, did_you_mean, non_ascii_key, shown
 from ckgen.model.limits import MAX_K_BATCH
-from ckgen.model.vocab import Word
+from ckgen.model.vocab import Activation, ChannelOp, Word, parse_fusion
 
 
 def word(cls: type[Word]) -> Callable[[Any], Word]:
@@ -101,6 +101,12 @@ def k_batch(v: Any) -> int:
             f"expected 'auto' or an integer, got string {brief(v)}; allowed: auto, 0..{MAX_K_BATCH}"
         )
     return integer(0, MAX_K_BATCH)(v)
+
+
+def fusion(v: Any) -> tuple[ChannelOp, Activation, bool]:
+    if not isinstance(v, str):
+        raise ValueError(f"expected a fusion name such as bias_relu, got {shown(v)}")
+    return parse_fusion(v)
 
 
 def boolean(v: Any) -> bool:

@@ -8,6 +8,8 @@ from typing import Any
 
 from ckgen.model.vocab import (
     LAYOUTS,
+    Activation,
+    ChannelOp,
     DataType,
     Epilogue,
     Pipeline,
@@ -17,6 +19,7 @@ from ckgen.model.vocab import (
     Stage,
     Variant,
     Word,
+    fusion_spelling,
 )
 
 Triple = tuple[int, int, int]
@@ -46,6 +49,10 @@ class KernelInstance:
     reduction: Reduction = Reduction.SPLITK
     persistent: bool = False
     stage: Stage = Stage.ONE
+    # The fused epilogue (forward): act(op(acc) + beta * residual), in fp32 before conversion.
+    channel_op: ChannelOp = ChannelOp.NONE
+    activation: Activation = Activation.NONE
+    residual: bool = False
     # Where it came from (file:line); not part of its identity.
     origin: str = field(default="", compare=False, hash=False)
 
@@ -58,6 +65,15 @@ class KernelInstance:
     @property
     def layouts(self) -> tuple[str, str, str]:
         return LAYOUTS[self.ndim]
+
+    @property
+    def fusion(self) -> str:
+        """The fused epilogue's spelling (``none`` for a plain convolution)."""
+        return fusion_spelling(self.channel_op, self.activation, self.residual)
+
+    @property
+    def fused(self) -> bool:
+        return self.fusion != "none"
 
     @property
     def threads(self) -> int:

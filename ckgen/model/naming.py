@@ -2,7 +2,11 @@
 
     grouped_conv_<variant>_<dtype>_<ndim>d_t<M>x<N>x<K>_w<M>x<N>x<K>_wt<M>x<N>x<K>_<pipeline>
         [_inter][_lm<load>x<math>][_swapab][_cshuffle]_v<a>x<b>x<c>[_<specialization>][_gm<n>]
-        [_kb<n>][_sklin|_sktree][_persist][_2st]
+        [_kb<n>][_sklin|_sktree][_persist][_2st][_bias|_ss][_<activation>][_res]
+
+The last tokens name a fused epilogue (forward): the channel operation (bias, scale_shift), the
+activation (relu, relu6, lrelu, silu, gelutanh) and the residual add; an unfused instance has
+none of them.
 
 The pipeline token is the short name of a single-stage pipeline (``basic``, ``direct``) or the
 pipeline's short name followed by its stage count (``ms3``, ``wavelet2``). Names use only
@@ -18,7 +22,10 @@ from collections.abc import Iterable
 
 from ckgen.model.instance import KernelInstance, default_k_batch
 from ckgen.model.vocab import (
+    RESIDUAL_SHORT,
     SINGLE_STAGE_PIPELINES,
+    Activation,
+    ChannelOp,
     DataType,
     Epilogue,
     Pipeline,
@@ -71,6 +78,12 @@ def instance_name(i: KernelInstance) -> str:
         parts.append("persist")
     if i.stage is not Stage.ONE:
         parts.append(i.stage.short)
+    if i.channel_op is not ChannelOp.NONE:
+        parts.append(i.channel_op.short)
+    if i.activation is not Activation.NONE:
+        parts.append(i.activation.short)
+    if i.residual:
+        parts.append(RESIDUAL_SHORT)
     return "_".join(parts)
 
 
@@ -145,6 +158,13 @@ def parse_instance_name(name: str) -> KernelInstance:
         kw["persistent"] = True
     if take(Stage.TWO.short):
         kw["stage"] = Stage.TWO
+    for cls, key in ((ChannelOp, "channel_op"), (Activation, "activation")):
+        for w in cls:
+            if w.value != "none" and take(w.short):
+                kw[key] = w
+                break
+    if take(RESIDUAL_SHORT):
+        kw["residual"] = True
     if toks:
         raise ValueError(f"{name!r}: unexpected {'_'.join(toks)!r}")
     inst = KernelInstance(

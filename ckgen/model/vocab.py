@@ -107,6 +107,33 @@ class Specialization(Word):
     WINDOW = ("window", "win", "Window")
 
 
+class ChannelOp(Word):
+    """Fused epilogue (forward): the per-output-channel operation on the fp32 accumulator, with
+    fp32 vectors of G*K values indexed by g*K + k: bias (acc + bias) or scale_shift (acc * scale +
+    bias: a folded BatchNorm)."""
+
+    NONE = ("none", "none", "Identity")
+    BIAS = ("bias", "bias", "Bias")
+    SCALE_SHIFT = ("scale_shift", "ss", "ScaleShift")
+
+
+class Activation(Word):
+    """Fused epilogue (forward): the activation applied after the channel operation and the
+    residual add. relu6 clamps to [0, 6]; leaky_relu's slope is a run-time argument."""
+
+    NONE = ("none", "none", "Identity")
+    RELU = ("relu", "relu", "Relu")
+    RELU6 = ("relu6", "relu6", "Relu6")
+    LEAKY_RELU = ("leaky_relu", "lrelu", "LeakyRelu")
+    SILU = ("silu", "silu", "Silu")
+    GELU_TANH = ("gelu_tanh", "gelutanh", "GeluTanh")
+
+
+# The residual add's spelling in a fusion value and its name token.
+RESIDUAL = "residual"
+RESIDUAL_SHORT = "res"
+
+
 class Reduction(Word):
     """How backward_weight splits its long reduction dimension."""
 
@@ -150,6 +177,8 @@ ALL_WORDS: tuple[type[Word], ...] = (
     Pipeline,
     Scheduler,
     Epilogue,
+    ChannelOp,
+    Activation,
     Specialization,
     Reduction,
     Stage,
@@ -175,6 +204,42 @@ def by_short(cls: type[W], short: str) -> W:
         if m.short == short:
             return m
     raise ValueError(f"{short!r} is not a short {cls.__name__.lower()} name")
+
+
+def fusion_spelling(op: ChannelOp, act: Activation, residual: bool) -> str:
+    """The YAML spelling of a fused epilogue: ``<op>[_<activation>][_residual]`` without the
+    parts that are off (``bias_relu``, ``scale_shift_relu_residual``, ``silu``), ``none`` when
+    nothing is fused."""
+    parts = [w.value for w in (op, act) if w.value != "none"] + ([RESIDUAL] if residual else [])
+    return "_".join(parts) or "none"
+
+
+def parse_fusion(text: str) -> tuple[ChannelOp, Activation, bool]:
+    """(channel op, activation, residual) of a fusion spelling; ValueError otherwise."""
+    if text == "none":
+        return ChannelOp.NONE, Activation.NONE, False
+    rest = text
+    found: list[Word | str] = []
+    slots: tuple[list[Word | str], ...] = (
+        [*list(ChannelOp)[1:]],
+        [*list(Activation)[1:]],
+        [RESIDUAL],
+    )
+    for options in slots:
+        for w in sorted(options, key=lambda w: -len(str(w))):
+            if rest == str(w) or rest.startswith(f"{w}_"):
+                found.append(w)
+                rest = rest[len(str(w)) + 1 :]
+                break
+    op = next((w for w in found if isinstance(w, ChannelOp)), ChannelOp.NONE)
+    act = next((w for w in found if isinstance(w, Activation)), Activation.NONE)
+    if rest or not found or fusion_spelling(op, act, RESIDUAL in found) != text:
+        raise ValueError(
+            f"{text!r} is not a fusion: none, or <op>[_<activation>][_{RESIDUAL}] with op one of "
+            f"{', '.join(ChannelOp.allowed()[1:])} and activation one of "
+            f"{', '.join(Activation.allowed()[1:])} (each part optional), e.g. bias_relu"
+        )
+    return op, act, RESIDUAL in found
 
 
 def render_cpp_header() -> str:

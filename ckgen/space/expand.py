@@ -149,6 +149,7 @@ def _candidates(entry: Entry, variant: Variant, arch: ArchSpec) -> Iterator[Kern
                 v = dict(zip(order, combo, strict=False))
                 load, math_w = v["wavelet"]
                 va, vb, vc = v["vector"]
+                op, act, residual = v["fusion"]
                 yield KernelInstance(
                     variant=variant,
                     datatype=dtype,
@@ -172,6 +173,9 @@ def _candidates(entry: Entry, variant: Variant, arch: ArchSpec) -> Iterator[Kern
                     reduction=v["reduction"],
                     persistent=v["persistent"],
                     stage=v["stage"],
+                    channel_op=op,
+                    activation=act,
+                    residual=residual,
                     origin=entry.origin,
                 )
 

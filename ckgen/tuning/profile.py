@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckgen.errors import CkgenError
+from ckgen.model.naming import parse_instance_name
 
 VARIANTS = ("forward", "backward_data", "backward_weight")
 FAILED = ("fail", "error")
@@ -221,13 +222,22 @@ def run_profile(
     return run
 
 
+def is_fused_instance(name: str) -> bool:
+    """Whether a profiled instance has a fused epilogue: it computes more than the convolution,
+    so its time is never the best plain convolution's (nor in the tuning database)."""
+    try:
+        return parse_instance_name(name).fused
+    except ValueError:
+        return False
+
+
 def mark_best(rows: list[dict[str, str]]) -> None:
-    """Recompute `best` over all shards: fastest timed, non-failed row per (shape, variant,
-    datatype)."""
+    """Recompute `best` over all shards: fastest timed, non-failed, unfused row per (shape,
+    variant, datatype)."""
     best: dict[tuple[str, str, str], dict[str, str]] = {}
     for r in rows:
         r["best"] = "0"
-        if not r.get("ms") or r.get("verified") in FAILED:
+        if not r.get("ms") or r.get("verified") in FAILED or is_fused_instance(r["instance"]):
             continue
         k = (r["shape"], r["variant"], r["datatype"])
         if k not in best or float(r["ms"]) < float(best[k]["ms"]):

@@ -25,7 +25,7 @@ from typing import Any
 
 from ckgen.errors import ConfigError, Where, shown
 from ckgen.model.problem import Problem, load_shapes
-from ckgen.tuning.profile import FAILED
+from ckgen.tuning.profile import FAILED, is_fused_instance
 
 DB_VERSION = 1
 # Every timed (instance, k_batch) of a shape is kept: the dispatcher's neighbour ranking scores
@@ -50,7 +50,7 @@ def build_db(
             continue
         if shapes is not None and r["shape"] not in shapes:
             continue
-        if r["shape"] not in by_name:
+        if r["shape"] not in by_name or is_fused_instance(r["instance"]):
             continue
         gpu = gpu or r.get("gpu", "")
         groups.setdefault((r["variant"], r["datatype"], r["shape"]), []).append(r)

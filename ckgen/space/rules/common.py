@@ -17,6 +17,7 @@ from ckgen.model.vocab import (
     Pipeline,
     Platform,
     Reduction,
+    Specialization,
     Stage,
     Variant,
 )
@@ -102,6 +103,23 @@ def check_reduction(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | N
 def check_swap_ab(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
     if i.swap_ab and i.pipeline is not Pipeline.WAVELET_TMA:
         return "swap_ab is a wavelet_tma option (the wgmma math warpgroups)"
+    return None
+
+
+def check_fusion(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
+    if not i.fused:
+        return None
+    if i.variant is not Variant.FORWARD:
+        return f"fusion {i.fusion}: fused epilogues are forward only"
+    if i.k_batch != 1:
+        return (
+            f"fusion {i.fusion} needs k_batch 1: a split's partial sums are converted by the "
+            "split-K finish, which applies no epilogue"
+        )
+    if i.pipeline is Pipeline.DIRECT:
+        return f"fusion {i.fusion}: the direct pipeline's epilogue applies none"
+    if i.specialization is Specialization.WINDOW:
+        return f"fusion {i.fusion}: the window kernel's epilogue applies none"
     return None
 
 

@@ -17,6 +17,7 @@ from ckgen.model.instance import KernelInstance
 from ckgen.model.vocab import Pipeline
 from ckgen.space.rules.common import (
     check_block_size,
+    check_fusion,
     check_lds,
     check_ndim,
     check_pipeline,
@@ -129,6 +130,12 @@ RULES: tuple[Rule, ...] = (
     Rule("epilogue", "cshuffle combines with the pipeline", check_epilogue, GEMM),
     Rule("specialization", "specialization combines with the rest", check_specialization, GEMM),
     Rule("swap_ab", "swap_ab only for wavelet_tma", check_swap_ab),
+    Rule(
+        "fusion",
+        "fused epilogues: forward, k_batch 1, a pipeline whose epilogue applies them (not direct, "
+        "not the window kernel)",
+        check_fusion,
+    ),
     Rule("lds", "shared memory of the pipeline fits the target", check_lds, GEMM),
     Rule("registers", "register estimate fits the target", check_registers, GEMM),
     Rule(

@@ -6,6 +6,8 @@
 //                         forward / backward_data instances whose k_batch is not 1: x 0, 1, 3;
 //                         StreamK: x streamk_blocks 0 (auto), 1, 3, 7)
 //                         test name: <problem>__<datatype>__<instance>[__kb<k_batch>|__sk<blocks>]
+//                         (fused instances: against the unfused reference with the fused
+//                         operations applied on the host, host/fused_reference.hpp)
 //                         reference: CPU fp64 up to 2 GFLOP, else the GPU fp32 kernel
 //   backward_weight_streamk  every problem of shapes/streamk.csv x StreamK instance x grid
 //                         (streamk_case_grids: automatic, all data-parallel, odd splits, all
@@ -13,7 +15,9 @@
 //                         <problem>__<instance>__sk<blocks>
 //   <variant>_support     <problem>__<datatype> FAILS when no instance supports a problem;
 //                         no_instances__<datatype> FAILS when a datatype has no instance
-//   <variant>_negative    is_supported must refuse (with a reason): ndim mismatch (and a 1D / 2D
+//   <variant>_negative    run() refuses a fused instance's missing operands and operands given to
+//                         an unfused forward instance (no GPU needed);
+//                         is_supported must refuse (with a reason): ndim mismatch (and a 1D / 2D
 //                         instance a 3D problem whose depth folds into the batch); vector > 1
 //                         instance vs C = K = 3 (not wavelet_tma forward / backward_weight: their
 //                         im2col copy and padded dy);

@@ -124,6 +124,24 @@ inline void register_negative_tests(Variant v) {
       });
     }
     const KernelKey& key = k->key();
+    // A fused instance's run() refuses missing operands, and an unfused one given operands,
+    // before any device call: these run without a GPU.
+    {
+      ConvTensors t;
+      if (is_fused(key)) {
+        add_test(suite, "fused_operands_missing_refused__" + k->name(), [k, t] {
+          EXPECT_NE(k->run(small_problem(k->key().ndim, 8, 8), t, nullptr, nullptr), gpuSuccess)
+              << k->name() << " ran without its fused operands";
+        });
+      } else if (v == Variant::Forward) {
+        static const float kDummy[4] = {};
+        t.ep.bias = kDummy;
+        add_test(suite, "unfused_given_bias_refused__" + k->name(), [k, t] {
+          EXPECT_NE(k->run(small_problem(k->key().ndim, 8, 8), t, nullptr, nullptr), gpuSuccess)
+              << k->name() << " ran with a bias it does not apply";
+        });
+      }
+    }
     // Refused before any device query: these run without a GPU.
     const ConvProblem small = small_problem(nd, 8, 8);
     auto refuses = [suite, k, small](const std::string& what, RunOptions o, const char* expect) {

@@ -6,6 +6,7 @@
 
 #include "ckgen/core/fast_div.hpp"
 #include "ckgen/core/portability.hpp"
+#include "ckgen/core/epilogue_ops.hpp"
 #include "ckgen/schedule/streamk_plan.hpp"
 
 namespace ckgen {
@@ -43,6 +44,8 @@ struct ConvArgs {
   FastDiv fd_gmC, fd_gmK;
   // StreamK (backward_weight, Reduction::StreamKLinear / StreamKTree): see schedule/streamk_plan.hpp.
   StreamKArgs sk;
+  // A fused epilogue's operands (epilogue/fusion.hpp); read only by fused instances.
+  EpilogueArgs ep;
 };
 
 namespace detail {

@@ -93,6 +93,8 @@ struct FwdMergedView {
   }
 
   CKGEN_DEVICE int64_t c_row(int m) const { return int64_t(m) * p.GK + int64_t(g0) * p.K; }
+  // The output channel of GEMM column n (a fused epilogue's per-channel index g * K + k).
+  CKGEN_DEVICE int64_t c_chan(int n) const { return int64_t(g0) * p.K + n; }
 };
 
 // ------------------------------------------------------------------------------------------

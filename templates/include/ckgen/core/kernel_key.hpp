@@ -40,6 +40,9 @@ struct KernelKey {
   Reduction reduction;
   bool persistent;
   Stage stage;
+  ChannelOp channel_op;
+  Activation activation;
+  bool residual;
   const char* arch;
 };
 

@@ -53,6 +53,29 @@ inline constexpr const char* to_string(Epilogue v) {
   return "?";
 }
 
+enum class ChannelOp { Identity, Bias, ScaleShift };
+inline constexpr const char* to_string(ChannelOp v) {
+  switch (v) {
+    case ChannelOp::Identity: return "none";
+    case ChannelOp::Bias: return "bias";
+    case ChannelOp::ScaleShift: return "scale_shift";
+  }
+  return "?";
+}
+
+enum class Activation { Identity, Relu, Relu6, LeakyRelu, Silu, GeluTanh };
+inline constexpr const char* to_string(Activation v) {
+  switch (v) {
+    case Activation::Identity: return "none";
+    case Activation::Relu: return "relu";
+    case Activation::Relu6: return "relu6";
+    case Activation::LeakyRelu: return "leaky_relu";
+    case Activation::Silu: return "silu";
+    case Activation::GeluTanh: return "gelu_tanh";
+  }
+  return "?";
+}
+
 enum class Specialization { Default, Filter1x1Pad0, Filter1x1Stride1Pad0, Stride1, Window };
 inline constexpr const char* to_string(Specialization v) {
   switch (v) {

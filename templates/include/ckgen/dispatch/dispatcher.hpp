@@ -1,4 +1,8 @@
-// Run-time kernel selection: select(problem, datatype, variant) over the registry.
+// Run-time kernel selection: select(problem, datatype, variant[, epilogue ops]) over the registry.
+// Only instances whose fused operations (EpilogueOps, epilogue/fusion.hpp) are exactly the
+// request's take part: a plain request never gets a fused instance and a fused one never a plain
+// or differently fused one. The tuning database holds plain instances (ckgen tune skips fused
+// ones), so fused requests go by the cost model.
 //
 //   1. Tuning database (JSON written by `ckgen tune`; loaded from a path, or from the file named
 //      by the environment variable CKGEN_TUNING_DB on first use):
@@ -135,16 +139,21 @@ class Dispatcher {
 
   // Best choice for (problem, datatype, variant); Selection::kernel is null when no registered
   // instance supports the problem (why = the reasons).
-  Selection select(const ConvProblem& p, DataType dt, Variant v) {
+  Selection select(const ConvProblem& p, DataType dt, Variant v, const EpilogueOps& ops = {}) {
     Selection s;
     if (std::string e = p.validate(); !e.empty()) {
       s.why = "invalid problem: " + e;
       return s;
     }
-    if (auto db = tuning_db(); db && !db->empty()) {
+    if (auto db = tuning_db(); db && !db->empty() && !ops.fused()) {
       if (from_db(*db, p, dt, v, s)) return s;
     }
-    return by_cost(p, dt, v);
+    return by_cost(p, dt, v, ops);
+  }
+
+  // Whether instance key k answers a request for (variant, datatype, fused operations).
+  static bool serves(const KernelKey& k, Variant v, DataType dt, const EpilogueOps& ops = {}) {
+    return k.variant == v && k.datatype == dt && epilogue_ops(k) == ops;
   }
 
   // One supported (instance, k_batch) and the cost model's estimate for it.
@@ -157,8 +166,8 @@ class Dispatcher {
   // select() (cost_only: by_cost()) through the selection cache; `device` is part of the key (the
   // caller's current device). `hit` (may be null) tells whether the cache answered.
   CachedSelection select_cached(const ConvProblem& p, DataType dt, Variant v, int device, bool cost_only,
-                                bool* hit = nullptr) {
-    const SelectionKey key(p, v, dt, device, cost_only ? 1 : 0);
+                                bool* hit = nullptr, const EpilogueOps& ops = {}) {
+    const SelectionKey key(p, v, dt, device, cost_only ? 1 : 0, ops.code());
     CachedSelection c;
     if (cache_.get(key, c)) {
       if (hit) *hit = true;
@@ -166,7 +175,7 @@ class Dispatcher {
     }
     if (hit) *hit = false;
     const uint64_t epoch = cache_.epoch();  // before the state the selection reads
-    const Selection s = cost_only ? by_cost(p, dt, v) : select(p, dt, v);
+    const Selection s = cost_only ? by_cost(p, dt, v, ops) : select(p, dt, v, ops);
     c.index = s.index;
     c.k_batch = s.k_batch;
     c.text = s.kernel ? s.source + ": " + s.why : s.why;
@@ -184,9 +193,10 @@ class Dispatcher {
     if (index < 0 || size_t(index) >= all.size())
       return "kernel index " + std::to_string(index) + " out of range 0.." + std::to_string(int(all.size()) - 1);
     const KernelBase& k = *all[size_t(index)];
-    if (k.key().variant != v || k.key().datatype != dt)
+    if (!serves(k.key(), v, dt))
       return k.name() + " is a " + to_string(k.key().variant) + " " + to_string(k.key().datatype) +
-             " instance, not " + to_string(v) + " " + to_string(dt);
+             (epilogue_ops(k.key()).fused() ? " fused" : "") + " instance, not " + to_string(v) + " " +
+             to_string(dt);
     RunOptions o;
     o.k_batch = k_batch;
     if (std::string r = k.is_supported(p, o); !r.empty()) return k.name() + ": " + r;
@@ -205,7 +215,8 @@ class Dispatcher {
   // Up to k (instance, k_batch) pairs worth timing for the problem, best guess first: the
   // selection (tuning database or cost model), an exact tuning-database entry's ranking, then
   // every supported pair by the cost model's estimate. Empty when no instance supports it.
-  std::vector<CostCandidate> candidates(const ConvProblem& p, DataType dt, Variant v, int k) {
+  std::vector<CostCandidate> candidates(const ConvProblem& p, DataType dt, Variant v, int k,
+                                        const EpilogueOps& ops = {}) {
     std::vector<CostCandidate> out;
     if (k <= 0 || !p.validate().empty()) return out;
     auto add = [&](int index, int kb) {
@@ -215,22 +226,22 @@ class Dispatcher {
       const KernelBase& kern = *reg_.all()[size_t(index)];
       out.push_back({index, kb, estimate_cost(kern.key(), p, effective_k_batch(kern.key(), p, kb), arch_)});
     };
-    const Selection s = select(p, dt, v);
+    const Selection s = select(p, dt, v, ops);
     if (!s) return out;
     add(s.index, s.k_batch);
-    if (auto db = tuning_db(); db && !db->empty()) {
+    if (auto db = tuning_db(); db && !db->empty() && !ops.fused()) {
       for (const TunedEntry& e : db->entries()) {
         if (e.variant != v || e.datatype != dt || !same_problem(e.problem, p)) continue;
         for (const TunedChoice& c : e.ranking) {
           const int i = index_of(c.kernel);
-          if (i < 0) continue;
+          if (i < 0 || !serves(reg_.all()[size_t(i)]->key(), v, dt)) continue;
           RunOptions o;
           o.k_batch = c.k_batch;
           if (reg_.all()[size_t(i)]->is_supported(p, o).empty()) add(i, c.k_batch);
         }
       }
     }
-    std::vector<CostCandidate> cs = cost_candidates(p, dt, v);
+    std::vector<CostCandidate> cs = cost_candidates(p, dt, v, nullptr, nullptr, nullptr, ops);
     std::stable_sort(cs.begin(), cs.end(),
                      [](const CostCandidate& a, const CostCandidate& b) { return a.cost.us < b.cost.us; });
     for (const CostCandidate& c : cs) add(c.index, c.k_batch);
@@ -251,13 +262,14 @@ class Dispatcher {
   std::vector<CostCandidate> cost_candidates(const ConvProblem& p, DataType dt, Variant v,
                                              std::map<std::string, int>* reasons = nullptr,
                                              int* candidates = nullptr,
-                                             std::map<std::string, std::string>* examples = nullptr) const {
+                                             std::map<std::string, std::string>* examples = nullptr,
+                                             const EpilogueOps& ops = {}) const {
     std::vector<CostCandidate> out;
     const auto& all = reg_.all();
     for (size_t i = 0; i < all.size(); ++i) {
       const KernelBase& k = *all[i];
       const KernelKey& key = k.key();
-      if (key.variant != v || key.datatype != dt) continue;
+      if (!serves(key, v, dt, ops)) continue;
       if (key.ndim != p.ndim) {
         if (reasons) ++(*reasons)["ndim mismatch"];
         continue;
@@ -292,13 +304,13 @@ class Dispatcher {
   }
 
   // The cost model alone (also for tests and explanations).
-  Selection by_cost(const ConvProblem& p, DataType dt, Variant v) const {
+  Selection by_cost(const ConvProblem& p, DataType dt, Variant v, const EpilogueOps& ops = {}) const {
     Selection best;
     best.source = "cost-model";
     std::map<std::string, int> reasons;
     std::map<std::string, std::string> examples;
     int candidates = 0;
-    const std::vector<CostCandidate> cs = cost_candidates(p, dt, v, &reasons, &candidates, &examples);
+    const std::vector<CostCandidate> cs = cost_candidates(p, dt, v, &reasons, &candidates, &examples, ops);
     const CostCandidate* b = nullptr;
     for (const CostCandidate& c : cs)
       if (!b || c.cost.us < b->cost.us) b = &c;
@@ -314,6 +326,8 @@ class Dispatcher {
       best.why = os.str();
     } else {
       best.why = no_kernel_message(p, dt, v, candidates, reasons, examples);
+      if (ops.fused())
+        best.why += " (fused epilogue requested: only instances with exactly its operations count)";
     }
     return best;
   }
@@ -420,6 +434,7 @@ class Dispatcher {
       const int i = index_of(c.kernel);
       if (i < 0) continue;
       const KernelBase& k = *reg_.all()[size_t(i)];
+      if (epilogue_ops(k.key()).fused()) continue;
       RunOptions o;
       o.k_batch = c.k_batch;
       if (!k.is_supported(p, o).empty()) continue;
@@ -475,7 +490,7 @@ class Dispatcher {
         if (it == index_cache.end()) it = index_cache.emplace(c.kernel, index_of(c.kernel)).first;
         if (it->second < 0) continue;
         const KernelKey& k = all[size_t(it->second)]->key();
-        if (k.variant != v || k.datatype != dt || k.ndim != p.ndim) continue;
+        if (!serves(k, v, dt) || k.ndim != p.ndim) continue;
         const int kb = effective_k_batch(k, e->problem, c.k_batch);
         const double est = estimate_cost(k, e->problem, kb, arch_).us;
         if (!(est > 0)) continue;
@@ -578,8 +593,8 @@ inline Dispatcher& dispatcher() {
 }
 
 // select(problem, datatype, variant) on the process-wide dispatcher.
-inline Selection select(const ConvProblem& p, DataType dt, Variant v) {
-  return dispatcher().select(p, dt, v);
+inline Selection select(const ConvProblem& p, DataType dt, Variant v, const EpilogueOps& ops = {}) {
+  return dispatcher().select(p, dt, v, ops);
 }
 
 }  // namespace ckgen

@@ -1,4 +1,4 @@
-// The selection cache: exact (problem, variant, datatype, device, mode) -> (kernel index,
+// The selection cache: exact (problem, variant, datatype, device, mode, fusion) -> (kernel index,
 // k_batch, explanation). select() answers a repeated problem from it without walking the
 // registry, the tuning database or the cost model.
 //
@@ -30,10 +30,11 @@ struct SelectionKey {
   // ndim, G, N, C, K, in[3], filter[3], stride[3], dilation[3], pad_l[3], pad_r[3]
   int64_t f[23] = {};
   int32_t variant = 0, datatype = 0, device = 0, mode = 0;
+  int32_t fusion = 0;  // EpilogueOps::code() of the request (0: a plain convolution)
 
   SelectionKey() = default;
-  SelectionKey(const ConvProblem& p, Variant v, DataType d, int dev, int m)
-      : variant(int32_t(v)), datatype(int32_t(d)), device(dev), mode(m) {
+  SelectionKey(const ConvProblem& p, Variant v, DataType d, int dev, int m, int fusion_code = 0)
+      : variant(int32_t(v)), datatype(int32_t(d)), device(dev), mode(m), fusion(fusion_code) {
     f[0] = p.ndim;
     f[1] = p.G;
     f[2] = p.N;
@@ -50,7 +51,7 @@ struct SelectionKey {
   }
   bool operator==(const SelectionKey& o) const {
     return variant == o.variant && datatype == o.datatype && device == o.device && mode == o.mode &&
-           std::memcmp(f, o.f, sizeof f) == 0;
+           fusion == o.fusion && std::memcmp(f, o.f, sizeof f) == 0;
   }
 };
 
@@ -63,7 +64,8 @@ struct SelectionKeyHash {
     };
     for (int64_t x : k.f) mix(uint64_t(x));
     mix(uint64_t(uint32_t(k.variant)) | uint64_t(uint32_t(k.datatype)) << 8 |
-        uint64_t(uint32_t(k.mode)) << 16 | uint64_t(uint32_t(k.device)) << 24);
+        uint64_t(uint32_t(k.mode)) << 16 | uint64_t(uint32_t(k.device)) << 24 |
+        uint64_t(uint32_t(k.fusion)) << 40);
     return std::size_t(h ^ (h >> 29));
   }
 };

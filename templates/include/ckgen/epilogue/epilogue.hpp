@@ -2,12 +2,14 @@
 // checks. Each lane owns runs of kAccVec consecutive columns (2 for mma.sync, 4 for Fma); they
 // are written kVecC (capped at the run length) elements per store. Output modes (OutMode):
 // Direct (convert to the output type), AtomicF32 (split-K one stage), PartialF32 (split-K two
-// stages, the split's own workspace slice).
+// stages, the split's own workspace slice). A fused instance (epilogue/fusion.hpp) applies its
+// operations to each Direct vector before the conversion.
 #pragma once
 
 #include "ckgen/block/block_gemm.hpp"
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/conv/conv_maps.hpp"
+#include "ckgen/epilogue/fusion.hpp"
 
 namespace ckgen {
 
@@ -43,8 +45,17 @@ struct EpilogueDefault {
             const int64_t off = row + n;
             if (p.out_mode == OutMode::Direct) {
               Vec<Raw, W> out;
+              if constexpr (Tr::Config::kFused) {
+                float f[W];
 #pragma unroll
-              for (int q = 0; q < W; ++q) out.v[q] = float_to_raw<Tr::kDataType>(a[q]);
+                for (int q = 0; q < W; ++q) f[q] = a[q];
+                fusion::apply<typename Tr::Config, W>(p.ep, f, v.c_chan(n), off);
+#pragma unroll
+                for (int q = 0; q < W; ++q) out.v[q] = float_to_raw<Tr::kDataType>(f[q]);
+              } else {
+#pragma unroll
+                for (int q = 0; q < W; ++q) out.v[q] = float_to_raw<Tr::kDataType>(a[q]);
+              }
               *reinterpret_cast<Vec<Raw, W>*>(static_cast<Raw*>(p.dst) + off) = out;
             } else if (p.out_mode == OutMode::AtomicF32) {
 #pragma unroll
@@ -108,6 +119,17 @@ struct EpilogueCShuffle {
       if (m >= M || n >= N) continue;  // N % kVecC == 0 (is_supported): a vector is all in or out
       const float* src = sC + row * kLd + col;
       Vec<Raw, V> out;
+      if constexpr (Tr::Config::kFused) {
+        float f[V];
+#pragma unroll
+        for (int q = 0; q < V; ++q) f[q] = src[q];
+        const int64_t off = v.c_row(m) + n;
+        fusion::apply<typename Tr::Config, V>(p.ep, f, v.c_chan(n), off);
+#pragma unroll
+        for (int q = 0; q < V; ++q) out.v[q] = float_to_raw<Tr::kDataType>(f[q]);
+        *reinterpret_cast<Vec<Raw, V>*>(static_cast<Raw*>(p.dst) + off) = out;
+        continue;
+      }
 #pragma unroll
       for (int q = 0; q < V; ++q) out.v[q] = float_to_raw<Tr::kDataType>(src[q]);
       *reinterpret_cast<Vec<Raw, V>*>(static_cast<Raw*>(p.dst) + v.c_row(m) + n) = out;

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "ckgen/block/tma_ptx.hpp"
+#include "ckgen/epilogue/fusion.hpp"
 #include "ckgen/pipeline/tma_traits.hpp"
 
 namespace ckgen {
@@ -18,13 +19,31 @@ namespace ckgen {
 
 namespace tma_ws {
 
+// A fused instance's operations (epilogue/fusion.hpp) on columns col, col + 1 of group g's row
+// at output offset `off` (col + 1 left alone past K; `pairs`: 4-byte aligned column pairs).
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void fuse_pair(const TmaConvArgs& p, float& f0, float& f1, int g, int col,
+                                              int64_t off, bool pairs) {
+  const int64_t c = int64_t(g) * p.K + col;
+  if (pairs && col + 1 < p.K) {
+    float f[2] = {f0, f1};
+    fusion::apply<Cfg, 2>(p.ep, f, c, off);
+    f0 = f[0];
+    f1 = f[1];
+  } else {
+    fusion::apply<Cfg, 1>(p.ep, &f0, c, off);
+    if (col + 1 < p.K) fusion::apply<Cfg, 1>(p.ep, &f1, c + 1, off + 1);
+  }
+}
+
 // swap_ab: accumulator 4j + 2h + q holds channel warp * 16 + lane / 4 + 8h of pixel
 // wg * PN + 8j + 2 (lane % 4) + q (the m16n8 layout of the transposed tile): 2-byte stores
 // (or 4-byte fp32 reductions into the split workspace), 8 channels x 4 pixels a warp.
 template <class Cfg, class Acc, class RowOk, class RowBase>
-CKGEN_DEVICE CKGEN_FORCEINLINE void store_swap(const TmaConvArgs& p, Acc& acc, typename TmaTraits<Cfg>::Raw* const& y,
-                                               const int& m0, const int& n0, const int& wg, const int& warp,
-                                               const int& lane, RowOk& row_ok, RowBase& row_base) {
+CKGEN_DEVICE CKGEN_FORCEINLINE void store_swap(const TmaConvArgs& p, Acc& acc,
+                                               typename TmaTraits<Cfg>::Raw* const& y, const int& m0,
+                                               const int& n0, const int& wg, const int& warp, const int& lane,
+                                               RowOk& row_ok, RowBase& row_base, const int& g) {
   using Tr = TmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
 #pragma unroll
@@ -38,7 +57,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void store_swap(const TmaConvArgs& p, Acc& acc, t
       for (int h = 0; h < 2; ++h) {
         const int col = n0 + warp * 16 + (lane >> 2) + 8 * h;
         if (col >= p.K) continue;
-        const float v = acc[0][j * 4 + h * 2 + q];
+        float v = acc[0][j * 4 + h * 2 + q];
+        if constexpr (Cfg::kFused) fusion::apply<Cfg, 1>(p.ep, &v, int64_t(g) * p.K + col, rb + col);
         if (p.ws != nullptr)
           asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;\n" ::"l"(p.ws + rb + col), "f"(v) : "memory");
         else
@@ -51,9 +71,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void store_swap(const TmaConvArgs& p, Acc& acc, t
 // Default: converted pairs stored straight from registers (4-byte stores: a warp's store covers
 // 8 rows x 16 bytes).
 template <class Cfg, class Acc, class RowOk, class RowBase, class GCol>
-CKGEN_DEVICE CKGEN_FORCEINLINE void store(const TmaConvArgs& p, Acc& acc, typename TmaTraits<Cfg>::Raw* const& y,
-                                          const int& m0, const int& wg, const int& warp, const int& lane,
-                                          RowOk& row_ok, RowBase& row_base, GCol& gcol) {
+CKGEN_DEVICE CKGEN_FORCEINLINE void store(const TmaConvArgs& p, Acc& acc,
+                                          typename TmaTraits<Cfg>::Raw* const& y, const int& m0,
+                                          const int& wg, const int& warp, const int& lane, RowOk& row_ok,
+                                          RowBase& row_base, GCol& gcol, const int& g) {
   using Tr = TmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
   const bool pairs = (p.K % 2) == 0;
@@ -70,8 +91,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void store(const TmaConvArgs& p, Acc& acc, typena
         const int col = gcol(j * 8 + (lane & 3) * 2);
         if (col >= p.K) continue;
         Raw* dst = dst_row + col;
-        const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
-        const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
+        float f0 = acc[i][j * 4 + h * 2], f1 = acc[i][j * 4 + h * 2 + 1];
+        if constexpr (Cfg::kFused) fuse_pair<Cfg>(p, f0, f1, g, col, (dst_row - y) + col, pairs);
+        const Raw v0 = float_to_raw<Cfg::kDataType>(f0);
+        const Raw v1 = float_to_raw<Cfg::kDataType>(f1);
         if (pairs && col + 1 < p.K) {
           *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
         } else {

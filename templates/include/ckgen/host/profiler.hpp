@@ -68,6 +68,7 @@ struct ProfilerRow {
   std::string verified;  // pass / fail / error / none
   bool best = false;
   std::string timing;  // graph / loop
+  bool fused = false;  // computes conv + its fused epilogue: never the best plain convolution
 };
 
 inline std::string fmt_fixed(double v, int prec) {
@@ -253,6 +254,7 @@ inline ProfilerRow profiler_run_one(Variant variant, const ProfilerOptions& o, W
   row.shape = np.name;
   row.instance = k->name();
   row.k_batch = kb;
+  row.fused = is_fused(k->key());
   const VerifyOutcome vo = wb.verify(*k, ro);
   row.verified = vo.word();
   row.max_abs_err = vo.verified ? vo.cmp.max_abs_err : 0;
@@ -279,6 +281,11 @@ inline ProfilerRow profiler_run_one(Variant variant, const ProfilerOptions& o, W
   if (variant == Variant::BackwardWeight) line << " k_batch=" << kb;
   if (ro.streamk_blocks != 0) line << " streamk_blocks=" << ro.streamk_blocks;
   if (ro.split_reduce != SplitReduce::Auto) line << " split_reduce=" << to_string(ro.split_reduce);
+  if (row.fused) {
+    const double saved = fusion_saved_bytes(k->key(), p, dtype_bytes(dt));
+    line << "  fusion " << fusion_spelling(k->key()) << " saves " << fmt_fixed(saved / 1e6, 2)
+         << " MB (the output's read and write by a separate elementwise pass)";
+  }
   line << "  " << vo.summary(variant, p);
   if (vo.ran && !t.ok) line << "; timing ERROR " << t.error;
   if (t.ok && !t.note.empty()) line << "; note: " << t.note;
@@ -292,7 +299,7 @@ inline void profiler_report_best(Variant variant, std::vector<ProfilerRow>& rows
   int best = -1;
   for (int i = 0; i < int(rows.size()); ++i) {
     const auto& r = rows[size_t(i)];
-    if (r.ms < 0 || r.verified == "fail" || r.verified == "error") continue;
+    if (r.ms < 0 || r.fused || r.verified == "fail" || r.verified == "error") continue;
     if (best < 0 || r.ms < rows[size_t(best)].ms) best = i;
   }
   if (best >= 0) {

@@ -1,6 +1,8 @@
 // Shared by the profiler and the tests: one problem x datatype on the GPU ("Workbench"):
 // device tensors, fresh random inputs, a reference result, verification of an instance
-// (poison -> run -> compare) and event timing of back-to-back launches.
+// (poison -> run -> compare) and event timing of back-to-back launches. A fused instance runs
+// with operands made on first use (host/fused_reference.hpp) and is compared with the operations
+// applied to the unfused reference.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 
 #include "ckgen/host/common.hpp"
 #include "ckgen/core/names.hpp"
+#include "ckgen/host/fused_reference.hpp"
 #include "ckgen/host/init.hpp"
 #include "ckgen/host/reference.hpp"
 #include "ckgen/host/shapes.hpp"
@@ -91,6 +94,7 @@ class Workbench {
     seed_ = seed;
     ref_kind_ = RefKind::None;
     ref_.clear();
+    ep_ready_ = false;
     const std::size_t eb = dtype_bytes(dt);
     x_.resize(std::size_t(p.input_elems()) * eb);
     w_.resize(std::size_t(p.weight_elems()) * eb);
@@ -144,6 +148,19 @@ class Workbench {
 
   // Device tensors for run().
   ConvTensors tensors() const { return ConvTensors{x_.get(), w_.get(), y_.get()}; }
+  // The tensors for instance k: a fused one's operands too (made on first use).
+  ConvTensors tensors(const KernelBase& k) {
+    ConvTensors t = tensors();
+    const KernelKey& key = k.key();
+    if (!is_fused(key)) return t;
+    make_epilogue_operands();
+    if (key.channel_op != ChannelOp::Identity) t.ep.bias = static_cast<const float*>(bias_.get());
+    if (key.channel_op == ChannelOp::ScaleShift) t.ep.scale = static_cast<const float*>(scale_.get());
+    if (key.residual) t.ep.residual = res_.get();
+    t.ep.beta = kTestResidualBeta;
+    t.ep.alpha = kTestLeakySlope;
+    return t;
+  }
   void* written_ptr() const {
     switch (v_) {
       case Variant::Forward: return y_.get();
@@ -159,7 +176,7 @@ class Workbench {
       const int64_t n = written_elems(v_, p_);
       ws_.resize(k.workspace_bytes(p_, opts));
       gpu_check(poison_device(written_ptr(), n, dt_, stream_), "poison");
-      gpu_check(k.run(p_, tensors(), ws_.get(), stream_, opts), "run");
+      gpu_check(k.run(p_, tensors(k), ws_.get(), stream_, opts), "run");
       gpu_check(gpuStreamSynchronize(stream_), "run (synchronize)");
       gpu_check(gpuGetLastError(), "run (last error)");
       r.ran = true;
@@ -170,9 +187,21 @@ class Workbench {
       std::vector<unsigned char> out(std::size_t(n) * dtype_bytes(dt_));
       gpu_check(gpuMemcpy(out.data(), written_ptr(), out.size(), gpuMemcpyDeviceToHost),
                 "result download");
-      const Tolerance tol = tolerance_for(v_, dt_, p_, opts.k_batch, ref_max_,
-                                          ref_kind_ == RefKind::Gpu);
-      r.cmp = compare_result(ref_, out.data(), dt_, tol);
+      const bool fused = is_fused(k.key());
+      std::vector<double> fused_ref;
+      if (fused) {
+        fused_ref = ref_;
+        apply_fused_reference(k.key(), p_, fused_ref, hbias_, hscale_, hres_, kTestResidualBeta,
+                              kTestLeakySlope);
+      }
+      Tolerance tol =
+          tolerance_for(v_, dt_, p_, opts.k_batch, fused ? std::max(ref_max_, max_abs(fused_ref)) : ref_max_,
+                        ref_kind_ == RefKind::Gpu);
+      if (fused) {  // the activations' slopes (up to 1.13) on the convolution's error
+        tol.rtol *= 1.25;
+        tol.atol *= 1.25;
+      }
+      r.cmp = compare_result(fused ? fused_ref : ref_, out.data(), dt_, tol);
       r.verified = true;
       r.ok = r.cmp.ok;
     } catch (const GpuFailure& e) {
@@ -191,7 +220,7 @@ class Workbench {
     TimingResult t;
     try {
       ws_.resize(k.workspace_bytes(p_, opts));
-      const ConvTensors ts = tensors();
+      const ConvTensors ts = tensors(k);
       auto launch = [&] { gpu_check(k.run(p_, ts, ws_.get(), stream_, opts), "run"); };
       for (int i = 0; i < warmup; ++i) launch();
       gpu_check(gpuStreamSynchronize(stream_), "warm-up");
@@ -261,6 +290,31 @@ class Workbench {
   }
 
  private:
+  // A fused instance's operands for the current problem: bias and scale (G*K fp32; scale in
+  // (0, 1]) and the residual (the output's shape and type), with their host copies.
+  void make_epilogue_operands() {
+    if (ep_ready_) return;
+    const int64_t gk = p_.G * p_.K, n = p_.output_elems();
+    bias_.resize(std::size_t(gk) * sizeof(float));
+    scale_.resize(std::size_t(gk) * sizeof(float));
+    res_.resize(std::size_t(n) * dtype_bytes(dt_));
+    gpu_check(fill_device(bias_.get(), gk, DataType::FP32, InitMode::Random, tensor_seed(3), stream_),
+              "fill bias");
+    gpu_check(fill_device(scale_.get(), gk, DataType::FP32, InitMode::Positive, tensor_seed(4), stream_),
+              "fill scale");
+    gpu_check(fill_device(res_.get(), n, dt_, init_, tensor_seed(5), stream_), "fill residual");
+    gpu_check(gpuStreamSynchronize(stream_), "fill epilogue operands (synchronize)");
+    auto floats = [&](const DeviceBuffer& b, int64_t count) {
+      std::vector<float> h(static_cast<std::size_t>(count));
+      gpu_check(gpuMemcpy(h.data(), b.get(), h.size() * sizeof(float), gpuMemcpyDeviceToHost), "download");
+      return std::vector<double>(h.begin(), h.end());
+    };
+    hbias_ = floats(bias_, gk);
+    hscale_ = floats(scale_, gk);
+    hres_ = download(res_.get(), n);
+    ep_ready_ = true;
+  }
+
   Variant v_;
   gpuStream_t stream_;
   DataType dt_ = DataType::FP16;
@@ -271,6 +325,9 @@ class Workbench {
   double ref_max_ = 0;
   std::vector<double> ref_;
   DeviceBuffer x_, w_, y_, ws_, ref32_;
+  DeviceBuffer bias_, scale_, res_;
+  std::vector<double> hbias_, hscale_, hres_;
+  bool ep_ready_ = false;
 };
 
 }  // namespace ckgen::host

@@ -5,7 +5,8 @@
 //   pipeline::Basic / Multistage / Wavelet / TmaWs / TmaWindow / Direct<
 //       BlockShape<Tile, Waves, WarpTile, MathUnit, WarpSize>, Stages, LoadWaves, MathWaves,
 //       VecA, VecB, SwapAB, Scheduler>                                 the main loop
-//   epilogue::Default / CShuffle<VecC>                                 how the tile is written
+//   epilogue::Default / CShuffle<VecC, Ops = Plain>                    how the tile is written
+//       (Ops: epilogue::Fused<ChannelOp, Activation, Residual>, epilogue/fusion.hpp)
 //   schedule::SplitK<KBatch, Stage> / StreamK<Reduction, Persistent, KBatch, Stage>
 //                                                                      how the reduction is split
 //
@@ -30,6 +31,7 @@
 
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/core/vocab.hpp"
+#include "ckgen/core/epilogue_ops.hpp"
 #include "ckgen/kernel/depthwise_kernel.hpp"
 #include "ckgen/kernel/gemm_kernel.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
@@ -145,14 +147,15 @@ struct Direct : Fields<Pipeline::Direct, Block, Stages, LoadWaves, MathWaves, Ve
 
 namespace epilogue {
 // Accumulators stored straight from registers (Default) or staged through shared memory into
-// wide stores (CShuffle); VecC: the output vector width.
-template <int VecC>
-struct Default {
+// wide stores (CShuffle); VecC: the output vector width; Ops: the fused operations applied
+// before the conversion (epilogue/fusion.hpp; Plain: none).
+template <int VecC, class Ops = Plain>
+struct Default : Ops {
   static constexpr Epilogue kEpilogue = Epilogue::Default;
   static constexpr int kVecC = VecC;
 };
-template <int VecC>
-struct CShuffle {
+template <int VecC, class Ops = Plain>
+struct CShuffle : Ops {
   static constexpr Epilogue kEpilogue = Epilogue::CShuffle;
   static constexpr int kVecC = VecC;
 };

@@ -127,6 +127,7 @@ class DepthwiseKernel final : public HostFace<Cfg> {
 
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                  const RunOptions& opts = {}) const override {
+    if (!detail::epilogue_operands_refusal<Cfg>(t.ep).empty()) return this->invalid_value();
     DirectArgs a;
     a.x = t.in;
     a.w = t.wei;

@@ -245,6 +245,7 @@ class GroupedConvKernel final : public HostFace<Cfg> {
 
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                  const RunOptions& opts = {}) const override {
+    if (!detail::epilogue_operands_refusal<Cfg>(t.ep).empty()) return invalid_value();
     ConvArgs a{};
     a.in = t.in;
     a.wei = t.wei;
@@ -292,6 +293,7 @@ class GroupedConvKernel final : public HostFace<Cfg> {
     if constexpr (kVariant == Variant::BackwardData) a.k_chunk = int(kMax32);
     a.ws = static_cast<float*>(workspace);
     a.ws_split_stride = dst_elems(p);
+    a.ep = t.ep;
     void* dst = kVariant == Variant::Forward ? t.out
                 : kVariant == Variant::BackwardData ? t.in
                                                     : t.wei;

@@ -16,6 +16,7 @@
 
 #include "ckgen/core/portability.hpp"
 #include "ckgen/core/forms.hpp"
+#include "ckgen/core/epilogue_ops.hpp"
 #include "ckgen/core/kernel_key.hpp"
 #include "ckgen/core/limits.hpp"
 #include "ckgen/core/names.hpp"
@@ -252,11 +253,36 @@ inline int tma_reduction_splits(int64_t k_tiles, int64_t tiles, int64_t slots, i
 //   forward:         reads in (x), wei (w);   writes out (y)
 //   backward_data:   reads out (dy), wei (w); writes in (dx)
 //   backward_weight: reads out (dy), in (x);  writes wei (dw)
+// ep: a fused instance's operands (epilogue/fusion.hpp); null for an unfused one.
 struct ConvTensors {
   void* in = nullptr;
   void* wei = nullptr;
   void* out = nullptr;
+  EpilogueArgs ep;
 };
+
+// The fused operations of an instance (none for a plain convolution).
+inline EpilogueOps epilogue_ops(const KernelKey& k) { return {k.channel_op, k.activation, k.residual}; }
+
+namespace detail {
+// Why the fused operands `e` do not fit the instance Cfg ("" when they do): each vector its
+// operations read is given (the residual 16-byte aligned, as the output), every other is null.
+template <class Cfg>
+std::string epilogue_operands_refusal(const EpilogueArgs& e) {
+  const bool bias = Cfg::kChannelOp != ChannelOp::Identity;
+  const bool scale = Cfg::kChannelOp == ChannelOp::ScaleShift;
+  auto one = [](bool needed, const void* ptr, const char* what) -> std::string {
+    if (needed && ptr == nullptr) return std::string("the fused epilogue needs ") + what;
+    if (!needed && ptr != nullptr) return std::string("this instance reads no ") + what + " (pass null)";
+    return {};
+  };
+  if (std::string r = one(bias, e.bias, "bias vector"); !r.empty()) return r;
+  if (std::string r = one(scale, e.scale, "scale vector"); !r.empty()) return r;
+  if (std::string r = one(Cfg::kResidual, e.residual, "residual tensor"); !r.empty()) return r;
+  if (reinterpret_cast<uintptr_t>(e.residual) % 16 != 0) return "the residual tensor must be 16-byte aligned";
+  return {};
+}
+}  // namespace detail
 
 // Per-call options.
 //   k_batch:        split count of the reduction (0 = choose automatically) for backward_weight
@@ -365,6 +391,9 @@ KernelKey config_key() {
   k.reduction = Cfg::kReduction;
   k.persistent = Cfg::kPersistent;
   k.stage = Cfg::kStage;
+  k.channel_op = Cfg::kChannelOp;
+  k.activation = Cfg::kActivation;
+  k.residual = Cfg::kResidual;
   k.arch = Cfg::kArch;
   return k;
 }

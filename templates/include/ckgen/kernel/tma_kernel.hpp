@@ -77,6 +77,7 @@ class TmaConvKernel final : public HostFace<Cfg> {
   }
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                  const RunOptions& opts = {}) const override {
+    if (!detail::epilogue_operands_refusal<Cfg>(t.ep).empty()) return cudaErrorInvalidValue;
     return run_2d(view(p), t, workspace, stream, opts);
   }
 
@@ -356,10 +357,11 @@ class TmaConvKernel final : public HostFace<Cfg> {
   // output map; w: GKYXC (forward), or the backward_data filter as it lies (G, w_k, taps, q.K;
   // w_k = q.C unless dy was padded), its taps picked by the phase's tap map. With ws, fp32 sums
   // are added there instead (split sp).
-  // late_wait: after_kernel where that kernel only zeroed ws (TmaConvArgs::late_wait).
+  // late_wait: after_kernel where that kernel only zeroed ws (TmaConvArgs::late_wait). ep: a
+  // fused instance's operands.
   static gpuError_t run_forward(const Phase& ph, const void* x, const void* w, int64_t w_k, void* y,
                                 float* ws, const Split& sp, gpuStream_t stream, bool after_kernel,
-                                bool late_wait = false);
+                                bool late_wait = false, const EpilogueArgs& ep = {});
 
   // dw[g][k][tap][c] = sum over output pixels of dy[pixel][g][k] * x[pixel at tap][g][c]: A = dy
   // (M-major, BM / 64 tiled copies of 64 pixels x 64 channels), B = x (N-major, BN / 64 im2col

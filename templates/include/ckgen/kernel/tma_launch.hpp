@@ -72,7 +72,7 @@ gpuError_t TmaConvKernel<Cfg>::run_2d(const ConvProblem& p, const ConvTensors& t
       const gpuStream_t st = sides > 0 && j > 0 ? fj->side[(j - 1) % detail::PhaseStreams::kSide] : stream;
       if (gpuError_t e = run_forward(pl.phase[j], src, w, p.K, dst, ws,
                                      phase_split(pl.phase[j], n, opts, pl.phase.size()), st, chained,
-                                     chained && clear_first);
+                                     chained && clear_first, t.ep);
           e != gpuSuccess)
         return e;
     }
@@ -139,13 +139,14 @@ gpuError_t TmaConvKernel<Cfg>::launch(const TmaConvArgs& args, gpuStream_t strea
 }
 
 template <class Cfg>
-gpuError_t TmaConvKernel<Cfg>::run_forward(const Phase& ph, const void* x, const void* w, int64_t w_k, void* y,
-    float* ws, const Split& sp, gpuStream_t stream, bool after_kernel,
-    bool late_wait) {
+gpuError_t TmaConvKernel<Cfg>::run_forward(const Phase& ph, const void* x, const void* w, int64_t w_k,
+                                           void* y, float* ws, const Split& sp, gpuStream_t stream,
+                                           bool after_kernel, bool late_wait, const EpilogueArgs& ep) {
   const ConvProblem& p = ph.q;
   if (!detail::aligned16({x, w, y})) return cudaErrorMisalignedAddress;
   if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
   TmaConvArgs a{};
+  a.ep = ep;
   Patch pt{};
   if constexpr (Tr::kPatch) {  // x {G*C, W, H, N}, box 64 x wp x rows x 1 from (c, -pl_w, row - pl_h, n)
     pt = patch_of(p);

@@ -103,6 +103,7 @@ class TmaWindowKernel final : public HostFace<Cfg> {
 
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void*, gpuStream_t stream,
                  const RunOptions& = {}) const override {
+    if (!detail::epilogue_operands_refusal<Cfg>(t.ep).empty()) return cudaErrorInvalidValue;
     if (!detail::aligned16({t.in, t.wei, t.out})) return cudaErrorMisalignedAddress;
     const Geometry gm = geometry(p);
     TmaWindowArgs a{};

@@ -47,6 +47,7 @@ class TmaWindowWeightKernel final : public HostFace<Cfg> {
 
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                  const RunOptions& = {}) const override {
+    if (!detail::epilogue_operands_refusal<Cfg>(t.ep).empty()) return cudaErrorInvalidValue;
     if (workspace == nullptr) return cudaErrorInvalidValue;
     if (!detail::aligned16({t.in, t.out, t.wei, workspace})) return cudaErrorMisalignedAddress;
     const Geometry gm = geometry(p);

@@ -9,6 +9,7 @@
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/core/fast_div.hpp"
 #include "ckgen/core/forms.hpp"
+#include "ckgen/core/epilogue_ops.hpp"
 #include "ckgen/block/tma_staging.hpp"
 #include "ckgen/schedule/tma_phases.hpp"
 
@@ -81,6 +82,8 @@ struct TmaConvArgs : ConvGeometry2D {
   // between two units' MMA). Set by set_divisors() from the fields above.
   FastDiv by_k_split, by_tiles_mn, by_taps, by_tiles_n, by_pq, by_q, by_c_chunks, by_x, by_wp, by_tiles_img,
       by_do, by_yx, by_c, by_segs, by_p;
+  // A fused epilogue's operands (epilogue/fusion.hpp, forward); read only by fused instances.
+  EpilogueArgs ep;
   void set_divisors() {
     by_segs.init(row_segs);
     by_p.init(P);

@@ -539,7 +539,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         return n0 + tc;
     };
     if constexpr (Tr::kSwap) {
-      tma_ws::store_swap<Cfg>(p, acc, y, m0, n0, wg, warp, lane, row_ok, row_base);  // swap_ab
+      tma_ws::store_swap<Cfg>(p, acc, y, m0, n0, wg, warp, lane, row_ok, row_base, g);  // swap_ab
     } else if (Tr::kWeightGrad && p.cluster > 1) {
       // Cluster reduction (one unit per block): every math warp done with the ring, the fp32
       // partial tile into it, cluster barrier; block `rank` of the cluster sums rows
@@ -658,8 +658,13 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             const int j = c0 / 8 + jj;
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              const Raw v0 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2]);
-              const Raw v1 = float_to_raw<Cfg::kDataType>(acc[i][j * 4 + h * 2 + 1]);
+              float f0 = acc[i][j * 4 + h * 2], f1 = acc[i][j * 4 + h * 2 + 1];
+              if constexpr (Cfg::kFused) {
+                const int row = r0 + (lane >> 2) + 8 * h, col = gcol(c0 + jj * 8 + (lane & 3) * 2);
+                if (row_ok(row) && col < p.K) tma_ws::fuse_pair<Cfg>(p, f0, f1, g, col, base[h] + col, vec);
+              }
+              const Raw v0 = float_to_raw<Cfg::kDataType>(f0);
+              const Raw v1 = float_to_raw<Cfg::kDataType>(f1);
               *reinterpret_cast<uint32_t*>(slab + ((lane >> 2) + h * 8) * Tr::kSlabStride + jj * 8 +
                                            (lane & 3) * 2) = uint32_t(v0) | (uint32_t(v1) << 16);
             }
@@ -683,7 +688,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         }
       }
     } else {
-      tma_ws::store<Cfg>(p, acc, y, m0, wg, warp, lane, row_ok, row_base, gcol);
+      tma_ws::store<Cfg>(p, acc, y, m0, wg, warp, lane, row_ok, row_base, gcol, g);
     }
   }
 #else

@@ -1,0 +1,80 @@
+// The fused epilogue of forward instances: every output element, after accumulation and before
+// the conversion to the output type, becomes
+//   y = act(op(acc) + beta * residual)
+//   op:  acc (ChannelOp::Identity), acc + bias[c] (Bias), acc * scale[c] + bias[c] (ScaleShift)
+//   act: identity, relu, relu6 (clamp to [0, 6]), leaky_relu (slope alpha), silu, gelu_tanh
+// in fp32, with c = g * K + k the output channel (per-channel vectors: G*K floats) and the
+// residual a tensor of the output's shape, layout and type. An instance's parts come from its
+// epilogue tag (epilogue::Fused<Op, Act, Residual>, core/epilogue_ops.hpp); unfused instances
+// take epilogue::Plain, whose apply() is never instantiated, so their code does not change.
+#pragma once
+
+#include <cstdint>
+
+#include "ckgen/core/config_traits.hpp"
+#include "ckgen/core/epilogue_ops.hpp"
+#include "ckgen/core/portability.hpp"
+#include "ckgen/core/vocab.hpp"
+
+namespace ckgen {
+
+namespace fusion {
+
+CKGEN_DEVICE CKGEN_FORCEINLINE float fast_exp(float x) {
+#if defined(CKGEN_NVIDIA)
+  return __expf(x);
+#else
+  return __builtin_expf(x);
+#endif
+}
+
+template <Activation A>
+CKGEN_DEVICE CKGEN_FORCEINLINE float activate(float x, float alpha) {
+  if constexpr (A == Activation::Relu) {
+    return x > 0.f ? x : 0.f;
+  } else if constexpr (A == Activation::Relu6) {
+    return x > 0.f ? (x < 6.f ? x : 6.f) : 0.f;
+  } else if constexpr (A == Activation::LeakyRelu) {
+    return x > 0.f ? x : alpha * x;
+  } else if constexpr (A == Activation::Silu) {
+    return x / (1.f + fast_exp(-x));
+  } else if constexpr (A == Activation::GeluTanh) {
+    // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2 / pi) (x + 0.044715 x^3)
+    const float u2 = 1.5957691216057308f * (x + 0.044715f * x * x * x);
+    return x / (1.f + fast_exp(-u2));
+  } else {
+    (void)alpha;
+    return x;
+  }
+}
+
+// W consecutive outputs v[0..W) of channels c..c+W-1, at element offset `off` of the output
+// (the residual's offset too), rewritten in place.
+template <class Cfg, int W>
+CKGEN_DEVICE CKGEN_FORCEINLINE void apply(const EpilogueArgs& e, float* v, int64_t c, int64_t off) {
+  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  float r[W];
+  if constexpr (Cfg::kResidual) {
+    const Raw* res = static_cast<const Raw*>(e.residual) + off;
+    if constexpr (W > 1 && W * sizeof(Raw) <= 16 && (W & (W - 1)) == 0) {
+      const Vec<Raw, W> rv = *reinterpret_cast<const Vec<Raw, W>*>(res);
+#pragma unroll
+      for (int q = 0; q < W; ++q) r[q] = raw_to_float<Cfg::kDataType>(rv.v[q]);
+    } else {
+#pragma unroll
+      for (int q = 0; q < W; ++q) r[q] = raw_to_float<Cfg::kDataType>(res[q]);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < W; ++q) {
+    float x = v[q];
+    if constexpr (Cfg::kChannelOp == ChannelOp::Bias) x += e.bias[c + q];
+    if constexpr (Cfg::kChannelOp == ChannelOp::ScaleShift) x = fmaf(x, e.scale[c + q], e.bias[c + q]);
+    if constexpr (Cfg::kResidual) x = fmaf(e.beta, r[q], x);
+    v[q] = activate<Cfg::kActivation>(x, e.alpha);
+  }
+}
+
+}  // namespace fusion
+
+}  // namespace ckgen

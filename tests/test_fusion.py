@@ -1,0 +1,144 @@
+"""Fused epilogues (forward): the fusion field through the rules, the tests set, the generated
+instance headers, the manifest and the C++ vocabulary and kernel key."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ckgen.model.arch import load_arch_specs
+from ckgen.model.instance import KernelInstance
+from ckgen.model.naming import parse_instance_name
+from ckgen.model.vocab import Activation, ChannelOp, DataType, Pipeline, Specialization, Variant
+from ckgen.space.rules import NO_CONTEXT, check
+from ckgen.space.rules.common import check_fusion
+
+from conftest import REPO, cli
+
+SM90 = load_arch_specs()["sm_90a"]
+PLAIN = KernelInstance(
+    variant=Variant.FORWARD,
+    datatype=DataType.FP16,
+    ndim=2,
+    tile=(64, 64, 32),
+    waves=(2, 2, 1),
+    warp_tile=(16, 8, 16),
+    pipeline=Pipeline.MULTISTAGE,
+    stages=3,
+)
+FUSED = replace(PLAIN, channel_op=ChannelOp.BIAS, activation=Activation.RELU, residual=True)
+
+
+def test_a_fused_forward_instance_is_valid() -> None:
+    assert check(PLAIN, SM90) is None
+    assert check(FUSED, SM90) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"variant": Variant.BACKWARD_DATA}, "forward only"),
+        ({"k_batch": 0}, "needs k_batch 1"),
+    ],
+)
+def test_fusion_rule_rejects(change: dict, reason: str) -> None:
+    bad = check(replace(FUSED, **change), SM90)
+    assert bad is not None and bad[0] == "fusion" and reason in bad[1], bad
+
+
+def test_fusion_rule_rejects_the_direct_and_window_kernels() -> None:
+    direct = replace(FUSED, pipeline=Pipeline.DIRECT, stages=1)
+    window = replace(FUSED, pipeline=Pipeline.WAVELET_TMA, specialization=Specialization.WINDOW)
+    assert "direct pipeline" in (check_fusion(direct, SM90, NO_CONTEXT) or "")
+    assert "window kernel" in (check_fusion(window, SM90, NO_CONTEXT) or "")
+
+
+def test_unfused_fields_default_to_none() -> None:
+    assert PLAIN.channel_op is ChannelOp.NONE and PLAIN.activation is Activation.NONE
+    assert not PLAIN.residual and PLAIN.fusion == "none"
+
+
+def _fused_test_names() -> list[str]:
+    names = cli(
+        "list-instances",
+        "--format",
+        "names",
+        "--arch",
+        "sm_90a",
+        "--set",
+        "tests",
+        "--variant",
+        "forward",
+    ).stdout.split()
+    return [n for n in names if parse_instance_name(n).fused]
+
+
+def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -> None:
+    fused = [parse_instance_name(n) for n in _fused_test_names()]
+    assert 5 <= len(fused) <= 10, [i.name for i in fused]
+    paths = {(i.pipeline, i.epilogue.value, i.swap_ab, i.groups_to_merge > 1) for i in fused}
+    assert (Pipeline.MULTISTAGE, "default", False, False) in paths
+    assert (Pipeline.MULTISTAGE, "cshuffle", False, True) in paths
+    assert (Pipeline.BASIC, "default", False, False) in paths
+    assert (Pipeline.WAVELET, "default", False, False) in paths
+    assert (Pipeline.WAVELET_TMA, "default", False, False) in paths
+    assert (Pipeline.WAVELET_TMA, "cshuffle", False, False) in paths
+    assert (Pipeline.WAVELET_TMA, "default", True, False) in paths
+    assert {i.channel_op for i in fused} == set(ChannelOp) - {ChannelOp.NONE}
+    assert {i.activation for i in fused} == set(Activation) - {Activation.NONE}
+    assert any(i.residual for i in fused)
+
+
+def test_generate_writes_fused_headers_and_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cli("generate", "--arch", "sm_90a", "--set", "tests", "--variant", "forward", "-o", str(out))
+    fused = _fused_test_names()
+    for name in fused:
+        inst = parse_instance_name(name)
+        text = (out / "instances" / "forward" / f"{name}.hpp").read_text()
+        assert (
+            f"ckgen::epilogue::Fused<{inst.channel_op.cpp_ref}, {inst.activation.cpp_ref}," in text
+        )
+    plain = next(
+        p for p in (out / "instances" / "forward").glob("*.hpp") if p.stem not in set(fused)
+    )
+    assert "Fused<" not in plain.read_text()
+    doc = json.loads((out / "manifest.json").read_text())
+    by_name = {i["name"]: i for i in doc["instances"]}
+    one = by_name[fused[0]]
+    inst = parse_instance_name(fused[0])
+    assert (one["channel_op"], one["activation"], one["residual"]) == (
+        inst.channel_op.value,
+        inst.activation.value,
+        inst.residual,
+    )
+
+
+def test_cxx_vocabulary_and_kernel_key_carry_the_fusion() -> None:
+    inc = REPO / "templates" / "include" / "ckgen" / "core"
+    vocab = (inc / "vocab.hpp").read_text()
+    assert "enum class ChannelOp { Identity, Bias, ScaleShift };" in vocab
+    assert "enum class Activation { Identity, Relu, Relu6, LeakyRelu, Silu, GeluTanh };" in vocab
+    key = (inc / "kernel_key.hpp").read_text()
+    for field in ("ChannelOp channel_op;", "Activation activation;", "bool residual;"):
+        assert field in key
+
+
+def test_profiles_rank_no_fused_instance() -> None:
+    from ckgen.model.problem import load_shapes
+    from ckgen.tuning.profile import mark_best
+    from ckgen.tuning.tune import build_db
+
+    shapes = load_shapes(REPO / "templates" / "project" / "shapes" / "retinanet_r50fpn_n2.csv")
+    row = {"shape": shapes[0].name, "variant": "forward", "datatype": "fp16", "verified": "pass"}
+    rows = [
+        {**row, "instance": FUSED.name, "ms": "0.5", "k_batch": "0"},
+        {**row, "instance": PLAIN.name, "ms": "1.0", "k_batch": "0"},
+    ]
+    mark_best(rows)
+    assert [r["best"] for r in rows] == ["0", "1"]
+    db = build_db(rows, shapes, arch="sm_90a")
+    assert [c["kernel"] for c in db["entries"][0]["ranking"]] == [PLAIN.name]
