@@ -58,7 +58,13 @@ inline void register_problem_tests(Variant v, const std::string& suite,
                                 reasons;
         add_test(vname + "_support", sanitize(np.name) + "__" + to_string(dt), [msg] {
           CKGEN_REQUIRE_GPU();
+#ifdef CKGEN_FILTERED_BUILD
+          GTEST_SKIP() << "a filtered build (generate --kernels / --datatype / --ndim) need not "
+                          "serve every problem: "
+                       << msg;
+#else
           FAIL() << msg;
+#endif
         });
       }
     }
