@@ -533,7 +533,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--time-limit", type=float, default=0, help="seconds; later LOMO folds are skipped"
     )
-    return run(ap.parse_args(argv))
+    ap.add_argument(
+        "--ranking-keep",
+        type=int,
+        default=0,
+        help="keep only the N best (instance, k_batch) of each database entry (0: all)",
+    )
+    args = ap.parse_args(argv)
+    if args.ranking_keep > 0:
+        import ckgen.tuning.tune as tune
+
+        tune.RANKING_KEEP = args.ranking_keep
+    return run(args)
 
 
 if __name__ == "__main__":

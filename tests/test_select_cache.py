@@ -358,3 +358,11 @@ def test_autotune_never_times_during_graph_capture(gpu_reg, tmp_path: Path, monk
     g.replay()
     torch.cuda.synchronize()
     assert not r.stream_is_capturing(s)
+
+
+def test_db_text_is_one_entry_a_line_and_round_trips() -> None:
+    db = {"ckgen_tuning_db": 1, "gpu": "G", "entries": [{"a": [1, 2], "b": "x"}, {"a": []}]}
+    text = at.dumps_db(db)
+    assert json.loads(text) == db
+    assert text.splitlines()[4:6] == ['  {"a":[1,2],"b":"x"},', '  {"a":[]}']
+    assert json.loads(at.dumps_db({"gpu": "G", "entries": []})) == {"gpu": "G", "entries": []}

@@ -137,6 +137,16 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(lk, fcntl.LOCK_UN)
 
 
+def dumps_db(data: dict[str, Any]) -> str:
+    """JSON text of a tuning database or autotune cache: the header keys one a line, then one
+    line per entry (compact: a large database stays a few MB and diffs by entry)."""
+    items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in data.items() if k != "entries"]
+    if "entries" in data:
+        rows = ",\n  ".join(json.dumps(e, separators=(",", ":")) for e in data["entries"])
+        items.append(f'"entries": [\n  {rows}\n ]' if data["entries"] else '"entries": []')
+    return "{\n " + ",\n ".join(items) + "\n}\n"
+
+
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Writes a temporary file beside path and renames it over path (readers see the old or the
     new file, never a part)."""
@@ -146,7 +156,7 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(data, indent=1) + "\n")
+            f.write(dumps_db(data))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
