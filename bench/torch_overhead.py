@@ -7,11 +7,13 @@ wall time of a batch of calls is pure host time. Per layer it prints microsecond
   c_launch       ckgen_run through ctypes with a prebuilt problem struct (the floor)
   selection_run  Selection.run (the public Python API: builds the struct each call)
   ckgen_eager    ckgen.torch.conv, no grad (the eager path users take)
+  ckgen_module   a converted nn.Conv2d (ckgen.torch.Conv2d, Parameters), no grad
   ckgen_op       torch.ops.ckgen.conv_forward through the dispatcher (what compiled graphs call)
   ckgen_train    ckgen.torch.conv forward + backward (3 launches) with autograd
   cudnn          F.conv2d, and cudnn_train forward + backward, for comparison
 
-and "added" = ckgen_eager - c_launch (issue target: <= 10 us).
+then "added" = ckgen_eager - c_launch (issue target: <= 10 us) and "train_added" =
+ckgen_train - cudnn_train. bench/torch_host_cpu.py measures the Python path without a GPU.
 
     CKGEN_TORCH_LIB=build/lib/libckgen_dispatch.so python3 bench/torch_overhead.py [--csv out.csv]
 
@@ -29,11 +31,14 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import ckgen.torch as ct
+from ckgen import Registry
+from ckgen.runtime.capi import c_problem
 
-import ckgen.torch as ct  # noqa: E402
-from ckgen import Registry  # noqa: E402
-
+PATHS = (
+    "c_launch", "selection_run", "ckgen_eager", "ckgen_module", "ckgen_op", "ckgen_train",
+    "cudnn", "cudnn_train", "added", "train_added",
+)  # fmt: skip
 LAYERS = [  # N, C, K, HW, filter, stride, pad (small: the GPU work never limits the loop)
     (1, 64, 64, 8, 3, 1, 1),
     (1, 256, 64, 8, 1, 1, 0),
@@ -81,8 +86,6 @@ def main() -> int:
         y = ct.conv(x, w, None, s, p, registry=reg)
         prob = ct.make_problem(x.shape, w.shape, s, p)
         sel = reg.select(prob, "forward", "fp16")
-        from ckgen.runtime.capi import c_problem
-
         cp = c_problem(prob)
         run = reg._lib.ckgen_run
         idx, kb = sel.kernel.index, sel.k_batch
@@ -90,6 +93,8 @@ def main() -> int:
         ws = torch.empty(max(sel.workspace_bytes(prob), 1), dtype=torch.uint8, device="cuda")
         pws = ws.data_ptr() if sel.workspace_bytes(prob) else 0
         stream = torch.cuda.current_stream().cuda_stream
+        mod = ct.Conv2d(c, k, f, stride=s, padding=p, bias=False, registry=reg)
+        mod = mod.to(device="cuda", dtype=torch.float16, memory_format=torch.channels_last)
         lid = ct.library_id(reg)
         conf = ((s, s), (p, p), (p, p), (1, 1), 1, lid)
         xg = x.clone().requires_grad_()
@@ -105,6 +110,10 @@ def main() -> int:
         def ckgen_eager() -> None:
             with torch.no_grad():
                 ct.conv(x, w, None, s, p, registry=reg)
+
+        def ckgen_module() -> None:
+            with torch.no_grad():
+                mod(x)
 
         def ckgen_op() -> None:
             with torch.no_grad():
@@ -125,6 +134,7 @@ def main() -> int:
             ("c_launch", c_launch),
             ("selection_run", selection_run),
             ("ckgen_eager", ckgen_eager),
+            ("ckgen_module", ckgen_module),
             ("ckgen_op", ckgen_op),
             ("ckgen_train", ckgen_train),
             ("cudnn", cudnn),
@@ -132,16 +142,16 @@ def main() -> int:
         ]:
             r[name] = round(_host_us(fn), 2)
         r["added"] = round(r["ckgen_eager"] - r["c_launch"], 2)
+        r["train_added"] = round(r["ckgen_train"] - r["cudnn_train"], 2)
         rows.append(r)
-        print(
-            f"{r['layer']:24} c_launch {r['c_launch']:6.1f}  selection_run {r['selection_run']:6.1f}  "
-            f"ckgen_eager {r['ckgen_eager']:6.1f}  ckgen_op {r['ckgen_op']:6.1f}  "
-            f"ckgen_train {r['ckgen_train']:6.1f}  cudnn {r['cudnn']:6.1f}  "
-            f"cudnn_train {r['cudnn_train']:6.1f}  added {r['added']:5.1f} us",
-            flush=True,
-        )
+        print(f"{r['layer']} ({r['kernel']}), host us per call:", flush=True)
+        for name in PATHS:
+            print(f"  {name:14} {r[name]:7.1f}", flush=True)
     worst = max(r["added"] for r in rows)
     print(f"added host time per ckgen.torch.conv call (worst layer): {worst:.1f} us (target <= 10)")
+    print(f"{'path':14}" + "".join(f"{r['layer']:>24}" for r in rows))
+    for name in PATHS:
+        print(f"{name:14}" + "".join(f"{r[name]:24.1f}" for r in rows))
     if args.csv:
         with open(args.csv, "w", newline="") as fh:
             wr = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -58,13 +58,24 @@ _C_PROBLEMS: dict[Problem, CProblem] = {}
 _C_PROBLEMS_CAP = 4096
 
 
+# The same, by the Problem object's identity (the object is kept, so its id is not reused):
+# hashing a Problem's value costs more than the rest of a launch from Python.
+_C_PROBLEMS_BY_ID: dict[int, tuple[Problem, CProblem]] = {}
+
+
 def c_problem(p: Problem) -> CProblem:
     """The C struct of p, shared by the calls on an equal problem (never modify it)."""
+    hit = _C_PROBLEMS_BY_ID.get(id(p))
+    if hit is not None and hit[0] is p:
+        return hit[1]
     c = _C_PROBLEMS.get(p)
     if c is None:
         if len(_C_PROBLEMS) >= _C_PROBLEMS_CAP:
             _C_PROBLEMS.clear()
         c = _C_PROBLEMS[p] = _build_c_problem(p)
+    if len(_C_PROBLEMS_BY_ID) >= _C_PROBLEMS_CAP:
+        _C_PROBLEMS_BY_ID.clear()
+    _C_PROBLEMS_BY_ID[id(p)] = (p, c)
     return c
 
 

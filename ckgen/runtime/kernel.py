@@ -71,11 +71,18 @@ class Kernel:
         """Enqueue on stream (device pointers: ints or tensors). UnsupportedProblem carries the
         is_supported reason; other failures raise CkgenRuntimeError."""
         lib = self.registry._lib
-        pi, bi = tensor_arg(in_ptr, "in", self.datatype, problem)
-        pw, bw = tensor_arg(wei_ptr, "wei", self.datatype, problem)
-        po, bo = tensor_arg(out_ptr, "out", self.datatype, problem)
-        pws, bws = tensor_arg(workspace_ptr, "workspace", None)
-        check_devices(self.registry._lib, in_ptr, wei_ptr, out_ptr, workspace_ptr)
+        if type(in_ptr) is int and type(wei_ptr) is int and type(out_ptr) is int:
+            # bare pointers: nothing to check on the Python side (sizes unknown: -1)
+            pi, pw, po, bi, bw, bo = in_ptr, wei_ptr, out_ptr, -1, -1, -1
+            pws, bws = tensor_arg(workspace_ptr, "workspace", None)
+            if type(workspace_ptr) is not int and workspace_ptr is not None:
+                check_devices(lib, workspace_ptr)
+        else:
+            pi, bi = tensor_arg(in_ptr, "in", self.datatype, problem)
+            pw, bw = tensor_arg(wei_ptr, "wei", self.datatype, problem)
+            po, bo = tensor_arg(out_ptr, "out", self.datatype, problem)
+            pws, bws = tensor_arg(workspace_ptr, "workspace", None)
+            check_devices(lib, in_ptr, wei_ptr, out_ptr, workspace_ptr)
         rc = lib.ckgen_run_checked(
             self.index,
             ctypes.byref(c_problem(problem)),

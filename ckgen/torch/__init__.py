@@ -36,6 +36,7 @@ except ImportError as _ex:  # pragma: no cover - depends on the environment
     raise ImportError("ckgen.torch needs PyTorch (pip install torch)") from _ex
 
 from ckgen.torch import checks as _ck
+from ckgen.torch import ops as _ops
 from ckgen.torch.checks import ConvDeviceError, ConvTypeError, ConvValueError
 from ckgen.torch.convert import Conv1d, Conv2d, Conv3d, Decision, convert, report
 from ckgen.torch.ops import _ENV_AUTOTUNE as _ENV_AUTOTUNE
@@ -44,15 +45,13 @@ from ckgen.torch.ops import (
     NoKernelError,
     UnsupportedProblemError,
     autotune_enabled,
-    backward_data_impl,
-    backward_weight_impl,
     cache_info,
     clear_cache,
     default_registry,
     library_id,
     set_default_registry,
 )
-from ckgen.torch.registration import SCHEMAS, ConvFunction, eager
+from ckgen.torch.registration import SCHEMAS, ConvFunction, fast
 
 __all__ = [
     "SCHEMAS",
@@ -85,20 +84,17 @@ __all__ = [
 # and keep the fastest (where the library's select() supports autotune).
 benchmark: bool = _ENV_AUTOTUNE
 
-_params_cache: dict[tuple, tuple] = {}
+_Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
+_grad_enabled = torch.is_grad_enabled
+_autocast_enabled = torch.is_autocast_enabled
 
 
 def _params(
     nd: int, w: Any, stride: Any, padding: Any, dilation: Any, padding_right: Any
 ) -> tuple[tuple, tuple, tuple, tuple]:
-    """(stride, padding_left, padding_right, dilation) as tuples of nd ints, checked."""
-    try:
-        key = (nd, stride, padding, dilation, padding_right, tuple(w.shape[2:]))
-        hit = _params_cache.get(key)
-    except TypeError:  # lists: not hashable
-        key, hit = None, None
-    if hit is not None:
-        return hit
+    """(stride, padding_left, padding_right, dilation) as tuples of nd ints, checked (w: the
+    weight, or its shape; 'same' padding reads the filter size from it)."""
     st = _ck.ints(stride, nd, "stride", 1)
     dil = _ck.ints(dilation, nd, "dilation", 1)
     if isinstance(padding, str):
@@ -107,7 +103,8 @@ def _params(
         elif padding == "same":
             if any(s != 1 for s in st):
                 raise ConvValueError(f"padding='same' needs stride 1, got stride={list(st)}")
-            pl, pr = _ck.same_padding([int(s) for s in w.shape[2:]], dil)
+            shape = getattr(w, "shape", w)
+            pl, pr = _ck.same_padding([int(s) for s in shape[2:]], dil)
         else:
             raise ConvValueError(f"padding={padding!r}: expected 'same', 'valid' or ints")
         if padding_right is not None:
@@ -115,14 +112,65 @@ def _params(
     else:
         pl = _ck.ints(padding, nd, "padding", 0)
         pr = pl if padding_right is None else _ck.ints(padding_right, nd, "padding_right", 0)
-    out = (st, pl, pr, dil)
-    if key is not None and len(_params_cache) < 4096:
-        _params_cache[key] = out
-    return out
+    return st, pl, pr, dil
+
+
+def _plain(v: Any) -> bool:
+    """Whether v, as a cache key, equals only arguments that check the same: an int, a str, None
+    or a tuple of ints (True == 1 and 1.0 == 1, but the checks refuse bools and floats)."""
+    t = type(v)
+    if t is int or t is str or v is None:
+        return True
+    if t is tuple:
+        for e in v:
+            if type(e) is not int:
+                return False
+        return True
+    return False
+
+
+_conf_cache: dict[tuple, tuple] = {}
+
+
+def _conf(
+    nd: int,
+    w: Any,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    groups: Any,
+    registry: Any,
+    padding_right: Any,
+) -> tuple:
+    """The ops' parameters (stride, padding_left, padding_right, dilation, groups, library id)
+    of a call, checked; remembered per distinct plain arguments, so a repeated call skips the
+    checks (an argument that is not plain is checked on every call)."""
+    lid = library_id(registry)
+    key = None
+    if (
+        _plain(stride)
+        and _plain(padding)
+        and _plain(dilation)
+        and type(groups) is int
+        and _plain(padding_right)
+    ):
+        filt = tuple(getattr(w, "shape", w)[2:]) if type(padding) is str else None
+        key = (nd, stride, padding, dilation, groups, padding_right, lid, filt)
+        hit = _conf_cache.get(key)
+        if hit is not None:
+            return hit
+    conf = (*_params(nd, w, stride, padding, dilation, padding_right), _groups(groups), lid)
+    if key is not None:
+        if len(_conf_cache) >= 4096:
+            _conf_cache.clear()
+        _conf_cache[key] = conf
+    return conf
 
 
 def _nd(x: Any, what: str = "x") -> int:
-    _ck.tensor(x, what)
+    t = type(x)
+    if t is not _Tensor and t is not _Parameter:
+        _ck.tensor(x, what)
     nd = x.dim() - 2
     if not 1 <= nd <= 3:
         raise ConvValueError(
@@ -139,18 +187,23 @@ def _groups(groups: Any) -> int:
 
 def _autocast(*ts: Any) -> tuple:
     """Under torch.autocast (CUDA), the floating tensors in autocast's dtype, as F.conv* does."""
-    if ts[0].is_cuda and torch.is_autocast_enabled("cuda"):
-        dt = torch.get_autocast_dtype("cuda")
-        return tuple(
-            t.to(dt) if t is not None and t.is_floating_point() and t.dtype != dt else t for t in ts
-        )
-    return ts
+    dt = torch.get_autocast_dtype("cuda")
+    return tuple(
+        t.to(dt) if t is not None and t.is_floating_point() and t.dtype != dt else t for t in ts
+    )
 
 
 def _conv_with_conf(x: Any, weight: Any, bias: Any, conf: tuple) -> Any:
-    x, weight, bias = _autocast(x, weight, bias)
-    if eager(x, weight, bias):
-        return ConvFunction.apply(x, weight, bias, *conf)
+    """conv_forward with checked parameters conf: the implementation itself where nothing traces
+    and no gradient is needed, ConvFunction where one is, else the registered op."""
+    if x.is_cuda and _autocast_enabled("cuda"):
+        x, weight, bias = _autocast(x, weight, bias)
+    if fast(x, weight, bias):
+        if _grad_enabled() and (
+            x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
+        ):
+            return ConvFunction.apply(x, weight, bias, conf)
+        return _ops.forward(x, weight, bias, conf)
     return torch.ops.ckgen.conv_forward(x, weight, bias, *conf)
 
 
@@ -168,9 +221,7 @@ def conv(
     """Differentiable convolution like F.conv1d/2d/3d (padding: ints, 'same' or 'valid';
     padding_right: asymmetric padding's right side): forward, backward_data and backward_weight
     all run ckgen kernels."""
-    nd = _nd(x)
-    params = _params(nd, weight, stride, padding, dilation, padding_right)
-    conf = (*params, _groups(groups), library_id(registry))
+    conf = _conf(_nd(x), weight, stride, padding, dilation, groups, registry, padding_right)
     return _conv_with_conf(x, weight, bias, conf)
 
 
@@ -202,10 +253,9 @@ def conv_backward_data(
 ) -> Any:
     """dx (of shape input_size) from dy and weight, channels-last."""
     nd = _nd(dy, "dy")
-    params = _params(nd, weight, stride, padding, dilation, padding_right)
     size = _ck.ints(input_size, nd + 2, "input_size", 0)
-    args = (*params, _groups(groups), library_id(registry))
-    return _gradient("conv_backward_data", backward_data_impl, dy, weight, size, args)
+    conf = _conf(nd, weight, stride, padding, dilation, groups, registry, padding_right)
+    return _gradient("backward_data", dy, weight, size, conf)
 
 
 def conv_backward_weight(
@@ -222,21 +272,16 @@ def conv_backward_weight(
     """dw (of shape weight_size, GKYXC memory: channels-last) from x and dy."""
     nd = _nd(x)
     size = _ck.ints(weight_size, nd + 2, "weight_size", 0)
-
-    class _W:  # _params reads the filter size from a weight's shape
-        shape = size
-
-    params = _params(nd, _W, stride, padding, dilation, padding_right)
-    args = (*params, _groups(groups), library_id(registry))
-    return _gradient("conv_backward_weight", backward_weight_impl, x, dy, size, args)
+    conf = _conf(nd, size, stride, padding, dilation, groups, registry, padding_right)
+    return _gradient("backward_weight", x, dy, size, conf)
 
 
-def _gradient(op: str, impl: Any, a: Any, b: Any, size: tuple, args: tuple) -> Any:
+def _gradient(variant: str, a: Any, b: Any, size: tuple, conf: tuple) -> Any:
     """A backward op on (a, b): its implementation on the eager path, else the registered op
     (which takes the size as a list)."""
-    if eager(a, b):
-        return impl(a, b, size, *args)
-    return getattr(torch.ops.ckgen, op)(a, b, list(size), *args)
+    if fast(a, b):
+        return getattr(_ops, variant)(a, b, size, conf)
+    return getattr(torch.ops.ckgen, "conv_" + variant)(a, b, list(size), *conf)
 
 
 def make_problem(

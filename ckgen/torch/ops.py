@@ -138,12 +138,15 @@ def _select_accepts_autotune(reg: Any) -> bool:
 
 # ---------------------------------------------------------------------- prepared launches
 class Prepared:
-    """Everything a launch of one (variant, shapes, dtype, device, parameters, library) needs,
-    built on the first call: the selection, the C problem struct, the output's strides."""
+    """Everything a launch of one signature needs, built on its first call (after the argument
+    checks): the selection, the C problem struct, the output's shape, strides, dtype and device,
+    and the memory format the inputs are read in. Later calls with the same signature reuse it:
+    only the data pointers and the stream change."""
 
     __slots__ = (
         "variant", "problem", "selection", "library", "fn", "index", "cref", "cstruct",
         "k_batch", "ws_bytes", "out_shape", "out_strides", "dev_index", "empty", "bias_view",
+        "dtype", "device", "fmt",
     )  # fmt: skip
     variant: str
     problem: Problem
@@ -160,6 +163,9 @@ class Prepared:
     dev_index: int
     empty: bool
     bias_view: tuple[int, ...]
+    dtype: Any
+    device: Any
+    fmt: Any  # torch.channels_last(_3d); None for 1D (layout.ready checks those)
 
     def __repr__(self) -> str:
         return (
@@ -172,7 +178,7 @@ _cache: dict[tuple, Prepared] = {}
 
 
 def clear_cache() -> None:
-    """Forget every prepared launch (the next call of each problem selects again)."""
+    """Forget every prepared launch (the next call of each problem checks and selects again)."""
     _cache.clear()
 
 
@@ -196,6 +202,9 @@ def _problem(info: dict[str, Any], x_shape: Sequence[int], w_shape: Sequence[int
     )
 
 
+_FORMATS = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
 def _prepare(
     key: tuple,
     variant: str,
@@ -206,12 +215,15 @@ def _prepare(
     device: Any,
     lid: int,
     autotune: bool,
+    dtype: Any = None,
 ) -> Prepared:
     pr = Prepared()
     pr.variant = variant
     pr.dev_index = device.index if device.index is not None else torch.cuda.current_device()
+    pr.dtype, pr.device = dtype, device
     pr.out_shape = tuple(int(s) for s in out_shape)
     pr.out_strides = channels_last_strides(pr.out_shape)
+    pr.fmt = _FORMATS.get(len(pr.out_shape))
     pr.bias_view = (1, -1) + (1,) * info["nd"]
     pr.empty = int(info["N"]) == 0
     p = pr.problem = _problem(info, x_shape, w_shape)
@@ -255,6 +267,70 @@ def _describe(info: dict[str, Any], x_shape: Sequence[int], w_shape: Sequence[in
     )
 
 
+def _miss_forward(key: tuple, x: Any, w: Any, b: Any, conf: tuple, autotune: bool) -> Prepared:
+    info = check_forward(x, w, b, *conf[:5])
+    return _prepare(
+        key, "forward", info, x.shape, w.shape, info["out_shape"], x.device, conf[5], autotune,
+        x.dtype,
+    )  # fmt: skip
+
+
+def _miss_backward_data(
+    key: tuple, dy: Any, w: Any, size: Sequence[int], conf: tuple, autotune: bool
+) -> Prepared:
+    info = check_backward_data(dy, w, size, *conf[:5])
+    return _prepare(
+        key, "backward_data", info, size, w.shape, size, dy.device, conf[5], autotune, dy.dtype
+    )
+
+
+def _miss_backward_weight(
+    key: tuple, x: Any, dy: Any, size: Sequence[int], conf: tuple, autotune: bool
+) -> Prepared:
+    info = check_backward_weight(x, dy, size, *conf[:5])
+    return _prepare(
+        key, "backward_weight", info, x.shape, size, size, x.device, conf[5], autotune, x.dtype
+    )
+
+
+_MISS = {
+    "forward": _miss_forward,
+    "backward_data": _miss_backward_data,
+    "backward_weight": _miss_backward_weight,
+}
+
+
+def _prepared(variant: str, a: Any, b: Any, c: Any, extra: Any, conf: tuple) -> Prepared:
+    """The prepared launch of the op `variant` on the tensors a, b it reads and c (the bias, or
+    the gradient's size; extra: what of it fixes the problem) with conf = (stride, padding_left,
+    padding_right, dilation, groups, library): the cache's when this signature ran before, else
+    the argument checks (which raise the ops' errors), the selection and a new entry.
+
+    The key holds everything the checks and the selection depend on: the op, both tensors'
+    shapes, dtypes and devices, extra, the parameters, the library and whether the pick is
+    autotuned. What may change between calls with one key (the data pointers, the inputs'
+    memory layout and alignment, the stream) is handled per call."""
+    autotune = autotune_enabled()
+    key = (variant, a.shape, b.shape, a.dtype, b.dtype, a.device, b.device, extra, conf, autotune)
+    pr = _cache.get(key)
+    if pr is None:
+        pr = _MISS[variant](key, a, b, c, conf, autotune)
+    return pr
+
+
+def conf_of(
+    stride: Sequence[int],
+    pl: Sequence[int],
+    pr_: Sequence[int],
+    dil: Sequence[int],
+    groups: int,
+    lid: int,
+) -> tuple:
+    """The registered ops' parameters (lists) as the hashable conf tuple of _prepared."""
+    return (tuple(stride), tuple(pl), tuple(pr_), tuple(dil), groups, lid)
+
+
+# ---------------------------------------------------------------------- launches
 _get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
@@ -265,10 +341,20 @@ def _stream(dev_index: int) -> int:
     return int(torch.cuda.current_stream(dev_index).cuda_stream)
 
 
-def _launch(pr: Prepared, a: Any, b: Any, c: Any) -> None:
-    """ckgen_run(in=a, wei=b, out=c) on the current stream of the tensors' device."""
-    pa, pb, pc = a.data_ptr(), b.data_ptr(), c.data_ptr()
-    ws = torch.empty(pr.ws_bytes, dtype=torch.uint8, device=a.device) if pr.ws_bytes else None
+def _input(t: Any, fmt: Any) -> tuple[Any, int]:
+    """(t as a kernel reads it, its data pointer): t itself when it is dense channels-last and
+    16-byte aligned, else a copy (layout.ready)."""
+    if fmt is not None and t.is_contiguous(memory_format=fmt):
+        p = t.data_ptr()
+        if not p & 15:
+            return t, p
+    t = ready(t)
+    return t, t.data_ptr()
+
+
+def _launch(pr: Prepared, pa: int, pb: int, pc: int) -> None:
+    """ckgen_run(in=pa, wei=pb, out=pc) on the current stream of the prepared device."""
+    ws = torch.empty(pr.ws_bytes, dtype=torch.uint8, device=pr.device) if pr.ws_bytes else None
     pws = ws.data_ptr() if ws is not None else 0
     if _get_device() != pr.dev_index:
         with torch.cuda.device(pr.dev_index):
@@ -296,39 +382,45 @@ def _run(pr: Prepared, pa: int, pb: int, pc: int, pws: int) -> None:
         raise LaunchError(f"ckgen::conv_{pr.variant}: {msg or f'error {rc}'}", code=rc)
 
 
-def _key(
-    tag: str,
-    lid: int,
-    a: Any,
-    b: Any,
-    extra: Any,
-    stride: Sequence[int],
-    pl: Sequence[int],
-    pr_: Sequence[int],
-    dil: Sequence[int],
-    groups: int,
-    autotune: bool,
-) -> tuple:
-    """A prepared launch's cache key: the op (tag), the library, both tensors' shapes, dtypes and
-    devices, what else fixes the problem (extra: the bias, or the size of the gradient), the
-    parameters and whether the pick is autotuned."""
-    return (
-        tag,
-        lid,
-        a.shape,
-        b.shape,
-        a.dtype,
-        b.dtype,
-        a.device,
-        b.device,
-        extra,
-        tuple(stride),
-        tuple(pl),
-        tuple(pr_),
-        tuple(dil),
-        groups,
-        autotune,
-    )
+# ---------------------------------------------------------------------- implementations
+# forward / backward_data / backward_weight take conf = (stride, padding_left, padding_right,
+# dilation, groups, library) as tuples (the eager path calls them directly); the *_impl
+# functions are what the registered ops run (their parameters arrive as lists).
+def forward(x: Any, w: Any, b: Any, conf: tuple) -> Any:
+    pr = _prepared("forward", x, w, b, None if b is None else (b.shape, b.dtype, b.device), conf)
+    y = torch.empty_strided(pr.out_shape, pr.out_strides, dtype=pr.dtype, device=pr.device)
+    if pr.empty:
+        return y
+    x, px = _input(x, pr.fmt)
+    w, pw = _input(w, pr.fmt)
+    _launch(pr, px, pw, y.data_ptr())
+    if b is not None:
+        y.add_(b.view(pr.bias_view))
+    return y
+
+
+def backward_data(dy: Any, w: Any, input_size: Sequence[int], conf: tuple) -> Any:
+    pr = _prepared("backward_data", dy, w, input_size, tuple(input_size), conf)
+    dx = torch.empty_strided(pr.out_shape, pr.out_strides, dtype=pr.dtype, device=pr.device)
+    if pr.empty:
+        return dx
+    dy, pdy = _input(dy, pr.fmt)
+    w, pw = _input(w, pr.fmt)
+    _launch(pr, dx.data_ptr(), pw, pdy)
+    return dx
+
+
+def backward_weight(x: Any, dy: Any, weight_size: Sequence[int], conf: tuple) -> Any:
+    pr = _prepared("backward_weight", x, dy, weight_size, tuple(weight_size), conf)
+    if pr.empty:  # no samples: a zero gradient
+        return torch.zeros(pr.out_shape, dtype=pr.dtype, device=pr.device).as_strided(
+            pr.out_shape, pr.out_strides
+        )
+    dw = torch.empty_strided(pr.out_shape, pr.out_strides, dtype=pr.dtype, device=pr.device)
+    x, px = _input(x, pr.fmt)
+    dy, pdy = _input(dy, pr.fmt)
+    _launch(pr, px, dw.data_ptr(), pdy)
+    return dw
 
 
 def forward_impl(
@@ -342,33 +434,7 @@ def forward_impl(
     groups: int,
     lid: int,
 ) -> Any:
-    autotune = autotune_enabled()
-    key = _key(
-        "f",
-        lid,
-        x,
-        w,
-        None if b is None else (b.shape, b.dtype, b.device),
-        stride,
-        pl,
-        pr_,
-        dil,
-        groups,
-        autotune,
-    )
-    prep = _cache.get(key)
-    if prep is None:
-        info = check_forward(x, w, b, stride, pl, pr_, dil, groups)
-        prep = _prepare(
-            key, "forward", info, x.shape, w.shape, info["out_shape"], x.device, lid, autotune
-        )
-    y = torch.empty_strided(prep.out_shape, prep.out_strides, dtype=x.dtype, device=x.device)
-    if prep.empty:
-        return y
-    _launch(prep, ready(x), ready(w), y)
-    if b is not None:
-        y.add_(b.view(prep.bias_view))
-    return y
+    return forward(x, w, b, conf_of(stride, pl, pr_, dil, groups, lid))
 
 
 def backward_data_impl(
@@ -382,19 +448,7 @@ def backward_data_impl(
     groups: int,
     lid: int,
 ) -> Any:
-    autotune = autotune_enabled()
-    key = _key("d", lid, dy, w, tuple(input_size), stride, pl, pr_, dil, groups, autotune)
-    prep = _cache.get(key)
-    if prep is None:
-        info = check_backward_data(dy, w, input_size, stride, pl, pr_, dil, groups)
-        prep = _prepare(
-            key, "backward_data", info, input_size, w.shape, input_size, dy.device, lid, autotune
-        )
-    dx = torch.empty_strided(prep.out_shape, prep.out_strides, dtype=dy.dtype, device=dy.device)
-    if prep.empty:
-        return dx
-    _launch(prep, dx, ready(w), ready(dy))
-    return dx
+    return backward_data(dy, w, input_size, conf_of(stride, pl, pr_, dil, groups, lid))
 
 
 def backward_weight_impl(
@@ -408,18 +462,4 @@ def backward_weight_impl(
     groups: int,
     lid: int,
 ) -> Any:
-    autotune = autotune_enabled()
-    key = _key("w", lid, x, dy, tuple(weight_size), stride, pl, pr_, dil, groups, autotune)
-    prep = _cache.get(key)
-    if prep is None:
-        info = check_backward_weight(x, dy, weight_size, stride, pl, pr_, dil, groups)
-        prep = _prepare(
-            key, "backward_weight", info, x.shape, weight_size, weight_size, x.device, lid, autotune
-        )
-    if prep.empty:  # no samples: a zero gradient
-        return torch.zeros(prep.out_shape, dtype=x.dtype, device=x.device).as_strided(
-            prep.out_shape, prep.out_strides
-        )
-    dw = torch.empty_strided(prep.out_shape, prep.out_strides, dtype=x.dtype, device=x.device)
-    _launch(prep, ready(x), dw, ready(dy))
-    return dw
+    return backward_weight(x, dy, weight_size, conf_of(stride, pl, pr_, dil, groups, lid))

@@ -1,7 +1,8 @@
 """The ckgen::conv_forward / conv_backward_data / conv_backward_weight custom ops as torch.library
 registers them (real implementation, fake (meta) implementation, autograd), and the eager fast
-path: a plain autograd.Function over the same implementations, without the dispatcher's host
-time."""
+path: fast() says when the implementations may be called directly (nothing traces), and
+ConvFunction, a plain autograd.Function over them, serves eager training without the
+dispatcher's host time."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import torch
 
+from ckgen.torch import ops
 from ckgen.torch.checks import check_backward_data, check_backward_weight, check_forward
 from ckgen.torch.layout import empty_channels_last
 from ckgen.torch.ops import backward_data_impl, backward_weight_impl, forward_impl
@@ -61,44 +63,36 @@ def _backward_weight_fake(x, dy, weight_size, stride, pl, pr_, dil, groups, lid)
 
 
 # ---------------------------------------------------------------------- autograd
-def _save(ctx: Any, x: Any, w: Any, b: Any, conf: tuple) -> None:
-    """What the backward of conv_forward needs: x, w, the parameters and whether there is a bias."""
-    ctx.save_for_backward(x, w)
-    ctx.conf = conf
-    ctx.has_bias = b is not None
-
-
 def _grads(
     ctx: Any, dy: Any, data_grad: Callable[..., Any], weight_grad: Callable[..., Any]
 ) -> tuple:
-    """conv_forward's input gradients: dx = data_grad(dy, w, x.shape, *conf) and
-    dw = weight_grad(x, dy, w.shape, *conf) where needed, db summed from dy."""
+    """conv_forward's input gradients (dx, dw, db): dx = data_grad(dy, w, x.shape, conf) and
+    dw = weight_grad(x, dy, w.shape, conf) where needed, db summed from dy."""
     x, w = ctx.saved_tensors
-    dx = dw = db = None
-    if ctx.needs_input_grad[0]:
-        dx = data_grad(dy, w, x.shape, *ctx.conf)
-    if ctx.needs_input_grad[1]:
-        dw = weight_grad(x, dy, w.shape, *ctx.conf)
-    if ctx.has_bias and ctx.needs_input_grad[2]:
-        db = dy.sum(dim=[0, *range(2, dy.dim())])
-    return dx, dw, db, None, None, None, None, None, None
+    needs = ctx.needs_input_grad
+    dx = data_grad(dy, w, x.shape, ctx.conf) if needs[0] else None
+    dw = weight_grad(x, dy, w.shape, ctx.conf) if needs[1] else None
+    db = dy.sum(dim=[0, *range(2, dy.dim())]) if ctx.has_bias and needs[2] else None
+    return dx, dw, db
 
 
-def _op_data_grad(dy: Any, w: Any, size: Any, *conf: Any) -> Any:
+def _op_data_grad(dy: Any, w: Any, size: Any, conf: tuple) -> Any:
     return torch.ops.ckgen.conv_backward_data(dy, w, list(size), *conf)
 
 
-def _op_weight_grad(x: Any, dy: Any, size: Any, *conf: Any) -> Any:
+def _op_weight_grad(x: Any, dy: Any, size: Any, conf: tuple) -> Any:
     return torch.ops.ckgen.conv_backward_weight(x, dy, list(size), *conf)
 
 
 def _setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
     x, w, b, stride, pl, pr_, dil, groups, lid = inputs
-    _save(ctx, x, w, b, (stride, pl, pr_, dil, groups, lid))
+    ctx.save_for_backward(x, w)
+    ctx.conf = (stride, pl, pr_, dil, groups, lid)
+    ctx.has_bias = b is not None
 
 
 def _backward(ctx: Any, dy: Any) -> tuple:
-    return _grads(ctx, dy, _op_data_grad, _op_weight_grad)
+    return (*_grads(ctx, dy, _op_data_grad, _op_weight_grad), None, None, None, None, None, None)
 
 
 conv_forward_op.register_autograd(_backward, setup_context=_setup_context)
@@ -106,39 +100,51 @@ conv_forward_op.register_autograd(_backward, setup_context=_setup_context)
 
 # ---------------------------------------------------------------------- eager fast path
 class ConvFunction(torch.autograd.Function):
-    """The eager path: the same implementations, without the dispatcher's host time."""
+    """The eager training path: the same implementations as the ops, without the dispatcher's
+    host time. conf = (stride, padding_left, padding_right, dilation, groups, library), tuples."""
 
     @staticmethod
-    def forward(
-        ctx: Any,
-        x: Any,
-        w: Any,
-        b: Any,
-        stride: tuple,
-        pl: tuple,
-        pr_: tuple,
-        dil: tuple,
-        groups: int,
-        lid: int,
-    ) -> Any:
-        _save(ctx, x, w, b, (stride, pl, pr_, dil, groups, lid))
-        return forward_impl(x, w, b, stride, pl, pr_, dil, groups, lid)
+    def forward(ctx: Any, x: Any, w: Any, b: Any, conf: tuple) -> Any:
+        ctx.save_for_backward(x, w)
+        ctx.conf = conf
+        ctx.has_bias = b is not None
+        return ops.forward(x, w, b, conf)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx: Any, dy: Any) -> tuple:
-        return _grads(ctx, dy, backward_data_impl, backward_weight_impl)
+        if torch.is_grad_enabled():  # create_graph: a second derivative raises when asked for
+            return _backward_once(ctx, dy)
+        return (*_grads(ctx, dy, ops.backward_data, ops.backward_weight), None)
+
+
+@torch.autograd.function.once_differentiable
+def _backward_once(ctx: Any, dy: Any) -> tuple:
+    return (*_grads(ctx, dy, ops.backward_data, ops.backward_weight), None)
 
 
 _Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
+_is_compiling = torch.compiler.is_compiling
+_functorch_active = torch._C._are_functorch_transforms_active
+_dispatch_modes = torch._C._len_torch_dispatch_stack
 
 
-def eager(*tensors: Any) -> bool:
-    """True when the fast path may run: not traced (torch.compile, make_fx, fake or functional
-    tensors) and plain CUDA tensors."""
-    if torch.compiler.is_compiling():
+def fast(a: Any, b: Any, c: Any = None) -> bool:
+    """True when the eager path may call the implementations directly: nothing traces or
+    transforms (torch.compile, make_fx, functorch, a TorchDispatchMode, fake or functional
+    tensors) and a, b (and c, where not None) are plain tensors or Parameters, a on a CUDA
+    device. The other arguments' devices are checked with the rest on a signature's first
+    call."""
+    if _is_compiling() or _functorch_active() or _dispatch_modes():
         return False
-    for t in tensors:
-        if t is not None and (type(t) is not _Tensor or not t.is_cuda):
+    t = type(a)
+    if t is not _Tensor and t is not _Parameter:
+        return False
+    t = type(b)
+    if t is not _Tensor and t is not _Parameter:
+        return False
+    if c is not None:
+        t = type(c)
+        if t is not _Tensor and t is not _Parameter:
             return False
-    return True
+    return bool(a.is_cuda)
