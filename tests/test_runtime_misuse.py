@@ -281,7 +281,7 @@ def test_launch_error_names_the_kernel(reg) -> None:
     except RuntimeError:
         pass  # the capture is invalidated by the refused launch
     torch.cuda.synchronize()
-    cudart.cudaStreamDestroy(handle.value)
+    # The stream stays: PyTorch's allocator may still name it after the failed capture.
     torch.cuda.synchronize()
     assert err is not None and err.code == 4 and sel.name in str(err), err
     # the process goes on: the next launch works
