@@ -254,39 +254,58 @@ def test_torch_tensor_misuse_on_gpu(reg) -> None:
     assert torch.allclose(y.float(), ref, atol=0.5, rtol=0.02)
 
 
+_LAUNCH_ERROR_CHILD = """
+import ctypes, json, sys
+import torch
+from ckgen import Registry
+from ckgen.model.problem import Problem
+from ckgen.runtime.capi import CkgenRuntimeError
+reg = Registry.load(sys.argv[1])
+P = Problem.from_json(json.loads(sys.argv[2]))
+x = torch.randn(8, 56, 56, 64, device="cuda", dtype=torch.float16)
+w = torch.randn(64, 3, 3, 64, device="cuda", dtype=torch.float16)
+y = torch.empty(8, 56, 56, 64, device="cuda", dtype=torch.float16)
+sel = reg.select(P, "forward", "fp16")
+handle = ctypes.c_void_p()
+assert int(torch.cuda.cudart().cudaStreamCreate(ctypes.addressof(handle))) == 0
+g = torch.cuda.CUDAGraph()
+s = torch.cuda.ExternalStream(handle.value)
+err = None
+try:
+    with torch.cuda.graph(g, stream=s, capture_error_mode="global"):
+        try:
+            sel.run(P, x, w, y, stream=1)
+        except CkgenRuntimeError as ex:
+            err = ex
+except RuntimeError:
+    pass
+torch.cuda.synchronize()
+print(json.dumps({"code": err.code if err else None, "msg": str(err), "name": sel.name}))
+"""
+
+
 @pytest.mark.gpu
 @gpu_build
 def test_launch_error_names_the_kernel(reg) -> None:
     """A launch the runtime refuses comes back as CKGEN_E_LAUNCH naming the kernel: a launch on
     the legacy stream while a blocking stream (cudaStreamCreate: it synchronises with the legacy
     stream, PyTorch's own streams do not) captures a graph in global mode is an implicit
-    synchronisation with a capturing stream (cudaErrorStreamCaptureImplicit)."""
-    torch = _torch_cuda()
-    x = torch.randn(8, 56, 56, 64, device="cuda", dtype=torch.float16)
-    w = torch.randn(64, 3, 3, 64, device="cuda", dtype=torch.float16)
-    y = torch.empty(8, 56, 56, 64, device="cuda", dtype=torch.float16)
-    sel = reg.select(P, "forward", "fp16")
-    cudart = torch.cuda.cudart()
-    handle = ctypes.c_void_p()
-    assert int(cudart.cudaStreamCreate(ctypes.addressof(handle))) == 0
-    s = torch.cuda.ExternalStream(handle.value)
-    g = torch.cuda.CUDAGraph()
-    err = None
-    try:
-        with torch.cuda.graph(g, stream=s, capture_error_mode="global"):
-            try:
-                sel.run(P, x, w, y, stream=1)  # cudaStreamLegacy
-            except CkgenRuntimeError as ex:
-                err = ex
-    except RuntimeError:
-        pass  # the capture is invalidated by the refused launch
-    torch.cuda.synchronize()
-    # The stream stays: PyTorch's allocator may still name it after the failed capture.
-    torch.cuda.synchronize()
-    assert err is not None and err.code == 4 and sel.name in str(err), err
-    # the process goes on: the next launch works
-    sel.run(P, x, w, y)
-    torch.cuda.synchronize()
+    synchronisation with a capturing stream (cudaErrorStreamCaptureImplicit). In a child
+    process: the failed capture leaves PyTorch's allocator and generator state unusable."""
+    import json
+    import subprocess
+    import sys
+
+    _torch_cuda()
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCH_ERROR_CHILD, str(reg.lib_path), json.dumps(P.to_json())],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["code"] == 4 and res["name"] in res["msg"], res
 
 
 @pytest.mark.gpu
