@@ -1,8 +1,9 @@
-// Two epilogues of the TMA warp-specialized kernel (pipeline/tma_ws.hpp): a math warpgroup's fp32
-// accumulators of one work unit stored into the written tensor, as forced-inline steps of the
-// kernel; the row / column maps (row_ok, row_base, gcol) are the kernel's lambdas, passed through.
-// The split-workspace, cluster and CShuffle epilogues stay in the kernel's body: taken out, they
-// change the generated code.
+// Epilogue steps of the TMA warp-specialized kernel (pipeline/tma_ws.hpp): a math warpgroup's fp32
+// accumulators of one work unit stored into the written tensor or reduced into the split
+// workspace, and the CShuffle slab writes, as forced-inline steps of the kernel; the row / column
+// maps (row_ok, row_base, gcol) are the kernel's lambdas, passed through. The loops of the cluster
+// reduction and of the CShuffle copies stay in the kernel's body: taken out, they change the
+// generated code.
 #pragma once
 
 #include "ckgen/core/portability.hpp"
@@ -60,7 +61,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void store_swap(const TmaConvArgs& p, Acc& acc,
         float v = acc[0][j * 4 + h * 2 + q];
         if constexpr (Cfg::kFused) fusion::apply<Cfg, 1>(p.ep, &v, int64_t(g) * p.K + col, rb + col);
         if (p.ws != nullptr)
-          asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;\n" ::"l"(p.ws + rb + col), "f"(v) : "memory");
+          asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;\n" ::"l"(p.ws + rb + col), "f"(v)
+                       : "memory");
         else
           y[rb + col] = float_to_raw<Cfg::kDataType>(v);
       }
@@ -103,6 +105,38 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void store(const TmaConvArgs& p, Acc& acc,
         }
       }
     }
+  }
+}
+
+// split: fp32 reductions into the workspace (splitk_finish converts), 16 bytes a lane
+// (tma::red_fragment_row).
+template <class Cfg, class Acc, class RowOk, class RowBase, class GCol>
+CKGEN_DEVICE CKGEN_FORCEINLINE void red_split(const TmaConvArgs& p, Acc& acc, const int& m0, const int& wg,
+                                              const int& warp, const int& lane, RowOk& row_ok,
+                                              RowBase& row_base, GCol& gcol) {
+  using Tr = TmaTraits<Cfg>;
+#pragma unroll
+  for (int i = 0; i < Tr::RepM; ++i) {
+    const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = r0 + h * 8;
+      const bool live = row_ok(row);  // the same for both lanes of a pair (one row)
+      tma::red_fragment_row<Tr::BN>(acc[i], h, p.ws + (live ? row_base(row) : 0), p.K, live, gcol);
+    }
+  }
+}
+
+// Split, CShuffle: half h of this lane's accumulators (row slice a), columns [c0, c0 + 32), into
+// the warp's fp32 slab (8 rows, kPitch floats apart).
+template <int kPitch, class AccRow>
+CKGEN_DEVICE CKGEN_FORCEINLINE void stage_slab_f32(const AccRow& a, float* slab, const int c0, const int h,
+                                                   const int lane) {
+#pragma unroll
+  for (int jj = 0; jj < 4; ++jj) {
+    const int j = c0 / 8 + jj;
+    *reinterpret_cast<float2*>(slab + (lane >> 2) * kPitch + jj * 8 + (lane & 3) * 2) =
+        make_float2(a[j * 4 + h * 2], a[j * 4 + h * 2 + 1]);
   }
 }
 

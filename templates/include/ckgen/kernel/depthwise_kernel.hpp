@@ -28,22 +28,13 @@ class DepthwiseKernel final : public HostFace<Cfg> {
  public:
   using Tr = DirectTraits<Cfg>;
   using Raw = typename Tr::Raw;
-  static constexpr Variant kVariant = Cfg::kVariant;
-  static constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
+  using HostFace<Cfg>::kVariant;
+  using HostFace<Cfg>::kMax32;
 
   DepthwiseKernel() {
-    key_.tile_m = Tr::P;
-    key_.tile_n = Tr::Gt;
-    key_.tile_k = Tr::Cg;
-    key_.wave_m = Cfg::Waves::kM;
-    key_.wave_n = 1;
-    key_.wave_k = 1;
-    key_.warp_m = Cfg::WarpTile::kM;
-    key_.warp_n = Cfg::WarpTile::kN;
-    key_.warp_k = Cfg::WarpTile::kK;
-    key_.vec_a = key_.vec_b = key_.vec_c = Tr::V;
+    this->set_shape(Tr::P, Tr::Gt, Tr::Cg, Cfg::Waves::kM, 1, 1, Cfg::WarpTile::kM, Cfg::WarpTile::kN,
+                    Cfg::WarpTile::kK, Tr::V, Tr::V, Tr::V);
   }
-
 
   // backward_weight slices: RunOptions::k_batch, else kKBatch, else direct_auto_slices.
   int resolve_slices(const ConvProblem& p, const RunOptions& opts) const {
@@ -52,8 +43,8 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     } else {
       if (opts.k_batch > 0) return opts.k_batch;
       if (Cfg::kKBatch > 0) return Cfg::kKBatch;
-      return direct_auto_slices(direct_pixels(kVariant, p), Tr::P, channel_tiles(p),
-                                Tr::kThreads, detail::device_sm_count(), Tr::kMma);
+      return direct_auto_slices(direct_pixels(kVariant, p), Tr::P, channel_tiles(p), Tr::kThreads,
+                                detail::device_sm_count(), Tr::kMma);
     }
   }
   DirectSlices slices(const ConvProblem& p, const RunOptions& opts) const {
@@ -62,17 +53,19 @@ class DepthwiseKernel final : public HostFace<Cfg> {
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
-    if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&]() -> std::string {
-          if (std::string r = detail::split_reduce_refusal(opts.split_reduce); !r.empty()) return r;
-          if (opts.streamk_blocks != 0)
-            return "RunOptions::streamk_blocks is for StreamK instances (this one uses direct slices)";
-          return {};
-        });
+    if (std::string e = detail::common_refusal(
+            p, Cfg::kNDim,
+            [&]() -> std::string {
+              if (std::string r = detail::split_reduce_refusal(opts.split_reduce); !r.empty()) return r;
+              if (opts.streamk_blocks != 0)
+                return "RunOptions::streamk_blocks is for StreamK instances (this one uses direct slices)";
+              return {};
+            });
         !e.empty())
       return e;
     if (p.C != Tr::Cg || p.K != Tr::Cg)
-      return "direct instance serves C = K = " + str(Tr::Cg) + " per group (problem has C=" +
-             str(p.C) + ", K=" + str(p.K) + ")";
+      return "direct instance serves C = K = " + str(Tr::Cg) + " per group (problem has C=" + str(p.C) +
+             ", K=" + str(p.K) + ")";
     // 32-bit index math: pixel indices and coordinates (tensor offsets are 64-bit).
     if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32 || chans(p) > kMax32)
       return "N * spatial size or G * C exceeds 2^31-1 (32-bit index math)";
@@ -92,11 +85,13 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     if (channel_tiles(p) > 65535) return "G * C / tile N exceeds 65535 (grid.y limit)";
     if constexpr (kVariant == Variant::BackwardWeight) {
       if (opts.k_batch < 0 || opts.k_batch > kDirectMaxSlices)
-        return "k_batch " + str(opts.k_batch) + " out of range 0.." + str(kDirectMaxSlices) + " (0 = chosen per problem)";
+        return "k_batch " + str(opts.k_batch) + " out of range 0.." + str(kDirectMaxSlices) +
+               " (0 = chosen per problem)";
       if (p.weight_elems() * kDirectMaxSlices > kMax32)
         return "G * K * Z * Y * X * C too large for the workspace index";
       if constexpr (Tr::kMma) {
-        if (std::string e = mma_staging_refusal(p, true, DirectMmaBwdTraits<Cfg>::kCols); !e.empty()) return e;
+        if (std::string e = mma_staging_refusal(p, true, DirectMmaBwdTraits<Cfg>::kCols); !e.empty())
+          return e;
         if (p.filter[0] * p.filter[1] > kDirectMmaBwdFilterRows)
           return "the direct matrix path for backward_weight stages at most " + str(kDirectMmaBwdFilterRows) +
                  " filter rows (Z * Y; problem has " + str(p.filter[0] * p.filter[1]) + ")";
@@ -157,9 +152,11 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     gpuError_t e;
     if constexpr (kVariant != Variant::BackwardWeight) {
       a.slice_pixels = 0;
-      if constexpr (Tr::kMma) {  // the matrix path: a block per segment of a band of rows (pipeline/direct_mma.hpp)
-        a.band_rows = direct_mma_band_rows(p, DirectMmaTraits<Cfg>::kStages,
-                                           direct_row_segments(kVariant, p, Tr::P) * gtiles, detail::device_sm_count());
+      if constexpr (Tr::kMma) {  // the matrix path: a block per segment of a band of rows
+                                 // (pipeline/direct_mma.hpp)
+        a.band_rows =
+            direct_mma_band_rows(p, DirectMmaTraits<Cfg>::kStages,
+                                 direct_row_segments(kVariant, p, Tr::P) * gtiles, detail::device_sm_count());
         a.fd_bands.init(direct_bands_per_plane(kVariant, p, a.band_rows));
         const dim3 rgrid(unsigned(direct_band_segments(kVariant, p, Tr::P, a.band_rows)), gtiles, 1);
         if (k3x3 && p.dilation[2] == 1)  // the filter at compile time
@@ -168,14 +165,12 @@ class DepthwiseKernel final : public HostFace<Cfg> {
           depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<rgrid, Tr::kThreads, 0, stream>>>(a);
       } else {
         const dim3 grid(unsigned((pixels + Tr::P - 1) / Tr::P), gtiles, 1);
-        const bool gather = kVariant == Variant::BackwardData &&
-                            (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
+        const bool gather =
+            kVariant == Variant::BackwardData && (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
         const bool pair = direct_fma_row_pair(kVariant, p, fma_pp());
         const bool window = direct_fma_window(kVariant, p, Tr::PP);
-        constexpr DirectPath kG = kVariant == Variant::BackwardData ? DirectPath::Gather
-                                                                    : DirectPath::Linear;
-        constexpr DirectPath kQ = kVariant == Variant::BackwardData ? DirectPath::QuadS2
-                                                                    : DirectPath::Linear;
+        constexpr DirectPath kG = kVariant == Variant::BackwardData ? DirectPath::Gather : DirectPath::Linear;
+        constexpr DirectPath kQ = kVariant == Variant::BackwardData ? DirectPath::QuadS2 : DirectPath::Linear;
         const bool quad = gather && k3x3 && p.stride[0] == 1 && p.stride[1] == 2 && p.stride[2] == 2 &&
                           p.dilation[1] == 1 && p.dilation[2] == 1 && p.pad_l[0] == 0;
         if (quad) {  // the grid and the pixel split count 2 x 2 quads of dx (DirectPath::QuadS2)
@@ -224,8 +219,8 @@ class DepthwiseKernel final : public HostFace<Cfg> {
       if (e != gpuSuccess || a.mode == OutMode::Direct) return e;
       const int64_t n = p.weight_elems();
       const int splits = Cfg::kStage == Stage::One ? 1 : s.count;
-      return launch_splitk_finish<Cfg::kDataType>(a.ws, splits, a.ws_stride, static_cast<Raw*>(a.dst),
-                                                  n, stream, true);
+      return launch_splitk_finish<Cfg::kDataType>(a.ws, splits, a.ws_stride, static_cast<Raw*>(a.dst), n,
+                                                  stream, true);
     }
   }
 
@@ -242,12 +237,18 @@ class DepthwiseKernel final : public HostFace<Cfg> {
       smem = DirectMmaBwdTraits<Cfg>::kSmemBytes;
     } else if constexpr (Tr::Cg == 1) {
       switch (direct_fma_bwd_path(p, Tr::Cg, Tr::PP)) {
-        case DirectBwdPath::Window: kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window>; break;
-        case DirectBwdPath::WindowS2: kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::WindowS2>; break;
-        case DirectBwdPath::Linear9:
-          if constexpr (Tr::PP <= kDirectBwdLinearMaxPixels) kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>;
+        case DirectBwdPath::Window:
+          kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window>;
           break;
-        case DirectBwdPath::Generic: break;
+        case DirectBwdPath::WindowS2:
+          kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::WindowS2>;
+          break;
+        case DirectBwdPath::Linear9:
+          if constexpr (Tr::PP <= kDirectBwdLinearMaxPixels)
+            kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>;
+          break;
+        case DirectBwdPath::Generic:
+          break;
       }
     }
     return kernel;
@@ -259,8 +260,8 @@ class DepthwiseKernel final : public HostFace<Cfg> {
   static std::string mma_staging_refusal(const ConvProblem& p, bool fwd_map, int cols_staged) {
     using detail::str;
     if (p.filter_spatial() > kDirectMmaMaxTaps)
-      return "the direct matrix path stages at most " + str(kDirectMmaMaxTaps) + " filter taps (problem has " +
-             str(p.filter_spatial()) + ")";
+      return "the direct matrix path stages at most " + str(kDirectMmaMaxTaps) +
+             " filter taps (problem has " + str(p.filter_spatial()) + ")";
     const int64_t cols = direct::mma_staged_cols(fwd_map, Tr::P, p.stride[2], p.dilation[2], p.filter[2]);
     if (cols > cols_staged)
       return "the direct matrix path stages " + str(cols_staged) +
@@ -272,8 +273,8 @@ class DepthwiseKernel final : public HostFace<Cfg> {
   // Whether the instance has a pair path (DirectPath::RowPair: forward, depthwise FMA, an even
   // PP >= 4), and the pixels a thread takes that direct_fma_pixels / direct_fma_row_pair
   // test (0: never pairs), and its kernel (the generic one where it has none: never launched).
-  static constexpr bool kRowPairs = kVariant == Variant::Forward && Tr::Cg == 1 && !Tr::kMma &&
-                                 Tr::PP >= 4 && Tr::PP % 2 == 0;
+  static constexpr bool kRowPairs =
+      kVariant == Variant::Forward && Tr::Cg == 1 && !Tr::kMma && Tr::PP >= 4 && Tr::PP % 2 == 0;
   static constexpr int fma_pp() { return kRowPairs ? Tr::PP : 0; }
   static auto row_pair_kernel() {
     if constexpr (kRowPairs)

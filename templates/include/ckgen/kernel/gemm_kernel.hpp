@@ -2,7 +2,6 @@
 // support checks, split choice, workspace and the launch with its split-K finish.
 #pragma once
 
-
 // First: under clang -nogpuinc, clang's cuda_wrappers/<algorithm> and <new> need __host__ /
 // __device__, which core/portability.hpp defines.
 #include "ckgen/core/portability.hpp"
@@ -31,24 +30,13 @@ class GroupedConvKernel final : public HostFace<Cfg> {
  public:
   using Tr = ConfigTraits<Cfg>;
   using Raw = typename Tr::Raw;
-  static constexpr Variant kVariant = Cfg::kVariant;
-  static constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
+  using HostFace<Cfg>::kVariant;
+  using HostFace<Cfg>::kMax32;
 
   GroupedConvKernel() {
-    key_.tile_m = Tr::BM;
-    key_.tile_n = Tr::BN;
-    key_.tile_k = Tr::BK;
-    key_.wave_m = Tr::WM;
-    key_.wave_n = Tr::WN;
-    key_.wave_k = Tr::WK;
-    key_.warp_m = Tr::IM;
-    key_.warp_n = Tr::IN;
-    key_.warp_k = Tr::IK;
-    key_.vec_a = Tr::VA;
-    key_.vec_b = Tr::VB;
-    key_.vec_c = Tr::VC;
+    this->set_shape(Tr::BM, Tr::BN, Tr::BK, Tr::WM, Tr::WN, Tr::WK, Tr::IM, Tr::IN, Tr::IK, Tr::VA, Tr::VB,
+                    Tr::VC);
   }
-
 
   static constexpr bool kStreamK = Tr::kStreamK;
 #if defined(CKGEN_AMD)
@@ -91,10 +79,8 @@ class GroupedConvKernel final : public HostFace<Cfg> {
       int64_t M, N, K;
       gemm_dims(p, M, N, K);
       int64_t classes = 1;
-      if constexpr (kVariant == Variant::BackwardData)
-        classes = p.stride[0] * p.stride[1] * p.stride[2];
-      const int64_t tiles =
-          p.G / GM * classes * detail::ceil_div(M, Tr::BM) * detail::ceil_div(N, Tr::BN);
+      if constexpr (kVariant == Variant::BackwardData) classes = p.stride[0] * p.stride[1] * p.stride[2];
+      const int64_t tiles = p.G / GM * classes * detail::ceil_div(M, Tr::BM) * detail::ceil_div(N, Tr::BN);
       const int64_t target = 2 * int64_t(detail::device_sm_count());
       int64_t kb = detail::ceil_div(target, tiles);
       const int64_t kmax = std::max<int64_t>(1, detail::ceil_div(K, 4 * Tr::BK));  // >= 4 k tiles
@@ -105,21 +91,23 @@ class GroupedConvKernel final : public HostFace<Cfg> {
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     using detail::str;
-    if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&]() -> std::string {
-          if (std::string r = detail::split_reduce_refusal(opts.split_reduce); !r.empty()) return r;
-          if constexpr (kStreamK) {
-            if (opts.k_batch != 0)
-              return "StreamK sizes its own split: RunOptions::k_batch must be 0 (got " +
-                     str(opts.k_batch) + ")";
-            if (opts.streamk_blocks < 0)
-              return "RunOptions::streamk_blocks must be >= 0 (0 = #SMs x occupancy), got " +
-                     str(opts.streamk_blocks);
-          } else {
-            if (opts.streamk_blocks != 0)
-              return "RunOptions::streamk_blocks is for StreamK instances (this one uses split-K)";
-          }
-          return {};
-        });
+    if (std::string e = detail::common_refusal(
+            p, Cfg::kNDim,
+            [&]() -> std::string {
+              if (std::string r = detail::split_reduce_refusal(opts.split_reduce); !r.empty()) return r;
+              if constexpr (kStreamK) {
+                if (opts.k_batch != 0)
+                  return "StreamK sizes its own split: RunOptions::k_batch must be 0 (got " +
+                         str(opts.k_batch) + ")";
+                if (opts.streamk_blocks < 0)
+                  return "RunOptions::streamk_blocks must be >= 0 (0 = #SMs x occupancy), got " +
+                         str(opts.streamk_blocks);
+              } else {
+                if (opts.streamk_blocks != 0)
+                  return "RunOptions::streamk_blocks is for StreamK instances (this one uses split-K)";
+              }
+              return {};
+            });
         !e.empty())
       return e;
     // Specialization.
@@ -170,8 +158,8 @@ class GroupedConvKernel final : public HostFace<Cfg> {
     gemm_dims(p, M, N, K);
     const int64_t lim = int64_t(1) << 30;
     // (+ one tile of headroom: tile coordinates run up to M + BM - 1)
-    constexpr int64_t kTileRoom = Tr::BM > Tr::BN ? (Tr::BM > Tr::BK ? Tr::BM : Tr::BK)
-                                                  : (Tr::BN > Tr::BK ? Tr::BN : Tr::BK);
+    constexpr int64_t kTileRoom =
+        Tr::BM > Tr::BN ? (Tr::BM > Tr::BK ? Tr::BM : Tr::BK) : (Tr::BN > Tr::BK ? Tr::BN : Tr::BK);
     if (M > kMax32 - kTileRoom || N > kMax32 - kTileRoom || K > kMax32 - kTileRoom)
       return "a per-group GEMM dim exceeds 2^31-1 (M=" + str(M) + " N=" + str(N) + " K=" + str(K) + ")";
     if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32)
@@ -184,15 +172,13 @@ class GroupedConvKernel final : public HostFace<Cfg> {
     int64_t tiles = detail::ceil_div(M, Tr::BM) * detail::ceil_div(N, Tr::BN);
     if (tiles > kMax32) return "too many tiles for grid.x";
     int64_t classes = 1;
-    if constexpr (kVariant == Variant::BackwardData)
-      classes = p.stride[0] * p.stride[1] * p.stride[2];
+    if constexpr (kVariant == Variant::BackwardData) classes = p.stride[0] * p.stride[1] * p.stride[2];
     if (p.G / GM * classes > 65535)
       return "G (x stride classes for backward_data) exceeds 65535 (grid.y limit)";
     if constexpr (kStreamK) {
       const StreamKPlan s = streamk_plan(p, opts);
       if (s.tiles * s.iters > kMax32)
-        return "StreamK: tiles x k iterations (" + str(s.tiles) + " x " + str(s.iters) +
-               ") exceeds 2^31-1";
+        return "StreamK: tiles x k iterations (" + str(s.tiles) + " x " + str(s.iters) + ") exceeds 2^31-1";
       if (s.grid > kMax32) return "StreamK: grid of " + str(s.grid) + " blocks exceeds 2^31-1";
     } else {  // Split-K.
       const int kb = resolve_k_batch(p, opts);
@@ -213,8 +199,8 @@ class GroupedConvKernel final : public HostFace<Cfg> {
     static const int blocks = [] {
       int per_sm = 0;
       if (prepare_launch() != gpuSuccess ||
-          gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grouped_conv_kernel<Cfg>,
-                                                       Tr::kThreads, kDynSmem) != gpuSuccess ||
+          gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grouped_conv_kernel<Cfg>, Tr::kThreads,
+                                                       kDynSmem) != gpuSuccess ||
           per_sm < 1)
         per_sm = 1;
       return per_sm * detail::device_sm_count();
@@ -229,8 +215,8 @@ class GroupedConvKernel final : public HostFace<Cfg> {
     gemm_dims(p, M, N, K);
     const int64_t tiles = p.G * detail::ceil_div(M, Tr::BM) * detail::ceil_div(N, Tr::BN);
     const int64_t iters = std::max<int64_t>(1, detail::ceil_div(K, Tr::BK));
-    const int64_t blocks =
-        opts.streamk_blocks > 0 ? opts.streamk_blocks : streamk_default_blocks(tiles, iters, resident_blocks());
+    const int64_t blocks = opts.streamk_blocks > 0 ? opts.streamk_blocks
+                                                   : streamk_default_blocks(tiles, iters, resident_blocks());
     return make_streamk_plan(tiles, iters, blocks, Cfg::kPersistent);
   }
 
@@ -326,8 +312,8 @@ class GroupedConvKernel final : public HostFace<Cfg> {
 
  private:
   // StreamK launch: zero the flags (one memsetAsync), then one kernel; grid.x = plan.grid.
-  gpuError_t launch_streamk(const ConvProblem& p, ConvArgs& a, void* workspace,
-                            gpuStream_t stream, const RunOptions& opts) const {
+  gpuError_t launch_streamk(const ConvProblem& p, ConvArgs& a, void* workspace, gpuStream_t stream,
+                            const RunOptions& opts) const {
     const StreamKPlan s = streamk_plan(p, opts);
     a.sk = make_streamk_args(s, s.tiles / p.G);
     if (s.sk_blocks > 0) {
@@ -341,7 +327,6 @@ class GroupedConvKernel final : public HostFace<Cfg> {
     grouped_conv_kernel<Cfg><<<dim3(unsigned(s.grid), 1, 1), Tr::kThreads, kDynSmem, stream>>>(a);
     return gpuGetLastError();
   }
-
 };
 
 }  // namespace ckgen

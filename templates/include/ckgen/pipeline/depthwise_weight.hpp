@@ -18,6 +18,117 @@ namespace direct {
 // an entry's row of channels padded by kDirectCombinePad floats (16-byte stores stay aligned, the
 // summing threads' reads spread over the banks; both in core/limits.hpp).
 
+// backward_weight's window paths (DirectPath::Window / WindowS2, depthwise compile-time filter): a
+// thread's PP pixels of one output row (m0 % PP == 0, Wo % PP == 0); per filter row the kCols source
+// columns from the first pixel's leftmost one, each loaded and converted once. (No lookahead
+// across pixel groups: it costs registers and gains nothing.)
+template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
+CKGEN_DEVICE CKGEN_FORCEINLINE void weight_window(
+    const DirectArgs& a, const typename DirectTraits<Cfg>::Raw* __restrict__ const& x,
+    const typename DirectTraits<Cfg>::Raw* __restrict__ const& dy, const int& g0, const int& row,
+    const int& mb, const int& me, float (&acc)[KZ * KY * KX][1][DirectTraits<Cfg>::V]) {
+  using Tr = DirectTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr DataType D = Tr::kDataType;
+  constexpr int V = Tr::V, PP = Tr::PP;
+  constexpr int S = Path == DirectPath::WindowS2 ? 2 : 1;
+  constexpr int kCols = (PP - 1) * S + KX;
+  // NVIDIA, W stride 1, 4 or more pixels a thread: two steps a loop iteration, so the second's
+  // loads issue under the first's FMAs (at stride 2, or with three steps, the longer body
+  // loses more than it hides).
+  constexpr int kStepUnroll = S == 1 && PP >= 4 ? 2 : 1;
+#if defined(CKGEN_NVIDIA)
+#pragma unroll(kStepUnroll)
+#endif
+  for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
+    float gy[PP][V];
+#pragma unroll
+    for (int j = 0; j < PP; ++j)
+      to_floats<D, V>(load_if<D, V>(true, dy + int64_t(m0 + j) * a.chans + g0), gy[j]);
+    int n, d, h, w;
+    split_pixel(a, m0, n, d, h, w);
+    const int cz = d * a.s[0] - a.pl[0], cy = h * a.s[1] - a.pl[1], cx = w * S - a.pl[2];
+#pragma unroll
+    for (int kz = 0; kz < KZ; ++kz) {
+#pragma unroll
+      for (int ky = 0; ky < KY; ++ky) {
+        const int iz = cz + kz * a.dil[0], iy = cy + ky * a.dil[1];
+        const bool row_ok = unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
+        const Raw* rowp =
+            x + ((int64_t(n) * a.in_spatial + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + cx) * a.chans + g0);
+        packet_t<D, V> r[kCols];
+#pragma unroll
+        for (int q = 0; q < kCols; ++q)
+          r[q] = load_if<D, V>(row_ok && unsigned(cx + q) < unsigned(a.in_[2]), rowp + int64_t(q) * a.chans);
+#pragma unroll
+        for (int q = 0; q < kCols; ++q) {
+          float f[V];
+          to_floats<D, V>(r[q], f);
+#pragma unroll
+          for (int kx = 0; kx < KX; ++kx) {  // column q feeds pixel j = (q - kx) / S at tap kx
+            if ((q - kx) % S != 0 || q < kx || (q - kx) / S >= PP) continue;
+            const int j = (q - kx) / S;
+            const int t = (kz * KY + ky) * KX + kx;
+#pragma unroll
+            for (int k = 0; k < V; ++k) acc[t][0][k] = fmaf(f[k], gy[j][k], acc[t][0][k]);
+          }
+        }
+      }
+    }
+  }
+}
+
+// backward_weight's linear path: taps [t0, t0 + kTaps) of a thread's pixels, PP at a time, where
+// t0 = (rz, ry, rx) (a compile-time filter: all its taps, t0 = 0).
+template <class Cfg, int KZ, int KY, int KX>
+CKGEN_DEVICE CKGEN_FORCEINLINE void weight_linear(
+    const DirectArgs& a, const typename DirectTraits<Cfg>::Raw* __restrict__ const& x,
+    const typename DirectTraits<Cfg>::Raw* __restrict__ const& dy, const int& g0, const int& row,
+    const int& mb, const int& me, const int rz, const int ry, const int rx,
+    float (&acc)[(KZ > 0 ? KZ * KY * KX : 1)][DirectTraits<Cfg>::Cg][DirectTraits<Cfg>::V]) {
+  using Tr = DirectTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr DataType D = Tr::kDataType;
+  constexpr int V = Tr::V, PP = Tr::PP, Cg = Tr::Cg;
+  constexpr bool kCT = KZ > 0;
+  constexpr int kTaps = kCT ? KZ * KY * KX : 1;
+  for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
+    float gy[PP][V];
+    int64_t nbase[PP];
+    int cz[PP], cy[PP], cx[PP];
+    bool live[PP];
+#pragma unroll
+    for (int j = 0; j < PP; ++j) {
+      const int m = m0 + j;
+      live[j] = m < me;
+      int n, d, h, w;
+      split_pixel(a, live[j] ? m : m0, n, d, h, w);
+      nbase[j] = int64_t(n) * a.in_spatial;
+      cz[j] = d * a.s[0] - a.pl[0];
+      cy[j] = h * a.s[1] - a.pl[1];
+      cx[j] = w * a.s[2] - a.pl[2];
+      to_floats<D, V>(load_if<D, V>(live[j], dy + int64_t(m) * a.chans + g0), gy[j]);
+    }
+#pragma unroll
+    for (int t = 0; t < kTaps; ++t) {
+      const int kz = kCT ? t / (KY * KX) : rz;
+      const int ky = kCT ? (t / KX) % KY : ry;
+      const int kx = kCT ? t % KX : rx;
+#pragma unroll
+      for (int j = 0; j < PP; ++j) {
+        const int iz = cz[j] + kz * a.dil[0], iy = cy[j] + ky * a.dil[1], ix = cx[j] + kx * a.dil[2];
+        const bool ok = live[j] && unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]) &&
+                        unsigned(ix) < unsigned(a.in_[2]);
+        const int64_t off = (nbase[j] + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + ix) * a.chans + g0;
+        float f[V];
+        to_floats<D, V>(load_if<D, V>(ok, x + off), f);
+#pragma unroll
+        for (int c = 0; c < Cg; ++c) group_fma<V, Cg>(acc[t][c], f, gy[j], c);
+      }
+    }
+  }
+}
+
 // backward_weight: one block = one slice of output pixels x one group tile. Path: Linear, or
 // Window / WindowS2 (compile-time depthwise filter, W dilation 1, W stride 1 / 2, Wo % PP == 0:
 // a thread's PP pixels lie in one output row).
@@ -26,13 +137,14 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   using Tr = DirectTraits<Cfg>;
   using Raw = typename Tr::Raw;
   constexpr DataType D = Tr::kDataType;
-  constexpr int V = Tr::V, PP = Tr::PP, Cg = Tr::Cg;
+  constexpr int V = Tr::V, Cg = Tr::Cg;
   constexpr bool kCT = KZ > 0;
   static_assert(!kCT || Cg == 1, "ckgen: small groups take one tap at a time (Cg x V accumulators)");
   constexpr bool kWin = Path == DirectPath::Window || Path == DirectPath::WindowS2;
-  static_assert(Path == DirectPath::Linear || (kWin && kCT), "ckgen: backward_weight windows need a compile-time filter");
-  constexpr int kTaps = kCT ? KZ * KY * KX : 1;  // taps accumulated at once
-  constexpr int kEntries = kTaps * Cg;  // fp32 sums a thread holds per channel
+  static_assert(Path == DirectPath::Linear || (kWin && kCT),
+                "ckgen: backward_weight windows need a compile-time filter");
+  constexpr int kTaps = kCT ? KZ * KY * KX : 1;    // taps accumulated at once
+  constexpr int kEntries = kTaps * Cg;             // fp32 sums a thread holds per channel
   constexpr int kLd = Tr::Gt + kDirectCombinePad;  // floats per (pixel row, entry)
   constexpr int kFit = kDirectCombineFloats / (Tr::Rows * kLd);
   constexpr int kChunk = kFit < 1 ? 1 : kFit > kEntries ? kEntries : kFit;  // entries a pass
@@ -51,7 +163,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
 
   // Accumulates taps [t0, t0 + kTaps) (kCT: all of them) over this thread's pixels: acc[t][c][k]
   // is channel k's weight for input channel c of its group (depthwise: c = 0).
-  auto accumulate = [&](int t0, float (&acc)[kTaps][Cg][V]) {
+  auto accumulate = [&](int t0, float(&acc)[kTaps][Cg][V]) {
 #pragma unroll
     for (int t = 0; t < kTaps; ++t)
 #pragma unroll
@@ -66,100 +178,17 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
       ry = (t0 - rz * yx) / a.fil[2];
       rx = t0 - rz * yx - ry * a.fil[2];
     }
-    if constexpr (kWin) {
-      // PP pixels of one output row (m0 % PP == 0, Wo % PP == 0); per filter row the kCols
-      // source columns from the first pixel's leftmost one, each loaded and converted once.
-      // (No lookahead across pixel groups: it costs registers and gains nothing.)
-      constexpr int S = Path == DirectPath::WindowS2 ? 2 : 1;
-      constexpr int kCols = (PP - 1) * S + KX;
-      // NVIDIA, W stride 1, 4 or more pixels a thread: two steps a loop iteration, so the second's
-      // loads issue under the first's FMAs (at stride 2, or with three steps, the longer body
-      // loses more than it hides).
-      constexpr int kStepUnroll = S == 1 && PP >= 4 ? 2 : 1;
-#if defined(CKGEN_NVIDIA)
-#pragma unroll(kStepUnroll)
-#endif
-      for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
-        float gy[PP][V];
-#pragma unroll
-        for (int j = 0; j < PP; ++j) to_floats<D, V>(load_if<D, V>(true, dy + int64_t(m0 + j) * a.chans + g0), gy[j]);
-        int n, d, h, w;
-        split_pixel(a, m0, n, d, h, w);
-        const int cz = d * a.s[0] - a.pl[0], cy = h * a.s[1] - a.pl[1], cx = w * S - a.pl[2];
-#pragma unroll
-        for (int kz = 0; kz < KZ; ++kz) {
-#pragma unroll
-          for (int ky = 0; ky < KY; ++ky) {
-            const int iz = cz + kz * a.dil[0], iy = cy + ky * a.dil[1];
-            const bool row_ok = unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
-            const Raw* rowp = x + ((int64_t(n) * a.in_spatial + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + cx) *
-                                       a.chans + g0);
-            packet_t<D, V> r[kCols];
-#pragma unroll
-            for (int q = 0; q < kCols; ++q)
-              r[q] = load_if<D, V>(row_ok && unsigned(cx + q) < unsigned(a.in_[2]), rowp + int64_t(q) * a.chans);
-#pragma unroll
-            for (int q = 0; q < kCols; ++q) {
-              float f[V];
-              to_floats<D, V>(r[q], f);
-#pragma unroll
-              for (int kx = 0; kx < KX; ++kx) {  // column q feeds pixel j = (q - kx) / S at tap kx
-                if ((q - kx) % S != 0 || q < kx || (q - kx) / S >= PP) continue;
-                const int j = (q - kx) / S;
-                const int t = (kz * KY + ky) * KX + kx;
-#pragma unroll
-                for (int k = 0; k < V; ++k) acc[t][0][k] = fmaf(f[k], gy[j][k], acc[t][0][k]);
-              }
-            }
-          }
-        }
-      }
-    } else {
-    for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
-      float gy[PP][V];
-      int64_t nbase[PP];
-      int cz[PP], cy[PP], cx[PP];
-      bool live[PP];
-#pragma unroll
-      for (int j = 0; j < PP; ++j) {
-        const int m = m0 + j;
-        live[j] = m < me;
-        int n, d, h, w;
-        split_pixel(a, live[j] ? m : m0, n, d, h, w);
-        nbase[j] = int64_t(n) * a.in_spatial;
-        cz[j] = d * a.s[0] - a.pl[0];
-        cy[j] = h * a.s[1] - a.pl[1];
-        cx[j] = w * a.s[2] - a.pl[2];
-        to_floats<D, V>(load_if<D, V>(live[j], dy + int64_t(m) * a.chans + g0), gy[j]);
-      }
-#pragma unroll
-      for (int t = 0; t < kTaps; ++t) {
-        const int kz = kCT ? t / (KY * KX) : rz;
-        const int ky = kCT ? (t / KX) % KY : ry;
-        const int kx = kCT ? t % KX : rx;
-#pragma unroll
-        for (int j = 0; j < PP; ++j) {
-          const int iz = cz[j] + kz * a.dil[0], iy = cy[j] + ky * a.dil[1],
-                    ix = cx[j] + kx * a.dil[2];
-          const bool ok = live[j] && unsigned(iz) < unsigned(a.in_[0]) &&
-                          unsigned(iy) < unsigned(a.in_[1]) && unsigned(ix) < unsigned(a.in_[2]);
-          const int64_t off =
-              (nbase[j] + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + ix) * a.chans + g0;
-          float f[V];
-          to_floats<D, V>(load_if<D, V>(ok, x + off), f);
-#pragma unroll
-          for (int c = 0; c < Cg; ++c) group_fma<V, Cg>(acc[t][c], f, gy[j], c);
-        }
-      }
-    }
-    }  // Linear
+    if constexpr (kWin)
+      weight_window<Cfg, KZ, KY, KX, Path>(a, x, dy, g0, row, mb, me, acc);
+    else
+      weight_linear<Cfg, KZ, KY, KX>(a, x, dy, g0, row, mb, me, rz, ry, rx, acc);
   };
 
   // Sums acc over the block's pixel rows and writes taps [t0, t0 + kTaps) of the Gt channels:
   // kChunk of the kTaps x Cg entries a pass through `red` ([pixel row][entry][channel]: a thread
   // stores V consecutive floats an entry); consecutive threads sum a channel's consecutive entries,
   // so a pass's stores of the weights are contiguous per channel; rows summed in order.
-  auto combine = [&](int t0, const float (&acc)[kTaps][Cg][V]) {
+  auto combine = [&](int t0, const float(&acc)[kTaps][Cg][V]) {
 #pragma unroll
     for (int e0 = 0; e0 < kEntries; e0 += kChunk) {
 #pragma unroll

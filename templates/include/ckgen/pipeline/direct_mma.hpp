@@ -87,6 +87,145 @@ CKGEN_HOST_DEVICE constexpr int64_t mma_staged_cols(bool fwd, int P, int64_t str
   return (P - 1) * (fwd ? stride : 1) + (taps_x - 1) * dil + 1;
 }
 
+// Stages source row (iz, iy) into buffer buf: its `cols` columns from c0, this thread's group
+// chunk of columns cfirst + j * kPass (col_src: column cfirst of source row (0, 0); s_cols: its
+// place in buffer 0).
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage_row(
+    const DirectArgs& a, const int iz, const int iy, const int buf, const bool& chunk_ok, const int& sz,
+    const int& sy, const int& sx, const typename DirectMmaTraits<Cfg>::Raw* const& col_src,
+    const uint32_t& s_cols, const int& cfirst, const int& c0, const int& cols, const int64_t& pass_elems,
+    const typename DirectMmaTraits<Cfg>::Raw* __restrict__ const& src) {
+  using Tr = DirectMmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr uint32_t kColBytes = Tr::kColElems * sizeof(Raw);
+  constexpr int kPass = Tr::kThreads / Tr::kChunks;  // columns a pass of the block covers
+  constexpr int kPasses = (Tr::kCols + kPass - 1) / kPass;
+  const bool row_ok = chunk_ok && unsigned(iz) < unsigned(sz) && unsigned(iy) < unsigned(sy);
+  const Raw* p = col_src + (int64_t(iz) * sy + iy) * sx * a.chans;
+  const uint32_t s = s_cols + uint32_t(buf) * Tr::kRowBytes;
+#pragma unroll
+  for (int j = 0; j < kPasses; ++j, p += pass_elems) {
+    const int c = cfirst + j * kPass;
+    const bool ok = row_ok && unsigned(c0 + c) < unsigned(sx);
+    if (c < cols) async_copy_zfill_shared<16, true>(s + uint32_t(j * kPass) * kColBytes, ok ? p : src, ok);
+  }
+}
+
+// Stages the weights of every tap (in the first filter row's commit group): element e of the
+// block's taps x Gt rows lands at sB[e / Gt][e % Gt] (s_w: sB plus this thread's 16 bytes).
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage_weights(
+    const DirectArgs& a, const typename DirectMmaTraits<Cfg>::Raw* __restrict__ const& wg, const int& tid,
+    const int& ch0, const int& taps, const uint32_t s_w) {
+  using Tr = DirectMmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr int Gt = Tr::Gt;
+  if constexpr (Tr::kThreads % Gt == 0) {  // a thread keeps its row qc, steps by kTapStep taps
+    constexpr int kTapStep = Tr::kThreads / Gt;
+    const int qc = tid % Gt, t0 = tid / Gt;
+    const bool ok = ch0 + qc < a.chans;
+    const Raw* p = wg + (int64_t(ch0 + qc) * taps + t0) * 8;
+#pragma unroll
+    for (int i = 0; i < (kDirectMmaMaxTaps + kTapStep - 1) / kTapStep; ++i)
+      if (t0 + i * kTapStep < taps)
+        async_copy_zfill_shared<16, true>(s_w + uint32_t(i * Tr::kThreads) * 16,
+                                          ok ? p + i * kTapStep * 8 : wg, ok);
+  } else {
+    for (int e = tid; e < taps * Gt; e += Tr::kThreads) {
+      const int t = e / Gt, qc = e - t * Gt;
+      const bool ok = ch0 + qc < a.chans;
+      async_copy_zfill_shared<16, true>(s_w + uint32_t(e - tid) * 16,
+                                        wg + (ok ? (int64_t(ch0 + qc) * taps + t) * 8 : 0), ok);
+    }
+  }
+}
+
+// The taps of one staged filter row (buffer buf; tap t0 + kx of the filter) on this lane's
+// accumulators: a_lane / b_lane are the lane's ldmatrix addresses of tap 0 in buffer 0.
+template <class Cfg, int KZ, class Acc>
+CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int buf, const int t0,
+                                                 const int& fx, const uint32_t& a_lane,
+                                                 const uint32_t& b_lane, const int& colstep, Acc& acc) {
+  using Tr = DirectMmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr DataType D = Cfg::kDataType;
+  constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
+  constexpr bool kCT = KZ > 0;
+  constexpr int Gt = Tr::Gt, MT = Tr::MT, GW = Tr::GW;
+  constexpr int BG = GW % 4 == 0 ? 4 : GW % 2 == 0 ? 2 : 1;
+  constexpr int AG = GW % 2 == 0 ? 2 : 1;
+  constexpr uint32_t kColBytes = Tr::kColElems * sizeof(Raw);
+  // Warps with four group chunks take one tap an iteration: unrolled, several taps' fragments
+  // outlive the 64-register cap and spill. With two chunks three taps fit, and the next tap's
+  // loads overlap this one's MMAs.
+#pragma unroll(GW <= 2 ? 3 : 1)
+  for (int kx = 0; kx < fx; ++kx) {
+    const int t = t0 + kx;
+    const int cofs = (kFwd ? kx : fx - 1 - kx) * (kCT ? 1 : a.dil[2]);
+    // Every fragment of the tap first, then the MMAs: the shared loads overlap instead of
+    // each MMA waiting on its own two loads.
+    uint32_t b[GW], af[MT][GW][2];
+    const uint32_t a_tap = a_lane + uint32_t(buf) * Tr::kRowBytes + uint32_t(cofs) * kColBytes;
+    const uint32_t b_tap = b_lane + uint32_t(t) * (Gt * 8 * sizeof(Raw));
+#pragma unroll
+    for (int gi = 0; gi < GW; gi += BG) {
+      uint32_t f[BG];
+      nvmma::ldsm<BG, !kFwd>(f, b_tap + gi * (8 * 8 * sizeof(Raw)));
+#pragma unroll
+      for (int j = 0; j < BG; ++j) b[gi + j] = f[j];
+    }
+#pragma unroll
+    for (int gi = 0; gi < GW; gi += AG)
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) {
+        uint32_t f[2 * AG];
+        nvmma::ldsm<2 * AG>(f, a_tap + uint32_t(mi * Tr::WM * 16 * colstep) * kColBytes + gi * 16);
+#pragma unroll
+        for (int j = 0; j < AG; ++j) {
+          af[mi][gi + j][0] = f[2 * j];
+          af[mi][gi + j][1] = f[2 * j + 1];
+        }
+      }
+#pragma unroll
+    for (int gi = 0; gi < GW; ++gi)
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) nvmma::mma_m16n8k8<D>(acc[mi][gi], af[mi][gi], b[gi]);
+  }
+}
+
+// Stores this lane's accumulators as output row h of the band (lane_dst: its first pixel and
+// channel pair in row h0) and clears them for the next row.
+template <class Cfg, class Acc>
+CKGEN_DEVICE CKGEN_FORCEINLINE void mma_store_row(const DirectArgs& a, const int h, const int& h0,
+                                                  typename DirectMmaTraits<Cfg>::Raw* const& lane_dst,
+                                                  const int64_t& row_elems, const int& lane_w,
+                                                  const int& lane_ch, const int& wlen, Acc& acc) {
+  using Tr = DirectMmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr DataType D = Cfg::kDataType;
+  constexpr int MT = Tr::MT, GW = Tr::GW;
+  Raw* const d = lane_dst + (h - h0) * row_elems;
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int gi = 0; gi < GW; ++gi) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int dw = mi * Tr::WM * 16 + hh * 8;  // pixels past lane_w
+        const float f[2] = {acc[mi][gi][2 * hh], acc[mi][gi][2 * hh + 1]};
+        if (lane_w + dw < wlen && lane_ch + gi * 8 < a.chans)
+          store<D, 2>(d + int64_t(dw) * a.chans + gi * 8, f);
+      }
+    }
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int gi = 0; gi < GW; ++gi)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mi][gi][e] = 0.f;
+}
+
 // KZ, KY, KX > 0: the filter's size at compile time, with unit W dilation (every tap's staged
 // column a compile-time offset; the launch takes it for 1x3x3 filters), else 0, 0, 0.
 template <class Cfg, int KZ, int KY, int KX>
@@ -94,7 +233,6 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
 #if defined(CKGEN_NVIDIA)
   using Tr = DirectMmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
-  constexpr DataType D = Cfg::kDataType;
   constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
   constexpr int P = Tr::P, Gt = Tr::Gt, MT = Tr::MT, GW = Tr::GW, S = Tr::kStages;
   __shared__ __attribute__((aligned(128))) Raw sA[S][Tr::kCols][Tr::kColElems];
@@ -104,7 +242,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   const int wm = warp % Tr::WM, g0 = warp / Tr::WM * GW;  // first m16 tile, first group
   const int ch0 = int(blockIdx.y) * Gt;
   constexpr bool kCT = KZ > 0;
-  static_assert(!kCT || KZ * KY * KX <= kDirectMmaMaxTaps, "ckgen: the matrix path stages kDirectMmaMaxTaps taps");
+  static_assert(!kCT || KZ * KY * KX <= kDirectMmaMaxTaps,
+                "ckgen: the matrix path stages kDirectMmaMaxTaps taps");
   const int taps = kCT ? KZ * KY * KX : a.taps, fy = kCT ? KY : a.fil[1], fx = kCT ? KX : a.fil[2];
   const Raw* __restrict__ src = static_cast<const Raw*>(kFwd ? a.x : a.y);
   const Raw* __restrict__ wg = static_cast<const Raw*>(a.w);
@@ -133,12 +272,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   const bool chunk_ok = ch0 + g * 8 < a.chans;
   const Raw* const img = src + (int64_t(n) * src_spatial * a.chans + ch0 + g * 8);
 
-  constexpr uint32_t kColBytes = Tr::kColElems * sizeof(Raw);
   // Copies: thread tid moves group chunk g of staged columns cfirst + j * kPass (those below
   // `cols`); per filter row only the source row changes, so a copy is a pointer step, a bound
   // test and the cp.async.
   constexpr int kPass = Tr::kThreads / Tr::kChunks;  // columns a pass of the block covers
-  constexpr int kPasses = (Tr::kCols + kPass - 1) / kPass;
   const int cfirst = tid / Tr::kChunks;
   const uint32_t s_cols = nvmma::smem_addr(&sA[0][cfirst][g * 8]);
   const Raw* const col_src = img + int64_t(c0 + cfirst) * a.chans;  // column cfirst of source row (0, 0)
@@ -146,39 +283,14 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
 
   // Stages source row (iz, iy) into buffer `buf`: its `cols` columns from c0.
   auto stage = [&](int iz, int iy, int buf) {
-    const bool row_ok = chunk_ok && unsigned(iz) < unsigned(sz) && unsigned(iy) < unsigned(sy);
-    const Raw* p = col_src + (int64_t(iz) * sy + iy) * sx * a.chans;
-    const uint32_t s = s_cols + uint32_t(buf) * Tr::kRowBytes;
-#pragma unroll
-    for (int j = 0; j < kPasses; ++j, p += pass_elems) {
-      const int c = cfirst + j * kPass;
-      const bool ok = row_ok && unsigned(c0 + c) < unsigned(sx);
-      if (c < cols) async_copy_zfill_shared<16, true>(s + uint32_t(j * kPass) * kColBytes, ok ? p : src, ok);
-    }
+    mma_stage_row<Cfg>(a, iz, iy, buf, chunk_ok, sz, sy, sx, col_src, s_cols, cfirst, c0, cols, pass_elems,
+                       src);
   };
 
   float acc[MT][GW][4] = {};
 
-  // The weights of every tap (with the first filter row's commit group): element e of the
-  // block's taps x Gt rows lands at sB[e / Gt][e % Gt].
-  const uint32_t s_w = nvmma::smem_addr(&sB[0][0][0]) + uint32_t(tid) * 16;
-  if constexpr (Tr::kThreads % Gt == 0) {  // a thread keeps its row qc, steps by kTapStep taps
-    constexpr int kTapStep = Tr::kThreads / Gt;
-    const int qc = tid % Gt, t0 = tid / Gt;
-    const bool ok = ch0 + qc < a.chans;
-    const Raw* p = wg + (int64_t(ch0 + qc) * taps + t0) * 8;
-#pragma unroll
-    for (int i = 0; i < (kDirectMmaMaxTaps + kTapStep - 1) / kTapStep; ++i)
-      if (t0 + i * kTapStep < taps)
-        async_copy_zfill_shared<16, true>(s_w + uint32_t(i * Tr::kThreads) * 16, ok ? p + i * kTapStep * 8 : wg, ok);
-  } else {
-    for (int e = tid; e < taps * Gt; e += Tr::kThreads) {
-      const int t = e / Gt, qc = e - t * Gt;
-      const bool ok = ch0 + qc < a.chans;
-      async_copy_zfill_shared<16, true>(s_w + uint32_t(e - tid) * 16,
-                                        wg + (ok ? (int64_t(ch0 + qc) * taps + t) * 8 : 0), ok);
-    }
-  }
+  // The weights of every tap, with the first filter row's commit group.
+  mma_stage_weights<Cfg>(a, wg, tid, ch0, taps, nvmma::smem_addr(&sB[0][0][0]) + uint32_t(tid) * 16);
   // ldmatrix widths: B takes BG group chunks' 8 x 8 weights at once, A the m16 x k8 tiles of AG
   // chunks (x4: lanes 16-31 address the second chunk).
   constexpr int BG = GW % 4 == 0 ? 4 : GW % 2 == 0 ? 2 : 1;
@@ -186,73 +298,22 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   const int lrow = lane & 15;  // the A row this lane addresses (rows 0-7, 8-15 of an m16 tile)
   // Per-lane shared addresses of tap 0 in buffer 0; a tap moves A by whole columns and B by a
   // tap's Gt rows, a group chunk by 16 bytes (A) / 8 rows (B), an m16 tile by 16 columns.
-  const uint32_t a_lane = nvmma::smem_addr(&sA[0][(wm * 16 + lrow) * colstep][(g0 + (AG == 2 ? lane >> 4 : 0)) * 8]);
+  const uint32_t a_lane =
+      nvmma::smem_addr(&sA[0][(wm * 16 + lrow) * colstep][(g0 + (AG == 2 ? lane >> 4 : 0)) * 8]);
   const uint32_t b_lane = nvmma::smem_addr(&sB[0][g0 * 8 + lane % (8 * BG)][0]);
   // The taps of one staged filter row (buffer buf; tap t0 + kx of the filter).
   auto row_taps = [&](int buf, int t0) {
-    // Warps with four group chunks take one tap an iteration: unrolled, several taps' fragments
-    // outlive the 64-register cap and spill. With two chunks three taps fit, and the next tap's
-    // loads overlap this one's MMAs.
-#pragma unroll(GW <= 2 ? 3 : 1)
-    for (int kx = 0; kx < fx; ++kx) {
-      const int t = t0 + kx;
-      const int cofs = (kFwd ? kx : fx - 1 - kx) * (kCT ? 1 : a.dil[2]);
-      // Every fragment of the tap first, then the MMAs: the shared loads overlap instead of
-      // each MMA waiting on its own two loads.
-      uint32_t b[GW], af[MT][GW][2];
-      const uint32_t a_tap = a_lane + uint32_t(buf) * Tr::kRowBytes + uint32_t(cofs) * kColBytes;
-      const uint32_t b_tap = b_lane + uint32_t(t) * (Gt * 8 * sizeof(Raw));
-#pragma unroll
-      for (int gi = 0; gi < GW; gi += BG) {
-        uint32_t f[BG];
-        nvmma::ldsm<BG, !kFwd>(f, b_tap + gi * (8 * 8 * sizeof(Raw)));
-#pragma unroll
-        for (int j = 0; j < BG; ++j) b[gi + j] = f[j];
-      }
-#pragma unroll
-      for (int gi = 0; gi < GW; gi += AG)
-#pragma unroll
-        for (int mi = 0; mi < MT; ++mi) {
-          uint32_t f[2 * AG];
-          nvmma::ldsm<2 * AG>(f, a_tap + uint32_t(mi * Tr::WM * 16 * colstep) * kColBytes + gi * 16);
-#pragma unroll
-          for (int j = 0; j < AG; ++j) {
-            af[mi][gi + j][0] = f[2 * j];
-            af[mi][gi + j][1] = f[2 * j + 1];
-          }
-        }
-#pragma unroll
-      for (int gi = 0; gi < GW; ++gi)
-#pragma unroll
-        for (int mi = 0; mi < MT; ++mi) nvmma::mma_m16n8k8<D>(acc[mi][gi], af[mi][gi], b[gi]);
-    }
+    mma_row_taps<Cfg, KZ>(a, buf, t0, fx, a_lane, b_lane, colstep, acc);
   };
 
   // Lane (row l / 4, pair l % 4) of each m16 x n8 tile: pixels +0 / +8, channels 2 (l % 4) + 0, 1.
   // The lane's first pixel and channel pair in row h0; a row moves it by W pixels.
   const int lane_w = w0 + wm * 16 + (lane >> 2), lane_ch = ch0 + g0 * 8 + (lane & 3) * 2;
-  Raw* const lane_dst = static_cast<Raw*>(a.dst) + ((int64_t(plane) * hlen + h0) * wlen + lane_w) * a.chans + lane_ch;
+  Raw* const lane_dst =
+      static_cast<Raw*>(a.dst) + ((int64_t(plane) * hlen + h0) * wlen + lane_w) * a.chans + lane_ch;
   const int64_t row_elems = int64_t(wlen) * a.chans;
   auto store_row = [&](int h) {
-    Raw* const d = lane_dst + (h - h0) * row_elems;
-#pragma unroll
-    for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-      for (int gi = 0; gi < GW; ++gi) {
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          const int dw = mi * Tr::WM * 16 + hh * 8;  // pixels past lane_w
-          const float f[2] = {acc[mi][gi][2 * hh], acc[mi][gi][2 * hh + 1]};
-          if (lane_w + dw < wlen && lane_ch + gi * 8 < a.chans)
-            store<D, 2>(d + int64_t(dw) * a.chans + gi * 8, f);
-        }
-      }
-#pragma unroll
-    for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-      for (int gi = 0; gi < GW; ++gi)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[mi][gi][e] = 0.f;
+    mma_store_row<Cfg>(a, h, h0, lane_dst, row_elems, lane_w, lane_ch, wlen, acc);
   };
 
   if (a.band_rows > 1) {
@@ -275,7 +336,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
       // source row o + j's buffer (j < Y <= S - 1: one wrap at most); a compile-time filter's
       // rows of taps in one unrolled stretch
 #pragma unroll(kCT ? KY : 1)
-      for (int j = 0; j < fy; ++j) row_taps(buf + j < S ? buf + j : buf + j - S, (kFwd ? j : fy - 1 - j) * fx);
+      for (int j = 0; j < fy; ++j)
+        row_taps(buf + j < S ? buf + j : buf + j - S, (kFwd ? j : fy - 1 - j) * fx);
       store_row(h0 + o);
       buf = buf == S - 1 ? 0 : buf + 1;
     }
@@ -286,7 +348,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
     const int frows = (kCT ? KZ : a.fil[0]) * fy;
     int kz = 0, ky = 0;  // the next filter row to stage
     auto stage_next = [&](int buf) {
-      stage(kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0], kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1], buf);
+      stage(kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0], kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1],
+            buf);
       if (++ky == fy) ky = 0, ++kz;
     };
 #pragma unroll

@@ -54,7 +54,8 @@ CKGEN_HOST_DEVICE constexpr int direct_bwd_ring_rows(int stages, int row_bytes, 
 // new unit one row, one of them a fresh unit of kRows rows: S + 2 kRows - 2 rows), at least 2.
 CKGEN_HOST_DEVICE constexpr int direct_bwd_stages(int row_bytes, int unit_pixel_bytes) {
   int s = kDirectMmaBwdMaxStages;
-  while (s > 2 && direct_bwd_ring_rows(s, row_bytes, unit_pixel_bytes) < s + 2 * kDirectMmaBwdFilterRows - 2) --s;
+  while (s > 2 && direct_bwd_ring_rows(s, row_bytes, unit_pixel_bytes) < s + 2 * kDirectMmaBwdFilterRows - 2)
+    --s;
   return s;
 }
 
@@ -66,16 +67,16 @@ struct DirectMmaBwdTraits {
   static constexpr int Cg = Cfg::Tile::kK;  // channels per group
   static constexpr int W = Cfg::Waves::kM;  // warps
   static constexpr int kThreads = W * 32;
-  static constexpr int kChunks = Gt / 8;  // 16-byte channel chunks per pixel
-  static constexpr int GW = kChunks / W;  // chunks per warp
+  static constexpr int kChunks = Gt / 8;                         // 16-byte channel chunks per pixel
+  static constexpr int GW = kChunks / W;                         // chunks per warp
   static constexpr int kTapTiles = (kDirectMmaMaxTaps + 1) / 2;  // m16 tiles: two taps each
   static constexpr int kRows = kDirectMmaBwdFilterRows;
-  static constexpr int kCols = direct_bwd_cols(P);  // staged source columns per row
+  static constexpr int kCols = direct_bwd_cols(P);           // staged source columns per row
   static constexpr int kPixelBytes = Gt * int(sizeof(Raw));  // one staged column / pixel
   // kStages gradient buffers of P pixels and a ring of kRing staged source rows.
   static constexpr int kRowBytes = kCols * kPixelBytes;
-  static constexpr int kStages = direct_bwd_stages(kRowBytes, P * kPixelBytes);
-  static constexpr int kRing = direct_bwd_ring_rows(kStages, kRowBytes, P * kPixelBytes);
+  static constexpr int kStages = direct_bwd_stages(kRowBytes, P* kPixelBytes);
+  static constexpr int kRing = direct_bwd_ring_rows(kStages, kRowBytes, P* kPixelBytes);
   static constexpr int kRingBytes = kRing * kRowBytes;
   static constexpr int kSmemBytes = kRingBytes + kStages * P * kPixelBytes;
   // Two blocks per SM (the shared memory allows no more): up to 128 registers for 256 threads,
@@ -87,7 +88,8 @@ struct DirectMmaBwdTraits {
   static_assert(Gt % 64 == 0 && P % 16 == 0 && kChunks % W == 0,
                 "ckgen: direct matrix backward_weight needs Ct % 64 == 0, P % 16 == 0 and warps "
                 "that split the Ct / 8 channel chunks evenly");
-  static_assert(kRing >= 2 * kRows, "ckgen: direct matrix backward_weight needs a ring of two units' rows within 112 KB");
+  static_assert(kRing >= 2 * kRows,
+                "ckgen: direct matrix backward_weight needs a ring of two units' rows within 112 KB");
 };
 
 namespace direct {
@@ -119,6 +121,92 @@ struct DirectRowCursor {
   }
 };
 
+// Stages unit u into gradient buffer buf and the ring rows it does not share with the previous
+// unit (cursor); records the ring position of its first row in unit_first[buf].
+template <class Cfg, class Locate>
+CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_mma_stage(
+    const DirectArgs& a, const int u, const int buf, Locate& locate, DirectRowCursor& cursor,
+    const bool& reuse, const int& unit_rows, const int& tid, int* unit_first, const int& fz, const int& fy,
+    const int& wo, const int& cq, const int& g, const int& ch0, const bool& chunk_ok, const int& cols,
+    const int64_t& col_stride, const uint32_t& my_smem,
+    const typename DirectMmaBwdTraits<Cfg>::Raw* __restrict__ const& x,
+    const typename DirectMmaBwdTraits<Cfg>::Raw* __restrict__ const& dy) {
+  using Tr = DirectMmaBwdTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr int P = Tr::P, kChunks = Tr::kChunks, kRing = Tr::kRing;
+  constexpr int kPB = Tr::kPixelBytes, kRowBytes = Tr::kCols * kPB;
+  constexpr int kColStep = Tr::kThreads / kChunks;
+  constexpr int kColIters = (Tr::kCols + kColStep - 1) / kColStep, kPixIters = (P + kColStep - 1) / kColStep;
+  int row, seg, n, d, h, fresh;
+  locate(u, row, seg, n, d, h);
+  const int first = cursor.advance<kRing>(reuse, row, seg, h, a.s[1], unit_rows, fresh);
+  if (tid == 0) unit_first[buf] = first;
+  const int w0 = seg * P;
+  const int z0 = d * a.s[0] - a.pl[0], y0 = h * a.s[1] - a.pl[1], c0 = w0 * a.s[2] - a.pl[2] + cq;
+  const Raw* const img = x + (int64_t(n) * a.in_spatial * a.chans + int64_t(c0) * a.chans + ch0 + g * 8);
+  // Row j of the unit: (kz, ky) = (j / Y, j % Y) (reuse: Z = 1, ky = j), ring position first + j.
+  for (int j = fresh; j < unit_rows; ++j) {
+    const int kz = fz == 1 ? 0 : j / fy, ky = j - kz * fy;
+    const int iz = z0 + kz * a.dil[0], iy = y0 + ky * a.dil[1];
+    const bool row_ok = chunk_ok && unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
+    const Raw* src = img + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] * a.chans;
+    const int pos = first + j < kRing ? first + j : first + j - kRing;
+    uint32_t dst = my_smem + uint32_t(pos * kRowBytes);
+#pragma unroll
+    for (int k = 0; k < kColIters; ++k) {
+      if (cq + k * kColStep < cols) {
+        const bool ok = row_ok && unsigned(c0 + k * kColStep) < unsigned(a.in_[2]);
+        async_copy_zfill_shared<16, true>(dst, ok ? src : x, ok);
+      }
+      src += col_stride;
+      dst += kColStep * kPB;
+    }
+  }
+  const Raw* ysrc = dy + (int64_t(row) * wo + w0 + cq) * a.chans + ch0 + g * 8;
+  uint32_t ydst = my_smem + uint32_t(Tr::kRingBytes + buf * P * kPB);
+#pragma unroll
+  for (int k = 0; k < kPixIters; ++k) {
+    if (cq + k * kColStep < P) {
+      const bool ok = chunk_ok && w0 + cq + k * kColStep < wo;  // past the row: zero gradient
+      async_copy_zfill_shared<16, true>(ydst, ok ? ysrc : dy, ok);
+    }
+    ysrc += col_stride;
+    ydst += kColStep * kPB;
+  }
+}
+
+// The block's result: lane l holds rows l / 4 (tap 2i) and l / 4 + 8 (tap 2i + 1), input channel
+// c = l / 4 of the chunk, output channels k = 2 (l % 4) + 0, 1; kept where c and k share a group.
+template <class Cfg, class Acc>
+CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_mma_store(const DirectArgs& a, const int& lane, const int& ch0,
+                                                  const int& cw, const int& taps, const Acc& acc) {
+  using Tr = DirectMmaBwdTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr DataType D = Cfg::kDataType;
+  constexpr int GW = Tr::GW, T2 = Tr::kTapTiles, Cg = Tr::Cg;
+  const int c = lane >> 2;
+#pragma unroll
+  for (int gi = 0; gi < GW; ++gi) {
+    const int cb = ch0 + (cw + gi) * 8;
+    if (cb >= a.chans) continue;
+#pragma unroll
+    for (int i = 0; i < T2; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = 2 * i + (e >> 1), k = 2 * (lane & 3) + (e & 1);
+        if (t >= taps || c / Cg != k / Cg) continue;
+        const int64_t off = (int64_t(cb + k) * taps + t) * Cg + c % Cg;
+        const float v = acc[gi][i][e];
+        if (a.mode == OutMode::Direct)
+          static_cast<Raw*>(a.dst)[off] = float_to_raw<D>(v);
+        else if (a.mode == OutMode::AtomicF32)
+          atomic_add_f32(a.ws + off, v);
+        else
+          a.ws[int64_t(blockIdx.x) * a.ws_stride + off] = v;
+      }
+  }
+}
+
 template <class Cfg>
 CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
 #if defined(CKGEN_NVIDIA)
@@ -126,7 +214,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   using Raw = typename Tr::Raw;
   constexpr DataType D = Cfg::kDataType;
   constexpr int P = Tr::P, GW = Tr::GW, S = Tr::kStages;
-  constexpr int T2 = Tr::kTapTiles, Cg = Tr::Cg, kChunks = Tr::kChunks, kRing = Tr::kRing;
+  constexpr int T2 = Tr::kTapTiles, kChunks = Tr::kChunks, kRing = Tr::kRing;
   // [kRing][kCols] staged source rows, then [S][P] gradient pixels, Gt channels each (byte
   // offsets below: the swizzle of column c depends on c % 8 only, so a lane's offsets are
   // computed once and move by whole 8-column steps).
@@ -143,8 +231,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   const Raw* __restrict__ dy = static_cast<const Raw*>(a.y);
   const int wo = a.out_[2];
   const int segs = (wo + P - 1) / P;
-  const int rows_total = a.pixels / wo;  // output rows N * Do * Ho
-  const int units = rows_total * segs;   // unit u: segment u / rows_total of row u % rows_total
+  const int rows_total = a.pixels / wo;             // output rows N * Do * Ho
+  const int units = rows_total * segs;              // unit u: segment u / rows_total of row u % rows_total
   const int u0 = int(blockIdx.x) * a.slice_pixels;  // the matrix path slices units
   const int u1 = units - u0 < a.slice_pixels ? units : u0 + a.slice_pixels;
   const int cols = int(mma_staged_cols(true, P, a.s[2], a.dil[2], fx));
@@ -164,7 +252,6 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   const bool chunk_ok = ch0 + g * 8 < a.chans;
   constexpr int kColStep = Tr::kThreads / kChunks;
   static_assert(kColStep % 8 == 0, "ckgen: the copies keep one swizzle per thread");
-  constexpr int kColIters = (Tr::kCols + kColStep - 1) / kColStep, kPixIters = (P + kColStep - 1) / kColStep;
   const int sw = mma_chunk(g, cq) * 16;
   const int64_t col_stride = int64_t(kColStep) * a.chans;  // source elements between a thread's columns
   const uint32_t smem0 = nvmma::smem_addr(direct_bw_smem), my_smem = smem0 + uint32_t(cq * kPB + sw);
@@ -178,42 +265,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   };
   DirectRowCursor cursor;
   auto stage = [&](int u, int buf) {
-    int row, seg, n, d, h, fresh;
-    locate(u, row, seg, n, d, h);
-    const int first = cursor.advance<kRing>(reuse, row, seg, h, a.s[1], unit_rows, fresh);
-    if (tid == 0) unit_first[buf] = first;
-    const int w0 = seg * P;
-    const int z0 = d * a.s[0] - a.pl[0], y0 = h * a.s[1] - a.pl[1], c0 = w0 * a.s[2] - a.pl[2] + cq;
-    const Raw* const img = x + (int64_t(n) * a.in_spatial * a.chans + int64_t(c0) * a.chans + ch0 + g * 8);
-    // Row j of the unit: (kz, ky) = (j / Y, j % Y) (reuse: Z = 1, ky = j), ring position first + j.
-    for (int j = fresh; j < unit_rows; ++j) {
-      const int kz = fz == 1 ? 0 : j / fy, ky = j - kz * fy;
-      const int iz = z0 + kz * a.dil[0], iy = y0 + ky * a.dil[1];
-      const bool row_ok = chunk_ok && unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
-      const Raw* src = img + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] * a.chans;
-      const int pos = first + j < kRing ? first + j : first + j - kRing;
-      uint32_t dst = my_smem + uint32_t(pos * kRowBytes);
-#pragma unroll
-      for (int k = 0; k < kColIters; ++k) {
-        if (cq + k * kColStep < cols) {
-          const bool ok = row_ok && unsigned(c0 + k * kColStep) < unsigned(a.in_[2]);
-          async_copy_zfill_shared<16, true>(dst, ok ? src : x, ok);
-        }
-        src += col_stride;
-        dst += kColStep * kPB;
-      }
-    }
-    const Raw* ysrc = dy + (int64_t(row) * wo + w0 + cq) * a.chans + ch0 + g * 8;
-    uint32_t ydst = my_smem + uint32_t(Tr::kRingBytes + buf * P * kPB);
-#pragma unroll
-    for (int k = 0; k < kPixIters; ++k) {
-      if (cq + k * kColStep < P) {
-        const bool ok = chunk_ok && w0 + cq + k * kColStep < wo;  // past the row: zero gradient
-        async_copy_zfill_shared<16, true>(ydst, ok ? ysrc : dy, ok);
-      }
-      ysrc += col_stride;
-      ydst += kColStep * kPB;
-    }
+    bwd_mma_stage<Cfg>(a, u, buf, locate, cursor, reuse, unit_rows, tid, unit_first, fz, fy, wo, cq, g, ch0,
+                       chunk_ok, cols, col_stride, my_smem, x, dy);
   };
 
   // This lane's ldmatrix rows. A (x4.trans): matrix j = lane / 8 holds tap 2i + (j & 1) at
@@ -279,29 +332,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
     }
   }
 
-  // Lane l holds rows l / 4 (tap 2i) and l / 4 + 8 (tap 2i + 1): input channel c = l / 4 of the
-  // chunk, output channels k = 2 (l % 4) + 0, 1. Kept where c and k share a group.
-  const int c = lane >> 2;
-#pragma unroll
-  for (int gi = 0; gi < GW; ++gi) {
-    const int cb = ch0 + (cw + gi) * 8;
-    if (cb >= a.chans) continue;
-#pragma unroll
-    for (int i = 0; i < T2; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int t = 2 * i + (e >> 1), k = 2 * (lane & 3) + (e & 1);
-        if (t >= taps || c / Cg != k / Cg) continue;
-        const int64_t off = (int64_t(cb + k) * taps + t) * Cg + c % Cg;
-        const float v = acc[gi][i][e];
-        if (a.mode == OutMode::Direct)
-          static_cast<Raw*>(a.dst)[off] = float_to_raw<D>(v);
-        else if (a.mode == OutMode::AtomicF32)
-          atomic_add_f32(a.ws + off, v);
-        else
-          a.ws[int64_t(blockIdx.x) * a.ws_stride + off] = v;
-      }
-  }
+  bwd_mma_store<Cfg>(a, lane, ch0, cw, taps, acc);
 #else
   static_assert(sizeof(Cfg) == 0, "ckgen: the direct matrix path is NVIDIA mma.sync");
 #endif

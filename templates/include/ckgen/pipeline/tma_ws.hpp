@@ -51,7 +51,6 @@
 // clear or convert launch, the same sums every run).
 #pragma once
 
-
 #include "ckgen/core/portability.hpp"
 
 #include <cstdint>
@@ -60,6 +59,8 @@
 #include "ckgen/core/chain.hpp"
 #include "ckgen/epilogue/tma_ws_epilogue.hpp"
 #include "ckgen/pipeline/tma_traits.hpp"
+#include "ckgen/pipeline/tma_ws_maps.hpp"
+#include "ckgen/pipeline/tma_ws_steps.hpp"
 #include "ckgen/pipeline/wavelet.hpp"
 #include "ckgen/schedule/splitk_finish.hpp"
 #include "ckgen/warp/mma_wgmma.hpp"
@@ -83,7 +84,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   uint64_t* empty = full + Tr::S;
   uint64_t* pfull = empty + Tr::S;  // stride1's patch barriers
   uint64_t* pempty = pfull + Tr::kPatchBuffers;
-  unsigned char* slabs = reinterpret_cast<unsigned char*>(empty + Tr::S + (Tr::kPatch ? 2 * Tr::kPatchBuffers : 0));
+  unsigned char* slabs =
+      reinterpret_cast<unsigned char*>(empty + Tr::S + (Tr::kPatch ? 2 * Tr::kPatchBuffers : 0));
   const int tid = threadIdx.x;
   // Persistent: block b takes work units b, b + gridDim.x, ...; unit = (tile, split), split
   // fastest; tile = (g, tap, tm, tn), tn fastest (tap only for backward_weight). The ring's
@@ -91,28 +93,13 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   // warpgroups store the last one.
   const int tiles_mn = p.tiles_m * p.tiles_n;
   const int num_units = tiles_mn * p.G * p.taps * p.k_split;
-  struct Unit {
-    int g, tap, m0, n0, kt0, kt1, img;  // img: stride1's image (m0 is then a row of it)
-  };
+  using Unit = tma_ws::Unit;
   // Split `split`'s k tiles [kt0, kt1): its share of a tile's k_tiles.
   auto k_range = [&](int split, int& kt0, int& kt1) {
     kt0 = split * p.kt_per_split;
     kt1 = min(p.k_tiles, kt0 + p.kt_per_split);
   };
-  auto decode = [&](int unit) {
-    Unit u;
-    int tile, split, gt, r, tm, tn;
-    p.by_k_split.divmod(unit, tile, split);
-    p.by_tiles_mn.divmod(tile, gt, r);
-    p.by_taps.divmod(gt, u.g, u.tap);
-    p.by_tiles_n.divmod(r, tm, tn);
-    u.img = 0;
-    if constexpr (Tr::kPatch) p.by_tiles_img.divmod(tm, u.img, tm);
-    u.m0 = tm * Tr::BM;
-    u.n0 = tn * (Tr::kRows ? 64 : Tr::BN);  // the row form: a 64-channel block of every tap
-    k_range(split, u.kt0, u.kt1);
-    return u;
-  };
+  auto decode = [&](int unit) { return tma_ws::decode_unit<Cfg>(p, unit, k_range); };
 
   if (tid == 0) {
     for (int s = 0; s < Tr::S; ++s) {
@@ -126,61 +113,18 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  if constexpr (Tr::kBNMajor && !Tr::kWeightGrad) {
-    // backward_data's B boxes stop at row b_rows (TmaConvKernel::run_forward): the k rows past
-    // it, which the copies never write, are zero in every stage (0 x dy's padded channels).
-    if (p.b_rows < Tr::BK) {
-      const int zrows = Tr::BK - p.b_rows, per_stage = (Tr::BN / 64) * zrows * 8;  // 16-byte chunks
-      for (int i = tid; i < Tr::S * per_stage; i += Tr::kThreads) {
-        const int st = i / per_stage, r = i % per_stage, nb = r / (zrows * 8), q = r % (zrows * 8);
-        *reinterpret_cast<uint4*>(smem + st * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes) +
-                                  nb * Tr::kBlockBytes + (p.b_rows + q / 8) * Tr::kRowBytes + (q % 8) * 16) =
-            make_uint4(0, 0, 0, 0);
-      }
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // seen by the wgmma reads
-    }
-  }
+  if constexpr (Tr::kBNMajor && !Tr::kWeightGrad) tma_ws::zero_b_rows<Cfg>(p, smem, tid);
   __syncthreads();
   // A launch chained to the call's previous kernel (the copy of dy, the clear of the sums:
   // core/chain.hpp) has set up its barriers while that kernel finished; global memory from here on
   // (p.late_wait: the inputs from here on, the sums after the main loop).
   if (!p.late_wait) chain_wait();
 
-  // x's im2col copies: the corner of GEMM row pm (its output pixel's first input pixel) and one
-  // copy of 64 channels from channel ch at tap (fz, fy, fx); 3D instances on a problem whose
-  // depth does not fold (p.deep) take the 5D map (row pm = (n * Do + od, oh, ow)).
-  constexpr bool kDeep = Cfg::kNDim == 3;
-  struct Corner {
-    int w, h, d, n;
-  };
-  auto corner = [&](int pm) {
-    Corner c;
-    int img, rem, oh, ow;
-    p.by_pq.divmod(pm, img, rem);
-    p.by_q.divmod(rem, oh, ow);
-    c.w = ow * p.s_w - p.pl_w;
-    c.h = oh * p.s_h - p.pl_h;
-    c.d = 0;
-    c.n = img;
-    if constexpr (kDeep)
-      if (p.deep) {
-        int od;
-        p.by_do.divmod(img, c.n, od);
-        c.d = od * p.s_d - p.pl_d;
-      }
-    return c;
-  };
+  // x's im2col copies (tma_ws::im2col_corner, tma_ws::load_x)
+  using Corner = tma_ws::Corner;
+  auto corner = [&](int pm) { return tma_ws::im2col_corner<Cfg>(p, pm); };
   auto load_x = [&](void* dst, const CUtensorMap* map, uint64_t* bar, int ch, const Corner& c, int fz, int fy,
-                    int fx) {
-    if constexpr (kDeep)
-      if (p.deep) {
-        tma::load_im2col_5d(dst, map, bar, ch, c.w, c.h, c.d, c.n, uint16_t(fx * p.d_w), uint16_t(fy * p.d_h),
-                            uint16_t(fz * p.d_d));
-        return;
-      }
-    (void)fz;
-    tma::load_im2col_4d(dst, map, bar, ch, c.w, c.h, c.n, uint16_t(fx * p.d_w), uint16_t(fy * p.d_h));
-  };
+                    int fx) { tma_ws::load_x<Cfg>(p, dst, map, bar, ch, c, fz, fy, fx); };
 
   if (tid >= Tr::kMathThreads) {  // the load warp: one thread issues every copy
     if (tid == Tr::kMathThreads) {
@@ -202,23 +146,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       };
       if (Tr::kPatch && pu < num_units) cursor_unit(pu);
       auto issue_patch = [&](bool block) {
-        if (pu >= num_units) return;
-        const int b = pc % Tr::kPatchBuffers;
-        if (pc >= Tr::kPatchBuffers) {
-          const uint32_t ph = uint32_t((pc / Tr::kPatchBuffers - 1) & 1);
-          if (block)
-            mbar::wait(pempty + b, ph);
-          else if (!mbar::test(pempty + b, ph))
-            return;
-        }
-        tma::expect_tx(pfull + b, uint32_t(p.patch_box));
-        tma::load_tile_4d(base + b * p.patch_stride, &p.a, pfull + b, pg * p.C + pcc * Tr::BK, -p.pl_w,
-                          pj0 - p.pl_h, pimg);
-        ++pc;
-        if (++pcc == pcc1) {
-          pu += gridDim.x;
-          if (pu < num_units) cursor_unit(pu);
-        }
+        tma_ws::issue_patch<Cfg>(p, block, num_units, base, pfull, pempty, pu, pc, pcc, pcc1, pj0, pimg, pg,
+                                 cursor_unit);
       };
       for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
         const Unit u = decode(unit);
@@ -228,57 +157,18 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
           // positions and padding are zero-filled by the engine.
           const int ach = u.g * p.M + u.m0, bch = u.g * p.C + u.n0;
           const int dh = u.tap * p.d_h - p.pl_h;
-          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
-            const int s = t % Tr::S;
-            if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
-            unsigned char* sb = smem + s * Tr::kStageBytes;
-            int row, seg, img, oh;
-            p.by_segs.divmod(kt, row, seg);
-            p.by_p.divmod(row, img, oh);
-            const int q0 = seg * p.row_len;
-            tma::expect_tx(full + s, uint32_t(p.stage_tx));
-            tma::load_tile_4d(sb + Tr::kRowBlock, &p.a, full + s, ach, q0, oh, img);
-            tma::load_tile_4d(sb, &p.b, full + s, bch, q0 - p.pl_w, oh * p.s_h + dh, img);
-          }
+          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t)
+            tma_ws::load_row_tile<Cfg>(p, kt, t, smem, full, empty, ach, bch, dh);
         } else if constexpr (Tr::kWeightGrad) {
-          // A: dy rows of 64 pixels x 64 output channels (BM / 64 boxes); B: x through the im2col
-          // map, the same 64 pixels at this tap, 64 input channels per box (BN / 64 boxes).
-          // B block nb: channel bch and tap (bfz, bfy, bfx): the unit's tap, or (p.pack) the tap
-          // of its columns. Packed, a last tile's blocks past K (= taps x C) are not copied at
-          // all: their columns of the product (stale shared memory) are never stored.
+          // A: dy rows of 64 pixels x 64 output channels, B: x at the unit's tap (or, packed, its
+          // columns' taps); live B blocks (tma_ws::weight_boxes).
           const int live = p.pack ? min(Tr::BN / 64, (p.K - u.n0) / 64) : Tr::BN / 64;
           const uint32_t stage_tx = uint32_t(Tr::kABytes + live * Tr::kBlockBytes);
           int bch[Tr::BN / 64], bfz[Tr::BN / 64], bfy[Tr::BN / 64], bfx[Tr::BN / 64];
-#pragma unroll
-          for (int nb = 0; nb < Tr::BN / 64; ++nb) {
-            int tap = u.tap, c = u.n0 + nb * 64;
-            if (p.pack) p.by_c.divmod(min(c, p.K - 64), tap, c);
-            int fyx = tap;
-            bfz[nb] = 0;
-            if constexpr (kDeep) p.by_yx.divmod(tap, bfz[nb], fyx);
-            p.by_x.divmod(fyx, bfy[nb], bfx[nb]);
-            bch[nb] = u.g * p.C + c;
-          }
-          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
-            const int s = t % Tr::S;
-            if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
-            unsigned char* sa = smem + s * Tr::kStageBytes;
-            const int pm = kt * Tr::BK;
-            const Corner c = corner(pm);
-            tma::expect_tx(full + s, stage_tx);
-#pragma unroll
-            for (int mb = 0; mb < Tr::BM / 64; ++mb)
-              tma::load_tile_2d(sa + mb * Tr::kBlockBytes, &p.a, full + s, u.g * p.M + u.m0 + mb * 64, pm);
-#pragma unroll
-            for (int nb = 0; nb < Tr::BN / 64; ++nb) {
-              if (nb >= live) break;
-              unsigned char* dst = sa + Tr::kABytes + nb * Tr::kBlockBytes;
-              if constexpr (kPlainX)
-                tma::load_tile_2d(dst, &p.b, full + s, u.g * p.C + u.n0 + nb * 64, pm);
-              else
-                load_x(dst, &p.b, full + s, bch[nb], c, bfz[nb], bfy[nb], bfx[nb]);
-            }
-          }
+          tma_ws::weight_boxes<Cfg>(p, u, bch, bfz, bfy, bfx);
+          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t)
+            tma_ws::load_weight_tile<Cfg, kPlainX>(p, u, kt, t, smem, full, empty, corner, load_x, live,
+                                                   stage_tx, bch, bfz, bfy, bfx);
         } else if constexpr (Tr::kPatch) {
           // Per chunk the chunk's taps' B tiles; the chunk's patch was issued by the patch
           // cursor (below), at the latest here, at its first tap.
@@ -292,17 +182,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
               const uint32_t ph = uint32_t((t / Tr::S - 1) & 1);
               while (!mbar::test(empty + s, ph)) issue_patch(false);
             }
-            unsigned char* sb = smem + s * Tr::kRingStage;
-            tma::expect_tx(full + s, uint32_t(p.stage_tx));
-            const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw;
-            if constexpr (Tr::kBNMajor) {
-#pragma unroll
-              for (int nb = 0; nb < Tr::BN / 64; ++nb)
-                tma::load_tile_3d(sb + nb * Tr::kBlockBytes, &p.b, full + s, u.n0 + nb * 64, wtap,
-                                  cbase + cc * Tr::BK);
-            } else {
-              tma::load_tile_3d(sb, &p.b, full + s, cc * Tr::BK, wtap, nrow);
-            }
+            tma_ws::load_patch_tile<Cfg>(p, u, s, smem, full, cbase, nrow, cc, fy, fx);
             if (++fx == p.X) {
               fx = 0;
               ++fy;
@@ -314,39 +194,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             }
           }
         } else {
-          const Corner c0 = corner(u.m0);
-          const int cbase = u.g * p.C, nrow = u.g * p.K + u.n0;
-          int tap, cc, fz = 0, fyx, fy, fx;
-          p.by_c_chunks.divmod(u.kt0, tap, cc);
-          fyx = tap;
-          if constexpr (kDeep) p.by_yx.divmod(tap, fz, fyx);
-          p.by_x.divmod(fyx, fy, fx);
-          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
-            const int s = t % Tr::S;
-            if (t >= Tr::S) mbar::wait(empty + s, uint32_t((t / Tr::S - 1) & 1));
-            unsigned char* sa = smem + s * Tr::kStageBytes;
-            tma::expect_tx(full + s, uint32_t(p.stage_tx));
-            load_x(sa, &p.a, full + s, cbase + cc * Tr::BK, c0, fz, fy, fx);
-            const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw + (kDeep ? fz * p.tap_dd : 0);
-            if constexpr (Tr::kBNMajor) {
-#pragma unroll
-              for (int nb = 0; nb < Tr::BN / 64; ++nb)
-                tma::load_tile_3d(sa + Tr::kABytes + nb * Tr::kBlockBytes, &p.b, full + s,
-                                  u.n0 + nb * 64, wtap, cbase + cc * Tr::BK);
-            } else {
-              tma::load_tile_3d(sa + Tr::kABytes, &p.b, full + s, cc * Tr::BK, wtap, nrow);
-            }
-            if (++cc == p.c_chunks) {
-              cc = 0;
-              if (++fx == p.X) {
-                fx = 0;
-                if (++fy == p.Y && kDeep) {
-                  fy = 0;
-                  ++fz;
-                }
-              }
-            }
-          }
+          tma_ws::load_fwd<Cfg>(p, u, t, smem, full, empty, corner, load_x);
         }
       }
       // Every copy of the block issued: the next launch of the call (a split's conversion) may
@@ -364,8 +212,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   }
 
   // Math warpgroups.
-  using Op = wgmma_detail::Op<Tr::kAccN, Tr::kBF16, Tr::kSwap ? (Tr::kBNMajor ? 1 : 0) : (Tr::kAMMajor ? 1 : 0),
-                              Tr::kSwap ? 0 : (Tr::kBNMajor ? 1 : 0)>;
+  using Op =
+      wgmma_detail::Op<Tr::kAccN, Tr::kBF16, Tr::kSwap ? (Tr::kBNMajor ? 1 : 0) : (Tr::kAMMajor ? 1 : 0),
+                       Tr::kSwap ? 0 : (Tr::kBNMajor ? 1 : 0)>;
   // wg: this warpgroup's slices of the tile; ping-pong: each warpgroup has the whole tile and
   // consumer c takes the block's units c, c + 2, ... (block units b + (c + 2i) * grid).
   const int wg = Tr::kPingPong ? 0 : tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
@@ -425,43 +274,11 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
       // A: the stage's tile, or (stride1) the tap's rows of the chunk's patch: any start row of
       // the 128-byte swizzled patch (the swizzle follows the shared-memory address bits)
-      const uint32_t a0 =
-          Tr::kPatch ? patches + (pc % Tr::kPatchBuffers) * p.patch_stride +
-                           uint32_t(a_row + fy * p.d_h * p.wp + fx * p.d_w) * Tr::kRowBytes
-                     : ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
+      const uint32_t a0 = Tr::kPatch ? patches + (pc % Tr::kPatchBuffers) * p.patch_stride +
+                                           uint32_t(a_row + fy * p.d_h * p.wp + fx * p.d_w) * Tr::kRowBytes
+                                     : ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
       const uint32_t b0 = ring + s * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes);
-      if constexpr (Tr::kRows) {
-        // The row form: row_len / 16 k steps of one m64n(BN)k16 over the stage's x pixels (B,
-        // first) and dy's (A, kRowBlock bytes in). The B operand's 64-column blocks (tap fx's
-        // channels) start fx * d_w pixel rows into the x pixels, so the descriptor's block
-        // stride (LBO) is d_w rows: any 128-byte row works, the swizzle follows the address bits
-        // (one wide instruction is faster than X m64n64k16 on the same operands).
-        const uint32_t xs = ring + s * Tr::kStageBytes, dys = xs + Tr::kRowBlock;
-        const int steps = p.row_len / 16;
-#pragma unroll
-        for (int kk = 0; kk < Tr::kRowPos / 16; ++kk)
-          if (kk < steps)
-            Op::run(acc[0], tma::sw128_desc_mn(dys + kk * 2048, Tr::kBlockBytes),
-                    tma::sw128_desc_mn(xs + uint32_t(kk * 16) * Tr::kRowBytes, uint32_t(p.d_w) * Tr::kRowBytes));
-      } else {
-#pragma unroll
-        for (int kk = 0; kk < Tr::BK / 16; ++kk) {
-          const uint64_t db = Tr::kBNMajor ? tma::sw128_desc_mn(b0 + kk * 2048, Tr::kBlockBytes)
-                                           : tma::sw128_desc(b0 + kk * 32);
-          if constexpr (Tr::kSwap) {  // weights as the instruction's A, the PN pixels as its B
-            Op::run(acc[0], db, tma::sw128_desc(a0 + kk * 32));
-          } else {
-#pragma unroll
-            for (int i = 0; i < Tr::RepM; ++i) {
-              const uint32_t ai = a0 + i * Tr::kBlockBytes;
-              Op::run(acc[i],
-                      Tr::kAMMajor ? tma::sw128_desc_mn(ai + kk * 2048, Tr::kBlockBytes)
-                                   : tma::sw128_desc(ai + kk * 32),
-                      db);
-            }
-          }
-        }
-      }
+      tma_ws::mma_stage<Op, Cfg>(p, acc, ring, s, a0, b0);
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
       fence_acc();
@@ -493,51 +310,21 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     fence_acc();
     if (p.late_wait) chain_wait();  // the sums' clear (returns at once after the first unit)
     if (lane == 0) {
-      mbar::arrive(empty + (t - 1) % Tr::S);  // the unit's last stage
+      mbar::arrive(empty + (t - 1) % Tr::S);                                // the unit's last stage
       if (Tr::kPatch) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);  // and its last patch
     }
-    if (Tr::kPingPong && unit + int(gridDim.x) < num_units) t += unit_k_tiles(unit + gridDim.x);  // the other's
+    if (Tr::kPingPong && unit + int(gridDim.x) < num_units)
+      t += unit_k_tiles(unit + gridDim.x);  // the other's
 
     // Epilogue: accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column
     // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block). Row r, column c of the tile
     // land at element row_base(r) + c of y (or of the fp32 split workspace).
     // row_ok: the row is a pixel (stride1: a position ow < Q of an output row).
-    auto row_ok = [&](int row) -> bool {
-      if constexpr (Tr::kPatch) {
-        int oh, ow;
-        p.by_wp.divmod(row, oh, ow);
-        return row < p.M && ow < p.Q;
-      } else {
-        return row < p.M;
-      }
-    };
-    auto row_base = [&](int row) -> int64_t {
-      if constexpr (Tr::kWeightGrad) {
-        return (int64_t(g) * p.M + row) * p.ld_row + int64_t(u.tap) * p.K;
-      } else if constexpr (Tr::kPatch) {  // dense output (stride1 takes no stride phases)
-        int oh, ow;
-        p.by_wp.divmod(row, oh, ow);
-        return ((int64_t(u.img) * p.P + oh) * p.Q + ow) * p.GK + int64_t(g) * p.K;
-      } else {
-        int64_t pix = row;
-        if (!p.out_dense) {
-          int n, rem, oh, ow;
-          p.by_pq.divmod(row, n, rem);
-          p.by_q.divmod(rem, oh, ow);
-          pix = int64_t(n) * p.out_sn + int64_t(oh) * p.out_sh + int64_t(ow) * p.out_sw +
-                p.out_base;
-        }
-        return pix * p.GK + int64_t(g) * p.K;
-      }
-    };
+    auto row_ok = [&](int row) -> bool { return tma_ws::row_ok<Cfg>(p, row); };
+    auto row_base = [&](int row) -> int64_t { return tma_ws::row_base<Cfg>(p, g, u, row); };
     // The written column of tile column tc: n0 + tc, or (the row form) tap tc / 64's column of
     // channel n0 + tc % 64 (columns = dw's X * C of filter row u.tap).
-    auto gcol = [&](int tc) -> int {
-      if constexpr (Tr::kRows)
-        return (tc >> 6) * p.C + n0 + (tc & 63);
-      else
-        return n0 + tc;
-    };
+    auto gcol = [&](int tc) -> int { return tma_ws::gcol<Cfg>(p, n0, tc); };
     if constexpr (Tr::kSwap) {
       tma_ws::store_swap<Cfg>(p, acc, y, m0, n0, wg, warp, lane, row_ok, row_base, g);  // swap_ab
     } else if (Tr::kWeightGrad && p.cluster > 1) {
@@ -613,12 +400,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 #pragma unroll
             for (int c0 = 0; c0 < Tr::BN; c0 += 32) {
               __syncwarp();
-#pragma unroll
-              for (int jj = 0; jj < 4; ++jj) {
-                const int j = c0 / 8 + jj;
-                *reinterpret_cast<float2*>(slab + (lane >> 2) * kPitch + jj * 8 + (lane & 3) * 2) =
-                    make_float2(acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]);
-              }
+              tma_ws::stage_slab_f32<kPitch>(acc[i], slab, c0, h, lane);
               __syncwarp();
 #pragma unroll
               for (int rr = 0; rr < 2; ++rr) {
@@ -629,18 +411,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
           }
         }
       } else {
-        // split: fp32 reductions into the workspace (splitk_finish converts), 16 bytes a lane
-        // (tma::red_fragment_row).
-#pragma unroll
-        for (int i = 0; i < Tr::RepM; ++i) {
-          const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = r0 + h * 8;
-            const bool live = row_ok(row);  // the same for both lanes of a pair (one row)
-            tma::red_fragment_row<Tr::BN>(acc[i], h, p.ws + (live ? row_base(row) : 0), p.K, live, gcol);
-          }
-        }
+        tma_ws::red_split<Cfg>(p, acc, m0, wg, warp, lane, row_ok, row_base, gcol);
       }
     } else if constexpr (Tr::kStaged) {
       Raw* slab = reinterpret_cast<Raw*>(slabs + (tid / 32) * Tr::kSlabBytes);
