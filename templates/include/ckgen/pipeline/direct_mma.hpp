@@ -87,6 +87,7 @@ CKGEN_HOST_DEVICE constexpr int64_t mma_staged_cols(bool fwd, int P, int64_t str
   return (P - 1) * (fwd ? stride : 1) + (taps_x - 1) * dil + 1;
 }
 
+#if defined(CKGEN_NVIDIA)  // the steps of the matrix path (mma.sync, ldmatrix)
 // Stages source row (iz, iy) into buffer buf: its `cols` columns from c0, this thread's group
 // chunk of columns cfirst + j * kPass (col_src: column cfirst of source row (0, 0); s_cols: its
 // place in buffer 0).
@@ -225,6 +226,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_store_row(const DirectArgs& a, const int
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][gi][e] = 0.f;
 }
+#endif  // CKGEN_NVIDIA
 
 // KZ, KY, KX > 0: the filter's size at compile time, with unit W dilation (every tap's staged
 // column a compile-time offset; the launch takes it for 1x3x3 filters), else 0, 0, 0.
