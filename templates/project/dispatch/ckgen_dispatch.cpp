@@ -215,16 +215,34 @@ std::string index_error(int i) {
          std::to_string(int(ckgen::registry().all().size()) - 1);
 }
 
+// The operations of a ckgen_epilogue (NULL: none); false (and why) for a code out of range.
+bool to_ops(const ckgen_epilogue* c, ckgen::EpilogueOps& ops, std::string& why) {
+  ops = {};
+  if (!c) return true;
+  if (c->channel_op < 0 || c->channel_op > int(ckgen::ChannelOp::ScaleShift) || c->activation < 0 ||
+      c->activation > int(ckgen::Activation::GeluTanh) || c->residual < 0 || c->residual > 1) {
+    why = "invalid epilogue: channel_op " + std::to_string(c->channel_op) + ", activation " +
+          std::to_string(c->activation) + ", residual " + std::to_string(c->residual) + " out of range";
+    return false;
+  }
+  ops.channel_op = ckgen::ChannelOp(c->channel_op);
+  ops.activation = ckgen::Activation(c->activation);
+  ops.residual = c->residual != 0;
+  return true;
+}
+
 int do_select(const ckgen_problem* cp, const char* variant, const char* datatype, int* kb_out,
-              const char** src_out, bool cost_only) {
+              const char** src_out, bool cost_only, const ckgen::EpilogueOps& ops = {}) {
   ckgen::ConvProblem p;
   std::string why;
   if (!to_problem(cp, p, why)) return -(fail(CKGEN_E_INVALID, why), 1);
   ckgen::Variant v;
   ckgen::DataType d;
   if (!parse_words(variant, datatype, v, d)) return -1;
+  if (ops.fused() && v != ckgen::Variant::Forward)
+    return -(fail(CKGEN_E_INVALID, std::string("fused epilogues are forward only, not ") + variant), 1);
   auto& dsp = disp();
-  const ckgen::CachedSelection s = dsp.select_cached(p, d, v, current_device(), cost_only);
+  const ckgen::CachedSelection s = dsp.select_cached(p, d, v, current_device(), cost_only, nullptr, ops);
   if (s.index < 0) {
     std::string w = s.text;
     if (!dsp.env_error().empty()) w += " (CKGEN_TUNING_DB: " + dsp.env_error() + ")";
@@ -288,6 +306,13 @@ int ckgen_run(int index, const ckgen_problem* cp, void* in, void* wei, void* out
 int ckgen_run_checked(int index, const ckgen_problem* cp, void* in, int64_t in_bytes, void* wei,
                       int64_t wei_bytes, void* out, int64_t out_bytes, void* workspace,
                       int64_t workspace_bytes, void* stream, int k_batch) {
+  return ckgen_run_fused(index, cp, in, in_bytes, wei, wei_bytes, out, out_bytes, nullptr, workspace,
+                         workspace_bytes, stream, k_batch);
+}
+
+int ckgen_run_fused(int index, const ckgen_problem* cp, void* in, int64_t in_bytes, void* wei, int64_t wei_bytes,
+                    void* out, int64_t out_bytes, const ckgen_epilogue_args* ep, void* workspace,
+                    int64_t workspace_bytes, void* stream, int k_batch) {
   const ckgen::KernelBase* k = kernel_at(index);
   if (!k) return fail(CKGEN_E_INDEX, index_error(index));
   ckgen::ConvProblem p;
@@ -306,6 +331,16 @@ int ckgen_run_checked(int index, const ckgen_problem* cp, void* in, int64_t in_b
   t.in = in;
   t.wei = wei;
   t.out = out;
+  if (ep) {
+    t.ep.bias = ep->bias;
+    t.ep.scale = ep->scale;
+    t.ep.residual = ep->residual;
+    t.ep.beta = ep->beta;
+    t.ep.alpha = ep->alpha;
+  }
+  const ckgen::EpilogueOps ops = ckgen::epilogue_ops(k->key());
+  if (std::string r = ckgen::epilogue_operands_refusal(ops, t.ep); !r.empty())
+    return fail(CKGEN_E_INVALID, k->name() + ": " + r + (ops.fused() && !ep ? " (a fused kernel: ckgen_run_fused)" : ""));
   return launch_status(*k, k->run(p, t, workspace, static_cast<gpuStream_t>(stream), o));
 }
 
@@ -334,6 +369,23 @@ int ckgen_select(const ckgen_problem* p, const char* variant, const char* dataty
 int ckgen_select_cost_model(const ckgen_problem* p, const char* variant, const char* datatype,
                             int* k_batch_out, const char** source_out) {
   return do_select(p, variant, datatype, k_batch_out, source_out, true);
+}
+
+int ckgen_select_fused(const ckgen_problem* p, const char* variant, const char* datatype, const ckgen_epilogue* ops,
+                       int* k_batch_out, const char** source_out) {
+  ckgen::EpilogueOps o;
+  std::string why;
+  if (!to_ops(ops, o, why)) return -(fail(CKGEN_E_INVALID, why), 1);
+  return do_select(p, variant, datatype, k_batch_out, source_out, false, o);
+}
+
+int ckgen_kernel_epilogue(int index, ckgen_epilogue* ops_out) {
+  const ckgen::KernelBase* k = kernel_at(index);
+  if (!k) return fail(CKGEN_E_INDEX, index_error(index));
+  if (!ops_out) return fail(CKGEN_E_INVALID, "ops_out is NULL");
+  const ckgen::EpilogueOps ops = ckgen::epilogue_ops(k->key());
+  *ops_out = ckgen_epilogue{int32_t(ops.channel_op), int32_t(ops.activation), ops.residual ? 1 : 0, 0};
+  return CKGEN_OK;
 }
 
 double ckgen_estimate_us(int index, const ckgen_problem* cp, int k_batch) {
