@@ -19,7 +19,7 @@ from ckgen.runtime.build import parse_status
 from ckgen.tuning.profile import mark_best, shard
 from ckgen.tuning.tune import Quality, build_db, split_shapes, summarize
 
-from conftest import REPO, cli, cli_proc, have
+from conftest import REPO, build_dispatch_host_test, cli, cli_proc, have
 
 SHAPES = REPO / "templates" / "project" / "shapes" / "retinanet_r50fpn_n2.csv"
 # The JIT tests build their own instance lists (stable names, whatever the shipped sets hold).
@@ -285,13 +285,6 @@ def test_generated_project_has_dispatcher(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ compiled (nvcc, no GPU needed)
-def _host_cxx() -> str | None:
-    for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++"):
-        if c and shutil.which(c):
-            return c
-    return None
-
-
 def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     """The dispatcher's neighbour ranking without a GPU or CUDA: tests/host/neighbour_ranking.cpp
     (fake instances in a Registry) compiled by the host C++ compiler against the library headers
@@ -304,36 +297,7 @@ def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     row form (wavelet_tma stride1) is picked from a tuning database's exact ranking, never by the
     cost model alone; and that the forward windows (wavelet_tma window) are estimated on their own
     grid (windows a block, groups a block) and picked over the ring on grouped g4."""
-    cxx = _host_cxx()
-    if cxx is None:
-        pytest.skip("no host C++ compiler")
-    from ckgen.emit.render import _dispatch_files
-    from ckgen.model.arch import get_arch
-
-    inc = tmp_path / "include"
-    gen = _dispatch_files(get_arch("sm_90a"))["include/ckgen/generated/arch_params.hpp"]
-    (inc / "ckgen" / "generated").mkdir(parents=True)
-    (inc / "ckgen" / "generated" / "arch_params.hpp").write_bytes(gen)
-    exe = tmp_path / "neighbour_ranking"
-    # core/portability.hpp's host-only branch (CKGEN_PLATFORM_HOST: whatever CUDA / HIP headers the
-    # machine has), whose device queries answer "no device"
-    comp = subprocess.run(
-        [
-            cxx,
-            "-std=c++17",
-            "-O1",
-            "-DCKGEN_PLATFORM_HOST",
-            f"-I{REPO / 'templates' / 'include'}",
-            f"-I{inc}",
-            str(REPO / "tests" / "host" / "neighbour_ranking.cpp"),
-            "-o",
-            str(exe),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert comp.returncode == 0, comp.stderr[-4000:]
+    exe = build_dispatch_host_test("neighbour_ranking", tmp_path)
     out = subprocess.run([str(exe), str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "all passed" in out.stdout, out.stdout + out.stderr
     assert out.stdout.count("\nok ") >= 14, out.stdout
