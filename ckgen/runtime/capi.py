@@ -231,6 +231,17 @@ def load_lib(path: Path) -> ctypes.CDLL:
         raise CkgenRuntimeError(f"cannot load {path}: {ex}") from None
     P = ctypes.POINTER(CProblem)
     I64P = ctypes.POINTER(ctypes.c_int64)
+    # ckgen_run's (index, problem, in, wei, out, workspace, stream, k_batch); ckgen_time_run
+    # takes the same, then warmup, iters and ms_out
+    RUN = [ctypes.c_int, P, *[ctypes.c_void_p] * 5, ctypes.c_int]
+    # both selects' (problem, variant, datatype, k_batch_out, source_out)
+    SELECT = [
+        P,
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.POINTER(ctypes.c_int),
+        ctypes.POINTER(ctypes.c_char_p),
+    ]
     sig = {
         "ckgen_api_version": (ctypes.c_int, []),
         "ckgen_arch": (ctypes.c_char_p, []),
@@ -239,39 +250,9 @@ def load_lib(path: Path) -> ctypes.CDLL:
         "ckgen_kernel_info": (ctypes.c_char_p, [ctypes.c_int]),
         "ckgen_is_supported": (ctypes.c_char_p, [ctypes.c_int, P, ctypes.c_int]),
         "ckgen_workspace_bytes": (ctypes.c_int64, [ctypes.c_int, P, ctypes.c_int]),
-        "ckgen_run": (
-            ctypes.c_int,
-            [
-                ctypes.c_int,
-                P,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_int,
-            ],
-        ),
-        "ckgen_select": (
-            ctypes.c_int,
-            [
-                P,
-                ctypes.c_char_p,
-                ctypes.c_char_p,
-                ctypes.POINTER(ctypes.c_int),
-                ctypes.POINTER(ctypes.c_char_p),
-            ],
-        ),
-        "ckgen_select_cost_model": (
-            ctypes.c_int,
-            [
-                P,
-                ctypes.c_char_p,
-                ctypes.c_char_p,
-                ctypes.POINTER(ctypes.c_int),
-                ctypes.POINTER(ctypes.c_char_p),
-            ],
-        ),
+        "ckgen_run": (ctypes.c_int, RUN),
+        "ckgen_select": (ctypes.c_int, SELECT),
+        "ckgen_select_cost_model": (ctypes.c_int, SELECT),
         "ckgen_select_fused": (
             ctypes.c_int,
             [
@@ -355,19 +336,7 @@ def load_lib(path: Path) -> ctypes.CDLL:
         ),
         "ckgen_time_run": (
             ctypes.c_int,
-            [
-                ctypes.c_int,
-                P,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_int,
-                ctypes.c_int,
-                ctypes.c_int,
-                ctypes.POINTER(ctypes.c_float),
-            ],
+            [*RUN, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_float)],
         ),
         "ckgen_device_info": (
             ctypes.c_int,

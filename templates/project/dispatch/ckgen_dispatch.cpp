@@ -12,6 +12,11 @@
 #include "ckgen/dispatch/dispatcher.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 
+// Built against a GPU runtime (CUDA, or HIP with its headers): the device calls below are real.
+#if defined(CKGEN_NVIDIA) || (defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC))
+#define CKGEN_DISPATCH_GPU 1
+#endif
+
 namespace {
 
 thread_local std::string g_error;
@@ -26,6 +31,17 @@ int fail(int code, std::string why) {
   g_error = std::move(why);
   return code;
 }
+
+#ifdef CKGEN_DISPATCH_GPU
+// A failed runtime call: its error cleared (not left for the next call to see), then
+// CKGEN_E_DEVICE with what and the runtime's message.
+int device_fail(std::string what, gpuError_t e) {
+  (void)gpuGetLastError();
+  return fail(CKGEN_E_DEVICE, std::move(what) + gpuGetErrorString(e));
+}
+#else
+int no_gpu_runtime() { return fail(CKGEN_E_DEVICE, "built without a GPU runtime"); }
+#endif
 
 // A field past 2^31-1 is refused before any arithmetic on it (the output size, the element
 // counts) can overflow.
@@ -487,9 +503,8 @@ int ckgen_stream_is_capturing(void* stream, int* capturing) {
   cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
   const cudaError_t e = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &st);
   if (e != cudaSuccess) {
-    (void)cudaGetLastError();
     *capturing = 1;  // e.g. the legacy stream while another stream captures: do not time
-    return fail(CKGEN_E_DEVICE, std::string("cudaStreamIsCapturing: ") + cudaGetErrorString(e));
+    return device_fail("cudaStreamIsCapturing: ", e);
   }
   *capturing = st != cudaStreamCaptureStatusNone;
   return CKGEN_OK;
@@ -497,15 +512,14 @@ int ckgen_stream_is_capturing(void* stream, int* capturing) {
   hipStreamCaptureStatus st = hipStreamCaptureStatusNone;
   const hipError_t e = hipStreamIsCapturing(static_cast<hipStream_t>(stream), &st);
   if (e != hipSuccess) {
-    (void)hipGetLastError();
     *capturing = 1;
-    return fail(CKGEN_E_DEVICE, std::string("hipStreamIsCapturing: ") + hipGetErrorString(e));
+    return device_fail("hipStreamIsCapturing: ", e);
   }
   *capturing = st != hipStreamCaptureStatusNone;
   return CKGEN_OK;
 #else
   (void)stream;
-  return fail(CKGEN_E_DEVICE, "built without a GPU runtime");
+  return no_gpu_runtime();
 #endif
 }
 
@@ -516,7 +530,7 @@ int ckgen_time_run(int index, const ckgen_problem* cp, void* in, void* wei, void
   int capturing = 1;
   if (int rc = ckgen_stream_is_capturing(stream, &capturing); rc != CKGEN_OK) return rc;
   if (capturing) return fail(CKGEN_E_INVALID, "the stream is capturing a graph: kernels are not timed during capture");
-#if defined(CKGEN_NVIDIA) || (defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC))
+#ifdef CKGEN_DISPATCH_GPU
   for (int i = 0; i < warmup; ++i)
     if (int rc = ckgen_run(index, cp, in, wei, out, workspace, stream, k_batch); rc != CKGEN_OK) return rc;
   gpuEvent_t a = nullptr, b = nullptr;
@@ -542,48 +556,42 @@ int ckgen_time_run(int index, const ckgen_problem* cp, void* in, void* wei, void
   return rc;
 #else
   (void)index, (void)cp, (void)in, (void)wei, (void)out, (void)workspace, (void)k_batch;
-  return fail(CKGEN_E_DEVICE, "built without a GPU runtime");
+  return no_gpu_runtime();
 #endif
 }
 
 int ckgen_device_alloc(int64_t bytes, void** ptr) {
   if (!ptr || bytes < 0) return fail(CKGEN_E_INVALID, "device_alloc: ptr is NULL or bytes < 0");
   *ptr = nullptr;
-#if defined(CKGEN_NVIDIA) || (defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC))
+#ifdef CKGEN_DISPATCH_GPU
   if (bytes == 0) return CKGEN_OK;
   if (gpuError_t e = gpuMalloc(ptr, size_t(bytes)); e != gpuSuccess) {
-    (void)gpuGetLastError();
     *ptr = nullptr;
-    return fail(CKGEN_E_DEVICE, "cannot allocate " + std::to_string(bytes) + " bytes: " + gpuGetErrorString(e));
+    return device_fail("cannot allocate " + std::to_string(bytes) + " bytes: ", e);
   }
   return CKGEN_OK;
 #else
-  return fail(CKGEN_E_DEVICE, "built without a GPU runtime");
+  return no_gpu_runtime();
 #endif
 }
 
 int ckgen_device_free(void* ptr) {
-#if defined(CKGEN_NVIDIA) || (defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC))
+#ifdef CKGEN_DISPATCH_GPU
   if (!ptr) return CKGEN_OK;
-  if (gpuError_t e = gpuFree(ptr); e != gpuSuccess) {
-    (void)gpuGetLastError();
-    return fail(CKGEN_E_DEVICE, std::string("gpuFree: ") + gpuGetErrorString(e));
-  }
+  if (gpuError_t e = gpuFree(ptr); e != gpuSuccess) return device_fail("gpuFree: ", e);
   return CKGEN_OK;
 #else
   (void)ptr;
-  return fail(CKGEN_E_DEVICE, "built without a GPU runtime");
+  return no_gpu_runtime();
 #endif
 }
 
 int ckgen_device_info(int device, char* name, int name_len, int* sm_count, int* driver_version,
                       int* runtime_version) {
-#if defined(CKGEN_NVIDIA) || (defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC))
+#ifdef CKGEN_DISPATCH_GPU
   gpuDeviceProp prop;
-  if (gpuError_t e = gpuGetDeviceProperties(&prop, device); e != gpuSuccess) {
-    (void)gpuGetLastError();
-    return fail(CKGEN_E_DEVICE, "device " + std::to_string(device) + ": " + gpuGetErrorString(e));
-  }
+  if (gpuError_t e = gpuGetDeviceProperties(&prop, device); e != gpuSuccess)
+    return device_fail("device " + std::to_string(device) + ": ", e);
   if (name && name_len > 0) {
     std::strncpy(name, prop.name, size_t(name_len) - 1);
     name[name_len - 1] = '\0';
@@ -602,7 +610,7 @@ int ckgen_device_info(int device, char* name, int name_len, int* sm_count, int* 
   return CKGEN_OK;
 #else
   (void)device, (void)name, (void)name_len, (void)sm_count, (void)driver_version, (void)runtime_version;
-  return fail(CKGEN_E_DEVICE, "built without a GPU runtime");
+  return no_gpu_runtime();
 #endif
 }
 
