@@ -33,11 +33,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from fastest import fastest_rows
+from heuristic_eval import read_rows
 
-from fastest import fastest_rows  # noqa: E402
-from heuristic_eval import read_rows  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 COLUMNS = (
     "shape",

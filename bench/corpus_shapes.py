@@ -32,11 +32,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-if str(HERE.parent) not in sys.path:
-    sys.path.insert(0, str(HERE.parent))
+from ckgen.model.problem import SHAPE_COLUMNS
 
-from ckgen.model.problem import SHAPE_COLUMNS  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 CORPUS = HERE / "shapes" / "models.csv"
 MAP_COLUMNS = ("shape", "row", "model", "count")

@@ -8,7 +8,7 @@ Each model is built on PyTorch's `meta` device (no weights, no downloads, no mem
 once on a meta tensor with forward hooks on every nn.Conv1d/2d/3d, which record the input
 shape, the weight shape, stride, padding, dilation and groups. Needs torch and torchvision;
 torchaudio for wav2vec2 (skipped with a note when it is missing). From ckgen it takes only the
-shapes CSV's columns (ckgen.model.problem.SHAPE_COLUMNS, plain Python, from this checkout).
+shapes CSV's columns (ckgen.model.problem.SHAPE_COLUMNS; ckgen installed, or PYTHONPATH=.).
 
 models.csv is the profiler's shapes format (name,ndim,G,N,C,K,input,filter,stride,dilation,
 pad_left,pad_right; C and K per group, as ckgen.model.problem.load_shapes and the C++
@@ -36,11 +36,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-if str(HERE.parent) not in sys.path:
-    sys.path.insert(0, str(HERE.parent))
+from ckgen.model.problem import SHAPE_COLUMNS
 
-from ckgen.model.problem import SHAPE_COLUMNS  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 META_COLUMNS = ("name", "model", "batch", "count", "modules")
 
