@@ -10,7 +10,10 @@ import argparse
 import csv
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
+
+from fastest import fastest_rows
 
 COLUMNS = [
     "shape",
@@ -28,24 +31,15 @@ COLUMNS = [
 ]
 
 
-def best_rows(paths: list[Path]) -> dict[tuple[str, str, str], dict[str, str]]:
-    """Fastest verified (or unverified when --verify none) row per shape x variant x datatype."""
-    best: dict[tuple[str, str, str], dict[str, str]] = {}
+def _rows(paths: list[Path]) -> Iterator[dict[str, str]]:
     for p in paths:
         with p.open() as f:
-            for row in csv.DictReader(f):
-                if row.get("verified", "").lower() not in ("pass", "none"):
-                    continue
-                try:
-                    ms = float(row["ms"])
-                except (KeyError, ValueError):
-                    continue
-                if ms <= 0:
-                    continue
-                key = (row["shape"], row["variant"], row["datatype"])
-                if key not in best or ms < float(best[key]["ms"]):
-                    best[key] = row
-    return best
+            yield from csv.DictReader(f)
+
+
+def best_rows(paths: list[Path]) -> dict[tuple[str, str, str], dict[str, str]]:
+    """Fastest verified (or unverified when --verify none) row per shape x variant x datatype."""
+    return fastest_rows(_rows(paths), lambda r: r.get("verified", "").lower() in ("pass", "none"))
 
 
 def main() -> None:

@@ -33,10 +33,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from fastest import fastest_rows
+from heuristic_eval import read_rows
 
-from heuristic_eval import read_rows  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 COLUMNS = (
     "shape",
@@ -60,20 +60,7 @@ def geomean(xs: list[float]) -> float | None:
 
 def best_rows(rows: list[dict[str, str]]) -> dict[tuple[str, str, str], dict[str, str]]:
     """(shape, variant, datatype) -> fastest timed row that did not fail."""
-    best: dict[tuple[str, str, str], dict[str, str]] = {}
-    for r in rows:
-        if r.get("verified") in ("fail", "error"):
-            continue
-        try:
-            ms = float(r["ms"])
-        except (KeyError, ValueError):
-            continue
-        if ms <= 0:
-            continue
-        k = (r["shape"], r["variant"], r["datatype"])
-        if k not in best or ms < float(best[k]["ms"]):
-            best[k] = r
-    return best
+    return fastest_rows(rows, lambda r: r.get("verified") not in ("fail", "error"))
 
 
 def read_cudnn(paths: list[Path]) -> dict[tuple[str, str, str], dict[str, str]]:

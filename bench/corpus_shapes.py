@@ -32,22 +32,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from ckgen.model.problem import SHAPE_COLUMNS
+
 HERE = Path(__file__).resolve().parent
+
 CORPUS = HERE / "shapes" / "models.csv"
-SHAPE_COLUMNS = (
-    "name",
-    "ndim",
-    "G",
-    "N",
-    "C",
-    "K",
-    "input",
-    "filter",
-    "stride",
-    "dilation",
-    "pad_left",
-    "pad_right",
-)
 MAP_COLUMNS = ("shape", "row", "model", "count")
 VARIANTS = ("forward", "backward_data", "backward_weight")
 
@@ -133,7 +122,6 @@ def check_support(
 ) -> dict[tuple[str, str], int]:
     """unsupported.csv (variant,datatype,shape,row,model,reason) through the built library's
     dispatcher; returns the number of corpus rows without an instance per (variant, datatype)."""
-    sys.path.insert(0, str(HERE.parent))
     from ckgen.model.problem import load_shapes
     from ckgen.runtime.library import KernelLibrary, NoKernel
 

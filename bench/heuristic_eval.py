@@ -49,10 +49,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 FAILED = ("fail", "error")
 VARIANTS = ("forward", "backward_data", "backward_weight")
 Pair = tuple[str, int]  # (instance, k_batch)

@@ -7,7 +7,8 @@ batch, as a shapes CSV (bench/shapes/models.csv) plus its sidecar (bench/shapes/
 Each model is built on PyTorch's `meta` device (no weights, no downloads, no memory) and run
 once on a meta tensor with forward hooks on every nn.Conv1d/2d/3d, which record the input
 shape, the weight shape, stride, padding, dilation and groups. Needs torch and torchvision;
-torchaudio for wav2vec2 (skipped with a note when it is missing). Does not import ckgen.
+torchaudio for wav2vec2 (skipped with a note when it is missing). From ckgen it takes only the
+shapes CSV's columns (ckgen.model.problem.SHAPE_COLUMNS; ckgen installed, or PYTHONPATH=.).
 
 models.csv is the profiler's shapes format (name,ndim,G,N,C,K,input,filter,stride,dilation,
 pad_left,pad_right; C and K per group, as ckgen.model.problem.load_shapes and the C++
@@ -35,21 +36,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ckgen.model.problem import SHAPE_COLUMNS
+
 HERE = Path(__file__).resolve().parent
-SHAPE_COLUMNS = (
-    "name",
-    "ndim",
-    "G",
-    "N",
-    "C",
-    "K",
-    "input",
-    "filter",
-    "stride",
-    "dilation",
-    "pad_left",
-    "pad_right",
-)
+
 META_COLUMNS = ("name", "model", "batch", "count", "modules")
 
 # Module-path abbreviations for row names (applied to each dotted path component).

@@ -83,14 +83,7 @@ class Key(NamedTuple):
         return self[:5]
 
 
-def _bench_path() -> None:
-    """bench/ on sys.path: model_shapes and model_steps import from there."""
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-
-
 def _models() -> list[Any]:
-    _bench_path()
     from model_shapes import MODELS
 
     return list(MODELS)
@@ -267,7 +260,6 @@ def num(v: Any) -> float | None:
 # ----------------------------------------------------------------------------- measuring
 def measure_all(args: Any, writer: Writer, log: Callable[[str], None] = print) -> None:
     os.environ["CKGEN_AUTOTUNE"] = "0"  # the heuristic rows must not autotune
-    _bench_path()
     import model_steps as ms
     import torch
 

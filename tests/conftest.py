@@ -111,6 +111,47 @@ def build_and_run_host_check(source: Path, include: Path, out: Path) -> subproce
     return subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
 
 
+def build_dispatch_host_test(name: str, tmp_path: Path, *flags: str) -> Path:
+    """tests/host/<name>.cpp (the dispatcher with fake instances) compiled by the host C++
+    compiler ($CXX, g++, c++ or clang++; the test skips without one) against the library headers
+    and sm_90a's rendered arch_params.hpp, with core/portability.hpp's host-only branch
+    (CKGEN_PLATFORM_HOST: whatever CUDA / HIP headers the machine has), whose device queries
+    answer "no device"; flags go before the sources. The executable, in tmp_path."""
+    cxx = next(
+        (c for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c and shutil.which(c)),
+        None,
+    )
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    from ckgen.emit.render import _dispatch_files
+    from ckgen.model.arch import get_arch
+
+    inc = tmp_path / "include"
+    gen = _dispatch_files(get_arch("sm_90a"))["include/ckgen/generated/arch_params.hpp"]
+    (inc / "ckgen" / "generated").mkdir(parents=True)
+    (inc / "ckgen" / "generated" / "arch_params.hpp").write_bytes(gen)
+    exe = tmp_path / name
+    comp = subprocess.run(
+        [
+            cxx,
+            "-std=c++17",
+            "-O1",
+            *flags,
+            "-DCKGEN_PLATFORM_HOST",
+            f"-I{REPO / 'templates' / 'include'}",
+            f"-I{inc}",
+            str(REPO / "tests" / "host" / f"{name}.cpp"),
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert comp.returncode == 0, comp.stderr[-4000:]
+    return exe
+
+
 def mutated_include(dest: Path, header: str, old: str, new: str) -> Path:
     """A copy of templates/include under ``dest`` with one line of ``ckgen/<header>`` replaced
     (the target must occur exactly once): for checks that must fail on broken code."""

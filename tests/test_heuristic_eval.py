@@ -16,8 +16,6 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
 def _load(name: str):
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))  # corpus_report imports heuristic_eval
     spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod  # dataclasses look their module up there

@@ -17,19 +17,10 @@ import pytest
 from ckgen.model.problem import Problem
 from ckgen.runtime import autotune as at
 
-from conftest import REPO, have
+from conftest import build_dispatch_host_test, have
 
 P = Problem.make(N=8, C=64, K=64, input=(56, 56), filter=(3, 3), pad=1)
 KEY = at.DeviceKey("NVIDIA H200", 132, 12080, 12080, "0.1.0", "ab" * 32)
-
-
-def _host_cxx() -> str | None:
-    import shutil
-
-    for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++"):
-        if c and shutil.which(c):
-            return c
-    return None
 
 
 # ------------------------------------------------------------------ C++ host-only
@@ -39,42 +30,13 @@ def test_selection_cache_host_only(tmp_path: Path) -> None:
     changes, a stale epoch's selection dropped, the capacity bound, recorded picks answering
     select, refusals, 8 threads selecting while another clears; and a file written by the
     autotune store loads as a tuning database whose entry decides the exact problem."""
-    cxx = _host_cxx()
-    if cxx is None:
-        pytest.skip("no host C++ compiler")
-    from ckgen.emit.render import _dispatch_files
-    from ckgen.model.arch import get_arch
-
-    inc = tmp_path / "include"
-    gen = _dispatch_files(get_arch("sm_90a"))["include/ckgen/generated/arch_params.hpp"]
-    (inc / "ckgen" / "generated").mkdir(parents=True)
-    (inc / "ckgen" / "generated" / "arch_params.hpp").write_bytes(gen)
     # a cache file of the autotune store, for the fake fwd_small_v8 on the host test's problem
     store = at.AutotuneStore(tmp_path / "autotune.json", KEY, "sm_90a")
     p = Problem.make(N=8, C=64, K=64, input=(56, 56), filter=(3, 3), pad=1)
     store.put("forward", "fp16", p, [("fwd_big_v8", 0, 0.02), ("fwd_small_v8", 0, 0.01)])
-    exe = tmp_path / "selection_cache"
-    comp = subprocess.run(
-        [
-            cxx,
-            "-std=c++17",
-            "-O1",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pthread",
-            "-DCKGEN_PLATFORM_HOST",
-            f"-I{REPO / 'templates' / 'include'}",
-            f"-I{inc}",
-            str(REPO / "tests" / "host" / "selection_cache.cpp"),
-            "-o",
-            str(exe),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    exe = build_dispatch_host_test(
+        "selection_cache", tmp_path, "-Wall", "-Wextra", "-Werror", "-pthread"
     )
-    assert comp.returncode == 0, comp.stderr[-4000:]
     out = subprocess.run(
         [str(exe), str(tmp_path), str(store.path)], capture_output=True, text=True, timeout=120
     )

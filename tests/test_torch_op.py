@@ -359,7 +359,6 @@ if pytest is not None and __name__ != "__main__":
 
 
 def _standalone() -> int:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     try:
         import torch
     except ImportError:

@@ -23,16 +23,14 @@ import csv
 import json
 import re
 import statistics
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from ckgen.model.arch import get_arch
+from ckgen.model.naming import parse_instance_name as parse_name
+from ckgen.model.vocab import DATATYPE_BYTES, Pipeline
+from ckgen.space.estimate import register_estimate
 
-from ckgen.model.arch import get_arch  # noqa: E402
-from ckgen.model.naming import parse_instance_name as parse_name  # noqa: E402
-from ckgen.model.vocab import DATATYPE_BYTES, Pipeline  # noqa: E402
-from ckgen.space.estimate import register_estimate  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def estimate_v0(name: str, warp_size: int) -> int:

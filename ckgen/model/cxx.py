@@ -8,8 +8,9 @@ Rendered:
   include/ckgen/core/limits.hpp      the limits the C++ reads (ckgen.model.limits CXX_LIMITS)
   include/ckgen/core/forms.hpp       the kernel forms the C++ tells apart (ckgen.space.forms)
   include/ckgen/core/kernel_key.hpp  KernelKey: an instance's fields (ckgen.model.instance)
-  project/dispatch/ckgen_dispatch.h  the block of the C API's problem struct
-                                     (ckgen.model.problem C_PROBLEM_FIELDS)
+  project/dispatch/ckgen_dispatch.h  the blocks of the C API's structs: ckgen_problem
+                                     (ckgen.model.problem C_PROBLEM_FIELDS), ckgen_epilogue and
+                                     ckgen_epilogue_args (ckgen.model.epilogue)
 tests/test_generated_headers.py checks that the committed files equal these renderings.
 """
 
@@ -17,11 +18,12 @@ from __future__ import annotations
 
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
 
 from ckgen.model import vocab
+from ckgen.model.epilogue import C_EPILOGUE_ARGS_FIELDS, C_EPILOGUE_FIELDS
 from ckgen.model.instance import KernelInstance
 from ckgen.model.limits import CXX_LIMITS
 from ckgen.model.problem import C_PROBLEM_FIELDS
@@ -149,29 +151,60 @@ def render_kernel_key_hpp() -> str:
     return "\n".join(lines)
 
 
-_C_BEGIN = (
-    "/* BEGIN ckgen_problem: rendered from ckgen/model/problem.py by `python -m ckgen.model.cxx`;"
-)
+def _c_begin(struct: str, source: str) -> str:
+    return f"/* BEGIN {struct}: rendered from ckgen/model/{source} by `python -m ckgen.model.cxx`;"
+
+
 _C_BEGIN2 = " * do not edit by hand. */"
-_C_END = "/* END ckgen_problem */"
 
 
-def render_c_problem() -> str:
-    """The C API's problem struct, the block between the markers of ckgen_dispatch.h."""
-    lines = [_C_BEGIN, _C_BEGIN2, "typedef struct ckgen_problem {"]
-    for name, ctype, count, _attr in C_PROBLEM_FIELDS:
+def _c_struct(struct: str, fields: Sequence[tuple[str, str, int]]) -> list[str]:
+    lines = [f"typedef struct {struct} {{"]
+    for name, ctype, count in fields:
         lines.append(f"  {ctype} {name}{f'[{count}]' if count else ''};")
-    lines += ["} ckgen_problem;", _C_END]
-    return "\n".join(lines)
+    return [*lines, f"}} {struct};"]
+
+
+def _c_enum(prefix: str, words: type[Word]) -> list[str]:
+    items = [f"  CKGEN_{prefix}_{m.value.upper()} = {i}," for i, m in enumerate(words)]
+    return ["enum {", *items, "};"]
+
+
+def render_c_problem() -> list[str]:
+    return _c_struct("ckgen_problem", [(n, t, c) for n, t, c, _ in C_PROBLEM_FIELDS])
+
+
+def render_c_epilogue() -> list[str]:
+    return [
+        *_c_enum("CHANNEL_OP", vocab.ChannelOp),
+        *_c_enum("ACTIVATION", vocab.Activation),
+        *_c_struct("ckgen_epilogue", C_EPILOGUE_FIELDS),
+    ]
+
+
+def render_c_epilogue_args() -> list[str]:
+    return _c_struct("ckgen_epilogue_args", C_EPILOGUE_ARGS_FIELDS)
+
+
+# The rendered blocks of ckgen_dispatch.h: name (its markers), source module, rendering.
+C_BLOCKS: tuple[tuple[str, str, Callable[[], list[str]]], ...] = (
+    ("ckgen_problem", "problem.py", render_c_problem),
+    ("ckgen_epilogue", "epilogue.py", render_c_epilogue),
+    ("ckgen_epilogue_args", "epilogue.py", render_c_epilogue_args),
+)
 
 
 def render_dispatch_h(current: str) -> str:
-    """ckgen_dispatch.h with its problem-struct block rendered anew."""
-    head, sep, rest = current.partition(_C_BEGIN)
-    _, sep2, tail = rest.partition(_C_END)
-    if not sep or not sep2:
-        raise ValueError("ckgen_dispatch.h lacks the BEGIN / END ckgen_problem markers")
-    return head + render_c_problem() + tail
+    """ckgen_dispatch.h with its struct blocks (C_BLOCKS) rendered anew."""
+    text = current
+    for struct, source, render in C_BLOCKS:
+        begin, end = _c_begin(struct, source), f"/* END {struct} */"
+        head, sep, rest = text.partition(begin)
+        _, sep2, tail = rest.partition(end)
+        if not sep or not sep2:
+            raise ValueError(f"ckgen_dispatch.h lacks the BEGIN / END {struct} markers")
+        text = head + "\n".join([begin, _C_BEGIN2, *render(), end]) + tail
+    return text
 
 
 def _whole(render: Callable[[], str]) -> Callable[[str], str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ckgen.errors import CkgenError
+from ckgen.model.epilogue import C_EPILOGUE_ARGS_FIELDS, C_EPILOGUE_FIELDS
 from ckgen.model.problem import C_PROBLEM_FIELDS, Problem
 
 
@@ -38,7 +39,13 @@ class NoKernel(CkgenRuntimeError):
         self.reason = reason
 
 
-_CTYPES = {"int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64}
+_CTYPES: dict[str, Any] = {
+    "int32_t": ctypes.c_int32,
+    "int64_t": ctypes.c_int64,
+    "float": ctypes.c_float,
+    "const float*": ctypes.c_void_p,
+    "const void*": ctypes.c_void_p,
+}
 
 
 def _ctypes_field(name: str, ctype: str, count: int) -> tuple[str, Any]:
@@ -50,6 +57,18 @@ class CProblem(ctypes.Structure):
     """ckgen_problem (ckgen.model.problem.C_PROBLEM_FIELDS)."""
 
     _fields_ = [_ctypes_field(n, t, c) for n, t, c, _ in C_PROBLEM_FIELDS]
+
+
+class CEpilogue(ctypes.Structure):
+    """ckgen_epilogue (ckgen.model.epilogue.C_EPILOGUE_FIELDS)."""
+
+    _fields_ = [_ctypes_field(n, t, c) for n, t, c in C_EPILOGUE_FIELDS]
+
+
+class CEpilogueArgs(ctypes.Structure):
+    """ckgen_epilogue_args (ckgen.model.epilogue.C_EPILOGUE_ARGS_FIELDS)."""
+
+    _fields_ = [_ctypes_field(n, t, c) for n, t, c in C_EPILOGUE_ARGS_FIELDS]
 
 
 # Problems seen lately -> their C struct (built once: select() and run() of a repeated problem
@@ -130,6 +149,7 @@ def _logical_shapes(p: Problem) -> dict[str, tuple[int, ...]]:
         "in": (p.N, p.G * p.C, *tuple(p.input)[lo:]),
         "out": (p.N, p.G * p.K, *tuple(p.output)[lo:]),
         "wei": (p.G * p.K, p.C, *tuple(p.filter)[lo:]),
+        "residual": (p.N, p.G * p.K, *tuple(p.output)[lo:]),
     }
 
 
@@ -168,7 +188,7 @@ def tensor_arg(
                     "pass a contiguous / channels-last tensor",
                     code=3,
                 )
-            if problem is not None and role in ("in", "out", "wei"):
+            if problem is not None and role in ("in", "out", "wei", "residual"):
                 cf = _logical_shapes(problem)[role]
                 if shape == cf and len(shape) > 2 and strides[1] != 1 and cf[1] > 1:
                     raise CkgenRuntimeError(
@@ -211,6 +231,17 @@ def load_lib(path: Path) -> ctypes.CDLL:
         raise CkgenRuntimeError(f"cannot load {path}: {ex}") from None
     P = ctypes.POINTER(CProblem)
     I64P = ctypes.POINTER(ctypes.c_int64)
+    # ckgen_run's (index, problem, in, wei, out, workspace, stream, k_batch); ckgen_time_run
+    # takes the same, then warmup, iters and ms_out
+    RUN = [ctypes.c_int, P, *[ctypes.c_void_p] * 5, ctypes.c_int]
+    # both selects' (problem, variant, datatype, k_batch_out, source_out)
+    SELECT = [
+        P,
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.POINTER(ctypes.c_int),
+        ctypes.POINTER(ctypes.c_char_p),
+    ]
     sig = {
         "ckgen_api_version": (ctypes.c_int, []),
         "ckgen_arch": (ctypes.c_char_p, []),
@@ -219,37 +250,37 @@ def load_lib(path: Path) -> ctypes.CDLL:
         "ckgen_kernel_info": (ctypes.c_char_p, [ctypes.c_int]),
         "ckgen_is_supported": (ctypes.c_char_p, [ctypes.c_int, P, ctypes.c_int]),
         "ckgen_workspace_bytes": (ctypes.c_int64, [ctypes.c_int, P, ctypes.c_int]),
-        "ckgen_run": (
+        "ckgen_run": (ctypes.c_int, RUN),
+        "ckgen_select": (ctypes.c_int, SELECT),
+        "ckgen_select_cost_model": (ctypes.c_int, SELECT),
+        "ckgen_select_fused": (
+            ctypes.c_int,
+            [
+                P,
+                ctypes.c_char_p,
+                ctypes.c_char_p,
+                ctypes.POINTER(CEpilogue),
+                ctypes.POINTER(ctypes.c_int),
+                ctypes.POINTER(ctypes.c_char_p),
+            ],
+        ),
+        "ckgen_kernel_epilogue": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(CEpilogue)]),
+        "ckgen_run_fused": (
             ctypes.c_int,
             [
                 ctypes.c_int,
                 P,
                 ctypes.c_void_p,
+                ctypes.c_int64,
                 ctypes.c_void_p,
+                ctypes.c_int64,
                 ctypes.c_void_p,
+                ctypes.c_int64,
+                ctypes.POINTER(CEpilogueArgs),
                 ctypes.c_void_p,
+                ctypes.c_int64,
                 ctypes.c_void_p,
                 ctypes.c_int,
-            ],
-        ),
-        "ckgen_select": (
-            ctypes.c_int,
-            [
-                P,
-                ctypes.c_char_p,
-                ctypes.c_char_p,
-                ctypes.POINTER(ctypes.c_int),
-                ctypes.POINTER(ctypes.c_char_p),
-            ],
-        ),
-        "ckgen_select_cost_model": (
-            ctypes.c_int,
-            [
-                P,
-                ctypes.c_char_p,
-                ctypes.c_char_p,
-                ctypes.POINTER(ctypes.c_int),
-                ctypes.POINTER(ctypes.c_char_p),
             ],
         ),
         "ckgen_estimate_us": (ctypes.c_double, [ctypes.c_int, P, ctypes.c_int]),
@@ -305,19 +336,7 @@ def load_lib(path: Path) -> ctypes.CDLL:
         ),
         "ckgen_time_run": (
             ctypes.c_int,
-            [
-                ctypes.c_int,
-                P,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.c_int,
-                ctypes.c_int,
-                ctypes.c_int,
-                ctypes.POINTER(ctypes.c_float),
-            ],
+            [*RUN, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_float)],
         ),
         "ckgen_device_info": (
             ctypes.c_int,

@@ -8,8 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ckgen.model.epilogue import PLAIN, Epilogue
 from ckgen.model.problem import Problem
 from ckgen.runtime.capi import (
+    CEpilogueArgs,
     CkgenRuntimeError,
     UnsupportedProblem,
     c_problem,
@@ -33,6 +35,7 @@ class Kernel:
     datatype: str
     ndim: int
     tile: tuple[int, int, int]
+    epilogue: Epilogue = PLAIN
 
     def is_supported(self, problem: Problem, k_batch: int = 0) -> str:
         """'' when the kernel can run the problem, else the reason."""
@@ -67,9 +70,30 @@ class Kernel:
         workspace_ptr: Any = 0,
         stream: Any = 0,
         k_batch: int = 0,
+        *,
+        bias: Any = None,
+        scale: Any = None,
+        residual: Any = None,
+        beta: float = 1.0,
+        alpha: float = 0.01,
     ) -> None:
         """Enqueue on stream (device pointers: ints or tensors). UnsupportedProblem carries the
-        is_supported reason; other failures raise CkgenRuntimeError."""
+        is_supported reason; other failures raise CkgenRuntimeError.
+
+        A fused kernel (self.epilogue) takes its operands: bias and scale (G*K fp32), residual
+        (the output's shape, layout and dtype), beta (the residual's scale) and alpha
+        (leaky_relu's slope); the operands its operations do not read must be None."""
+        if self.epilogue.fused or bias is not None or scale is not None or residual is not None:
+            self._run_fused(
+                problem,
+                (in_ptr, wei_ptr, out_ptr, workspace_ptr),
+                stream,
+                k_batch,
+                (bias, scale, residual),
+                beta,
+                alpha,
+            )
+            return
         lib = self.registry._lib
         if type(in_ptr) is int and type(wei_ptr) is int and type(out_ptr) is int:
             # bare pointers: nothing to check on the Python side (sizes unknown: -1)
@@ -97,12 +121,57 @@ class Kernel:
             stream_arg(stream),
             k_batch,
         )
-        if rc == 0:
-            return
+        if rc != 0:
+            self._raise(rc)
+
+    def _raise(self, rc: int) -> None:
         msg = self.registry._last_error()
         if rc == 2:
             raise UnsupportedProblem(self.name, msg.split(": ", 1)[-1])
         raise CkgenRuntimeError(msg, code=rc)
+
+    def _run_fused(
+        self,
+        problem: Problem,
+        tensors: tuple[Any, Any, Any, Any],
+        stream: Any,
+        k_batch: int,
+        operands: tuple[Any, Any, Any],
+        beta: float,
+        alpha: float,
+    ) -> None:
+        lib = self.registry._lib
+        x, w, y, ws = tensors
+        bias, scale, residual = operands
+        pi, bi = tensor_arg(x, "in", self.datatype, problem)
+        pw, bw = tensor_arg(w, "wei", self.datatype, problem)
+        po, bo = tensor_arg(y, "out", self.datatype, problem)
+        pws, bws = tensor_arg(ws, "workspace", None)
+        gk = problem.G * problem.K
+        pb = _vector_arg(bias, "bias", gk)
+        ps = _vector_arg(scale, "scale", gk)
+        pr, br = tensor_arg(residual, "residual", self.datatype, problem)
+        if br >= 0 and bo >= 0 and br != bo:
+            raise CkgenRuntimeError(f"residual: {br} bytes, the output has {bo}", code=3)
+        check_devices(lib, x, w, y, ws, bias, scale, residual)
+        args = CEpilogueArgs(pb or None, ps or None, pr or None, float(beta), float(alpha))
+        rc = lib.ckgen_run_fused(
+            self.index,
+            ctypes.byref(c_problem(problem)),
+            pi,
+            bi,
+            pw,
+            bw,
+            po,
+            bo,
+            ctypes.byref(args),
+            pws,
+            bws,
+            stream_arg(stream),
+            k_batch,
+        )
+        if rc != 0:
+            self._raise(rc)
 
     def __repr__(self) -> str:
         return f"Kernel({self.index}, {self.name!r})"
@@ -122,6 +191,10 @@ class Selection:
         return self.kernel.name
 
     @property
+    def epilogue(self) -> Epilogue:
+        return self.kernel.epilogue
+
+    @property
     def source(self) -> str:
         return self.why.split(":", 1)[0]
 
@@ -136,8 +209,13 @@ class Selection:
         out_ptr: Any,
         workspace_ptr: Any = 0,
         stream: Any = 0,
+        **epilogue: Any,
     ) -> None:
-        self.kernel.run(problem, in_ptr, wei_ptr, out_ptr, workspace_ptr, stream, self.k_batch)
+        """Kernel.run with the selection's k_batch; a fused selection takes the epilogue's
+        operands as keywords (bias, scale, residual, beta, alpha)."""
+        self.kernel.run(
+            problem, in_ptr, wei_ptr, out_ptr, workspace_ptr, stream, self.k_batch, **epilogue
+        )
 
 
 @dataclass(frozen=True)
@@ -151,6 +229,16 @@ class Candidate:
     @property
     def name(self) -> str:
         return self.kernel.name
+
+
+def _vector_arg(x: Any, role: str, elems: int) -> int:
+    """The pointer of a per-channel fp32 vector of `elems` values (0 for None)."""
+    ptr, nbytes = tensor_arg(x, role, "fp32")
+    if nbytes >= 0 and nbytes != 4 * elems:
+        raise CkgenRuntimeError(
+            f"{role}: {nbytes // 4} fp32 values, the problem needs G*K = {elems}", code=3
+        )
+    return ptr
 
 
 def supported(kernels: Iterable[Kernel], problem: Problem, k_batch: int = 0) -> list[Kernel]:

@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from ckgen.errors import CkgenError
+from ckgen.model.epilogue import PLAIN, Epilogue
 from ckgen.model.problem import Problem
 from ckgen.runtime import jit as _jit
 from ckgen.runtime.capi import (
+    CEpilogue,
     CkgenRuntimeError,
     NoKernel,
     UnsupportedProblem,
@@ -36,7 +38,7 @@ from ckgen.runtime.capi import (
 )
 from ckgen.runtime.jit import CACHE_ENV, CACHE_VERSION, LIB_NAME
 from ckgen.runtime.kernel import Candidate, Kernel, Selection, supported
-from ckgen.runtime.select_cache import MEMOS, SelectMemo, autotuned
+from ckgen.runtime.select_cache import MEMOS, SelectMemo, autotuned, select_fused
 
 __all__ = [
     "CACHE_ENV",
@@ -70,8 +72,10 @@ class KernelLibrary:
         self._lib = load_lib(self.lib_path)
         self.arch = self._lib.ckgen_arch().decode()
         self.kernels: list[Kernel] = []
+        ops = CEpilogue()
         for i in range(self._lib.ckgen_num_kernels()):
             v, d, nd, tm, tn, tk, _kb = self._lib.ckgen_kernel_info(i).decode().split()
+            self._lib.ckgen_kernel_epilogue(i, ctypes.byref(ops))
             self.kernels.append(
                 Kernel(
                     self,
@@ -81,6 +85,7 @@ class KernelLibrary:
                     d,
                     int(nd),
                     (int(tm), int(tn), int(tk)),
+                    Epilogue.from_codes(ops.channel_op, ops.activation, ops.residual),
                 )
             )
         self._by_name = {k.name: k for k in self.kernels}
@@ -236,6 +241,7 @@ class KernelLibrary:
         stream: Any = 0,
         tensors: Sequence[Any] | None = None,
         topk: int | None = None,
+        fusion: str | Epilogue | None = None,
     ) -> Selection:
         """Best kernel for the problem: tuning database (exact, then the cost model corrected by the
         residuals measured on the nearest tuned shapes), else the cost model. NoKernel (with the
@@ -248,7 +254,14 @@ class KernelLibrary:
         candidates (topk, default CKGEN_AUTOTUNE_TOPK or 8) on `stream` with scratch outputs
         (tensors = (in, wei, out) lends the inputs; the tensor the variant writes is never
         touched), keep the fastest and persist it in the per-GPU autotune cache file. Never
-        times while the stream captures a graph (the known pick, else the heuristic)."""
+        times while the stream captures a graph (the known pick, else the heuristic).
+
+        fusion (forward only; a spelling such as "bias_relu" or an Epilogue): only kernels whose
+        fused epilogue is exactly that take part, chosen by the cost model (never autotuned);
+        the Selection's run() takes the operands. A plain request never gets a fused kernel."""
+        ep = Epilogue.parse(fusion) if fusion is not None else PLAIN
+        if ep.fused:
+            return select_fused(self, problem, variant, datatype, ep)
         lib = self._lib
         memo = self._memo
         epoch = lib.ckgen_cache_epoch()
@@ -278,20 +291,38 @@ class KernelLibrary:
         return sel
 
     def _select_c(
-        self, problem: Problem, variant: str, datatype: str, cost_model_only: bool
+        self,
+        problem: Problem,
+        variant: str,
+        datatype: str,
+        cost_model_only: bool,
+        ep: Epilogue = PLAIN,
     ) -> Selection:
         kb = ctypes.c_int(0)
         why = ctypes.c_char_p()
-        fn = self._lib.ckgen_select_cost_model if cost_model_only else self._lib.ckgen_select
-        i = fn(
-            ctypes.byref(c_problem(problem)),
-            variant.encode(),
-            datatype.encode(),
-            ctypes.byref(kb),
-            ctypes.byref(why),
-        )
+        if ep.fused:
+            i = self._lib.ckgen_select_fused(
+                ctypes.byref(c_problem(problem)),
+                variant.encode(),
+                datatype.encode(),
+                ctypes.byref(CEpilogue(*ep.codes)),
+                ctypes.byref(kb),
+                ctypes.byref(why),
+            )
+        else:
+            fn = self._lib.ckgen_select_cost_model if cost_model_only else self._lib.ckgen_select
+            i = fn(
+                ctypes.byref(c_problem(problem)),
+                variant.encode(),
+                datatype.encode(),
+                ctypes.byref(kb),
+                ctypes.byref(why),
+            )
         if i < 0:
-            raise NoKernel(self._last_error())
+            msg = self._last_error()
+            if ep.fused and "forward only" in msg:
+                raise CkgenRuntimeError(msg, code=3)
+            raise NoKernel(msg)
         text = (why.value or b"").decode()
         return Selection(self.kernels[i], kb.value, text, autotuned=text.startswith("autotune"))
 
@@ -430,14 +461,22 @@ class KernelLibrary:
     clear_cache = staticmethod(_jit.clear_cache)
 
     def find(
-        self, variant: str | None = None, datatype: str | None = None, ndim: int | None = None
+        self,
+        variant: str | None = None,
+        datatype: str | None = None,
+        ndim: int | None = None,
+        fusion: str | Epilogue | None = None,
     ) -> list[Kernel]:
+        """Kernels by variant / datatype / ndim (None: any) and fusion (a spelling or an
+        Epilogue; "none": plain kernels only)."""
+        ep = Epilogue.parse(fusion) if fusion is not None else None
         return [
             k
             for k in self.kernels
             if (variant is None or k.variant == variant)
             and (datatype is None or k.datatype == datatype)
             and (ndim is None or k.ndim == ndim)
+            and (ep is None or k.epilogue == ep)
         ]
 
     def __repr__(self) -> str:

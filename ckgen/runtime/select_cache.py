@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ckgen.model.epilogue import Epilogue
 from ckgen.model.problem import Problem
 from ckgen.runtime.capi import CkgenRuntimeError, c_problem, ptr_arg, stream_arg
 from ckgen.runtime.kernel import Candidate, Selection
@@ -41,6 +42,28 @@ class SelectMemo:
 
 
 MEMOS: dict[str, SelectMemo] = {}
+
+
+def select_fused(
+    reg: KernelLibrary, problem: Problem, variant: str, datatype: str, ep: Epilogue
+) -> Selection:
+    """select()'s fused path: the C dispatcher's answer (cost model) for exactly these
+    operations, memoised by value with the epilogue in the key."""
+    memo = reg._memo
+    lib = reg._lib
+    epoch = lib.ckgen_cache_epoch()
+    if epoch != memo.epoch:
+        memo.clear()
+        memo.epoch = epoch
+    vkey = (problem, variant, datatype, lib.ckgen_current_device(), ep)
+    sel = memo.by_value.get(vkey)
+    if sel is None:
+        sel = reg._select_c(problem, variant, datatype, False, ep)
+        if lib.ckgen_cache_epoch() == memo.epoch:
+            if len(memo.by_value) >= SelectMemo.CAP:
+                memo.clear()
+            memo.by_value[vkey] = sel
+    return sel
 
 
 def autotuned(

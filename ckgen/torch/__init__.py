@@ -252,10 +252,8 @@ def conv_backward_data(
     padding_right: Any = None,
 ) -> Any:
     """dx (of shape input_size) from dy and weight, channels-last."""
-    nd = _nd(dy, "dy")
-    size = _ck.ints(input_size, nd + 2, "input_size", 0)
-    conf = _conf(nd, weight, stride, padding, dilation, groups, registry, padding_right)
-    return _gradient("backward_data", dy, weight, size, conf)
+    params = (stride, padding, dilation, groups, registry, padding_right)
+    return _gradient("backward_data", dy, weight, input_size, _nd(dy, "dy"), params)
 
 
 def conv_backward_weight(
@@ -270,15 +268,18 @@ def conv_backward_weight(
     padding_right: Any = None,
 ) -> Any:
     """dw (of shape weight_size, GKYXC memory: channels-last) from x and dy."""
-    nd = _nd(x)
-    size = _ck.ints(weight_size, nd + 2, "weight_size", 0)
-    conf = _conf(nd, size, stride, padding, dilation, groups, registry, padding_right)
-    return _gradient("backward_weight", x, dy, size, conf)
+    params = (stride, padding, dilation, groups, registry, padding_right)
+    return _gradient("backward_weight", x, dy, weight_size, _nd(x), params)
 
 
-def _gradient(variant: str, a: Any, b: Any, size: tuple, conf: tuple) -> Any:
-    """A backward op on (a, b): its implementation on the eager path, else the registered op
-    (which takes the size as a list)."""
+def _gradient(variant: str, a: Any, b: Any, out_size: Any, nd: int, params: tuple) -> Any:
+    """A backward op on (a, b) whose output has shape out_size (input_size or weight_size),
+    params: the call's (stride, padding, dilation, groups, registry, padding_right): its
+    implementation on the eager path, else the registered op (which takes the size as a list).
+    'same' padding reads the filter from the weight (backward_data) or from weight_size."""
+    what = "input_size" if variant == "backward_data" else "weight_size"
+    size = _ck.ints(out_size, nd + 2, what, 0)
+    conf = _conf(nd, b if variant == "backward_data" else size, *params)
     if fast(a, b):
         return getattr(_ops, variant)(a, b, size, conf)
     return getattr(torch.ops.ckgen, "conv_" + variant)(a, b, list(size), *conf)

@@ -423,43 +423,27 @@ def backward_weight(x: Any, dy: Any, weight_size: Sequence[int], conf: tuple) ->
     return dw
 
 
-def forward_impl(
-    x: Any,
-    w: Any,
-    b: Any,
-    stride: Sequence[int],
-    pl: Sequence[int],
-    pr_: Sequence[int],
-    dil: Sequence[int],
-    groups: int,
-    lid: int,
-) -> Any:
-    return forward(x, w, b, conf_of(stride, pl, pr_, dil, groups, lid))
+def _op_impl(fn: Any, name: str) -> Any:
+    """The registered op's implementation of fn (forward, backward_data or backward_weight): its
+    parameters as the op's schema passes them, conf made of the lists."""
+
+    def impl(
+        a: Any,
+        b: Any,
+        c: Any,
+        stride: Sequence[int],
+        pl: Sequence[int],
+        pr_: Sequence[int],
+        dil: Sequence[int],
+        groups: int,
+        lid: int,
+    ) -> Any:
+        return fn(a, b, c, conf_of(stride, pl, pr_, dil, groups, lid))
+
+    impl.__name__ = impl.__qualname__ = name
+    return impl
 
 
-def backward_data_impl(
-    dy: Any,
-    w: Any,
-    input_size: Sequence[int],
-    stride: Sequence[int],
-    pl: Sequence[int],
-    pr_: Sequence[int],
-    dil: Sequence[int],
-    groups: int,
-    lid: int,
-) -> Any:
-    return backward_data(dy, w, input_size, conf_of(stride, pl, pr_, dil, groups, lid))
-
-
-def backward_weight_impl(
-    x: Any,
-    dy: Any,
-    weight_size: Sequence[int],
-    stride: Sequence[int],
-    pl: Sequence[int],
-    pr_: Sequence[int],
-    dil: Sequence[int],
-    groups: int,
-    lid: int,
-) -> Any:
-    return backward_weight(x, dy, weight_size, conf_of(stride, pl, pr_, dil, groups, lid))
+forward_impl = _op_impl(forward, "forward_impl")
+backward_data_impl = _op_impl(backward_data, "backward_data_impl")
+backward_weight_impl = _op_impl(backward_weight, "backward_weight_impl")

@@ -12,50 +12,18 @@
 #include <string>
 
 #include "ckgen/dispatch/dispatcher.hpp"
+#include "fake_dispatch.hpp"
 
 using namespace ckgen;
+using namespace ckgen_test;
 
 namespace {
 
-struct FakeKernel : KernelBase {
-  KernelKey k;
-  explicit FakeKernel(KernelKey key) : k(std::move(key)) {}
-  const KernelKey& key() const override { return k; }
-  std::string is_supported(const ConvProblem&, const RunOptions&) const override { return ""; }
-  std::size_t workspace_bytes(const ConvProblem&, const RunOptions&) const override { return 0; }
-  gpuError_t run(const ConvProblem&, const ConvTensors&, void*, gpuStream_t, const RunOptions&) const override {
-    return gpuSuccess;
-  }
-};
-
 KernelKey key(const std::string& name, Variant v, int tm, int tn, int tk, Stage st = Stage::One) {
-  KernelKey k{};
-  k.name = name;
-  k.variant = v;
-  k.datatype = DataType::FP16;
-  k.ndim = 2;
-  k.tile_m = tm, k.tile_n = tn, k.tile_k = tk;
-  k.wave_m = 2, k.wave_n = 2, k.wave_k = 1;
-  k.warp_m = 16, k.warp_n = 8, k.warp_k = 16;
-  k.pipeline = Pipeline::Multistage;
-  k.stages = 3;
-  k.vec_a = k.vec_b = k.vec_c = 8;
-  k.groups_to_merge = 1;
+  KernelKey k = fake_key(name, v, tm, tn, tk);
   k.k_batch = v == Variant::BackwardWeight ? 0 : 1;
   k.stage = st;
-  k.arch = "sm_90a";
   return k;
-}
-
-ConvProblem conv(int64_t N, int64_t C, int64_t K, int64_t hw, int64_t f = 3) {
-  ConvProblem p;
-  p.ndim = 2;
-  p.N = N, p.C = C, p.K = K;
-  p.in[1] = p.in[2] = hw;
-  p.filter[1] = p.filter[2] = f;
-  p.pad_l[1] = p.pad_l[2] = p.pad_r[1] = p.pad_r[2] = f / 2;
-  p.compute_output();
-  return p;
 }
 
 // p at H and W stride 2.
@@ -66,14 +34,6 @@ ConvProblem s2_of(ConvProblem p) {
 }
 
 int failures = 0;
-void check(bool ok, const char* what, const std::string& detail = "") {
-  if (ok) {
-    std::printf("ok %s\n", what);
-  } else {
-    std::printf("FAIL %s: %s\n", what, detail.c_str());
-    std::exit(1);
-  }
-}
 
 std::string problem_json(const ConvProblem& p) {
   std::ostringstream os;

@@ -14,64 +14,17 @@
 #include <vector>
 
 #include "ckgen/dispatch/dispatcher.hpp"
+#include "fake_dispatch.hpp"
 
 using namespace ckgen;
+using namespace ckgen_test;
 
 namespace {
 
-// Supports problems whose C is a multiple of `c_mult` (else the reason).
-struct FakeKernel : KernelBase {
-  KernelKey k;
-  int c_mult;
-  FakeKernel(KernelKey key, int cm) : k(std::move(key)), c_mult(cm) {}
-  const KernelKey& key() const override { return k; }
-  std::string is_supported(const ConvProblem& p, const RunOptions&) const override {
-    if (p.ndim != k.ndim) return "ndim mismatch";
-    return p.C % c_mult == 0 ? "" : "vector width " + std::to_string(c_mult) + " needs C to be a multiple";
-  }
-  std::size_t workspace_bytes(const ConvProblem&, const RunOptions&) const override { return 0; }
-  gpuError_t run(const ConvProblem&, const ConvTensors&, void*, gpuStream_t, const RunOptions&) const override {
-    return gpuSuccess;
-  }
-};
-
 KernelKey key(const std::string& name, Variant v, int tm, int tn, int tk, int vec) {
-  KernelKey k{};
-  k.name = name;
-  k.variant = v;
-  k.datatype = DataType::FP16;
-  k.ndim = 2;
-  k.tile_m = tm, k.tile_n = tn, k.tile_k = tk;
-  k.wave_m = 2, k.wave_n = 2, k.wave_k = 1;
-  k.warp_m = 16, k.warp_n = 8, k.warp_k = 16;
-  k.pipeline = Pipeline::Multistage;
-  k.stages = 3;
+  KernelKey k = fake_key(name, v, tm, tn, tk);
   k.vec_a = k.vec_b = k.vec_c = vec;
-  k.groups_to_merge = 1;
-  k.k_batch = 1;
-  k.stage = Stage::One;
-  k.arch = "sm_90a";
   return k;
-}
-
-ConvProblem conv(int64_t N, int64_t C, int64_t K, int64_t hw) {
-  ConvProblem p;
-  p.ndim = 2;
-  p.N = N, p.C = C, p.K = K;
-  p.in[1] = p.in[2] = hw;
-  p.filter[1] = p.filter[2] = 3;
-  p.pad_l[1] = p.pad_l[2] = p.pad_r[1] = p.pad_r[2] = 1;
-  p.compute_output();
-  return p;
-}
-
-void check(bool ok, const char* what, const std::string& detail = "") {
-  if (ok) {
-    std::printf("ok %s\n", what);
-  } else {
-    std::printf("FAIL %s: %s\n", what, detail.c_str());
-    std::exit(1);
-  }
 }
 
 }  // namespace

@@ -12,6 +12,11 @@
 #include "ckgen/dispatch/dispatcher.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 
+// Built against a GPU runtime (CUDA, or HIP with its headers): the device calls below are real.
+#if defined(CKGEN_NVIDIA) || (defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC))
+#define CKGEN_DISPATCH_GPU 1
+#endif
+
 namespace {
 
 thread_local std::string g_error;
@@ -26,6 +31,17 @@ int fail(int code, std::string why) {
   g_error = std::move(why);
   return code;
 }
+
+#ifdef CKGEN_DISPATCH_GPU
+// A failed runtime call: its error cleared (not left for the next call to see), then
+// CKGEN_E_DEVICE with what and the runtime's message.
+int device_fail(std::string what, gpuError_t e) {
+  (void)gpuGetLastError();
+  return fail(CKGEN_E_DEVICE, std::move(what) + gpuGetErrorString(e));
+}
+#else
+int no_gpu_runtime() { return fail(CKGEN_E_DEVICE, "built without a GPU runtime"); }
+#endif
 
 // A field past 2^31-1 is refused before any arithmetic on it (the output size, the element
 // counts) can overflow.
@@ -215,16 +231,34 @@ std::string index_error(int i) {
          std::to_string(int(ckgen::registry().all().size()) - 1);
 }
 
+// The operations of a ckgen_epilogue (NULL: none); false (and why) for a code out of range.
+bool to_ops(const ckgen_epilogue* c, ckgen::EpilogueOps& ops, std::string& why) {
+  ops = {};
+  if (!c) return true;
+  if (c->channel_op < 0 || c->channel_op > int(ckgen::ChannelOp::ScaleShift) || c->activation < 0 ||
+      c->activation > int(ckgen::Activation::GeluTanh) || c->residual < 0 || c->residual > 1) {
+    why = "invalid epilogue: channel_op " + std::to_string(c->channel_op) + ", activation " +
+          std::to_string(c->activation) + ", residual " + std::to_string(c->residual) + " out of range";
+    return false;
+  }
+  ops.channel_op = ckgen::ChannelOp(c->channel_op);
+  ops.activation = ckgen::Activation(c->activation);
+  ops.residual = c->residual != 0;
+  return true;
+}
+
 int do_select(const ckgen_problem* cp, const char* variant, const char* datatype, int* kb_out,
-              const char** src_out, bool cost_only) {
+              const char** src_out, bool cost_only, const ckgen::EpilogueOps& ops = {}) {
   ckgen::ConvProblem p;
   std::string why;
   if (!to_problem(cp, p, why)) return -(fail(CKGEN_E_INVALID, why), 1);
   ckgen::Variant v;
   ckgen::DataType d;
   if (!parse_words(variant, datatype, v, d)) return -1;
+  if (ops.fused() && v != ckgen::Variant::Forward)
+    return -(fail(CKGEN_E_INVALID, std::string("fused epilogues are forward only, not ") + variant), 1);
   auto& dsp = disp();
-  const ckgen::CachedSelection s = dsp.select_cached(p, d, v, current_device(), cost_only);
+  const ckgen::CachedSelection s = dsp.select_cached(p, d, v, current_device(), cost_only, nullptr, ops);
   if (s.index < 0) {
     std::string w = s.text;
     if (!dsp.env_error().empty()) w += " (CKGEN_TUNING_DB: " + dsp.env_error() + ")";
@@ -288,6 +322,13 @@ int ckgen_run(int index, const ckgen_problem* cp, void* in, void* wei, void* out
 int ckgen_run_checked(int index, const ckgen_problem* cp, void* in, int64_t in_bytes, void* wei,
                       int64_t wei_bytes, void* out, int64_t out_bytes, void* workspace,
                       int64_t workspace_bytes, void* stream, int k_batch) {
+  return ckgen_run_fused(index, cp, in, in_bytes, wei, wei_bytes, out, out_bytes, nullptr, workspace,
+                         workspace_bytes, stream, k_batch);
+}
+
+int ckgen_run_fused(int index, const ckgen_problem* cp, void* in, int64_t in_bytes, void* wei, int64_t wei_bytes,
+                    void* out, int64_t out_bytes, const ckgen_epilogue_args* ep, void* workspace,
+                    int64_t workspace_bytes, void* stream, int k_batch) {
   const ckgen::KernelBase* k = kernel_at(index);
   if (!k) return fail(CKGEN_E_INDEX, index_error(index));
   ckgen::ConvProblem p;
@@ -306,6 +347,16 @@ int ckgen_run_checked(int index, const ckgen_problem* cp, void* in, int64_t in_b
   t.in = in;
   t.wei = wei;
   t.out = out;
+  if (ep) {
+    t.ep.bias = ep->bias;
+    t.ep.scale = ep->scale;
+    t.ep.residual = ep->residual;
+    t.ep.beta = ep->beta;
+    t.ep.alpha = ep->alpha;
+  }
+  const ckgen::EpilogueOps ops = ckgen::epilogue_ops(k->key());
+  if (std::string r = ckgen::epilogue_operands_refusal(ops, t.ep); !r.empty())
+    return fail(CKGEN_E_INVALID, k->name() + ": " + r + (ops.fused() && !ep ? " (a fused kernel: ckgen_run_fused)" : ""));
   return launch_status(*k, k->run(p, t, workspace, static_cast<gpuStream_t>(stream), o));
 }
 
@@ -334,6 +385,23 @@ int ckgen_select(const ckgen_problem* p, const char* variant, const char* dataty
 int ckgen_select_cost_model(const ckgen_problem* p, const char* variant, const char* datatype,
                             int* k_batch_out, const char** source_out) {
   return do_select(p, variant, datatype, k_batch_out, source_out, true);
+}
+
+int ckgen_select_fused(const ckgen_problem* p, const char* variant, const char* datatype, const ckgen_epilogue* ops,
+                       int* k_batch_out, const char** source_out) {
+  ckgen::EpilogueOps o;
+  std::string why;
+  if (!to_ops(ops, o, why)) return -(fail(CKGEN_E_INVALID, why), 1);
+  return do_select(p, variant, datatype, k_batch_out, source_out, false, o);
+}
+
+int ckgen_kernel_epilogue(int index, ckgen_epilogue* ops_out) {
+  const ckgen::KernelBase* k = kernel_at(index);
+  if (!k) return fail(CKGEN_E_INDEX, index_error(index));
+  if (!ops_out) return fail(CKGEN_E_INVALID, "ops_out is NULL");
+  const ckgen::EpilogueOps ops = ckgen::epilogue_ops(k->key());
+  *ops_out = ckgen_epilogue{int32_t(ops.channel_op), int32_t(ops.activation), ops.residual ? 1 : 0, 0};
+  return CKGEN_OK;
 }
 
 double ckgen_estimate_us(int index, const ckgen_problem* cp, int k_batch) {
@@ -435,9 +503,8 @@ int ckgen_stream_is_capturing(void* stream, int* capturing) {
   cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
   const cudaError_t e = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &st);
   if (e != cudaSuccess) {
-    (void)cudaGetLastError();
     *capturing = 1;  // e.g. the legacy stream while another stream captures: do not time
-    return fail(CKGEN_E_DEVICE, std::string("cudaStreamIsCapturing: ") + cudaGetErrorString(e));
+    return device_fail("cudaStreamIsCapturing: ", e);
   }
   *capturing = st != cudaStreamCaptureStatusNone;
   return CKGEN_OK;
@@ -445,15 +512,14 @@ int ckgen_stream_is_capturing(void* stream, int* capturing) {
   hipStreamCaptureStatus st = hipStreamCaptureStatusNone;
   const hipError_t e = hipStreamIsCapturing(static_cast<hipStream_t>(stream), &st);
   if (e != hipSuccess) {
-    (void)hipGetLastError();
     *capturing = 1;
-    return fail(CKGEN_E_DEVICE, std::string("hipStreamIsCapturing: ") + hipGetErrorString(e));
+    return device_fail("hipStreamIsCapturing: ", e);
   }
   *capturing = st != hipStreamCaptureStatusNone;
   return CKGEN_OK;
 #else
   (void)stream;
-  return fail(CKGEN_E_DEVICE, "built without a GPU runtime");
+  return no_gpu_runtime();
 #endif
 }
 
@@ -464,7 +530,7 @@ int ckgen_time_run(int index, const ckgen_problem* cp, void* in, void* wei, void
   int capturing = 1;
   if (int rc = ckgen_stream_is_capturing(stream, &capturing); rc != CKGEN_OK) return rc;
   if (capturing) return fail(CKGEN_E_INVALID, "the stream is capturing a graph: kernels are not timed during capture");
-#if defined(CKGEN_NVIDIA) || (defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC))
+#ifdef CKGEN_DISPATCH_GPU
   for (int i = 0; i < warmup; ++i)
     if (int rc = ckgen_run(index, cp, in, wei, out, workspace, stream, k_batch); rc != CKGEN_OK) return rc;
   gpuEvent_t a = nullptr, b = nullptr;
@@ -490,48 +556,42 @@ int ckgen_time_run(int index, const ckgen_problem* cp, void* in, void* wei, void
   return rc;
 #else
   (void)index, (void)cp, (void)in, (void)wei, (void)out, (void)workspace, (void)k_batch;
-  return fail(CKGEN_E_DEVICE, "built without a GPU runtime");
+  return no_gpu_runtime();
 #endif
 }
 
 int ckgen_device_alloc(int64_t bytes, void** ptr) {
   if (!ptr || bytes < 0) return fail(CKGEN_E_INVALID, "device_alloc: ptr is NULL or bytes < 0");
   *ptr = nullptr;
-#if defined(CKGEN_NVIDIA) || (defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC))
+#ifdef CKGEN_DISPATCH_GPU
   if (bytes == 0) return CKGEN_OK;
   if (gpuError_t e = gpuMalloc(ptr, size_t(bytes)); e != gpuSuccess) {
-    (void)gpuGetLastError();
     *ptr = nullptr;
-    return fail(CKGEN_E_DEVICE, "cannot allocate " + std::to_string(bytes) + " bytes: " + gpuGetErrorString(e));
+    return device_fail("cannot allocate " + std::to_string(bytes) + " bytes: ", e);
   }
   return CKGEN_OK;
 #else
-  return fail(CKGEN_E_DEVICE, "built without a GPU runtime");
+  return no_gpu_runtime();
 #endif
 }
 
 int ckgen_device_free(void* ptr) {
-#if defined(CKGEN_NVIDIA) || (defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC))
+#ifdef CKGEN_DISPATCH_GPU
   if (!ptr) return CKGEN_OK;
-  if (gpuError_t e = gpuFree(ptr); e != gpuSuccess) {
-    (void)gpuGetLastError();
-    return fail(CKGEN_E_DEVICE, std::string("gpuFree: ") + gpuGetErrorString(e));
-  }
+  if (gpuError_t e = gpuFree(ptr); e != gpuSuccess) return device_fail("gpuFree: ", e);
   return CKGEN_OK;
 #else
   (void)ptr;
-  return fail(CKGEN_E_DEVICE, "built without a GPU runtime");
+  return no_gpu_runtime();
 #endif
 }
 
 int ckgen_device_info(int device, char* name, int name_len, int* sm_count, int* driver_version,
                       int* runtime_version) {
-#if defined(CKGEN_NVIDIA) || (defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC))
+#ifdef CKGEN_DISPATCH_GPU
   gpuDeviceProp prop;
-  if (gpuError_t e = gpuGetDeviceProperties(&prop, device); e != gpuSuccess) {
-    (void)gpuGetLastError();
-    return fail(CKGEN_E_DEVICE, "device " + std::to_string(device) + ": " + gpuGetErrorString(e));
-  }
+  if (gpuError_t e = gpuGetDeviceProperties(&prop, device); e != gpuSuccess)
+    return device_fail("device " + std::to_string(device) + ": ", e);
   if (name && name_len > 0) {
     std::strncpy(name, prop.name, size_t(name_len) - 1);
     name[name_len - 1] = '\0';
@@ -550,7 +610,7 @@ int ckgen_device_info(int device, char* name, int name_len, int* sm_count, int* 
   return CKGEN_OK;
 #else
   (void)device, (void)name, (void)name_len, (void)sm_count, (void)driver_version, (void)runtime_version;
-  return fail(CKGEN_E_DEVICE, "built without a GPU runtime");
+  return no_gpu_runtime();
 #endif
 }
 

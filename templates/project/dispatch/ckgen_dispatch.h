@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-#define CKGEN_C_API_VERSION 2
+#define CKGEN_C_API_VERSION 3
 
 #if defined(CKGEN_DISPATCH_BUILD) && defined(__GNUC__)
 #define CKGEN_API __attribute__((visibility("default")))
@@ -51,6 +51,45 @@ typedef struct ckgen_problem {
 } ckgen_problem;
 /* END ckgen_problem */
 
+/* A fused forward epilogue, y = act(op(acc) + beta * residual) in fp32 before the conversion.
+ * ckgen_epilogue: the operations (CKGEN_CHANNEL_OP_*, CKGEN_ACTIVATION_*, residual 0 / 1); all
+ * zero is a plain convolution. */
+/* BEGIN ckgen_epilogue: rendered from ckgen/model/epilogue.py by `python -m ckgen.model.cxx`;
+ * do not edit by hand. */
+enum {
+  CKGEN_CHANNEL_OP_NONE = 0,
+  CKGEN_CHANNEL_OP_BIAS = 1,
+  CKGEN_CHANNEL_OP_SCALE_SHIFT = 2,
+};
+enum {
+  CKGEN_ACTIVATION_NONE = 0,
+  CKGEN_ACTIVATION_RELU = 1,
+  CKGEN_ACTIVATION_RELU6 = 2,
+  CKGEN_ACTIVATION_LEAKY_RELU = 3,
+  CKGEN_ACTIVATION_SILU = 4,
+  CKGEN_ACTIVATION_GELU_TANH = 5,
+};
+typedef struct ckgen_epilogue {
+  int32_t channel_op;
+  int32_t activation;
+  int32_t residual;
+  int32_t reserved;
+} ckgen_epilogue;
+/* END ckgen_epilogue */
+/* ckgen_epilogue_args: the operands. bias: G*K fp32 (scale_shift's shift), scale: G*K fp32,
+ * residual: the output's shape, layout and datatype (16-byte aligned); NULL where the kernel's
+ * operations read nothing. beta scales the residual, alpha is leaky_relu's slope. */
+/* BEGIN ckgen_epilogue_args: rendered from ckgen/model/epilogue.py by `python -m ckgen.model.cxx`;
+ * do not edit by hand. */
+typedef struct ckgen_epilogue_args {
+  const float* bias;
+  const float* scale;
+  const void* residual;
+  float beta;
+  float alpha;
+} ckgen_epilogue_args;
+/* END ckgen_epilogue_args */
+
 CKGEN_API int ckgen_api_version(void);
 CKGEN_API const char* ckgen_arch(void);
 CKGEN_API int ckgen_num_kernels(void);
@@ -87,6 +126,21 @@ CKGEN_API int ckgen_tensor_bytes(const ckgen_problem* p, const char* datatype, i
  * current device); thread safe. */
 CKGEN_API int ckgen_select(const ckgen_problem* p, const char* variant, const char* datatype,
                  int* k_batch_out, const char** source_out);
+/* ckgen_select for a fused forward convolution: only kernels whose operations are exactly *ops
+ * take part (a plain request never gets a fused kernel); ops NULL or all zero is ckgen_select.
+ * Fused requests go by the cost model (the tuning database holds plain kernels). -1 with
+ * CKGEN_E_INVALID for an operation code out of range or a fused request of another variant. */
+CKGEN_API int ckgen_select_fused(const ckgen_problem* p, const char* variant, const char* datatype,
+                                 const ckgen_epilogue* ops, int* k_batch_out, const char** source_out);
+/* The operations of kernel `index` (all zero for a plain kernel). */
+CKGEN_API int ckgen_kernel_epilogue(int index, ckgen_epilogue* ops_out);
+/* ckgen_run_checked with the fused epilogue's operands (ep NULL: none). Refused before any launch
+ * (CKGEN_E_INVALID) when an operand the kernel's operations read is NULL, one they do not read is
+ * given, or the residual is not 16-byte aligned; ckgen_run / ckgen_run_checked on a fused kernel
+ * are refused the same way. */
+CKGEN_API int ckgen_run_fused(int index, const ckgen_problem* p, void* in, int64_t in_bytes, void* wei,
+                              int64_t wei_bytes, void* out, int64_t out_bytes, const ckgen_epilogue_args* ep,
+                              void* workspace, int64_t workspace_bytes, void* stream, int k_batch);
 /* Same, by the cost model only (ignores the tuning database). */
 CKGEN_API int ckgen_select_cost_model(const ckgen_problem* p, const char* variant, const char* datatype,
                             int* k_batch_out, const char** source_out);

@@ -350,6 +350,7 @@ inline gpuError_t gpuDeviceGetAttribute(int* v, int, int) {
   return gpuErrorNoDevice;
 }
 inline gpuError_t gpuGetLastError() { return gpuSuccess; }
+inline const char* gpuGetErrorString(gpuError_t e) { return e == gpuSuccess ? "no error" : "no GPU runtime"; }
 #endif  // __HIP__
 #endif  // platform
 

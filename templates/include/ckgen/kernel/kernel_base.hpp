@@ -264,13 +264,12 @@ struct ConvTensors {
 // The fused operations of an instance (none for a plain convolution).
 inline EpilogueOps epilogue_ops(const KernelKey& k) { return {k.channel_op, k.activation, k.residual}; }
 
-namespace detail {
-// Why the fused operands `e` do not fit the instance Cfg ("" when they do): each vector its
-// operations read is given (the residual 16-byte aligned, as the output), every other is null.
-template <class Cfg>
-std::string epilogue_operands_refusal(const EpilogueArgs& e) {
-  const bool bias = Cfg::kChannelOp != ChannelOp::Identity;
-  const bool scale = Cfg::kChannelOp == ChannelOp::ScaleShift;
+// Why the fused operands `e` do not fit an instance with the operations `ops` ("" when they do):
+// each vector its operations read is given (the residual 16-byte aligned, as the output), every
+// other is null.
+inline std::string epilogue_operands_refusal(const EpilogueOps& ops, const EpilogueArgs& e) {
+  const bool bias = ops.channel_op != ChannelOp::Identity;
+  const bool scale = ops.channel_op == ChannelOp::ScaleShift;
   auto one = [](bool needed, const void* ptr, const char* what) -> std::string {
     if (needed && ptr == nullptr) return std::string("the fused epilogue needs ") + what;
     if (!needed && ptr != nullptr) return std::string("this instance reads no ") + what + " (pass null)";
@@ -278,9 +277,16 @@ std::string epilogue_operands_refusal(const EpilogueArgs& e) {
   };
   if (std::string r = one(bias, e.bias, "bias vector"); !r.empty()) return r;
   if (std::string r = one(scale, e.scale, "scale vector"); !r.empty()) return r;
-  if (std::string r = one(Cfg::kResidual, e.residual, "residual tensor"); !r.empty()) return r;
+  if (std::string r = one(ops.residual, e.residual, "residual tensor"); !r.empty()) return r;
   if (reinterpret_cast<uintptr_t>(e.residual) % 16 != 0) return "the residual tensor must be 16-byte aligned";
   return {};
+}
+
+namespace detail {
+// The same for the instance configuration Cfg.
+template <class Cfg>
+std::string epilogue_operands_refusal(const EpilogueArgs& e) {
+  return ckgen::epilogue_operands_refusal(EpilogueOps{Cfg::kChannelOp, Cfg::kActivation, Cfg::kResidual}, e);
 }
 }  // namespace detail
 

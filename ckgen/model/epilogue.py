@@ -1,0 +1,88 @@
+"""A forward fused epilogue as the runtime asks for it: the operations (Epilogue, from a fusion
+spelling such as ``bias_relu_residual``) and the C API's structs for them, ckgen_epilogue (the
+operations, as vocabulary codes) and ckgen_epilogue_args (the operands), rendered into
+dispatch/ckgen_dispatch.h by ``python -m ckgen.model.cxx``. Host-only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckgen.model.vocab import Activation, ChannelOp, fusion_spelling, parse_fusion
+
+# ckgen_epilogue, field by field: C name, C type, array length (0: a scalar). Codes are the
+# members' positions in ChannelOp / Activation (the C++ enums' values); residual 0 or 1.
+C_EPILOGUE_FIELDS: tuple[tuple[str, str, int], ...] = (
+    ("channel_op", "int32_t", 0),
+    ("activation", "int32_t", 0),
+    ("residual", "int32_t", 0),
+    ("reserved", "int32_t", 0),
+)
+
+# ckgen_epilogue_args (ckgen::EpilogueArgs): bias (G*K fp32; scale_shift's shift), scale (G*K
+# fp32), residual (the output's shape, layout and datatype), beta (residual scale), alpha
+# (leaky_relu's slope).
+C_EPILOGUE_ARGS_FIELDS: tuple[tuple[str, str, int], ...] = (
+    ("bias", "const float*", 0),
+    ("scale", "const float*", 0),
+    ("residual", "const void*", 0),
+    ("beta", "float", 0),
+    ("alpha", "float", 0),
+)
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """The operations of a fused forward epilogue, ``y = act(op(acc) + beta * residual)``.
+
+    ``Epilogue.parse("bias_relu")``; ``Epilogue()`` is a plain convolution."""
+
+    channel_op: ChannelOp = ChannelOp.NONE
+    activation: Activation = Activation.NONE
+    residual: bool = False
+
+    @staticmethod
+    def parse(fusion: str | Epilogue | None) -> Epilogue:
+        """From a fusion spelling (``none``, ``bias_relu``, ``scale_shift_silu_residual``, ...),
+        an Epilogue or None (plain). ValueError for anything else."""
+        if fusion is None:
+            return PLAIN
+        if isinstance(fusion, Epilogue):
+            return fusion
+        if not isinstance(fusion, str):
+            raise ValueError(f"fusion must be a string such as 'bias_relu', got {fusion!r}")
+        return Epilogue(*parse_fusion(fusion))
+
+    @staticmethod
+    def from_codes(channel_op: int, activation: int, residual: int) -> Epilogue:
+        return Epilogue(list(ChannelOp)[channel_op], list(Activation)[activation], bool(residual))
+
+    @property
+    def fusion(self) -> str:
+        return fusion_spelling(self.channel_op, self.activation, self.residual)
+
+    @property
+    def fused(self) -> bool:
+        return self != PLAIN
+
+    @property
+    def codes(self) -> tuple[int, int, int]:
+        """(channel_op, activation, residual) as ckgen_epilogue holds them."""
+        return (
+            list(ChannelOp).index(self.channel_op),
+            list(Activation).index(self.activation),
+            int(self.residual),
+        )
+
+    @property
+    def needs_bias(self) -> bool:
+        return self.channel_op is not ChannelOp.NONE
+
+    @property
+    def needs_scale(self) -> bool:
+        return self.channel_op is ChannelOp.SCALE_SHIFT
+
+    def __str__(self) -> str:
+        return self.fusion
+
+
+PLAIN = Epilogue()
