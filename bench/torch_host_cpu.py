@@ -14,6 +14,8 @@ call of:
   ckgen_eager    ckgen.torch.conv, no grad (the eager path users take)
   ckgen_op       torch.ops.ckgen.conv_forward through the dispatcher, no grad
   ckgen_train    ckgen.torch.conv forward + backward (3 launches) with autograd
+  op_train       the same step through torch.ops.ckgen.conv_forward (the registered op's
+                 autograd kernel, backward through the registered backward ops)
   torch_train    the same training step of a stand-in autograd op of torch's own (y = x * 1,
                  backward: two muls and a sum) for the autograd engine's own cost
 
@@ -63,6 +65,11 @@ int ckgen_select(void* p, const char* v, const char* d, int* kb, const char** wh
   *kb = 0; *why = "stub"; return pick(v); }
 int ckgen_select_cost_model(void* p, const char* v, const char* d, int* kb, const char** why) {
   *kb = 0; *why = "stub"; return pick(v); }
+int ckgen_select_fused(void* p, const char* v, const char* d, void* ep, int* kb,
+                       const char** why) { *kb = 0; *why = "stub"; return pick(v); }
+int ckgen_kernel_epilogue(int i, void* ep) { return 0; }
+int ckgen_run_fused(int i, void* p, void* a, int64_t na, void* b, int64_t nb, void* c, int64_t nc,
+                    void* ea, void* w, int64_t nw, void* s, int kb) { return 0; }
 double ckgen_estimate_us(int i, void* p, int kb) { return 1.0; }
 int ckgen_load_tuning_db(const char* f) { return 0; }
 void ckgen_set_compute_units(int n) {}
@@ -207,6 +214,9 @@ def main() -> int:
             def ckgen_train() -> None:
                 ct.conv(xg, wg, None, s, p, registry=reg).backward(dy)
 
+            def op_train() -> None:
+                torch.ops.ckgen.conv_forward(xg, wg, None, *conf).backward(dy)
+
             def torch_train() -> None:
                 _Ref.apply(xg, wg).backward(dx_ref)
 
@@ -217,6 +227,7 @@ def main() -> int:
                 ("ckgen_eager", ckgen_eager),
                 ("ckgen_op", ckgen_op),
                 ("ckgen_train", ckgen_train),
+                ("op_train", op_train),
                 ("torch_train", torch_train),
             ]:
                 r[name] = host_us(fn, args.calls)
@@ -226,6 +237,7 @@ def main() -> int:
                 f"{r['layer']:22} c_launch {r['c_launch']:5.2f}  "
                 f"selection_run {r['selection_run']:5.2f}  ckgen_eager {r['ckgen_eager']:5.2f}  "
                 f"ckgen_op {r['ckgen_op']:6.2f}  ckgen_train {r['ckgen_train']:6.2f}  "
+                f"op_train {r['op_train']:6.2f}  "
                 f"torch_train {r['torch_train']:6.2f}  added {r['added']:5.2f} us",
                 flush=True,
             )

@@ -627,3 +627,48 @@ def test_fast_path_only_when_nothing_traces() -> None:
     with FakeTensorMode():
         f = torch.empty(2, 8, 10, 10, device="cuda")
         assert not registration.fast(f, f)
+
+
+def test_registered_ops_run_directly_only_when_nothing_traces(cpu_as_cuda) -> None:
+    """The ops' Autograd kernel runs the implementation itself for plain tensors, redispatches
+    (so a dispatch mode or functionalization sees the op) otherwise; gradients through the op
+    reuse the prepared launches; a backward op has no derivative."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    reg = _RunReg()
+    p = ([1, 1], [1, 1], [1, 1], [1, 1], 1, ops.library_id(reg))
+    x, w = _cl(2, 8, 10, 10), _cl(16, 8, 3, 3)
+    y = torch.ops.ckgen.conv_forward(x, w, None, *p)
+    assert y.shape == (2, 16, 10, 10) and len(reg.runs) == 1
+    assert registration._direct(torch._C._dispatch_keys(x))
+    with torch.inference_mode():  # no Autograd kernel: the CompositeExplicitAutograd one
+        torch.ops.ckgen.conv_forward.default(x, w, None, *p)
+    assert len(reg.runs) == 2
+
+    seen = []
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Mode():
+        torch.ops.ckgen.conv_forward(x, w, None, *p)
+        torch.ops.ckgen.conv_backward_data(y, w, [2, 8, 10, 10], *p)
+    assert seen == ["ckgen.conv_forward.default", "ckgen.conv_backward_data.default"], seen
+    assert len(reg.runs) == 4
+    assert not registration._direct(torch._C._dispatch_keys(meta(2, 8)))
+    fx = torch._to_functional_tensor(x)
+    assert not registration._direct(torch._C._dispatch_keys(fx))
+
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    b = torch.zeros(16, dtype=H, requires_grad=True)
+    y = torch.ops.ckgen.conv_forward(xg, wg, b, *p)
+    y.backward(torch.ones_like(y))
+    assert [v for v, _ in reg.selects] == ["forward", "backward_data", "forward", "backward_weight"]
+    assert xg.grad.shape == x.shape and wg.grad.shape == w.shape and float(b.grad[0]) == 200
+    dy = _cl(2, 16, 10, 10).requires_grad_()
+    dx = torch.ops.ckgen.conv_backward_data(dy, w, [2, 8, 10, 10], *p)
+    assert dx.requires_grad
+    with pytest.raises(RuntimeError, match="no autograd formula"):
+        dx.float().sum().backward()

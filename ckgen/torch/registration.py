@@ -1,5 +1,6 @@
 """The ckgen::conv_forward / conv_backward_data / conv_backward_weight custom ops as torch.library
-registers them (real implementation, fake (meta) implementation, autograd), and the eager fast
+registers them (real implementation, fake (meta) implementation, an Autograd kernel that runs the
+implementation directly for plain tensors), and the eager fast
 path: fast() says when the implementations may be called directly (nothing traces), and
 ConvFunction, a plain autograd.Function over them, serves eager training without the
 dispatcher's host time."""
@@ -14,9 +15,16 @@ import torch
 from ckgen.torch import ops
 from ckgen.torch.checks import check_backward_data, check_backward_weight, check_forward
 from ckgen.torch.layout import empty_channels_last
-from ckgen.torch.ops import backward_data_impl, backward_weight_impl, forward_impl
 
 # ---------------------------------------------------------------------- registration
+# The ops are defined with torch.library.Library rather than torch.library.custom_op: a custom_op
+# call crosses from the dispatcher into Python twice (its autograd kernel, then its backend
+# kernel behind a redispatch) through several wrapper layers, which compiled graphs pay per
+# convolution. Here the Autograd kernel is ckgen's own: where nothing sits between autograd and
+# the backend (plain CPU / CUDA tensors, no mode, no subclass, no functionalization) it runs the
+# implementation itself, one crossing per call; otherwise (fake, meta, traced or transformed
+# tensors) it redispatches below autograd, to the Meta (fake) kernel, a dispatch mode or the
+# CompositeExplicitAutograd kernel, exactly where custom_op's kernel went.
 _ARGS = (
     "SymInt[] stride, SymInt[] padding, SymInt[] padding_right, SymInt[] dilation, "
     "SymInt groups, int library"
@@ -27,42 +35,62 @@ SCHEMAS = {
     "conv_backward_weight": f"(Tensor x, Tensor dy, SymInt[] weight_size, {_ARGS}) -> Tensor",
 }
 
-conv_forward_op = torch.library.custom_op(
-    "ckgen::conv_forward", forward_impl, mutates_args=(), schema=SCHEMAS["conv_forward"]
-)
-conv_backward_data_op = torch.library.custom_op(
-    "ckgen::conv_backward_data",
-    backward_data_impl,
-    mutates_args=(),
-    schema=SCHEMAS["conv_backward_data"],
-)
-conv_backward_weight_op = torch.library.custom_op(
-    "ckgen::conv_backward_weight",
-    backward_weight_impl,
-    mutates_args=(),
-    schema=SCHEMAS["conv_backward_weight"],
-)
+_lib = torch.library.Library("ckgen", "DEF")
+for _name, _schema in SCHEMAS.items():
+    _lib.define(_name + _schema)
+    _lib.impl(_name, getattr(ops, _name[5:] + "_impl"), "CompositeExplicitAutograd")
+
+conv_forward_op = torch.ops.ckgen.conv_forward.default
+conv_backward_data_op = torch.ops.ckgen.conv_backward_data.default
+conv_backward_weight_op = torch.ops.ckgen.conv_backward_weight.default
 
 
-@conv_forward_op.register_fake
+@torch.library.register_fake("ckgen::conv_forward", lib=_lib)
 def _forward_fake(x, w, b, stride, pl, pr_, dil, groups, lid):
     info = check_forward(x, w, b, stride, pl, pr_, dil, groups)
     return empty_channels_last(info["out_shape"], x.dtype, x.device)
 
 
-@conv_backward_data_op.register_fake
+@torch.library.register_fake("ckgen::conv_backward_data", lib=_lib)
 def _backward_data_fake(dy, w, input_size, stride, pl, pr_, dil, groups, lid):
     check_backward_data(dy, w, input_size, stride, pl, pr_, dil, groups)
     return empty_channels_last(input_size, dy.dtype, dy.device)
 
 
-@conv_backward_weight_op.register_fake
+@torch.library.register_fake("ckgen::conv_backward_weight", lib=_lib)
 def _backward_weight_fake(x, dy, weight_size, stride, pl, pr_, dil, groups, lid):
     check_backward_weight(x, dy, weight_size, stride, pl, pr_, dil, groups)
     return empty_channels_last(weight_size, x.dtype, x.device)
 
 
 # ---------------------------------------------------------------------- autograd
+_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+_below_autograd = torch._C._AutoDispatchBelowAutograd
+_any_requires_grad = torch._C._any_requires_grad
+_grad_enabled = torch.is_grad_enabled
+_DK = torch._C.DispatchKey
+_BACKENDS = (_DK.CPU, _DK.CUDA)
+_direct_keys: dict[int, bool] = {}
+
+
+def _direct(keyset: Any) -> bool:
+    """Whether an op called with this dispatch key set would reach the backend kernel next
+    (nothing between autograd and a CPU / CUDA backend: no Python key for a dispatch mode or a
+    tensor subclass, no functionalization or functorch layer, no conjugate / negative / zero
+    view), so the Autograd kernel may run the implementation itself. Decided once per key set."""
+    raw = keyset.raw_repr()
+    hit = _direct_keys.get(raw)
+    if hit is None:
+        rest = (keyset & _AFTER_AUTOGRAD).remove(_DK.ADInplaceOrView)
+        hit = _direct_keys[raw] = rest.highestPriorityTypeId() in _BACKENDS
+    return hit
+
+
+def _redispatch(op: Any, keyset: Any, args: tuple) -> Any:
+    with _below_autograd():
+        return op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
+
+
 def _grads(
     ctx: Any, dy: Any, data_grad: Callable[..., Any], weight_grad: Callable[..., Any]
 ) -> tuple:
@@ -76,26 +104,94 @@ def _grads(
     return dx, dw, db
 
 
+# conf: the op's parameters as it got them (lists). Where nothing traces and no graph of the
+# gradient is built (create_graph would need the ops' autograd kernels), the implementations.
 def _op_data_grad(dy: Any, w: Any, size: Any, conf: tuple) -> Any:
+    if not _grad_enabled() and fast(dy, w):
+        return ops.backward_data(dy, w, tuple(size), ops.conf_of(*conf))
     return torch.ops.ckgen.conv_backward_data(dy, w, list(size), *conf)
 
 
 def _op_weight_grad(x: Any, dy: Any, size: Any, conf: tuple) -> Any:
+    if not _grad_enabled() and fast(x, dy):
+        return ops.backward_weight(x, dy, tuple(size), ops.conf_of(*conf))
     return torch.ops.ckgen.conv_backward_weight(x, dy, list(size), *conf)
 
 
-def _setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
-    x, w, b, stride, pl, pr_, dil, groups, lid = inputs
-    ctx.save_for_backward(x, w)
-    ctx.conf = (stride, pl, pr_, dil, groups, lid)
-    ctx.has_bias = b is not None
+_NONE7 = (None,) * 7  # the gradients of stride ... library and of the key set
 
 
-def _backward(ctx: Any, dy: Any) -> tuple:
-    return (*_grads(ctx, dy, _op_data_grad, _op_weight_grad), None, None, None, None, None, None)
+class _ForwardOp(torch.autograd.Function):
+    """conv_forward's Autograd kernel where a gradient is needed: forward below autograd (the
+    implementation, or the redispatch when something traces), backward through the backward ops.
+    The last input is the call's dispatch key set."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, stride, pl, pr_, dil, groups, lid, keyset):
+        ctx.save_for_backward(x, w)
+        ctx.conf = (stride, pl, pr_, dil, groups, lid)
+        ctx.has_bias = b is not None
+        if _direct(keyset):
+            return ops.forward(x, w, b, ops.conf_of(stride, pl, pr_, dil, groups, lid))
+        return _redispatch(conv_forward_op, keyset, (x, w, b, stride, pl, pr_, dil, groups, lid))
+
+    @staticmethod
+    def backward(ctx: Any, dy: Any) -> tuple:
+        return (*_grads(ctx, dy, _op_data_grad, _op_weight_grad), *_NONE7)
 
 
-conv_forward_op.register_autograd(_backward, setup_context=_setup_context)
+def _forward_autograd(keyset, x, w, b, stride, pl, pr_, dil, groups, lid):
+    if _grad_enabled() and _any_requires_grad(x, w, b):
+        return _ForwardOp.apply(x, w, b, stride, pl, pr_, dil, groups, lid, keyset)
+    if _direct(keyset):
+        return ops.forward(x, w, b, ops.conf_of(stride, pl, pr_, dil, groups, lid))
+    return _redispatch(conv_forward_op, keyset, (x, w, b, stride, pl, pr_, dil, groups, lid))
+
+
+class _NoDerivative(torch.autograd.Function):
+    """A backward op's Autograd kernel where a gradient is asked for: the op's value, and an
+    error when something differentiates through it (no second derivative of a convolution)."""
+
+    @staticmethod
+    def forward(ctx, op, a, b, size, stride, pl, pr_, dil, groups, lid, keyset):
+        ctx.op = op
+        if _direct(keyset):
+            fn = ops.backward_data if op is conv_backward_data_op else ops.backward_weight
+            return fn(a, b, size, ops.conf_of(stride, pl, pr_, dil, groups, lid))
+        return _redispatch(op, keyset, (a, b, size, stride, pl, pr_, dil, groups, lid))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> tuple:
+        raise RuntimeError(
+            f"Trying to backward through {ctx.op} but no autograd formula was registered: "
+            "ckgen's backward ops have no derivative (no second derivative of a convolution)"
+        )
+
+
+def _backward_autograd(op: Any, impl: Callable[..., Any]) -> Callable[..., Any]:
+    def kernel(keyset, a, b, size, stride, pl, pr_, dil, groups, lid):
+        if _grad_enabled() and _any_requires_grad(a, b):
+            return _NoDerivative.apply(op, a, b, size, stride, pl, pr_, dil, groups, lid, keyset)
+        if _direct(keyset):
+            return impl(a, b, size, ops.conf_of(stride, pl, pr_, dil, groups, lid))
+        return _redispatch(op, keyset, (a, b, size, stride, pl, pr_, dil, groups, lid))
+
+    return kernel
+
+
+_lib.impl("conv_forward", _forward_autograd, "Autograd", with_keyset=True)
+_lib.impl(
+    "conv_backward_data",
+    _backward_autograd(conv_backward_data_op, ops.backward_data),
+    "Autograd",
+    with_keyset=True,
+)
+_lib.impl(
+    "conv_backward_weight",
+    _backward_autograd(conv_backward_weight_op, ops.backward_weight),
+    "Autograd",
+    with_keyset=True,
+)
 
 
 # ---------------------------------------------------------------------- eager fast path
