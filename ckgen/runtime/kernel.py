@@ -102,10 +102,9 @@ class Kernel:
             if type(workspace_ptr) is not int and workspace_ptr is not None:
                 check_devices(lib, workspace_ptr)
         else:
-            pi, bi = tensor_arg(in_ptr, "in", self.datatype, problem)
-            pw, bw = tensor_arg(wei_ptr, "wei", self.datatype, problem)
-            po, bo = tensor_arg(out_ptr, "out", self.datatype, problem)
-            pws, bws = tensor_arg(workspace_ptr, "workspace", None)
+            pi, bi, pw, bw, po, bo, pws, bws = self._tensor_args(
+                problem, in_ptr, wei_ptr, out_ptr, workspace_ptr
+            )
             check_devices(lib, in_ptr, wei_ptr, out_ptr, workspace_ptr)
         rc = lib.ckgen_run_checked(
             self.index,
@@ -123,6 +122,14 @@ class Kernel:
         )
         if rc != 0:
             self._raise(rc)
+
+    def _tensor_args(self, problem: Problem, x: Any, w: Any, y: Any, ws: Any) -> tuple[Any, ...]:
+        """(pointer, bytes) of input, weight, output and workspace, each checked (tensor_arg)."""
+        pi, bi = tensor_arg(x, "in", self.datatype, problem)
+        pw, bw = tensor_arg(w, "wei", self.datatype, problem)
+        po, bo = tensor_arg(y, "out", self.datatype, problem)
+        pws, bws = tensor_arg(ws, "workspace", None)
+        return pi, bi, pw, bw, po, bo, pws, bws
 
     def _raise(self, rc: int) -> None:
         msg = self.registry._last_error()
@@ -143,10 +150,7 @@ class Kernel:
         lib = self.registry._lib
         x, w, y, ws = tensors
         bias, scale, residual = operands
-        pi, bi = tensor_arg(x, "in", self.datatype, problem)
-        pw, bw = tensor_arg(w, "wei", self.datatype, problem)
-        po, bo = tensor_arg(y, "out", self.datatype, problem)
-        pws, bws = tensor_arg(ws, "workspace", None)
+        pi, bi, pw, bw, po, bo, pws, bws = self._tensor_args(problem, x, w, y, ws)
         gk = problem.G * problem.K
         pb = _vector_arg(bias, "bias", gk)
         ps = _vector_arg(scale, "scale", gk)
