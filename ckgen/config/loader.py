@@ -44,14 +44,16 @@ class LineDict(dict):
     """A mapping that knows the 1-based line of itself and of each key (the line the key is
     written on, which is where an error about that key or its value is reported)."""
 
-    line: int = 0
+    __slots__ = ("line", "key_lines")
+    line: int
     key_lines: dict[Any, int]
 
 
 class LineList(list):
     """A sequence that knows the 1-based line of itself and of each item."""
 
-    line: int = 0
+    __slots__ = ("line", "item_lines")
+    line: int
     item_lines: list[int]
 
 
@@ -119,20 +121,6 @@ def load_yaml(path: Path) -> Any:
         loader.dispose()
 
 
-class _Frame:
-    __slots__ = ("obj", "line", "start", "anchor", "key", "key_line", "has_key", "is_list")
-
-    def __init__(self, obj: Any, line: int, start: int, anchor: str | None) -> None:
-        self.obj = obj
-        self.line = line
-        self.start = start  # the document's node count when this node opened
-        self.anchor = anchor
-        self.key: Any = None
-        self.key_line = 0
-        self.has_key = False
-        self.is_list = obj.__class__ is LineList
-
-
 class _Builder:
     """Python objects from the parser's events, with the limits of this module."""
 
@@ -145,7 +133,9 @@ class _Builder:
         self.resolver = yaml.resolver.Resolver()
         self.constructor = yaml.constructor.SafeConstructor()
         self.plain_cache: dict[str, Any] = {}
-        self.stack: list[_Frame] = []
+        # Where the builder is, for messages: the open collections, outermost first, each as
+        # (object, has_key, key); set before every slow path (see node()).
+        self.path_frames: list[tuple[Any, bool, Any]] = []
 
     def err(self, line: int, msg: str) -> ConfigError:
         return ConfigError(Where(self.path, line, self.keypath()), msg)
@@ -153,13 +143,14 @@ class _Builder:
     def keypath(self) -> str:
         """Where the parser is: 'instances[0].tile' (the key or item being read)."""
         out = ""
-        for f in self.stack:
-            if f.obj.__class__ is LineList:
-                out += f"[{len(f.obj)}]"
-            elif f.has_key:
-                k = str(f.key)
+        for obj, has_key, key in self.path_frames:
+            if obj.__class__ is LineList:
+                out += f"[{len(obj)}]"
+            elif has_key:
+                k = str(key)
                 out += ("." if out else "") + (k if len(k) <= 40 else k[:40] + "…")
-        return out if len(out) <= 100 else f"{out[:100]}… ({len(self.stack)} levels)"
+        n = len(self.path_frames)
+        return out if len(out) <= 100 else f"{out[:100]}… ({n} levels)"
 
     def document(self) -> Any:
         ld = self.loader
@@ -212,22 +203,33 @@ class _Builder:
         except (ValueError, yaml.YAMLError):
             raise self.err(line, f"{brief(value, 60)} is not a valid {short_tag(tag)}") from None
 
-    def node(self) -> Any:
-        """One complete node (iteratively: nesting depth never reaches Python's stack). The
-        common events (plain scalars, collection ends) take the shortest path: this loop is
-        what sets the loading speed of large files. ``count`` is the number of nodes built so
-        far, aliases counted at their expanded size: an anchored node's size is the difference
-        between its close and its open."""
+    def node(self) -> Any:  # noqa: C901 - one loop on purpose: it sets the speed of large files
+        """One complete node, iteratively (nesting depth never reaches Python's stack).
+
+        The open collection is held in local variables and its ancestors as tuples on
+        ``saved``: plain scalars from the cache and collection ends take the shortest path.
+        ``count`` is the number of nodes built so far, aliases counted at their expanded size:
+        an anchored node's size is its count at close minus its count at open. Before any slow
+        path (which may raise), ``_at`` records the open collections for the message."""
         get = self.loader.get_event
-        scalar_ev, alias_ev = yaml.ScalarEvent, yaml.AliasEvent
+        scalar_ev = yaml.ScalarEvent
         seq_ev, map_ev = yaml.SequenceStartEvent, yaml.MappingStartEvent
         cache = self.plain_cache
         missing = cache  # a sentinel no scalar value can be
-        stack: list[_Frame] = []
-        self.stack = stack
-        top: _Frame | None = None
+        saved: list[tuple] = []
+        # the open collection: object, is it a list, its line list / key-line map, its anchor,
+        # the count when it opened, and (mappings) the key waiting for its value
+        obj: Any = None
+        is_list = False
+        lines: Any = None
+        anchor: str | None = None
+        start = 0
+        has_key = False
+        key: Any = None
+        key_line = 0
         count = 0
         max_depth = MAX_DEPTH
+
         while True:
             ev = get()
             cls = ev.__class__
@@ -237,8 +239,10 @@ class _Builder:
                 if ev.anchor is None and ev.implicit[0]:  # plain, untagged
                     value = cache.get(ev.value, missing)
                     if value is missing:
+                        self._at(saved, obj, has_key, key)
                         value = self.scalar(ev)
                 else:
+                    self._at(saved, obj, has_key, key)
                     value = self.scalar(ev)
                     if ev.anchor:
                         self.anchors[ev.anchor] = (value, 1)
@@ -247,56 +251,75 @@ class _Builder:
                 line = ev.start_mark.line + 1
                 if (
                     ev.tag is not None
-                    or len(stack) >= max_depth
-                    or (top is not None and not top.is_list and not top.has_key)
+                    or len(saved) >= max_depth
+                    or (obj is not None and not is_list and not has_key)
                 ):
-                    self._check_start(ev, cls is map_ev, top, len(stack), line)
-                obj: Any
+                    self._at(saved, obj, has_key, key)
+                    self._check_start(ev, cls is map_ev, obj, is_list, has_key, len(saved), line)
+                saved.append((obj, is_list, lines, anchor, start, has_key, key, key_line))
                 if cls is map_ev:
                     obj = LineDict()
-                    obj.key_lines = {}
+                    lines = obj.key_lines = {}
+                    is_list = False
                 else:
                     obj = LineList()
-                    obj.item_lines = []
+                    lines = obj.item_lines = []
+                    is_list = True
                 obj.line = line
-                top = _Frame(obj, line, count - 1, ev.anchor)
-                stack.append(top)
-                if ev.anchor:
-                    self.open_anchors.add(ev.anchor)
+                anchor = ev.anchor
+                start = count - 1
+                has_key = False
+                if anchor:
+                    self.open_anchors.add(anchor)
                 continue
-            elif cls is alias_ev:
+            elif cls is yaml.AliasEvent:
                 line = ev.start_mark.line + 1
+                self._at(saved, obj, has_key, key)
                 value, size = self._alias(ev, line)
                 count += size
             else:  # sequence / mapping end
-                frame = stack.pop()
-                value, line = frame.obj, frame.line
-                if frame.anchor:
-                    self.open_anchors.discard(frame.anchor)
-                    self.anchors[frame.anchor] = (value, count - frame.start)
-                top = stack[-1] if stack else None
-            if top is None:
+                value, line = obj, obj.line
+                if anchor:
+                    self.open_anchors.discard(anchor)
+                    self.anchors[anchor] = (value, count - start)
+                obj, is_list, lines, anchor, start, has_key, key, key_line = saved.pop()
+            if obj is None:
                 return value
-            obj = top.obj
-            if top.is_list:
+            if is_list:
                 obj.append(value)
-                obj.item_lines.append(line)
-            elif top.has_key:
-                key = top.key
+                lines.append(line)
+            elif has_key:
                 obj[key] = value
-                obj.key_lines[key] = top.key_line
-                top.has_key = False
+                lines[key] = key_line
+                has_key = False
             elif value.__class__ is str and value not in obj:
-                top.key, top.key_line, top.has_key = value, line, True
+                key, key_line, has_key = value, line, True
             else:
-                self._key(top, value, line)
+                self._at(saved, obj, has_key, key)
+                self._check_key(obj, value, line)
+                key, key_line, has_key = value, line, True
+
+    def _at(self, saved: list[tuple], obj: Any, has_key: bool, key: Any) -> None:
+        """Record the open collections (node()'s ancestors on ``saved`` and the open one) for
+        keypath()."""
+        frames = [(s[0], s[5], s[6]) for s in saved[1:]]
+        if obj is not None:
+            frames.append((obj, has_key, key))
+        self.path_frames = frames
 
     def _check_start(
-        self, ev: Any, is_map: bool, top: _Frame | None, depth: int, line: int
+        self,
+        ev: Any,
+        is_map: bool,
+        obj: Any,
+        is_list: bool,
+        has_key: bool,
+        depth: int,
+        line: int,
     ) -> None:
         if ev.tag not in (None, "!", _MAP_TAG if is_map else _SEQ_TAG):
             raise self.err(line, f"unsupported tag {clip(short_tag(ev.tag), 60)} at line {line}")
-        if top is not None and not top.is_list and not top.has_key:
+        if obj is not None and not is_list and not has_key:
             raise self.err(line, "keys must be plain scalars")
         if depth >= MAX_DEPTH:
             raise self.err(line, f"nesting deeper than {MAX_DEPTH} levels (lists and mappings)")
@@ -322,15 +345,13 @@ class _Builder:
             )
         return value, size
 
-    def _key(self, top: _Frame, value: Any, line: int) -> None:
-        obj = top.obj
+    def _check_key(self, obj: Any, value: Any, line: int) -> None:
         if not isinstance(value, (str, int, float, bool)) and value is not None:
             raise self.err(line, "keys must be plain scalars")
         if value in obj:
             raise self.err(
                 line, f"duplicate key {brief(value, 60)} (first on line {obj.key_lines[value]})"
             )
-        top.key, top.key_line, top.has_key = value, line, True
 
 
 def _syntax_error(path: Path, text: str, ex: yaml.MarkedYAMLError) -> tuple[Where, str]:
