@@ -265,3 +265,26 @@ def test_compile_traces_fused_model_without_graph_break() -> None:
     targets = [str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"]
     assert sum("ckgen.conv_fused" in t for t in targets) == 20, targets
     torch._dynamo.reset()
+
+
+def test_convert_fuse_retinanet_core(cpu_as_cuda) -> None:
+    """The benchmark's RetinaNet (backbone with FrozenBatchNorm2d inside torchvision's
+    IntermediateLayerGetter, FPN, heads) against its unfused self."""
+    _torchvision()
+    import fused_measure
+
+    model = fused_measure.build("retinanet_resnet50_fpn").to(memory_format=torch.channels_last)
+    x = _cl(torch.randn(1, 3, 96, 96))
+    with torch.no_grad():
+        ref = model(x)
+    lib = _FakeLibrary()
+    fused = ct.convert(copy.deepcopy(model), lib, fuse=True, verbose=False)
+    kinds = [type(m).__name__ for m in fused.modules()]
+    assert "FrozenBatchNorm2d" not in kinds and kinds.count("FusedResidual") == 16
+    left = [d for d in ct.report(fused) if d.kind != "FusedConv"]
+    assert all(d.converted for d in left) and len(left) == 10  # FPN 6, P6 / P7, 2 head outputs
+    with torch.no_grad():
+        y = fused(x)
+    for a, b in zip(y, ref, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-3)
+    assert {"bias", "bias_relu", "bias_relu_residual"} <= set(lib.runs)

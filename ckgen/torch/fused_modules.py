@@ -12,12 +12,14 @@ from torch import nn
 
 from ckgen.torch import fused_op, ops, registration
 from ckgen.torch.convert import conv_params
+from ckgen.torch.layout import to_channels_last
 
 
 def fold(conv: Any, norm: Any = None) -> tuple[Any, Any]:
     """(weight, bias) of conv followed by norm (a BatchNorm in eval mode, or torchvision's
     FrozenBatchNorm2d; None: conv alone), computed in fp64: weight in conv's dtype, bias fp32
-    (zeros when there is neither a conv bias nor a norm)."""
+    (zeros when there is neither a conv bias nor a norm); the weight channels-last, as the
+    kernels read it."""
     w = conv.weight.detach().double()
     k = w.shape[0]
     if conv.bias is not None:
@@ -32,7 +34,7 @@ def fold(conv: Any, norm: Any = None) -> tuple[Any, Any]:
         s = gamma / torch.sqrt(var + float(norm.eps))
         w = w * s.view(-1, *([1] * (w.dim() - 1)))
         b = (b - mean) * s + beta
-    return w.to(conv.weight.dtype).contiguous(), b.float().contiguous()
+    return to_channels_last(w.to(conv.weight.dtype)), b.float().contiguous()
 
 
 class FusedConv(nn.Module):
