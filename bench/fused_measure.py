@@ -28,24 +28,34 @@ class RetinaNetCore(nn.Module):
         return out["cls_logits"], out["bbox_regression"]
 
 
-def build(name: str) -> nn.Module:
-    """The fp32 model in eval mode, seeded random weights, BatchNorm statistics non-trivial."""
-    import torchvision
+_built: dict[tuple[str, int], nn.Module] = {}
 
-    torch.manual_seed(0)
-    if name == "retinanet_resnet50_fpn":
-        det = torchvision.models.detection.retinanet_resnet50_fpn(
-            weights=None, weights_backbone=None
-        )
-        model: nn.Module = RetinaNetCore(det)
-    else:
-        model = getattr(torchvision.models, name)(weights=None)
-    with torch.no_grad():
+
+def build(name: str, size: int = 224, device: str = "cuda") -> nn.Module:
+    """The fp32 model in eval mode: seeded random weights, BatchNorm statistics calibrated on one
+    seeded random batch (else a randomly initialised deep network's activations grow past
+    fp16's range); built once per (model, input size), a copy each call."""
+    key = (name, size)
+    if key not in _built:
+        import torchvision
+
+        torch.manual_seed(0)
+        if name == "retinanet_resnet50_fpn":
+            det = torchvision.models.detection.retinanet_resnet50_fpn(
+                weights=None, weights_backbone=None
+            )
+            model: nn.Module = RetinaNetCore(det)
+        else:
+            model = getattr(torchvision.models, name)(weights=None)
+        model = model.to(device).train()
         for m in model.modules():
-            if hasattr(m, "running_var") and m.running_var is not None:
-                m.running_mean.uniform_(-0.1, 0.1)
-                m.running_var.uniform_(0.5, 1.5)
-    return model.eval()
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.momentum = None  # a cumulative average: the batch's statistics
+        g = torch.Generator(device=device).manual_seed(2)
+        with torch.no_grad():
+            model(torch.randn(4, 3, size, size, device=device, generator=g))
+        _built[key] = model.eval().cpu()
+    return copy.deepcopy(_built[key]).to(device)
 
 
 def count(model: nn.Module) -> tuple[int, int]:
@@ -78,14 +88,14 @@ class Case:
 
     def __init__(self, name: str, batch: int, dt: str, args: Any, reg: Any) -> None:
         size = args.detection_size if name.startswith("retinanet") else args.image_size
-        self.m32 = build(name).cuda().to(memory_format=torch.channels_last)
+        self.m32 = build(name, size).to(memory_format=torch.channels_last)
         g = torch.Generator(device="cuda").manual_seed(1)
         x32 = torch.randn(batch, 3, size, size, device="cuda", generator=g)
         self.x32 = x32.contiguous(memory_format=torch.channels_last)
         self.x = self.x32.to(DT[dt])
         self.model = copy.deepcopy(self.m32).to(DT[dt])
         self.dt, self.reg, self._fused = dt, reg, None
-        with torch.no_grad():
+        with torch.no_grad(), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
             self.ref = [t.clone() for t in outputs(self.model(self.x))]
             ref32 = outputs(self.m32(self.x32))
         self.fp32_err = fi.errors(self.ref, ref32)[1]
@@ -94,9 +104,12 @@ class Case:
         if self._fused is None:
             import ckgen.torch as ct
 
-            m = ct.convert(copy.deepcopy(self.m32), self.reg, fuse=True, verbose=False)
-            ct.report(m)
-            self._fused = m.to(DT[self.dt])
+            dt = DT[self.dt]  # the dtype it will run in: the library's kernels are of that
+            m = ct.convert(copy.deepcopy(self.m32), self.reg, fuse=True, dtype=dt, verbose=False)
+            for d in ct.report(m):
+                if not d.converted or "not fused" in d.reason:
+                    print(f"  {d}", flush=True)
+            self._fused = m.to(dt)
         return self._fused
 
 

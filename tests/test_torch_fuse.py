@@ -268,19 +268,20 @@ def test_compile_traces_fused_model_without_graph_break() -> None:
 
 
 def test_convert_fuse_retinanet_core(cpu_as_cuda) -> None:
-    """The benchmark's RetinaNet (backbone with FrozenBatchNorm2d inside torchvision's
+    """The benchmark's RetinaNet (its ResNet stem and blocks inside torchvision's
     IntermediateLayerGetter, FPN, heads) against its unfused self."""
     _torchvision()
     import fused_measure
 
-    model = fused_measure.build("retinanet_resnet50_fpn").to(memory_format=torch.channels_last)
+    model = fused_measure.build("retinanet_resnet50_fpn", 96, "cpu")
+    model = model.to(memory_format=torch.channels_last)
     x = _cl(torch.randn(1, 3, 96, 96))
     with torch.no_grad():
         ref = model(x)
     lib = _FakeLibrary()
     fused = ct.convert(copy.deepcopy(model), lib, fuse=True, verbose=False)
     kinds = [type(m).__name__ for m in fused.modules()]
-    assert "FrozenBatchNorm2d" not in kinds and kinds.count("FusedResidual") == 16
+    assert "BatchNorm2d" not in kinds and kinds.count("FusedResidual") == 16
     left = [d for d in ct.report(fused) if d.kind != "FusedConv"]
     assert all(d.converted for d in left) and len(left) == 10  # FPN 6, P6 / P7, 2 head outputs
     with torch.no_grad():
@@ -288,3 +289,19 @@ def test_convert_fuse_retinanet_core(cpu_as_cuda) -> None:
     for a, b in zip(y, ref, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-3)
     assert {"bias", "bias_relu", "bias_relu_residual"} <= set(lib.runs)
+
+
+def test_frozen_batchnorm_folds(cpu_as_cuda) -> None:
+    """torchvision's FrozenBatchNorm2d (pretrained detection backbones) folds like BatchNorm."""
+    tv = _torchvision()
+    bn = tv.ops.misc.FrozenBatchNorm2d(8)
+    bn.running_mean.uniform_(-1, 1)
+    bn.running_var.uniform_(0.5, 2)
+    bn.weight.uniform_(0.5, 2)
+    seq = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1, bias=False), bn, nn.ReLU()).eval()
+    x = _cl(torch.randn(2, 4, 6, 6))
+    with torch.no_grad():
+        ref = seq(x)
+        out = ct.convert(seq, _FakeLibrary(), fuse=True, verbose=False)
+        assert type(out[0]).__name__ == "FusedConv" and type(out[1]) is nn.Identity
+        torch.testing.assert_close(out(x), ref, rtol=1e-4, atol=1e-4)
