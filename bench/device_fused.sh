@@ -9,7 +9,9 @@
 #   2. bench   CKGEN_TORCH_LIB=<that library> bench/fused_inference.py over MODELS x BATCHES x
 #              DTYPES x MODES with what is left of the budget, in three sections (the CUDA-graph
 #              rows of every model, then torch.compile, then max-autotune), each with its share;
-#              rows that do not fit are written with status=skipped, every row as it is measured;
+#              rows that do not fit are written with status=skipped, every row as it is measured,
+#              and kept in $WORK/fused.csv, from which the next call resumes (it measures only
+#              what is missing: repeat the call to cover more rows; FRESH=1 starts over);
 #   3. report  the summary (speedups, the targets) and the plot, from the CSV, also when
 #              step 2 ran out of time.
 #
@@ -63,6 +65,7 @@ run_limited() {
 
 : > "$OUT/summary.txt"
 log "$(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
+[ "${FRESH:-0}" = 1 ] && rm -f "$WORK/fused.csv"
 log "ckgen $(git rev-parse --short HEAD 2> /dev/null) torch $(python3 -c 'import torch, torchvision; print(torch.__version__, torchvision.__version__)' 2>&1 | tail -1)"
 
 # --- 1. build ----------------------------------------------------------------------------------
@@ -105,7 +108,7 @@ if [ "$budget" -gt 30 ]; then
   # shellcheck disable=SC2086  # BENCH_ARGS: separate arguments
   run_limited $(($(left) - 20)) python3 bench/fused_inference.py --models "$MODELS" \
     --dtypes "$DTYPES" --modes "$MODES" --batches "$BATCHES" --budget-s "$budget" \
-    --out-dir "$OUT" $BENCH_ARGS > "$OUT/fused.log" 2>&1
+    --out-dir "$OUT" --resume "$WORK/fused.csv" $BENCH_ARGS > "$OUT/fused.log" 2>&1
   rc=$?
   log "bench rc=$rc in $((SECONDS - t0)) s"
   [ $rc -eq 0 ] || tail -n 8 "$OUT/fused.log" | tee -a "$OUT/summary.txt"

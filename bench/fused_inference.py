@@ -20,6 +20,8 @@ rounding floor). Times: CUDA events around back-to-back warmed-up calls, median 
 Rows run in three sections, each with its share of --budget-s (time a section leaves goes to the
 next): the two graph modes of every model, then compile, then compile_max (batch 32 first).
 A row that does not fit is written with status=skipped; every row is written as it is measured.
+--resume FILE keeps FILE's rows (but the skipped ones), measures the others and appends them to
+FILE: repeated runs cover the whole table.
 
     CKGEN_TORCH_LIB=build/lib/libckgen_dispatch.so python3 bench/fused_inference.py \\
         --budget-s 400 --out-dir bench/results --summary --plot
@@ -89,6 +91,12 @@ def parse_args(argv: list[str] | None = None) -> Any:
     p.add_argument("--target-ms", type=float, default=300.0)
     p.add_argument("--csv", type=Path, default=None, help="default: OUT_DIR/<date>_<gpu>_...")
     p.add_argument("--out-dir", type=Path, default=HERE / "results")
+    p.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        help="keep the rows of this CSV, measure the missing ones, append them to it",
+    )
     p.add_argument("--lib", default="", help="libckgen_dispatch.so (default: CKGEN_TORCH_LIB)")
     p.add_argument("--summary", action="store_true")
     p.add_argument("--plot", nargs="?", const="auto", default=None)
@@ -187,19 +195,45 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+def key_of(row: dict) -> Key:
+    return Key(row["model"], int(row["batch"]), row["datatype"], row["mode"])
+
+
+def skipped(row: dict) -> bool:
+    """A row a resumed run measures again (out of budget, no library, CUDA failed before)."""
+    return str(row.get("status", "")).startswith("skipped")
+
+
 class Writer:
-    def __init__(self, path: Path) -> None:
+    """The CSV, row by row; with resume, the rows that file holds (but the skipped ones) come
+    first and count as done, and each new measured row is appended to it too."""
+
+    def __init__(self, path: Path, resume: Path | None = None) -> None:
+        self.path, self.rows, self.resume = path, [], resume
+        self.done = {key_of(r): r for r in read_rows(resume) if not skipped(r)} if resume else {}
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.path, self.rows = path, []
         self._f = path.open("w", newline="")
         self._w = csv.DictWriter(self._f, fieldnames=COLUMNS, extrasaction="ignore")
         self._w.writeheader()
+        for r in self.done.values():
+            self._put(r)
         self._f.flush()
+        if resume and not resume.is_file():
+            resume.parent.mkdir(parents=True, exist_ok=True)
+            with resume.open("w", newline="") as f:
+                csv.DictWriter(f, fieldnames=COLUMNS).writeheader()
 
-    def write(self, row: dict) -> None:
+    def _put(self, row: dict) -> None:
         self.rows.append(row)
         self._w.writerow({k: fmt(row.get(k)) for k in COLUMNS})
+
+    def write(self, row: dict) -> None:
+        self._put(row)
         self._f.flush()
+        if self.resume and not skipped(row):
+            with self.resume.open("a", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+                w.writerow({k: fmt(row.get(k)) for k in COLUMNS})
 
     def close(self) -> None:
         self._f.close()
@@ -211,7 +245,7 @@ def _ms(rows: list[dict]) -> dict[Key, float]:
     for r in rows:
         v = num(r.get("ms"))
         if v:
-            out[Key(r["model"], int(r["batch"]), r["datatype"], r["mode"])] = v
+            out[key_of(r)] = v
     return out
 
 

@@ -154,13 +154,16 @@ def run(args: Any) -> tuple[list[dict], Path]:
     except Exception as ex:  # noqa: BLE001 - the ckgen rows say why
         lib_error = short(ex)
         print(f"no ckgen library: {lib_error}", flush=True)
-    writer = fi.Writer(path)
+    writer = fi.Writer(path, args.resume)
     budget = fi.Budget(args.budget_s)
     cases: dict[tuple, Any] = {}
-    ref_ms: dict[tuple, float] = {}
+    ref_ms = {k[:3]: v for k, v in fi._ms(list(writer.done.values())).items()
+              if k.mode == fi.REFERENCE}  # fmt: skip
     dead = ""
     try:
         for section, key in fi.plan(args):
+            if key in writer.done:
+                continue
             row: dict[str, Any] = {**key._asdict(), "gpu": gpu, "status": "skipped: budget"}
             ck = (key.model, key.batch, key.datatype)
             if dead:

@@ -123,3 +123,18 @@ def test_fused_config_covers_the_converters_fusions() -> None:
             scalar = [n for n in names if f"_{dt}_" in n and "_v1x1x1_" in n + "_"
                       and n.endswith("_" + fusion)]  # fmt: skip
             assert scalar, (dt, fusion)
+
+
+def test_writer_resume(tmp_path) -> None:
+    resume = tmp_path / "work.csv"
+    w = fi.Writer(tmp_path / "a.csv", resume)
+    assert not w.done and resume.is_file()
+    w.write({"model": "resnet50", "batch": 32, "datatype": "fp16", "mode": "cudnn_graph",
+             "ms": 2.0, "status": "ok"})  # fmt: skip
+    w.write({"model": "resnet50", "batch": 32, "datatype": "fp16", "mode": "compile",
+             "status": "skipped: budget"})  # fmt: skip
+    w.close()
+    w2 = fi.Writer(tmp_path / "b.csv", resume)
+    w2.close()
+    assert list(w2.done) == [fi.Key("resnet50", 32, "fp16", "cudnn_graph")]
+    assert [r["mode"] for r in fi.read_rows(tmp_path / "b.csv")] == ["cudnn_graph"]
