@@ -117,7 +117,7 @@ def test_fused_config_covers_the_converters_fusions() -> None:
 
     exp = expand(load_configs([ROOT / "configs/forward/fused.yaml"]), get_arch("sm_90a"), Filters())
     names = [i.name for i in exp.instances]
-    assert 40 <= len(names) <= 80 and not exp.rejected_count
+    assert 60 <= len(names) <= 110 and not exp.rejected_count  # builds in about a minute
     for dt in ("fp16", "bf16"):
         for fusion in ("bias", "bias_relu", "bias_relu6", "bias_res", "bias_relu_res"):
             scalar = [n for n in names if f"_{dt}_" in n and "_v1x1x1_" in n + "_"
