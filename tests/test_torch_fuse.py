@@ -305,3 +305,11 @@ def test_frozen_batchnorm_folds(cpu_as_cuda) -> None:
         out = ct.convert(seq, _FakeLibrary(), fuse=True, verbose=False)
         assert type(out[0]).__name__ == "FusedConv" and type(out[1]) is nn.Identity
         torch.testing.assert_close(out(x), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_batchnorm_in_training_mode_is_named() -> None:
+    seq = nn.Sequential(nn.Conv2d(4, 8, 1), nn.BatchNorm2d(8), nn.ReLU()).eval()
+    seq[1].train()
+    out = ct.convert(seq, fuse=True, verbose=False)
+    d = ct.report(out)[0]
+    assert type(out[0]).__name__ == "Conv2d" and "not fused: BatchNorm in training mode" in d.reason

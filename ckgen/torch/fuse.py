@@ -15,7 +15,7 @@ from typing import Any
 from torch import nn
 
 from ckgen.torch import checks as ck
-from ckgen.torch.convert import _NDIM, _TWINS, _why_not
+from ckgen.torch.convert import _NDIM, _TWINS, _summary, _why_not
 from ckgen.torch.fused_modules import FusedConv, FusedResidual
 
 _NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
@@ -110,6 +110,7 @@ class Fuser:
             return None
         parts = [type(m).__name__ for m in (norm, act) if m is not None]
         what = f"fused {fc.fusion}" + (f" ({' + '.join(parts)} folded in)" if parts else "")
+        what += f": {_summary(conv)}"
         self.result.fused[path] = what
         return fc
 
@@ -126,8 +127,11 @@ class Fuser:
                 i += 1
                 continue
             j, norm, act = i + 1, None, None
-            if j < len(names) and not norm_why_not(mods[names[j]], conv):
+            why = norm_why_not(mods[names[j]], conv) if j < len(names) else "last"
+            if not why:
                 norm, j = mods[names[j]], j + 1
+            elif j < len(names) and isinstance(mods[names[j]], _NORMS):  # one that cannot fold
+                self.result.left[_join(prefix, names[i])] = why
             if j < len(names) and activation(mods[names[j]]) is not None:
                 act, j = mods[names[j]], j + 1
             if norm is not None or act is not None:
