@@ -19,6 +19,8 @@ always channels-last. The kernels run on the tensors' device, on its current str
     dw = ct.conv_backward_weight(x, dy, w.shape, stride=1, padding=1)
     m  = ct.Conv2d(64, 64, 3, padding=1)               # drop-in nn.Module
     ct.benchmark = True                                # autotune each problem's first call
+    y  = ct.conv_fused(x, w, b, residual=r, fusion="bias_relu_residual", padding=1)
+    model = ct.convert(model.eval(), fuse=True)        # Conv+BN+act(+residual) fused, inference
 
 The default registry can also come from CKGEN_TORCH_LIB (a built libckgen_dispatch.so or its
 build directory); set_default_registry(reg, device=i) gives one device its own. Autotuning
@@ -39,6 +41,8 @@ from ckgen.torch import checks as _ck
 from ckgen.torch import ops as _ops
 from ckgen.torch.checks import ConvDeviceError, ConvTypeError, ConvValueError
 from ckgen.torch.convert import Conv1d, Conv2d, Conv3d, Decision, convert, report
+from ckgen.torch.fused_modules import FusedConv, FusedResidual
+from ckgen.torch.fused_op import FusedGradientError
 from ckgen.torch.ops import _ENV_AUTOTUNE as _ENV_AUTOTUNE
 from ckgen.torch.ops import (
     LaunchError,
@@ -62,6 +66,9 @@ __all__ = [
     "ConvTypeError",
     "ConvValueError",
     "Decision",
+    "FusedConv",
+    "FusedGradientError",
+    "FusedResidual",
     "LaunchError",
     "NoKernelError",
     "UnsupportedProblemError",
@@ -73,6 +80,7 @@ __all__ = [
     "conv_backward_data",
     "conv_backward_weight",
     "conv_forward",
+    "conv_fused",
     "convert",
     "default_registry",
     "make_problem",
@@ -238,6 +246,34 @@ def conv_forward(
 ) -> Any:
     """y = conv(x, weight) (+ bias), channels-last; differentiable like conv()."""
     return conv(x, weight, bias, stride, padding, dilation, groups, registry, padding_right)
+
+
+def conv_fused(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    scale: Any = None,
+    residual: Any = None,
+    *,
+    fusion: str,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    beta: float = 1.0,
+    alpha: float = 0.01,
+    registry: Any = None,
+    padding_right: Any = None,
+) -> Any:
+    """y = act(op(conv(x, weight)) + beta * residual) in one kernel (ckgen::conv_fused), fusion
+    e.g. 'bias_relu_residual': bias (and scale, for scale_shift) fp32, one per output channel;
+    residual of the output's shape and dtype; alpha: leaky_relu's slope. Inference only."""
+    from ckgen.torch import fused_op
+
+    conf = _conf(_nd(x), weight, stride, padding, dilation, groups, registry, padding_right)
+    if fast(x, weight) and not (_grad_enabled() and (x.requires_grad or weight.requires_grad)):
+        return fused_op.fused(x, weight, bias, scale, residual, beta, alpha, fusion, conf)
+    return torch.ops.ckgen.conv_fused(x, weight, bias, scale, residual, beta, alpha, fusion, *conf)
 
 
 def conv_backward_data(

@@ -153,15 +153,34 @@ def _twin(m: Any, registry: Any) -> Any:
     return new
 
 
-def convert(model: Any, registry: Any = None, *, dtype: Any = None, verbose: bool = True) -> Any:
+def convert(
+    model: Any,
+    registry: Any = None,
+    *,
+    dtype: Any = None,
+    verbose: bool = True,
+    fuse: bool = False,
+) -> Any:
     """Replace every nn.Conv1d / Conv2d / Conv3d of model that ckgen can serve by a ckgen twin
     holding the same weight and bias Parameters (an optimizer built before keeps working); the
     others stay PyTorch's. Returns the model (a new root when model itself is a convolution).
 
     dtype: the dtype the model will run in, when it differs from the weights' now (a model
     converted before .half()). With a registry, modules whose dtype / ndim it has no kernel for
-    are left to PyTorch. verbose prints one line per convolution; report(model) returns them."""
+    are left to PyTorch. verbose prints one line per convolution; report(model) returns them.
+
+    fuse=True (inference, model.eval()): first fold each Conv + BatchNorm (+ activation), and
+    the residual tail of torchvision's ResNet / MobileNetV2 blocks, into FusedConv modules
+    (ckgen::conv_fused; folded copies of the weights, no gradient); see ckgen.torch.fuse. The
+    convolutions it cannot fuse go through the plain pass, the reason beside them."""
     decisions: list[Decision] = []
+    left: dict[str, str] = {}
+    if fuse:
+        from ckgen.torch.fuse import fuse_model
+
+        model, done = fuse_model(model, registry, dtype)
+        decisions += [Decision(p, "FusedConv", True, why) for p, why in done.fused.items()]
+        left = done.left
 
     def visit(mod: Any, prefix: str) -> Any:
         if isinstance(mod, _CkgenConvMixin):
@@ -169,7 +188,10 @@ def convert(model: Any, registry: Any = None, *, dtype: Any = None, verbose: boo
             return mod
         if isinstance(mod, tuple(_TWINS)):
             why = _why_not(mod, registry, dtype)
-            decisions.append(Decision(prefix, type(mod).__name__, not why, why or _summary(mod)))
+            text = why or _summary(mod)
+            if left.get(prefix, why) != why:
+                text += f" (not fused: {left[prefix]})"
+            decisions.append(Decision(prefix, type(mod).__name__, not why, text))
             return mod if why else _twin(mod, registry)
         for name, child in list(mod._modules.items()):
             if child is None:

@@ -216,7 +216,10 @@ def _prepare(
     lid: int,
     autotune: bool,
     dtype: Any = None,
+    fusion: Any = None,
 ) -> Prepared:
+    """A new cache entry; fusion (an Epilogue, forward): select a kernel fusing exactly those
+    operations (the cost model's pick, never autotuned), launched through its run()."""
     pr = Prepared()
     pr.variant = variant
     pr.dev_index = device.index if device.index is not None else torch.cuda.current_device()
@@ -233,12 +236,17 @@ def _prepare(
         _cache[key] = pr
         return pr
     reg = pr.library = _library(lid, pr.dev_index)
-    kwargs = {"autotune": autotune} if autotune and _select_accepts_autotune(reg) else {}
+    kwargs: dict[str, Any] = {}
+    if fusion is not None:
+        kwargs["fusion"] = fusion
+    elif autotune and _select_accepts_autotune(reg):
+        kwargs["autotune"] = autotune
     try:
         sel = reg.select(p, variant, info["dt"], **kwargs)
     except NoKernel as ex:
+        what = f"{info['dt']} {fusion}" if fusion is not None else info["dt"]
         raise NoKernelError(
-            f"ckgen::conv_{variant}: no {info['dt']} kernel of {reg} runs "
+            f"ckgen::conv_{variant}: no {what} kernel of {reg} runs "
             f"{_describe(info, x_shape, w_shape)}: {ex.reason}"
         ) from None
     pr.selection = sel
@@ -248,7 +256,8 @@ def _prepare(
     clib = getattr(reg, "_lib", None)
     fn = getattr(clib, "ckgen_run", None)
     kernel = getattr(sel, "kernel", None)
-    if fn is not None and len(getattr(fn, "argtypes", None) or ()) == 8 and kernel is not None:
+    plain = fusion is None and fn is not None and len(getattr(fn, "argtypes", None) or ()) == 8
+    if plain and kernel is not None:
         pr.fn = fn
         pr.index = int(kernel.index)
         pr.cstruct = c_problem(p)

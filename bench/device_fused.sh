@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Fused inference, ckgen convert(fuse=True) against cuDNN + separate ops and torch.compile
+# (bench/fused_inference.py), in one call on the GPU machine (ends within BUDGET seconds, 530 by
+# default, of the device call's 600):
+#   1. build   the 2D forward kernels of DTYPES: the default set plus configs/forward/fused.yaml,
+#              one Registry.build (-j JOBS, 4 instances per translation unit), cached in
+#              $WORK/jit (a later call on the same warm machine finds it built); at most
+#              BUILD_TIMEOUT seconds;
+#   2. bench   CKGEN_TORCH_LIB=<that library> bench/fused_inference.py over MODELS x BATCHES x
+#              DTYPES x MODES with what is left of the budget, in three sections (the CUDA-graph
+#              rows of every model, then torch.compile, then max-autotune), each with its share;
+#              rows that do not fit are written with status=skipped, every row as it is measured,
+#              and kept in $WORK/fused.csv, from which the next call resumes (it measures only
+#              what is missing: repeat the call to cover more rows; FRESH=1 starts over);
+#   3. report  the summary (speedups, the issue's targets) and the plot, from the CSV, also when
+#              step 2 ran out of time.
+#
+#   bash bench/device_fused.sh
+#   MODES=compile,compile_max MODELS=resnet50,mobilenet_v2 bash bench/device_fused.sh
+#
+# $OUT: summary.txt, <date>_<gpu>_fused_inference.csv (copy it to bench/results/), its .png,
+# fused.log, build.log.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-/tmp/ckgen-fused-out}
+WORK=${WORK:-/tmp/ckgen-fused-work}
+BUDGET=${BUDGET:-530}
+ARCH=${ARCH:-sm_90a}
+JOBS=${JOBS:-$(nproc)}
+MODELS=${MODELS:-all}
+DTYPES=${DTYPES:-fp16,bf16}
+MODES=${MODES:-all}
+BATCHES=${BATCHES:-32,1}
+BUILD_TIMEOUT=${BUILD_TIMEOUT:-240}
+BENCH_ARGS=${BENCH_ARGS:---repeats 3 --target-ms 200}  # more bench/fused_inference.py arguments
+mkdir -p "$OUT" "$WORK"
+export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1 NO_COLOR=1
+export CKGEN_CACHE_DIR=$WORK/jit CKGEN_AUTOTUNE=0 TORCHINDUCTOR_CACHE_DIR=$WORK/inductor
+cd "$ROOT" || exit 1
+log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
+left() { echo $((BUDGET - SECONDS)); }
+
+# run_limited SECONDS CMD...: CMD in its own process group, all of it ended after SECONDS
+run_limited() {
+  local limit=$1 pid watcher rc
+  shift
+  if ! command -v setsid > /dev/null; then
+    timeout -k 5 "$limit" "$@"
+    return $?
+  fi
+  setsid "$@" &
+  pid=$!
+  (
+    trap 'kill "$s" 2> /dev/null; exit 0' TERM
+    sleep "$limit" & s=$!
+    wait "$s"
+    kill -TERM -- "-$pid" 2> /dev/null && sleep 5 && kill -KILL -- "-$pid" 2> /dev/null
+  ) > /dev/null 2>&1 &
+  watcher=$!
+  wait "$pid"
+  rc=$?
+  kill "$watcher" 2> /dev/null
+  return $rc
+}
+
+: > "$OUT/summary.txt"
+log "$(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
+[ "${FRESH:-0}" = 1 ] && rm -f "$WORK/fused.csv"
+log "ckgen $(git rev-parse --short HEAD 2> /dev/null) torch $(python3 -c 'import torch, torchvision; print(torch.__version__, torchvision.__version__)' 2>&1 | tail -1)"
+
+# --- 1. build ----------------------------------------------------------------------------------
+GLOBS=$(python3 bench/fused_inference.py --kernel-globs --dtypes "$DTYPES") || exit 1
+log "build: default + fused.yaml forward, $GLOBS (arch $ARCH, -j $JOBS, at most $BUILD_TIMEOUT s)"
+t0=$SECONDS
+cat > "$WORK/build_fused.py" << 'EOF'
+import sys
+import time
+
+from ckgen import Registry
+
+arch, jobs, globs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+configs = ["configs/forward/default.yaml", "configs/forward/fused.yaml"]
+t = time.perf_counter()
+reg = Registry.build(configs, arch=arch, kernels=globs, variants=["forward"], max_workers=jobs,
+                     shard_size=4)
+fused = sum(k.epilogue.fused for k in reg.find())
+print(f"{len(reg)} kernels ({fused} fused) in {time.perf_counter() - t:.0f} s (cached={reg.cached})")
+print(f"LIB {reg.lib_path}")
+EOF
+# shellcheck disable=SC2086  # the globs are separate arguments
+run_limited "$BUILD_TIMEOUT" python3 "$WORK/build_fused.py" "$ARCH" "$JOBS" $GLOBS > "$OUT/build.log" 2>&1
+rc=$?
+LIB=$(sed -n 's/^LIB //p' "$OUT/build.log")
+log "build rc=$rc in $((SECONDS - t0)) s: $(grep -m1 ' kernels ' "$OUT/build.log")"
+if [ -n "$LIB" ]; then
+  export CKGEN_TORCH_LIB=$LIB
+else
+  grep -m 10 -iE "error|FAILED" "$OUT/build.log" | tee -a "$OUT/summary.txt"
+  log "no ckgen library: the ckgen rows say so; the others are measured"
+fi
+
+# --- 2. bench ----------------------------------------------------------------------------------
+budget=$(($(left) - 40))  # room for the report and for a row that runs past its estimate
+CSV=""
+if [ "$budget" -gt 30 ]; then
+  log "bench: $MODELS / batches $BATCHES / $DTYPES / $MODES (budget $budget s)"
+  t0=$SECONDS
+  # shellcheck disable=SC2086  # BENCH_ARGS: separate arguments
+  run_limited $(($(left) - 20)) python3 bench/fused_inference.py --models "$MODELS" \
+    --dtypes "$DTYPES" --modes "$MODES" --batches "$BATCHES" --budget-s "$budget" \
+    --out-dir "$OUT" --resume "$WORK/fused.csv" $BENCH_ARGS > "$OUT/fused.log" 2>&1
+  rc=$?
+  log "bench rc=$rc in $((SECONDS - t0)) s"
+  [ $rc -eq 0 ] || tail -n 8 "$OUT/fused.log" | tee -a "$OUT/summary.txt"
+else
+  log "bench skipped: $(left) s left"
+fi
+
+# --- 3. report ---------------------------------------------------------------------------------
+CSV=$(ls -t "$OUT"/*_fused_inference.csv 2> /dev/null | head -1)
+if [ -n "$CSV" ]; then
+  python3 bench/fused_inference.py --report-only --csv "$CSV" --summary --plot 2>&1 \
+    | tee -a "$OUT/summary.txt"
+  log "done: $(($(wc -l < "$CSV") - 1)) rows ($(grep -c ',skipped' "$CSV") skipped) in $CSV"
+else
+  log "no CSV written"
+fi
+ls -la "$OUT"

@@ -1,0 +1,199 @@
+"""The measuring half of bench/fused_inference.py (GPU): the models, the four modes, the rows."""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import fused_inference as fi
+import torch
+from model_steps import outputs, short, time_ms
+from torch import nn
+
+DT = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+class RetinaNetCore(nn.Module):
+    """retinanet_resnet50_fpn's backbone, FPN and heads: the head outputs of every level."""
+
+    def __init__(self, det: nn.Module) -> None:
+        super().__init__()
+        self.backbone, self.head = det.backbone, det.head
+
+    def forward(self, x: torch.Tensor) -> Any:
+        feats = list(self.backbone(x).values())
+        out = self.head(feats)
+        return out["cls_logits"], out["bbox_regression"]
+
+
+_built: dict[tuple[str, int], nn.Module] = {}
+
+
+def build(name: str, size: int = 224, device: str = "cuda") -> nn.Module:
+    """The fp32 model in eval mode: seeded random weights, BatchNorm statistics calibrated on one
+    seeded random batch (else a randomly initialised deep network's activations grow past
+    fp16's range); built once per (model, input size), a copy each call."""
+    key = (name, size)
+    if key not in _built:
+        import torchvision
+
+        torch.manual_seed(0)
+        if name == "retinanet_resnet50_fpn":
+            det = torchvision.models.detection.retinanet_resnet50_fpn(
+                weights=None, weights_backbone=None
+            )
+            model: nn.Module = RetinaNetCore(det)
+        else:
+            model = getattr(torchvision.models, name)(weights=None)
+        model = model.to(device).train()
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.momentum = None  # a cumulative average: the batch's statistics
+        g = torch.Generator(device=device).manual_seed(2)
+        with torch.no_grad():
+            model(torch.randn(4, 3, size, size, device=device, generator=g))
+        _built[key] = model.eval().cpu()
+    return copy.deepcopy(_built[key]).to(device)
+
+
+def count(model: nn.Module) -> tuple[int, int]:
+    """(FusedConv modules, convolutions left to PyTorch)."""
+    import ckgen.torch as ct
+
+    fused = sum(isinstance(m, ct.FusedConv) for m in model.modules())
+    left = sum(not d.converted for d in ct.report(model))
+    return fused, left
+
+
+def graph_fn(model: nn.Module, x: torch.Tensor) -> tuple[Any, Any]:
+    """(replay, static outputs) of model(x) captured as one CUDA graph (warm-up on a side
+    stream first: cuDNN's benchmark and ckgen's selections run there)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.no_grad():
+        for _ in range(3):
+            model(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g), torch.no_grad():
+        out = model(x)
+    return g.replay, out
+
+
+class Case:
+    """One (model, batch, dtype): its input, the unfused model, its eager outputs in the dtype
+    (the error reference) and in fp32, and the fused model on first use."""
+
+    def __init__(self, name: str, batch: int, dt: str, args: Any, reg: Any) -> None:
+        size = args.detection_size if name.startswith("retinanet") else args.image_size
+        self.m32 = build(name, size).to(memory_format=torch.channels_last)
+        g = torch.Generator(device="cuda").manual_seed(1)
+        x32 = torch.randn(batch, 3, size, size, device="cuda", generator=g)
+        self.x32 = x32.contiguous(memory_format=torch.channels_last)
+        self.x = self.x32.to(DT[dt])
+        self.model = copy.deepcopy(self.m32).to(DT[dt])
+        self.dt, self.reg, self._fused = dt, reg, None
+        with torch.no_grad(), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+            self.ref = [t.clone() for t in outputs(self.model(self.x))]
+            ref32 = outputs(self.m32(self.x32))
+        self.fp32_err = fi.errors(self.ref, ref32)[1]
+
+    def fused(self) -> nn.Module:
+        if self._fused is None:
+            import ckgen.torch as ct
+
+            dt = DT[self.dt]  # the dtype it will run in: the library's kernels are of that
+            m = ct.convert(copy.deepcopy(self.m32), self.reg, fuse=True, dtype=dt, verbose=False)
+            for d in ct.report(m):
+                if not d.converted or "not fused" in d.reason:
+                    print(f"  {d}", flush=True)
+            self._fused = m.to(dt)
+        return self._fused
+
+
+def measure(case: Case, key: fi.Key, row: dict, args: Any) -> None:
+    if key.mode in ("cudnn_graph", "ckgen_graph"):
+        model = case.model if key.mode == "cudnn_graph" else case.fused()
+        if key.mode == "ckgen_graph":
+            row["fused"], row["left"] = count(model)
+        fn, out = graph_fn(model, case.x)
+        fn()
+    else:
+        mode = "max-autotune-no-cudagraphs" if key.mode == "compile_max" else "default"
+        torch._dynamo.reset()
+        compiled = torch.compile(case.model, mode=mode)
+
+        def fn() -> Any:
+            with torch.no_grad():
+                return compiled(case.x)
+
+        out = fn()
+    torch.cuda.synchronize()
+    row["max_err"], row["max_rel_err"] = fi.errors(outputs(out), case.ref)
+    row["fp32_err"] = case.fp32_err
+    row["ms"] = time_ms(fn, 3, 200, args.repeats, args.target_ms, True)
+    row["status"] = "ok"
+
+
+def run(args: Any) -> tuple[list[dict], Path]:
+    if not torch.cuda.is_available():
+        raise SystemExit("no CUDA device visible to PyTorch")
+    torch.backends.cudnn.benchmark = True
+    gpu = torch.cuda.get_device_name()
+    path = args.csv or fi.csv_path(args.out_dir, gpu)
+    reg, lib_error = None, ""
+    try:
+        import ckgen.torch as ct
+        from ckgen.runtime.library import KernelLibrary
+
+        reg = KernelLibrary.load(args.lib) if args.lib else ct.default_registry()
+        ct.set_default_registry(reg)
+        print(f"ckgen library: {reg}", flush=True)
+    except Exception as ex:  # noqa: BLE001 - the ckgen rows say why
+        lib_error = short(ex)
+        print(f"no ckgen library: {lib_error}", flush=True)
+    writer = fi.Writer(path, args.resume)
+    budget = fi.Budget(args.budget_s)
+    cases: dict[tuple, Any] = {}
+    ref_ms = {k[:3]: v for k, v in fi._ms(list(writer.done.values())).items()
+              if k.mode == fi.REFERENCE}  # fmt: skip
+    dead = ""
+    try:
+        for section, key in fi.plan(args):
+            if key in writer.done:
+                continue
+            row: dict[str, Any] = {**key._asdict(), "gpu": gpu, "status": "skipped: budget"}
+            ck = (key.model, key.batch, key.datatype)
+            if dead:
+                row["status"] = f"skipped: CUDA failed before ({dead})"
+            elif key.mode == "ckgen_graph" and reg is None:
+                row["status"] = f"skipped: no ckgen library ({lib_error})"
+            elif budget.allows(section, key.mode):
+                t0 = time.monotonic()
+                try:
+                    if ck not in cases:
+                        cases.clear()
+                        torch.cuda.empty_cache()
+                        cases[ck] = Case(*ck, args, reg)
+                    measure(cases[ck], key, row, args)
+                except torch.cuda.OutOfMemoryError:
+                    row["status"] = "oom"
+                except Exception as ex:  # noqa: BLE001 - the row records it, the run goes on
+                    row["status"] = "error: " + short(ex)
+                try:
+                    torch.cuda.synchronize()
+                except Exception as ex:  # noqa: BLE001 - the context is gone
+                    dead = short(ex)
+                budget.record(key.mode, time.monotonic() - t0)
+                if key.mode == fi.REFERENCE and fi.num(row.get("ms")):
+                    ref_ms[ck] = row["ms"]
+                if fi.num(row.get("ms")) and ck in ref_ms:
+                    row["speedup_vs_cudnn"] = ref_ms[ck] / row["ms"]
+                print(" ".join(f"{k}={fi.fmt(row.get(k))}" for k in fi.COLUMNS[:-1]), flush=True)
+            writer.write(row)
+    finally:
+        writer.close()
+    print(f"rows -> {path}", flush=True)
+    return writer.rows, path

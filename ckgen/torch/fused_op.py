@@ -1,0 +1,233 @@
+"""The fused forward op, ``ckgen::conv_fused``: ``y = act(op(conv(x, weight)) + beta * residual)``
+in one kernel whose epilogue applies the operations in fp32 before the conversion (fusion: a
+spelling such as ``bias_relu_residual``; op ``bias`` adds ``bias``, ``scale_shift`` computes
+``acc * scale + bias``; ``alpha`` is leaky_relu's slope). bias and scale are fp32 vectors of one
+value per output channel, residual a tensor of the output's shape and dtype.
+
+Registered with torch.library like the plain ops (real and fake implementation), so
+torch.compile traces it and CUDA graphs capture it. Inference only: a call that would need a
+gradient raises FusedGradientError (ckgen.torch.convert(model, fuse=True) is for model.eval()).
+reference() is the same computation in PyTorch (fp32, then the output's dtype).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ckgen.model.epilogue import Epilogue
+from ckgen.runtime.capi import CkgenRuntimeError, UnsupportedProblem
+from ckgen.torch import checks as ck
+from ckgen.torch import ops, registration
+from ckgen.torch.layout import empty_channels_last
+
+SCHEMA = (
+    "(Tensor x, Tensor weight, Tensor? bias, Tensor? scale, Tensor? residual, float beta, "
+    "float alpha, str fusion, SymInt[] stride, SymInt[] padding, SymInt[] padding_right, "
+    "SymInt[] dilation, SymInt groups, int library) -> Tensor"
+)
+
+
+class FusedGradientError(RuntimeError):
+    """A gradient was asked of ckgen::conv_fused, which has none (inference only)."""
+
+
+@functools.lru_cache(maxsize=64)
+def epilogue(fusion: str) -> Epilogue:
+    """The Epilogue of a fusion spelling; ConvValueError for one that is not a fused epilogue."""
+    try:
+        ep = Epilogue.parse(fusion)
+    except ValueError as ex:
+        raise ck.ConvValueError(f"fusion: {ex}") from None
+    if not ep.fused:
+        raise ck.ConvValueError("fusion='none': use ckgen::conv_forward for a plain convolution")
+    return ep
+
+
+def _vector(t: Any, what: str, out_channels: int) -> None:
+    ck.tensor(t, what)
+    if t.dtype != torch.float32:
+        raise ck.ConvTypeError(f"{what} has dtype {t.dtype}: the epilogue reads fp32 vectors")
+    if tuple(t.shape) != (out_channels,):
+        raise ck.ConvValueError(
+            f"{what} has shape {list(t.shape)}: expected ({out_channels},), one per output channel"
+        )
+
+
+def check_fused(
+    x: Any, w: Any, bias: Any, scale: Any, residual: Any, fusion: str, conf: tuple
+) -> tuple[dict[str, Any], Epilogue]:
+    """The forward checks plus the epilogue's: each operand present exactly when the fusion
+    reads it, of the right dtype, shape and device."""
+    ep = epilogue(fusion)
+    info = ck.check_forward(x, w, None, *conf[:5])
+    k = int(w.shape[0])
+    named = [(x, "x")]
+    for t, what, needed in (
+        (bias, "bias", ep.needs_bias),
+        (scale, "scale", ep.needs_scale),
+        (residual, "residual", ep.residual),
+    ):
+        if needed and t is None:
+            raise ck.ConvValueError(f"fusion={fusion!r} reads {what}, which is None")
+        if t is not None and not needed:
+            raise ck.ConvValueError(f"fusion={fusion!r} does not read {what}: pass None")
+        if t is None:
+            continue
+        if what == "residual":
+            ck.tensor(t, what)
+            ck.same_dtype(x, "x", t, what)
+            if tuple(t.shape) != tuple(info["out_shape"]):
+                raise ck.ConvValueError(
+                    f"residual has shape {list(t.shape)}: expected the output's "
+                    f"{list(info['out_shape'])}"
+                )
+        else:
+            _vector(t, what, k)
+        named.append((t, what))
+    ck.devices(named)
+    return info, ep
+
+
+def _meta(t: Any) -> Any:
+    return None if t is None else (t.shape, t.dtype, t.device)
+
+
+_Key = tuple
+
+
+def _prepared(
+    x: Any, w: Any, bias: Any, scale: Any, residual: Any, fusion: str, conf: tuple
+) -> ops.Prepared:
+    extra = (fusion, _meta(bias), _meta(scale), _meta(residual))
+    key: _Key = ("fused", x.shape, w.shape, x.dtype, w.dtype, x.device, w.device, extra, conf)
+    pr = ops._cache.get(key)
+    if pr is None:
+        info, ep = check_fused(x, w, bias, scale, residual, fusion, conf)
+        pr = ops._prepare(
+            key, "forward", info, x.shape, w.shape, info["out_shape"], x.device, conf[5], False,
+            x.dtype, fusion=ep,
+        )  # fmt: skip
+    return pr
+
+
+def launch(
+    pr: ops.Prepared, x: Any, w: Any, y: Any, operands: tuple, beta: float, alpha: float
+) -> None:
+    """The fused kernel of pr on (x, w) into y with operands = (bias, scale, residual), on the
+    current stream of pr's device (the selection's run(): the epilogue's operands are checked
+    against the kernel before the launch)."""
+    bias, scale, residual = operands
+    px, pw = x.data_ptr(), w.data_ptr()
+    ws = torch.empty(pr.ws_bytes, dtype=torch.uint8, device=pr.device) if pr.ws_bytes else None
+    other = ops._get_device() != pr.dev_index
+    with torch.cuda.device(pr.dev_index) if other else contextlib.nullcontext():
+        try:
+            pr.selection.run(
+                pr.problem, px, pw, y.data_ptr(), 0 if ws is None else ws.data_ptr(),
+                ops._stream(pr.dev_index),
+                bias=None if bias is None else bias.data_ptr(),
+                scale=None if scale is None else scale.data_ptr(),
+                residual=None if residual is None else residual.data_ptr(),
+                beta=float(beta), alpha=float(alpha),
+            )  # fmt: skip
+        except UnsupportedProblem as ex:
+            raise ops.UnsupportedProblemError(ex.kernel, ex.reason) from None
+        except CkgenRuntimeError as ex:
+            raise ops.LaunchError(f"ckgen::conv_fused: {ex}", code=ex.code) from None
+
+
+def fused(
+    x: Any, w: Any, bias: Any, scale: Any, residual: Any, beta: float, alpha: float,
+    fusion: str, conf: tuple,
+) -> Any:  # fmt: skip
+    """The implementation (conf: stride, padding_left, padding_right, dilation, groups,
+    library as tuples)."""
+    pr = _prepared(x, w, bias, scale, residual, fusion, conf)
+    y = torch.empty_strided(pr.out_shape, pr.out_strides, dtype=pr.dtype, device=pr.device)
+    if pr.empty:
+        return y
+    x, _ = ops._input(x, pr.fmt)
+    w, _ = ops._input(w, pr.fmt)
+    if residual is not None:
+        residual, _ = ops._input(residual, pr.fmt)
+    bias = None if bias is None else bias.contiguous()
+    scale = None if scale is None else scale.contiguous()
+    launch(pr, x, w, y, (bias, scale, residual), beta, alpha)
+    return y
+
+
+def _impl(x, w, bias, scale, residual, beta, alpha, fusion, stride, pl, pr_, dil, groups, lid):
+    conf = ops.conf_of(stride, pl, pr_, dil, groups, lid)
+    return fused(x, w, bias, scale, residual, beta, alpha, fusion, conf)
+
+
+# ---------------------------------------------------------------------- registration
+_lib = torch.library.Library("ckgen", "FRAGMENT")
+_lib.define("conv_fused" + SCHEMA)
+_lib.impl("conv_fused", _impl, "CompositeExplicitAutograd")
+conv_fused_op = torch.ops.ckgen.conv_fused.default
+
+
+@torch.library.register_fake("ckgen::conv_fused", lib=_lib)
+def _fused_fake(
+    x, w, bias, scale, residual, beta, alpha, fusion, stride, pl, pr_, dil, groups, lid
+):
+    conf = (stride, pl, pr_, dil, groups, lid)
+    info, _ = check_fused(x, w, bias, scale, residual, fusion, conf)
+    return empty_channels_last(info["out_shape"], x.dtype, x.device)
+
+
+def _fused_autograd(keyset, *args):
+    x, w, bias, scale, residual = args[:5]
+    if torch.is_grad_enabled() and registration._any_requires_grad(x, w, bias, scale, residual):
+        raise FusedGradientError(
+            "ckgen::conv_fused is inference only (no gradient): run the model under "
+            "torch.no_grad() / torch.inference_mode(), or convert it without fuse=True to train"
+        )
+    if registration._direct(keyset):
+        return _impl(*args)
+    return registration._redispatch(conv_fused_op, keyset, args)
+
+
+_lib.impl("conv_fused", _fused_autograd, "Autograd", with_keyset=True)
+
+
+# ---------------------------------------------------------------------- reference
+_ACT = {
+    "none": lambda y, a: y,
+    "relu": lambda y, a: F.relu(y),
+    "relu6": lambda y, a: F.hardtanh(y, 0.0, 6.0),
+    "leaky_relu": lambda y, a: F.leaky_relu(y, a),
+    "silu": lambda y, a: F.silu(y),
+    "gelu_tanh": lambda y, a: F.gelu(y, approximate="tanh"),
+}
+_CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+
+def reference(
+    x: Any, w: Any, bias: Any, scale: Any, residual: Any, beta: float, alpha: float,
+    fusion: str, conf: tuple,
+) -> Any:  # fmt: skip
+    """conv_fused in PyTorch: the convolution and the epilogue in fp32, then x's dtype."""
+    ep = epilogue(fusion)
+    stride, pl, pr_, dil, groups = conf[:5]
+    xf = x.float()
+    if tuple(pl) != tuple(pr_):
+        xf = F.pad(xf, [p for lr in zip(reversed(pl), reversed(pr_), strict=True) for p in lr])
+        pad: Any = 0
+    else:
+        pad = tuple(pl)
+    y = _CONV[x.dim() - 2](xf, w.float(), None, tuple(stride), pad, tuple(dil), groups)
+    view = (1, -1) + (1,) * (x.dim() - 2)
+    if scale is not None:
+        y = y * scale.float().view(view)
+    if bias is not None:
+        y = y + bias.float().view(view)
+    if ep.residual:
+        y = y + beta * residual.float()
+    return _ACT[str(ep.activation)](y, alpha).to(x.dtype)

@@ -1,0 +1,140 @@
+"""bench/fused_inference.py without a GPU: arguments, the row plan and its sections, the budget,
+the CSV name and writer, the error measure, the summary and the issue's targets on made-up rows,
+--report-only; and configs/forward/fused.yaml: every fusion convert(fuse=True) emits for the
+benchmark's models has a scalar fallback instance per dtype."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import fused_inference as fi
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_parse_and_globs(capsys) -> None:
+    a = fi.parse_args([])
+    assert a.models == list(fi.MODELS) and a.dtypes == ["fp16", "bf16"]
+    assert a.modes == list(fi.MODES) and a.batches == [32, 1]
+    a = fi.parse_args(["--models", "resnet50,mobilenet_v2", "--modes", "all", "--batches", "1"])
+    assert a.models == ["resnet50", "mobilenet_v2"] and a.batches == [1]
+    with pytest.raises(SystemExit):
+        fi.parse_args(["--models", "vgg"])
+    assert fi.main(["--kernel-globs", "--dtypes", "bf16"]) == 0
+    assert capsys.readouterr().out.split() == ["grouped_conv_fwd_bf16_2d_*"]
+
+
+def test_plan_sections_and_order() -> None:
+    a = fi.parse_args(["--batches", "1,32"])
+    keys = list(fi.plan(a))
+    assert len(keys) == 4 * 2 * 2 * 4
+    sections = [s for s, _ in keys]
+    assert sections == sorted(sections)  # graph rows first, then compile, then compile_max
+    first = [k for s, k in keys if s == 0]
+    assert first[:2] == [fi.Key("resnet50", 1, "fp16", "cudnn_graph"),
+                         fi.Key("resnet50", 1, "fp16", "ckgen_graph")]  # fmt: skip
+    comp = [k for s, k in keys if s == 1]
+    assert {k.mode for k in comp} == {"compile"} and comp[0].batch == 32
+    assert [k.model for k in comp[:4]] == list(fi.MODELS)
+    a = fi.parse_args(["--modes", "cudnn_graph,compile"])
+    assert {k.mode for _, k in fi.plan(a)} == {"cudnn_graph", "compile"}
+
+
+def test_budget_per_section() -> None:
+    now = [0.0]
+    b = fi.Budget(100.0, clock=lambda: now[0])
+    assert b.allows(0, "cudnn_graph")  # 10 s estimate, 40 s section
+    now[0] = 35.0
+    assert not b.allows(0, "ckgen_graph") and b.allows(1, "ckgen_graph")
+    b.record("compile", 20.0)
+    assert b.allows(1, "compile") and not b.allows(1, "compile_max")
+    now[0] = 64.0
+    assert not b.allows(1, "compile") and b.allows(2, "compile")
+    assert fi.Budget(0).allows(0, "compile_max")  # no limit
+
+
+def test_csv_name_and_writer(tmp_path) -> None:
+    assert (
+        fi.gpu_tag("NVIDIA H200") == "H200"
+        and fi.gpu_tag("NVIDIA A100-SXM4-80GB") == "A100-SXM4-80GB"
+    )
+    p = fi.csv_path(tmp_path, "NVIDIA H200", "2026-11-29")
+    assert p.name == "2026-11-29_H200_fused_inference.csv"
+    w = fi.Writer(p)
+    w.write({"model": "resnet50", "batch": 32, "datatype": "fp16", "mode": "cudnn_graph",
+             "ms": 2.5, "status": "ok"})  # fmt: skip
+    w.close()
+    rows = fi.read_rows(p)
+    assert rows[0]["ms"] == "2.5" and list(rows[0]) == list(fi.COLUMNS)
+
+
+def test_errors() -> None:
+    torch = pytest.importorskip("torch")
+    ref = [torch.tensor([1.0, -4.0]), torch.tensor([2.0])]
+    out = [torch.tensor([1.5, -4.0]), torch.tensor([2.0])]
+    assert fi.errors(out, ref) == (0.5, 0.125)
+    assert fi.errors(out[:1], ref)[0] == float("inf")
+
+
+def _rows(ck32: float, comp: float) -> list[dict]:
+    rows = []
+    for model in fi.MODELS:
+        for mode, ms in (("cudnn_graph", 10.0), ("ckgen_graph", 10.0 / ck32), ("compile", comp)):
+            rows.append({"model": model, "batch": "32", "datatype": "fp16", "mode": mode,
+                         "ms": str(ms), "max_rel_err": "0.001", "status": "ok"})  # fmt: skip
+    rows.append({"model": "resnet50", "batch": "1", "datatype": "fp16", "mode": "compile_max",
+                 "ms": "", "status": "skipped: budget"})  # fmt: skip
+    return rows
+
+
+def test_summary_and_targets() -> None:
+    met = {t: v for t, v, _ in fi.targets(_rows(1.3, 9.0))}
+    assert met["resnet50 batch 32: ckgen_graph >= 1.25x cudnn_graph"] == "met"
+    assert met["mobilenet_v2: ckgen_graph >= 1.1x compile"] == "met"  # 9.0 / (10 / 1.3)
+    missed = {t: v for t, v, _ in fi.targets(_rows(1.1, 8.0))}
+    assert set(missed.values()) == {"missed"}
+    none = {t: v for t, v, _ in fi.targets([])}
+    assert set(none.values()) == {"not measured"}
+    text = fi.summary(_rows(1.3, 9.0))
+    assert "resnet50" in text and "1.30x" in text and "1 skipped" in text and "[met]" in text
+
+
+def test_report_only(tmp_path, capsys) -> None:
+    p = tmp_path / "r.csv"
+    w = fi.Writer(p)
+    for r in _rows(1.3, 9.0):
+        w.write(r)
+    w.close()
+    assert fi.main(["--report-only", "--csv", str(p), "--summary", "--plot"]) == 0
+    out = capsys.readouterr().out
+    assert "targets (issue 51)" in out and ("plot ->" in out or "not installed" in out)
+
+
+def test_fused_config_covers_the_converters_fusions() -> None:
+    from ckgen.model.arch import get_arch
+    from ckgen.space.expand import Filters, expand, load_configs
+
+    exp = expand(load_configs([ROOT / "configs/forward/fused.yaml"]), get_arch("sm_90a"), Filters())
+    names = [i.name for i in exp.instances]
+    assert 60 <= len(names) <= 110 and not exp.rejected_count  # builds in about a minute
+    for dt in ("fp16", "bf16"):
+        for fusion in ("bias", "bias_relu", "bias_relu6", "bias_res", "bias_relu_res"):
+            scalar = [n for n in names if f"_{dt}_" in n and "_v1x1x1_" in n + "_"
+                      and n.endswith("_" + fusion)]  # fmt: skip
+            assert scalar, (dt, fusion)
+
+
+def test_writer_resume(tmp_path) -> None:
+    resume = tmp_path / "work.csv"
+    w = fi.Writer(tmp_path / "a.csv", resume)
+    assert not w.done and resume.is_file()
+    w.write({"model": "resnet50", "batch": 32, "datatype": "fp16", "mode": "cudnn_graph",
+             "ms": 2.0, "status": "ok"})  # fmt: skip
+    w.write({"model": "resnet50", "batch": 32, "datatype": "fp16", "mode": "compile",
+             "status": "skipped: budget"})  # fmt: skip
+    w.close()
+    w2 = fi.Writer(tmp_path / "b.csv", resume)
+    w2.close()
+    assert list(w2.done) == [fi.Key("resnet50", 32, "fp16", "cudnn_graph")]
+    assert [r["mode"] for r in fi.read_rows(tmp_path / "b.csv")] == ["cudnn_graph"]
