@@ -38,6 +38,7 @@ except ImportError as _ex:  # pragma: no cover - depends on the environment
     raise ImportError("ckgen.torch needs PyTorch (pip install torch)") from _ex
 
 from ckgen.torch import checks as _ck
+from ckgen.torch import native as _native
 from ckgen.torch import ops as _ops
 from ckgen.torch.checks import ConvDeviceError, ConvTypeError, ConvValueError
 from ckgen.torch.convert import Conv1d, Conv2d, Conv3d, Decision, convert, report
@@ -207,6 +208,9 @@ def _conv_with_conf(x: Any, weight: Any, bias: Any, conf: tuple) -> Any:
     if x.is_cuda and _autocast_enabled("cuda"):
         x, weight, bias = _autocast(x, weight, bias)
     if fast(x, weight, bias):
+        nat = _native.module()
+        if nat is not None:
+            return nat.conv(x, weight, bias, _native.conf_id(conf), autotune_enabled())
         if _grad_enabled() and (
             x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
         ):

@@ -178,8 +178,12 @@ _cache: dict[tuple, Prepared] = {}
 
 
 def clear_cache() -> None:
-    """Forget every prepared launch (the next call of each problem checks and selects again)."""
+    """Forget every prepared launch (the next call of each problem checks and selects again),
+    the native path's too."""
     _cache.clear()
+    native = sys.modules.get("ckgen.torch.native")
+    if native is not None:
+        native.clear()
 
 
 def cache_info() -> dict[tuple, Prepared]:
@@ -319,12 +323,20 @@ def _prepared(variant: str, a: Any, b: Any, c: Any, extra: Any, conf: tuple) -> 
     shapes, dtypes and devices, extra, the parameters, the library and whether the pick is
     autotuned. What may change between calls with one key (the data pointers, the inputs'
     memory layout and alignment, the stream) is handled per call."""
-    autotune = autotune_enabled()
+    return prepared_entry(variant, a, b, c, extra, conf, autotune_enabled())[0]
+
+
+def prepared_entry(
+    variant: str, a: Any, b: Any, c: Any, extra: Any, conf: tuple, autotune: bool
+) -> tuple[Prepared, bool]:
+    """_prepared with the autotune flag given, and whether the launch is cached (not when it is
+    an autotuned pick made while a CUDA graph captures)."""
     key = (variant, a.shape, b.shape, a.dtype, b.dtype, a.device, b.device, extra, conf, autotune)
     pr = _cache.get(key)
     if pr is None:
         pr = _MISS[variant](key, a, b, c, conf, autotune)
-    return pr
+        return pr, _cache.get(key) is pr
+    return pr, True
 
 
 def conf_of(
