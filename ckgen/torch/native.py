@@ -3,9 +3,12 @@
 and source, under the ckgen cache directory).
 
 The Python eager path pays an autograd.Function in Python per convolution and a call back into
-Python (with the GIL) in the backward pass; the native path builds a launch's key from the
-tensors' sizes, finds the prepared launch (made once per signature by ops._prepared: checks and
-selection stay in Python) and calls ckgen_run, forward and backward, without Python.
+Python (with the GIL) in the backward pass; the registered ops (what compiled graphs call) cross
+into Python for their Autograd kernel and pay the Python implementation on top. The native path
+builds a launch's key from the tensors' sizes, finds the prepared launch (made once per
+signature by ops._prepared: checks and selection stay in Python) and calls ckgen_run, forward
+and backward, without Python; the ops' Autograd kernels call its op_forward / op_backward_data /
+op_backward_weight where nothing traces.
 
 CKGEN_TORCH_NATIVE=0 turns it off (the Python path serves every call); a build that fails warns
 once and leaves the Python path in place.
@@ -115,12 +118,27 @@ def clear() -> None:
         _mod.clear()
 
 
-def _miss(variant: int, a: Any, b: Any, c: Any, cid: int, autotune: bool) -> tuple:
+def _conf_from_values(values: list[int]) -> tuple:
+    """The conf tuple of native_conv.cpp's op_conf values: (n, stride...) (n, padding_left...)
+    (n, padding_right...) (n, dilation...) groups library."""
+    out: list[Any] = []
+    i = 0
+    for _ in range(4):
+        n = values[i]
+        out.append(tuple(values[i + 1 : i + 1 + n]))
+        i += 1 + n
+    return (*out, values[i], values[i + 1])
+
+
+def _miss(
+    variant: int, a: Any, b: Any, c: Any, cid: int, values: list[int], autotune: bool
+) -> tuple:
     """A signature's first call from C++: ops' checks and selection, as the tuple native_conv.cpp
     reads (run, last_error, index, k_batch, ws_bytes, problem bytes, out shape, out strides,
-    empty, device index, kernel name, cacheable)."""
+    empty, device index, kernel name, cacheable). cid < 0: the registered op's parameter
+    values."""
     name = VARIANTS[variant]
-    conf = _conf_list[cid]
+    conf = _conf_list[cid] if cid >= 0 else _conf_from_values(values)
     if variant == 0:
         extra = None if c is None else (c.shape, c.dtype, c.device)
     else:

@@ -7,8 +7,8 @@
 // current stream: no Python in the forward launch, none at all in the backward pass.
 //
 // Keys: variant, both tensors' sizes, dtypes and devices, the extra operand (bias sizes and dtype,
-// or the gradient's size), the conf id (ckgen.torch.native: one id per distinct parameter
-// tuple) and the autotune flag.
+// or the gradient's size), the parameters (an id per distinct parameter tuple from the eager
+// path, the values from the registered ops) and the autotune flag.
 
 #include <torch/extension.h>
 
@@ -54,7 +54,7 @@ struct KeyHash {
 
 std::mutex g_mutex;
 std::unordered_map<std::vector<int64_t>, PreparedPtr, KeyHash> g_cache;
-// (variant, a, b, c, conf_id, autotune) -> tuple, or raises; never destroyed (it would outlive
+// (variant, a, b, c, conf id, conf values, autotune) -> tuple, or raises; never destroyed (it would outlive
 // the interpreter at exit)
 py::object* g_miss = nullptr;
 
@@ -65,9 +65,16 @@ void put_tensor(std::vector<int64_t>& k, const at::Tensor& t) {
   k.push_back(t.device().index());
 }
 
+// The call's parameters: the eager path's conf id (ckgen.torch.native.conf_id), or the registered
+// op's values (stride, padding_left, padding_right, dilation, then groups and library) with id -1.
+struct Conf {
+  int64_t id = -1;
+  std::vector<int64_t> values;
+};
+
 std::vector<int64_t> make_key(Variant v, const at::Tensor& a, const at::Tensor& b,
                               const c10::optional<at::Tensor>& bias, at::IntArrayRef size,
-                              int64_t conf_id, bool autotune) {
+                              const Conf& conf, bool autotune) {
   std::vector<int64_t> k;
   k.reserve(24);
   k.push_back(v);
@@ -82,7 +89,8 @@ std::vector<int64_t> make_key(Variant v, const at::Tensor& a, const at::Tensor& 
     k.push_back(int64_t(size.size()));
     for (int64_t s : size) k.push_back(s);
   }
-  k.push_back(conf_id);
+  k.push_back(conf.id);
+  if (conf.id < 0) k.insert(k.end(), conf.values.begin(), conf.values.end());
   k.push_back(autotune ? 1 : 0);
   return k;
 }
@@ -106,9 +114,9 @@ PreparedPtr from_python(const py::tuple& t) {
 // The prepared launch of this signature: the cache's, else Python's (which checks the arguments
 // and raises the ops' errors). `c` is what Python's _prepared takes third: the bias or the size.
 PreparedPtr prepared(Variant v, const at::Tensor& a, const at::Tensor& b,
-                     const c10::optional<at::Tensor>& bias, at::IntArrayRef size, int64_t conf_id,
+                     const c10::optional<at::Tensor>& bias, at::IntArrayRef size, const Conf& conf,
                      bool autotune) {
-  std::vector<int64_t> key = make_key(v, a, b, bias, size, conf_id, autotune);
+  std::vector<int64_t> key = make_key(v, a, b, bias, size, conf, autotune);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_cache.find(key);
@@ -122,7 +130,7 @@ PreparedPtr prepared(Variant v, const at::Tensor& a, const at::Tensor& b,
   } else {
     c = py::cast(std::vector<int64_t>(size.begin(), size.end()));
   }
-  py::tuple t = (*g_miss)(int64_t(v), a, b, c, conf_id, autotune);
+  py::tuple t = (*g_miss)(int64_t(v), a, b, c, conf.id, conf.values, autotune);
   PreparedPtr p = from_python(t);
   if (t[11].cast<bool>()) {  // Python cached it too (not an autotuned pick made while capturing)
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -170,8 +178,8 @@ void launch(const Prepared& p, void* in, void* wei, void* out, const at::Tensor&
 }
 
 at::Tensor run_forward(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& b,
-                       int64_t conf_id, bool autotune) {
-  PreparedPtr p = prepared(kForward, x, w, b, {}, conf_id, autotune);
+                       const Conf& conf, bool autotune) {
+  PreparedPtr p = prepared(kForward, x, w, b, {}, conf, autotune);
   at::Tensor y = empty_out(*p, x);
   if (p->empty) return y;
   at::Tensor xr = ready(x), wr = ready(w);
@@ -185,8 +193,8 @@ at::Tensor run_forward(const at::Tensor& x, const at::Tensor& w, const c10::opti
 }
 
 at::Tensor run_backward_data(const at::Tensor& dy, const at::Tensor& w, at::IntArrayRef input_size,
-                             int64_t conf_id, bool autotune) {
-  PreparedPtr p = prepared(kBackwardData, dy, w, {}, input_size, conf_id, autotune);
+                             const Conf& conf, bool autotune) {
+  PreparedPtr p = prepared(kBackwardData, dy, w, {}, input_size, conf, autotune);
   at::Tensor dx = empty_out(*p, dy);
   if (p->empty) return dx;
   at::Tensor dyr = ready(dy), wr = ready(w);
@@ -195,8 +203,8 @@ at::Tensor run_backward_data(const at::Tensor& dy, const at::Tensor& w, at::IntA
 }
 
 at::Tensor run_backward_weight(const at::Tensor& x, const at::Tensor& dy, at::IntArrayRef weight_size,
-                               int64_t conf_id, bool autotune) {
-  PreparedPtr p = prepared(kBackwardWeight, x, dy, {}, weight_size, conf_id, autotune);
+                               const Conf& conf, bool autotune) {
+  PreparedPtr p = prepared(kBackwardWeight, x, dy, {}, weight_size, conf, autotune);
   if (p->empty) return empty_out(*p, x).zero_();
   at::Tensor dw = empty_out(*p, x);
   at::Tensor xr = ready(x), dyr = ready(dy);
@@ -232,22 +240,22 @@ struct ConvFunction : public torch::autograd::Function<ConvFunction> {
     ctx->saved_data["conf"] = conf_id;
     ctx->saved_data["autotune"] = autotune;
     ctx->saved_data["bias"] = bool(b && b->defined());
-    return run_forward(x, w, b, conf_id, autotune);
+    return run_forward(x, w, b, Conf{conf_id, {}}, autotune);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& x = saved[0];
     const at::Tensor& w = saved[1];
-    const int64_t conf_id = ctx->saved_data["conf"].toInt();
+    const Conf conf{ctx->saved_data["conf"].toInt(), {}};
     const bool autotune = ctx->saved_data["autotune"].toBool();
     const at::Tensor& dy = grads[0];
     const bool graph = at::GradMode::is_enabled();  // create_graph
     at::Tensor dx, dw, db;
     {
       at::NoGradGuard no_grad;
-      if (ctx->needs_input_grad(0)) dx = run_backward_data(dy, w, x.sizes(), conf_id, autotune);
-      if (ctx->needs_input_grad(1)) dw = run_backward_weight(x, dy, w.sizes(), conf_id, autotune);
+      if (ctx->needs_input_grad(0)) dx = run_backward_data(dy, w, x.sizes(), conf, autotune);
+      if (ctx->needs_input_grad(1)) dw = run_backward_weight(x, dy, w.sizes(), conf, autotune);
     }
     if (graph) {
       if (dx.defined()) dx = FirstOrderOnly::apply(dx, dy, w);
@@ -268,7 +276,43 @@ at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const c10::optional<at
   const bool grad = at::GradMode::is_enabled() &&
                     (x.requires_grad() || w.requires_grad() || (b && b->defined() && b->requires_grad()));
   if (grad) return ConvFunction::apply(x, w, b, conf_id, autotune);
-  return run_forward(x, w, b, conf_id, autotune);
+  return run_forward(x, w, b, Conf{conf_id, {}}, autotune);
+}
+
+// The registered ops' implementations on CUDA tensors (ckgen.torch.registration's Autograd
+// kernels call them where nothing traces): the parameters as the ops' schemas pass them.
+Conf op_conf(const std::vector<int64_t>& stride, const std::vector<int64_t>& pl,
+             const std::vector<int64_t>& pr, const std::vector<int64_t>& dil, int64_t groups,
+             int64_t library) {
+  Conf c;
+  for (const auto* v : {&stride, &pl, &pr, &dil}) {
+    c.values.push_back(int64_t(v->size()));
+    c.values.insert(c.values.end(), v->begin(), v->end());
+  }
+  c.values.push_back(groups);
+  c.values.push_back(library);
+  return c;
+}
+
+at::Tensor op_forward(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& b,
+                      const std::vector<int64_t>& stride, const std::vector<int64_t>& pl,
+                      const std::vector<int64_t>& pr, const std::vector<int64_t>& dil, int64_t groups,
+                      int64_t library, bool autotune) {
+  return run_forward(x, w, b, op_conf(stride, pl, pr, dil, groups, library), autotune);
+}
+
+at::Tensor op_backward_data(const at::Tensor& dy, const at::Tensor& w, const std::vector<int64_t>& size,
+                            const std::vector<int64_t>& stride, const std::vector<int64_t>& pl,
+                            const std::vector<int64_t>& pr, const std::vector<int64_t>& dil, int64_t groups,
+                            int64_t library, bool autotune) {
+  return run_backward_data(dy, w, size, op_conf(stride, pl, pr, dil, groups, library), autotune);
+}
+
+at::Tensor op_backward_weight(const at::Tensor& x, const at::Tensor& dy, const std::vector<int64_t>& size,
+                              const std::vector<int64_t>& stride, const std::vector<int64_t>& pl,
+                              const std::vector<int64_t>& pr, const std::vector<int64_t>& dil,
+                              int64_t groups, int64_t library, bool autotune) {
+  return run_backward_weight(x, dy, size, op_conf(stride, pl, pr, dil, groups, library), autotune);
 }
 
 void set_miss(py::object fn) {
@@ -291,8 +335,9 @@ size_t cache_size() {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "ckgen.torch's native eager path (autograd node and launches in C++)";
   m.def("conv", &conv, "forward (differentiable) through the prepared launch");
-  m.def("backward_data", &run_backward_data);
-  m.def("backward_weight", &run_backward_weight);
+  m.def("op_forward", &op_forward, "the conv_forward op on CUDA tensors");
+  m.def("op_backward_data", &op_backward_data, "the conv_backward_data op on CUDA tensors");
+  m.def("op_backward_weight", &op_backward_weight, "the conv_backward_weight op on CUDA tensors");
   m.def("set_miss", &set_miss);
   m.def("clear", &clear);
   m.def("cache_size", &cache_size);
