@@ -77,12 +77,15 @@ def test_errors() -> None:
     assert fi.errors(out[:1], ref)[0] == float("inf")
 
 
-def _rows(ck32: float, comp: float) -> list[dict]:
+def _rows(ck32: float, comp: float, layer: float = 1.0) -> list[dict]:
+    """Rows of every model at batch 32; layer: the fused layers' conv time over the plain one."""
     rows = []
     for model in fi.MODELS:
         for mode, ms in (("cudnn_graph", 10.0), ("ckgen_graph", 10.0 / ck32), ("compile", comp)):
             rows.append({"model": model, "batch": "32", "datatype": "fp16", "mode": mode,
                          "ms": str(ms), "max_rel_err": "0.001", "status": "ok"})  # fmt: skip
+            if mode == "ckgen_graph":
+                rows[-1].update(conv_fused_ms=str(4.0 * layer), conv_plain_ms="4.0")
     rows.append({"model": "resnet50", "batch": "1", "datatype": "fp16", "mode": "compile_max",
                  "ms": "", "status": "skipped: budget"})  # fmt: skip
     return rows
@@ -92,12 +95,15 @@ def test_summary_and_targets() -> None:
     met = {t: v for t, v, _ in fi.targets(_rows(1.3, 9.0))}
     assert met["resnet50 batch 32: ckgen_graph >= 1.25x cudnn_graph"] == "met"
     assert met["mobilenet_v2: ckgen_graph >= 1.1x compile"] == "met"  # 9.0 / (10 / 1.3)
-    missed = {t: v for t, v, _ in fi.targets(_rows(1.1, 8.0))}
+    layer = [t for t in met if t.startswith("fused layers' conv time within 5%")]
+    assert len(layer) == 1 and met[layer[0]] == "met"
+    missed = {t: v for t, v, _ in fi.targets(_rows(1.1, 8.0, 1.06))}
     assert set(missed.values()) == {"missed"}
     none = {t: v for t, v, _ in fi.targets([])}
     assert set(none.values()) == {"not measured"}
     text = fi.summary(_rows(1.3, 9.0))
     assert "resnet50" in text and "1.30x" in text and "1 skipped" in text and "[met]" in text
+    assert "conv of the fused layers resnet50 b32 fp16: fused 4.000 ms, plain 4.000 ms" in text
 
 
 def test_report_only(tmp_path, capsys) -> None:
