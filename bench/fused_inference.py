@@ -16,6 +16,9 @@ Each row's outputs are compared with the unfused model's eager outputs in the sa
 (max_err: the largest absolute difference; max_rel_err: that over the reference's largest
 magnitude); fp32_err is the unfused low-precision model's own max_rel_err against fp32 (the
 rounding floor). Times: CUDA events around back-to-back warmed-up calls, median of --repeats.
+ckgen_graph rows also sum, over the fused model's FusedConv calls, each one's time alone and
+that of ckgen's plain convolution of the same problem (conv_fused_ms, conv_plain_ms; the issue's
+target: the epilogue rides free, within 5 %); --no-conv-sums leaves them out.
 
 Rows run in three sections, each with its share of --budget-s (time a section leaves goes to the
 next): the two graph modes of every model, then compile, then compile_max (batch 32 first).
