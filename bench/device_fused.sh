@@ -15,6 +15,12 @@
 #   3. report  the summary (speedups, the issue's targets) and the plot, from the CSV, also when
 #              step 2 ran out of time.
 #
+# select() ranks plain and fused problems alike (a fused one as its plain twins) by a tuning
+# database when one is given, else by the cost model:
+#   TUNING_DB=FILE                          that database (CKGEN_TUNING_DB)
+#   TUNE_FROM="PROFILE.csv[.gz] SHAPES.csv" one built from those profile results of the default
+#                                           set on this GPU (ckgen.tuning.tune.build_db, no timing)
+#
 #   bash bench/device_fused.sh
 #   MODES=compile,compile_max MODELS=resnet50,mobilenet_v2 bash bench/device_fused.sh
 #
@@ -67,6 +73,32 @@ run_limited() {
 log "$(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
 [ "${FRESH:-0}" = 1 ] && rm -f "$WORK/fused.csv"
 log "ckgen $(git rev-parse --short HEAD 2> /dev/null) torch $(python3 -c 'import torch, torchvision; print(torch.__version__, torchvision.__version__)' 2>&1 | tail -1)"
+
+if [ -n "${TUNE_FROM:-}" ]; then
+  cat > "$WORK/tuning_db.py" << 'EOF'
+import csv
+import gzip
+import sys
+
+from ckgen.model.problem import load_shapes
+from ckgen.tuning.tune import build_db, write_db
+
+arch, out, prof, shapes = sys.argv[1:5]
+with gzip.open(prof, "rt") if prof.endswith(".gz") else open(prof, newline="") as f:
+    rows = list(csv.DictReader(f))
+db = build_db(rows, load_shapes(shapes), arch)
+write_db(out, db)
+print(f"{len(db['entries'])} entries from {prof} ({db['gpu']})")
+EOF
+  # shellcheck disable=SC2086  # TUNE_FROM: two paths
+  python3 "$WORK/tuning_db.py" "$ARCH" "$WORK/tuning_db.json" $TUNE_FROM > "$OUT/tuning_db.log" 2>&1
+  log "tuning database: $(tail -1 "$OUT/tuning_db.log")"
+  [ -s "$WORK/tuning_db.json" ] && TUNING_DB=$WORK/tuning_db.json
+fi
+if [ -n "${TUNING_DB:-}" ]; then
+  export CKGEN_TUNING_DB=$TUNING_DB
+  log "CKGEN_TUNING_DB=$TUNING_DB"
+fi
 
 # --- 1. build ----------------------------------------------------------------------------------
 GLOBS=$(python3 bench/fused_inference.py --kernel-globs --dtypes "$DTYPES") || exit 1

@@ -16,6 +16,9 @@ Each row's outputs are compared with the unfused model's eager outputs in the sa
 (max_err: the largest absolute difference; max_rel_err: that over the reference's largest
 magnitude); fp32_err is the unfused low-precision model's own max_rel_err against fp32 (the
 rounding floor). Times: CUDA events around back-to-back warmed-up calls, median of --repeats.
+ckgen_graph rows also sum, over the fused model's FusedConv calls, each one's time alone and
+that of ckgen's plain convolution of the same problem (conv_fused_ms, conv_plain_ms; the issue's
+target: the epilogue rides free, within 5 %); --no-conv-sums leaves them out.
 
 Rows run in three sections, each with its share of --budget-s (time a section leaves goes to the
 next): the two graph modes of every model, then compile, then compile_max (batch 32 first).
@@ -51,11 +54,12 @@ DTYPES = ("fp16", "bf16")
 REFERENCE = "cudnn_graph"
 COLUMNS = (
     "model", "batch", "datatype", "mode", "ms", "speedup_vs_cudnn", "max_err", "max_rel_err",
-    "fp32_err", "fused", "left", "status", "gpu",
+    "fp32_err", "fused", "left", "conv_fused_ms", "conv_plain_ms", "status", "gpu",
 )  # fmt: skip
-EST_S = {"cudnn_graph": 10.0, "ckgen_graph": 10.0, "compile": 60.0, "compile_max": 150.0}
+EST_S = {"cudnn_graph": 10.0, "ckgen_graph": 20.0, "compile": 60.0, "compile_max": 150.0}
 TARGET_CUDNN = {"resnet50": 1.25, "resnext50_32x4d": 1.25}  # batch 32, against cudnn_graph
 TARGET_COMPILE = 1.10  # every model, against compile
+TARGET_LAYER = 1.05  # the fused layers' conv time against the plain conv of their problems
 
 
 class Key(NamedTuple):
@@ -98,6 +102,13 @@ def parse_args(argv: list[str] | None = None) -> Any:
         help="keep the rows of this CSV, measure the missing ones, append them to it",
     )
     p.add_argument("--lib", default="", help="libckgen_dispatch.so (default: CKGEN_TORCH_LIB)")
+    p.add_argument(
+        "--conv-sums",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ckgen_graph rows: also time each fused layer alone and ckgen's plain conv of its "
+        "problem (the sums: conv_fused_ms, conv_plain_ms)",
+    )
     p.add_argument("--summary", action="store_true")
     p.add_argument("--plot", nargs="?", const="auto", default=None)
     p.add_argument("--report-only", action="store_true")
@@ -267,6 +278,13 @@ def targets(rows: list[dict]) -> list[tuple[str, str, str]]:
         out.append(
             _verdict(f"{model}: ckgen_graph >= {TARGET_COMPILE}x compile", pairs, TARGET_COMPILE)
         )
+    pairs = [(f"{r['model']} b{r['batch']} {r['datatype']}",
+              float(r["conv_plain_ms"]) / float(r["conv_fused_ms"])) for r in rows
+             if r.get("mode") == "ckgen_graph" and num(r.get("conv_fused_ms"))
+             and num(r.get("conv_plain_ms"))]  # fmt: skip
+    goal = 1 / TARGET_LAYER
+    out.append(_verdict(f"fused layers' conv time within {TARGET_LAYER - 1:.0%} of the plain conv "
+                        f"(plain / fused >= {goal:.3f})", pairs, goal))  # fmt: skip
     return out
 
 
@@ -295,6 +313,14 @@ def summary(rows: list[dict]) -> str:
         lines.append(
             f"worst ckgen_graph max_rel_err {float(worst['max_rel_err']):.3g} ({worst['model']} "
             f"b{worst['batch']} {worst['datatype']}; its fp32_err {worst.get('fp32_err')})"
+        )
+    sums = [r for r in rows if r.get("mode") == "ckgen_graph" and num(r.get("conv_fused_ms"))
+            and num(r.get("conv_plain_ms"))]  # fmt: skip
+    for r in sums:
+        f, p = float(r["conv_fused_ms"]), float(r["conv_plain_ms"])
+        lines.append(
+            f"conv of the fused layers {r['model']} b{r['batch']} {r['datatype']}: fused {f:.3f} "
+            f"ms, plain {p:.3f} ms ({f / p:.3f}x)"
         )
     skipped = sum(str(r.get("status", "")).startswith("skipped") for r in rows)
     lines.append(f"{len(rows)} rows, {skipped} skipped; ms and speedup over cudnn_graph")

@@ -113,11 +113,73 @@ class Case:
         return self._fused
 
 
+def conv_sums(model: nn.Module, x: torch.Tensor, args: Any) -> tuple[float, float, str]:
+    """(fused ms, plain ms, worst layers): the sums over the fused model's FusedConv calls in
+    model(x) of each one's time alone (one call under a CUDA graph, on the input it sees) and of
+    ckgen's plain convolution of the same problem (select() without the epilogue); a problem
+    met n times counts n times. worst: the three layers of the largest fused / plain ratio."""
+    import ckgen.torch as ct
+
+    seen: dict[tuple, list] = {}
+
+    def hook(m: nn.Module, inputs: tuple) -> None:
+        k = (m.fusion, m.conf[:5], tuple(m.weight.shape), *(tuple(t.shape) for t in inputs))
+        if k in seen:
+            seen[k][2] += 1
+        else:
+            seen[k] = [m, inputs, 1]
+
+    hooks = [m.register_forward_pre_hook(hook) for m in model.modules()
+             if isinstance(m, ct.FusedConv)]  # fmt: skip
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    fused_ms = plain_ms = 0.0
+    ratios = []
+    for m, inputs, n in seen.values():
+
+        def plain(m: Any = m, xi: Any = inputs[0]) -> Any:
+            stride, pl, pr, dil, groups = m.conf[:5]
+            return ct.conv(xi, m.weight, None, stride, pl, dil, groups, m.ckgen_registry, pr)
+
+        times = []
+        for fn in (lambda m=m, inputs=inputs: m(*inputs), plain):
+            replay, _ = graph_fn(_Call(fn), inputs[0])
+            times.append(time_ms(replay, 3, 200, args.repeats, 20.0, True))
+        fused_ms, plain_ms = fused_ms + n * times[0], plain_ms + n * times[1]
+        ratios.append((times[0] / times[1], f"{tuple(inputs[0].shape)}: {m.extra_repr()}"))
+    worst = "; ".join(f"{r:.2f}x {what}" for r, what in sorted(ratios, reverse=True)[:3])
+    return fused_ms, plain_ms, worst
+
+
+class _Call(nn.Module):
+    """fn() as a module (graph_fn's model(x) form; x unused)."""
+
+    def __init__(self, fn: Any) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> Any:
+        return self.fn()
+
+
 def measure(case: Case, key: fi.Key, row: dict, args: Any) -> None:
     if key.mode in ("cudnn_graph", "ckgen_graph"):
         model = case.model if key.mode == "cudnn_graph" else case.fused()
         if key.mode == "ckgen_graph":
             row["fused"], row["left"] = count(model)
+            if args.conv_sums:
+                try:
+                    row["conv_fused_ms"], row["conv_plain_ms"], worst = conv_sums(
+                        model, case.x, args
+                    )
+                    print(f"  slowest fused layers against plain: {worst}", flush=True)
+                except Exception as ex:  # noqa: BLE001 - the model's own time is still measured
+                    print(f"  conv sums failed: {short(ex)}", flush=True)
+                torch.cuda.empty_cache()
         fn, out = graph_fn(model, case.x)
         fn()
     else:

@@ -257,7 +257,8 @@ class KernelLibrary:
         times while the stream captures a graph (the known pick, else the heuristic).
 
         fusion (forward only; a spelling such as "bias_relu" or an Epilogue): only kernels whose
-        fused epilogue is exactly that take part, chosen by the cost model (never autotuned);
+        fused epilogue is exactly that take part, ranked as their plain twins would be (the
+        tuning database's entries of the twins, else the cost model; never autotuned);
         the Selection's run() takes the operands. A plain request never gets a fused kernel."""
         ep = Epilogue.parse(fusion) if fusion is not None else PLAIN
         if ep.fused:

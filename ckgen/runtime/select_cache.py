@@ -47,8 +47,8 @@ MEMOS: dict[str, SelectMemo] = {}
 def select_fused(
     reg: KernelLibrary, problem: Problem, variant: str, datatype: str, ep: Epilogue
 ) -> Selection:
-    """select()'s fused path: the C dispatcher's answer (cost model) for exactly these
-    operations, memoised by value with the epilogue in the key."""
+    """select()'s fused path: the C dispatcher's answer for exactly these operations (ranked as
+    their plain twins), memoised by value with the epilogue in the key."""
     memo = reg._memo
     lib = reg._lib
     epoch = lib.ckgen_cache_epoch()

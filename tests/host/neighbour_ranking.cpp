@@ -517,6 +517,60 @@ int main(int argc, char** argv) {
     check(many.cluster == 1 && many.bpg == 1 && many.group_stride == 132,
           "backward_weight windows: 200 groups, one block a group, no cluster");
   }
+  // --- fused requests rank as their plain twins ----------------------------------------------
+  {
+    // fwd_a / fwd_b plain and fused (bias_relu, and fwd_a's bias_relu_res): a fused request's
+    // candidates are ranked with their plain twins' database entries, exactly as the plain request
+    auto fused_key = [&](const std::string& plain, int tm, ChannelOp op, Activation act, bool res) {
+      KernelKey k = key(plain, Variant::Forward, tm, 64, 32);
+      k.name = plain + (op == ChannelOp::Bias ? "_bias" : "") + (act == Activation::Relu ? "_relu" : "") +
+               (res ? "_res" : "");
+      k.channel_op = op, k.activation = act, k.residual = res;
+      return k;
+    };
+    Registry freg;
+    freg.add(std::make_unique<FakeKernel>(key("fwd_a", Variant::Forward, 128, 64, 32)));
+    freg.add(std::make_unique<FakeKernel>(key("fwd_b", Variant::Forward, 64, 64, 32)));
+    freg.add(std::make_unique<FakeKernel>(fused_key("fwd_a", 128, ChannelOp::Bias, Activation::Relu, false)));
+    freg.add(std::make_unique<FakeKernel>(fused_key("fwd_b", 64, ChannelOp::Bias, Activation::Relu, false)));
+    freg.add(std::make_unique<FakeKernel>(fused_key("fwd_a", 128, ChannelOp::Bias, Activation::Relu, true)));
+    Dispatcher fd(freg);
+    const KernelKey& res_key = freg.all()[size_t(fd.index_of("fwd_a_bias_relu_res"))]->key();
+    check(plain_twin_name(res_key) == "fwd_a" && plain_twin_name(freg.all()[0]->key()) == "fwd_a",
+          "plain_twin_name drops the fused epilogue's tokens", plain_twin_name(res_key));
+    const EpilogueOps br{ChannelOp::Bias, Activation::Relu, false};
+    const ConvProblem tuned = conv(2, 256, 256, 52), target = conv(2, 256, 256, 56);
+    const Selection c = fd.by_cost(target, DataType::FP16, Variant::Forward);
+    const std::string pref = c.kernel->name(), other = pref == "fwd_a" ? "fwd_b" : "fwd_a";
+    const Selection cf = fd.by_cost(target, DataType::FP16, Variant::Forward, br);
+    check(cf.kernel->name() == pref + "_bias_relu", "the cost model ranks fused twins as their plain ones",
+          cf.kernel->name());
+    // the cost model's favourite ran 3x its estimate on a nearby shape: both requests turn
+    auto est = [&](const std::string& n, const ConvProblem& p) {
+      return estimate_cost(freg.all()[size_t(fd.index_of(n))]->key(), p, 1, fd.arch()).us * 1e-3;
+    };
+    write_db(db, {entry_json("forward", "tuned", tuned, {{other, 0, est(other, tuned)}, {pref, 0, 3 * est(pref, tuned)}})});
+    fd.load_tuning_db(db);
+    Selection s = fd.select(target, DataType::FP16, Variant::Forward);
+    Selection f = fd.select(target, DataType::FP16, Variant::Forward, br);
+    check(s.kernel->name() == other && f.source == "tuning-db-nearest" && f.kernel->name() == other + "_bias_relu" &&
+              f.why.find("plain twin " + other) != std::string::npos,
+          "a fused request takes the neighbour ranking of its plain twins", f.kernel->name() + " | " + f.why);
+    f = fd.select(tuned, DataType::FP16, Variant::Forward, br);
+    check(f.source == "tuning-db-exact" && f.kernel->name() == other + "_bias_relu",
+          "a fused request takes its plain twins' exact ranking", f.kernel->name() + " | " + f.why);
+    // the exact ranking's winner has no twin with the operations: the next twin that has one
+    const EpilogueOps brr{ChannelOp::Bias, Activation::Relu, true};
+    write_db(db, {entry_json("forward", "tuned", tuned, {{"fwd_b", 0, 1.0}, {"fwd_a", 0, 2.0}})});
+    fd.load_tuning_db(db);
+    f = fd.select(tuned, DataType::FP16, Variant::Forward, brr);
+    check(f.source == "tuning-db-exact" && f.kernel->name() == "fwd_a_bias_relu_res",
+          "a ranked instance without a fused twin is passed over", f.kernel->name() + " | " + f.why);
+    const std::vector<Dispatcher::CostCandidate> cs = fd.candidates(tuned, DataType::FP16, Variant::Forward, 4, br);
+    check(cs.size() == 2 && freg.all()[size_t(cs[0].index)]->name() == "fwd_b_bias_relu" &&
+              freg.all()[size_t(cs[1].index)]->name() == "fwd_a_bias_relu",
+          "fused candidates follow the plain twins' ranking", std::to_string(cs.size()));
+  }
   std::printf("all %s\n", failures ? "failed" : "passed");
   return failures ? 1 : 0;
 }

@@ -128,7 +128,8 @@ CKGEN_API int ckgen_select(const ckgen_problem* p, const char* variant, const ch
                  int* k_batch_out, const char** source_out);
 /* ckgen_select for a fused forward convolution: only kernels whose operations are exactly *ops
  * take part (a plain request never gets a fused kernel); ops NULL or all zero is ckgen_select.
- * Fused requests go by the cost model (the tuning database holds plain kernels). -1 with
+ * The tuning database holds plain kernels: a fused request ranks its kernels as their plain twins
+ * (the same kernels without the operations) would be ranked, else by the cost model. -1 with
  * CKGEN_E_INVALID for an operation code out of range or a fused request of another variant. */
 CKGEN_API int ckgen_select_fused(const ckgen_problem* p, const char* variant, const char* datatype,
                                  const ckgen_epilogue* ops, int* k_batch_out, const char** source_out);

@@ -2,7 +2,9 @@
 // Only instances whose fused operations (EpilogueOps, epilogue/fusion.hpp) are exactly the
 // request's take part: a plain request never gets a fused instance and a fused one never a plain
 // or differently fused one. The tuning database holds plain instances (ckgen tune skips fused
-// ones), so fused requests go by the cost model.
+// ones); a fused request ranks its candidates exactly as their plain twins (the same instance
+// without the fused operations: plain_twin_name) would be ranked for the problem, each database
+// entry of a twin standing for the fused instance (the epilogue barely changes the time).
 //
 //   1. Tuning database (JSON written by `ckgen tune`; loaded from a path, or from the file named
 //      by the environment variable CKGEN_TUNING_DB on first use):
@@ -64,6 +66,20 @@
 #include "ckgen/kernel/kernel_base.hpp"
 
 namespace ckgen {
+
+// The name of an instance's plain twin (the same instance without its fused operations): its name
+// less the tokens of the fused epilogue, which end it, one each for the channel operation, the
+// activation and the residual add (ckgen/model/naming.py). A plain instance's own name.
+inline std::string plain_twin_name(const KernelKey& k) {
+  int n = int(k.channel_op != ChannelOp::Identity) + int(k.activation != Activation::Identity) + int(k.residual);
+  std::string s = k.name;
+  for (; n > 0; --n) {
+    const size_t at = s.rfind('_');
+    if (at == std::string::npos) break;
+    s.resize(at);
+  }
+  return s;
+}
 
 // ------------------------------------------------------------------------------------------
 // Dispatcher
@@ -145,8 +161,8 @@ class Dispatcher {
       s.why = "invalid problem: " + e;
       return s;
     }
-    if (auto db = tuning_db(); db && !db->empty() && !ops.fused()) {
-      if (from_db(*db, p, dt, v, s)) return s;
+    if (auto db = tuning_db(); db && !db->empty()) {
+      if (from_db(*db, p, dt, v, s, ops)) return s;
     }
     return by_cost(p, dt, v, ops);
   }
@@ -229,12 +245,13 @@ class Dispatcher {
     const Selection s = select(p, dt, v, ops);
     if (!s) return out;
     add(s.index, s.k_batch);
-    if (auto db = tuning_db(); db && !db->empty() && !ops.fused()) {
+    if (auto db = tuning_db(); db && !db->empty()) {
+      const TwinIndex twins(*this, v, dt, ops);
       for (const TunedEntry& e : db->entries()) {
         if (e.variant != v || e.datatype != dt || !same_problem(e.problem, p)) continue;
         for (const TunedChoice& c : e.ranking) {
-          const int i = index_of(c.kernel);
-          if (i < 0 || !serves(reg_.all()[size_t(i)]->key(), v, dt)) continue;
+          const int i = twins(c.kernel);
+          if (i < 0) continue;
           RunOptions o;
           o.k_batch = c.k_batch;
           if (reg_.all()[size_t(i)]->is_supported(p, o).empty()) add(i, c.k_batch);
@@ -429,12 +446,33 @@ class Dispatcher {
   }
 
  private:
-  bool try_entry(const TunedEntry& e, const ConvProblem& p, Selection& s) const {
+  // A tuning database's instance names (plain instances) -> the registry index of the instance
+  // that answers a request for (variant, datatype, ops): the named instance itself for a plain
+  // request, the registered instance with exactly `ops` whose plain twin it is for a fused one;
+  // -1 for none.
+  class TwinIndex {
+   public:
+    TwinIndex(const Dispatcher& d, Variant v, DataType dt, const EpilogueOps& ops) {
+      const auto& all = d.reg_.all();
+      for (size_t i = 0; i < all.size(); ++i) {
+        const KernelKey& k = all[i]->key();
+        if (serves(k, v, dt, ops)) by_twin_.emplace(plain_twin_name(k), int(i));
+      }
+    }
+    int operator()(const std::string& plain) const {
+      auto it = by_twin_.find(plain);
+      return it == by_twin_.end() ? -1 : it->second;
+    }
+
+   private:
+    std::map<std::string, int> by_twin_;
+  };
+
+  bool try_entry(const TunedEntry& e, const ConvProblem& p, const TwinIndex& twins, Selection& s) const {
     for (const TunedChoice& c : e.ranking) {
-      const int i = index_of(c.kernel);
+      const int i = twins(c.kernel);
       if (i < 0) continue;
       const KernelBase& k = *reg_.all()[size_t(i)];
-      if (epilogue_ops(k.key()).fused()) continue;
       RunOptions o;
       o.k_batch = c.k_batch;
       if (!k.is_supported(p, o).empty()) continue;
@@ -446,14 +484,17 @@ class Dispatcher {
     return false;
   }
 
-  bool from_db(const TuningDb& db, const ConvProblem& p, DataType dt, Variant v, Selection& s) const {
+  bool from_db(const TuningDb& db, const ConvProblem& p, DataType dt, Variant v, Selection& s,
+               const EpilogueOps& ops) const {
+    const TwinIndex twins(*this, v, dt, ops);
     std::vector<std::pair<double, const TunedEntry*>> near;
     for (const TunedEntry& e : db.entries()) {
       if (e.variant != v || e.datatype != dt || e.problem.ndim != p.ndim) continue;
       if (same_problem(e.problem, p)) {
-        if (try_entry(e, p, s)) {
+        if (try_entry(e, p, twins, s)) {
           s.source = "tuning-db-exact";
           s.why = "tuning db " + db.path() + ": exact match '" + e.shape + "'";
+          if (ops.fused()) s.why += " (ranked as its plain twin " + plain_twin_name(s.kernel->key()) + ")";
           return true;
         }
         continue;
@@ -464,7 +505,7 @@ class Dispatcher {
     std::stable_sort(near.begin(), near.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     if (near.empty()) return false;
-    return rank_by_neighbours(db, near, p, dt, v, s);
+    return rank_by_neighbours(db, near, p, dt, v, ops, twins, s);
   }
 
   SplitFeatures features_of(const KernelKey& k, const ConvProblem& p, int kb) const {
@@ -476,8 +517,10 @@ class Dispatcher {
   // (instance, k_batch), corrected by the residuals measured for that instance on the tuned
   // shapes nearby. False when no candidate supports the problem.
   // Instances the database marks dominated (TuningDb::dominated) lose to any other candidate.
+  // A fused request (ops) ranks its instances by their plain twins' measurements (TwinIndex).
   bool rank_by_neighbours(const TuningDb& db, const std::vector<std::pair<double, const TunedEntry*>>& near,
-                          const ConvProblem& p, DataType dt, Variant v, Selection& s) const {
+                          const ConvProblem& p, DataType dt, Variant v, const EpilogueOps& ops,
+                          const TwinIndex& twins, Selection& s) const {
     const auto& all = reg_.all();
     std::map<int, std::vector<ResidualPoint>> points;  // registry index -> measured points
     std::vector<ResidualPoint> any;                      // every point (for untimed instances)
@@ -487,10 +530,10 @@ class Dispatcher {
       for (const TunedChoice& c : e->ranking) {
         if (c.ms <= 0) continue;
         auto it = index_cache.find(c.kernel);
-        if (it == index_cache.end()) it = index_cache.emplace(c.kernel, index_of(c.kernel)).first;
+        if (it == index_cache.end()) it = index_cache.emplace(c.kernel, twins(c.kernel)).first;
         if (it->second < 0) continue;
         const KernelKey& k = all[size_t(it->second)]->key();
-        if (!serves(k, v, dt) || k.ndim != p.ndim) continue;
+        if (k.ndim != p.ndim) continue;
         const int kb = effective_k_batch(k, e->problem, c.k_batch);
         const double est = estimate_cost(k, e->problem, kb, arch_).us;
         if (!(est > 0)) continue;
@@ -505,7 +548,7 @@ class Dispatcher {
     }
     // Candidates: every supported (instance, k_batch) the cost model tries, plus the split counts
     // the neighbours timed.
-    std::vector<CostCandidate> cs = cost_candidates(p, dt, v);
+    std::vector<CostCandidate> cs = cost_candidates(p, dt, v, nullptr, nullptr, nullptr, ops);
     std::sort(timed_pairs.begin(), timed_pairs.end());
     timed_pairs.erase(std::unique(timed_pairs.begin(), timed_pairs.end()), timed_pairs.end());
     for (const auto& [i, kb] : timed_pairs) {
@@ -524,7 +567,7 @@ class Dispatcher {
     bool best_timed = false, best_dominated = false;
     for (const CostCandidate& c : cs) {
       if (!(c.cost.us > 0) || c.cost.us >= 1e29) continue;
-      const bool dominated = db.dominated(v, dt, p.ndim, all[size_t(c.index)]->name());
+      const bool dominated = db.dominated(v, dt, p.ndim, plain_twin_name(all[size_t(c.index)]->key()));
       if (s.kernel && dominated && !best_dominated) continue;
       const KernelKey& k = all[size_t(c.index)]->key();
       const SplitFeatures f = features_of(k, p, c.k_batch);
@@ -561,6 +604,7 @@ class Dispatcher {
       os << " (untimed by the neighbours: calibrated by " << best_used << " point(s) of other instances + penalty "
          << TuningDb::kUntimedPenalty << ")";
     os << ", k_batch " << s.k_batch;
+    if (ops.fused()) os << "; ranked as its plain twin " << plain_twin_name(s.kernel->key());
     if (best_dominated) os << "; no instance that won a tuned shape supports the problem";
     s.why = os.str();
     return true;
