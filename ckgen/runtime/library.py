@@ -256,9 +256,11 @@ class KernelLibrary:
         touched), keep the fastest and persist it in the per-GPU autotune cache file. Never
         times while the stream captures a graph (the known pick, else the heuristic).
 
-        fusion (forward only; a spelling such as "bias_relu" or an Epilogue): only kernels whose
-        fused epilogue is exactly that take part, chosen by the cost model (never autotuned);
-        the Selection's run() takes the operands. A plain request never gets a fused kernel."""
+        fusion (a spelling such as "bias_relu" or an Epilogue; backward: "drelu",
+        "bias_grad_drelu", ...): only kernels whose fused operations are exactly those take part,
+        chosen by the cost model (never autotuned); the Selection's run() takes the operands
+        (backward: y=, the saved forward output, and db=). A plain request never gets a fused
+        kernel."""
         ep = Epilogue.parse(fusion) if fusion is not None else PLAIN
         if ep.fused:
             return select_fused(self, problem, variant, datatype, ep)
