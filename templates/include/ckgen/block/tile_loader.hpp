@@ -40,6 +40,10 @@ struct TileLoader {
   // (copy_direct). Keeps vec-1 / large-tile instances out of local memory.
   static constexpr int kFixRegs = kIters * int(sizeof(Fix)) / 4;
   static constexpr bool kCacheFix = kFixRegs <= 48;
+  // Vector idx -> (row, vector column) in rc(). Row-major by default; for the interleaved (wgmma)
+  // layout 8 consecutive vectors go down 8 rows of one column, so 8 threads fill one 128-byte
+  // core matrix (no bank conflicts) while each row still reads whole 32-byte sectors.
+  static constexpr bool kRowsFirst = Tr::kSmemInterleaved && kRows % 8 == 0;
   using Cfg = typename Tr::Config;
   static constexpr bool kMask = IsA && Cfg::kGradMask;
   static constexpr bool kDb = IsA && Cfg::kBiasGrad;
@@ -52,15 +56,16 @@ struct TileLoader {
   bool reg_ok[kRegStage ? kIters : 1];
   Fix fix[kCacheFix ? kIters : 1];
   VecT yreg[kMask && kRegStage ? kIters : 1];
-  float dsum[kDb ? kIters : 1][kDb ? V : 1];
+  // bias_grad's sums per vector and element; one set where every vector of a thread sits in the
+  // same column (the thread count a multiple of the vectors per row).
+  static constexpr bool kDbOneCol = !kRowsFirst && T % kVPR == 0;
+  static constexpr int kDbSets = kDbOneCol ? 1 : kIters;
+  float dsum[kDb ? kDbSets : 1][kDb ? V : 1];
   int mn0_;
 
   CKGEN_DEVICE static bool active(int idx) { return kTotal % T == 0 || idx < kTotal; }
 
-  // Vector idx -> (row, vector column). Row-major by default; for the interleaved (wgmma)
-  // layout 8 consecutive vectors go down 8 rows of one column, so 8 threads fill one 128-byte
-  // core matrix (no bank conflicts) while each row still reads whole 32-byte sectors.
-  static constexpr bool kRowsFirst = Tr::kSmemInterleaved && kRows % 8 == 0;
+  // Vector idx -> (row, vector column), in the order kRowsFirst names.
   CKGEN_DEVICE static void rc(int idx, int& row, int& col) {
     if constexpr (kRowsFirst) {
       const int rest = idx >> 3;
@@ -135,7 +140,7 @@ struct TileLoader {
       Raw x = d.v[e];
       if constexpr (kMask) x = fusion::grad_mask<Cfg::kActivation, Tr::kDataType>(x, y.v[e], v.p.ep.alpha);
       val.v[e] = ok ? x : Raw(0);
-      if constexpr (kDb) dsum[i][e] += raw_to_float<Tr::kDataType>(val.v[e]);
+      if constexpr (kDb) dsum[kDbOneCol ? 0 : i][e] += raw_to_float<Tr::kDataType>(val.v[e]);
     }
     return val;
   }
@@ -144,7 +149,7 @@ struct TileLoader {
     mn0_ = mn0;
     if constexpr (kDb) {
 #pragma unroll
-      for (int i = 0; i < kIters; ++i)
+      for (int i = 0; i < kDbSets; ++i)
 #pragma unroll
         for (int e = 0; e < V; ++e) dsum[i][e] = 0.f;
     }
@@ -217,7 +222,7 @@ struct TileLoader {
     for (int c = tid; c < kMN; c += T) sdb[c] = 0.f;
     __syncthreads();
 #pragma unroll
-    for (int i = 0; i < kIters; ++i) {
+    for (int i = 0; i < kDbSets; ++i) {
       if (!active(tid + i * T)) continue;
       int row, col;
       rc(tid + i * T, row, col);
