@@ -322,7 +322,7 @@ class KernelLibrary:
             )
         if i < 0:
             msg = self._last_error()
-            if ep.fused and "forward only" in msg:
+            if ep.fused and "fusion not for" in msg:
                 raise CkgenRuntimeError(msg, code=3)
             raise NoKernel(msg)
         text = (why.value or b"").decode()

@@ -256,7 +256,7 @@ int do_select(const ckgen_problem* cp, const char* variant, const char* datatype
   ckgen::DataType d;
   if (!parse_words(variant, datatype, v, d)) return -1;
   if (const std::string r = ckgen::epilogue_variant_refusal(v, ops); !r.empty())
-    return -(fail(CKGEN_E_INVALID, r + " (" + variant + ")"), 1);
+    return -(fail(CKGEN_E_INVALID, std::string("fusion not for ") + variant + ": " + r), 1);
   auto& dsp = disp();
   const ckgen::CachedSelection s = dsp.select_cached(p, d, v, current_device(), cost_only, nullptr, ops);
   if (s.index < 0) {
