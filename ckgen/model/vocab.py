@@ -255,7 +255,8 @@ def parse_fusion(text: str) -> tuple[ChannelOp, Activation, bool]:
         raise ValueError(
             f"{text!r} is not a fusion: none, or <op>[_<activation>][_{RESIDUAL}] with op one of "
             f"{', '.join(ChannelOp.allowed()[1:])} and activation one of "
-            f"{', '.join(Activation.allowed()[1:])} (each part optional), e.g. bias_relu"
+            f"{', '.join(Activation.allowed()[1:])} (each part optional), e.g. bias_relu, "
+            "bias_grad_drelu"
         )
     return op, act, RESIDUAL in found
 
