@@ -82,7 +82,7 @@ def test_header_compiles_as_c(tmp_path: Path) -> None:
         '#include "ckgen_dispatch.h"\n'
         "int f(const ckgen_problem* p) {\n"
         "  ckgen_epilogue e = {CKGEN_CHANNEL_OP_BIAS, CKGEN_ACTIVATION_RELU, 0, 0};\n"
-        "  ckgen_epilogue_args a = {0, 0, 0, 1.f, 0.01f};\n"
+        "  ckgen_epilogue_args a = {0, 0, 0, 1.f, 0.01f, 0, 0};\n"
         '  int i = ckgen_select_fused(p, "forward", "fp16", &e, 0, 0);\n'
         "  return ckgen_run_fused(i, p, 0, -1, 0, -1, 0, -1, &a, 0, -1, 0, 0);\n"
         "}\n"
@@ -155,8 +155,11 @@ def test_select_fusion(fake_reg: KernelLibrary) -> None:
 def test_select_fusion_errors(fake_reg: KernelLibrary) -> None:
     with pytest.raises(NoKernel):
         fake_reg.select(P, "forward", "fp16", fusion="leaky_relu")
-    with pytest.raises(CkgenRuntimeError, match="forward only"):
+    with pytest.raises(CkgenRuntimeError, match="gradient mask"):
         fake_reg.select(P, "backward_data", "fp16", fusion="bias_relu")
+    with pytest.raises(CkgenRuntimeError, match="backward operations") as err:
+        fake_reg.select(P, "forward", "fp16", fusion="drelu")
+    assert not isinstance(err.value, NoKernel)
     with pytest.raises(ValueError, match="not a fusion"):
         fake_reg.select(P, "forward", "fp16", fusion="relu_bias")
 
@@ -176,6 +179,24 @@ def test_selection_run_passes_operands(fake_reg: KernelLibrary) -> None:
         plain.run(P, 0x1000, 0x2000, 0x3000, bias=0x4000)
     plain.run(P, 0x1000, 0x2000, 0x3000)
     assert _last_run(fake_reg)[:4] == (n0 + 2, 0, 0, 0)
+
+
+def test_backward_selection_run_passes_y_and_db(fake_reg: KernelLibrary) -> None:
+    sel = fake_reg.select(P, "backward_weight", "fp16", fusion="bias_grad_drelu")
+    assert sel.name == "bwd_weight_bgrad_drelu_t64"
+    assert sel.epilogue.needs_y and sel.epilogue.needs_db and not sel.epilogue.needs_bias
+    n0 = _last_run(fake_reg)[0]
+    sel.run(P, 0x1000, 0x2000, 0x3000, y=0x7000, db=0x8000)
+    y, db = ctypes.c_void_p(), ctypes.c_void_p()
+    assert fake_reg._lib.fake_last_grad(ctypes.byref(y), ctypes.byref(db)) == n0 + 1
+    assert (y.value, db.value) == (0x7000, 0x8000)
+    with pytest.raises(CkgenRuntimeError, match="needs saved forward output y"):
+        sel.run(P, 0x1000, 0x2000, 0x3000, db=0x8000)
+    mask = fake_reg.select(P, "backward_data", "fp16", fusion="drelu")
+    with pytest.raises(CkgenRuntimeError, match="reads no bias gradient db"):
+        mask.run(P, 0x1000, 0x2000, 0x3000, y=0x7000, db=0x8000)
+    mask.run(P, 0x1000, 0x2000, 0x3000, y=0x7000)
+    assert _last_run(fake_reg)[0] == n0 + 2
 
 
 def test_fused_run_checks_tensors(fake_reg: KernelLibrary) -> None:

@@ -12,7 +12,16 @@ import pytest
 from ckgen.model.arch import load_arch_specs
 from ckgen.model.instance import KernelInstance
 from ckgen.model.naming import parse_instance_name
-from ckgen.model.vocab import Activation, ChannelOp, DataType, Pipeline, Specialization, Variant
+from ckgen.model.vocab import (
+    BACKWARD_CHANNEL_OPS,
+    GRAD_MASKS,
+    Activation,
+    ChannelOp,
+    DataType,
+    Pipeline,
+    Specialization,
+    Variant,
+)
 from ckgen.space.rules import NO_CONTEXT, check
 from ckgen.space.rules.common import check_fusion
 
@@ -40,7 +49,7 @@ def test_a_fused_forward_instance_is_valid() -> None:
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        ({"variant": Variant.BACKWARD_DATA}, "forward only"),
+        ({"variant": Variant.BACKWARD_DATA}, "fuse a gradient mask"),
         ({"k_batch": 0}, "needs k_batch 1"),
     ],
 )
@@ -87,8 +96,8 @@ def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -
     assert (Pipeline.WAVELET_TMA, "default", False, False) in paths
     assert (Pipeline.WAVELET_TMA, "cshuffle", False, False) in paths
     assert (Pipeline.WAVELET_TMA, "default", True, False) in paths
-    assert {i.channel_op for i in fused} == set(ChannelOp) - {ChannelOp.NONE}
-    assert {i.activation for i in fused} == set(Activation) - {Activation.NONE}
+    assert {i.channel_op for i in fused} == set(ChannelOp) - {ChannelOp.NONE, *BACKWARD_CHANNEL_OPS}
+    assert {i.activation for i in fused} == set(Activation) - {Activation.NONE, *GRAD_MASKS}
     assert any(i.residual for i in fused)
 
 
@@ -120,8 +129,11 @@ def test_generate_writes_fused_headers_and_manifest(tmp_path: Path) -> None:
 def test_cxx_vocabulary_and_kernel_key_carry_the_fusion() -> None:
     inc = REPO / "templates" / "include" / "ckgen" / "core"
     vocab = (inc / "vocab.hpp").read_text()
-    assert "enum class ChannelOp { Identity, Bias, ScaleShift };" in vocab
-    assert "enum class Activation { Identity, Relu, Relu6, LeakyRelu, Silu, GeluTanh };" in vocab
+    assert "enum class ChannelOp { Identity, Bias, ScaleShift, BiasGrad };" in vocab
+    assert (
+        "enum class Activation { Identity, Relu, Relu6, LeakyRelu, Silu, GeluTanh, DRelu, DRelu6, "
+        "DLeakyRelu };" in vocab
+    )
     key = (inc / "kernel_key.hpp").read_text()
     for field in ("ChannelOp channel_op;", "Activation activation;", "bool residual;"):
         assert field in key

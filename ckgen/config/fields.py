@@ -125,12 +125,13 @@ FIELDS: dict[str, FieldSpec] = {
     ),
     "fusion": FieldSpec(
         fusion,
-        "forward fused epilogue act(op(acc) + beta * residual): none, or <op>[_<activation>]"
-        "[_residual] with op "
+        "fused operations: none, or <op>[_<activation>][_residual] with op "
         + ", ".join(ChannelOp.allowed()[1:])
         + " and activation "
         + ", ".join(Activation.allowed()[1:])
-        + " (e.g. bias_relu, scale_shift_relu_residual)",
+        + "; forward: the epilogue act(op(acc) + beta * residual) (e.g. bias_relu,"
+        " scale_shift_relu_residual); backward: a gradient mask on dy (d*) and, backward_weight,"
+        " bias_grad (e.g. drelu, bias_grad_drelu)",
         (ChannelOp.NONE, Activation.NONE, False),
     ),
 }

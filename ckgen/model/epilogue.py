@@ -1,13 +1,14 @@
-"""A forward fused epilogue as the runtime asks for it: the operations (Epilogue, from a fusion
-spelling such as ``bias_relu_residual``) and the C API's structs for them, ckgen_epilogue (the
-operations, as vocabulary codes) and ckgen_epilogue_args (the operands), rendered into
+"""A fused epilogue (forward) or backward fusion (gradient mask, bias_grad) as the runtime asks
+for it: the operations (Epilogue, from a fusion spelling such as ``bias_relu_residual`` or
+``bias_grad_drelu``) and the C API's structs for them, ckgen_epilogue (the operations, as
+vocabulary codes) and ckgen_epilogue_args (the operands), rendered into
 dispatch/ckgen_dispatch.h by ``python -m ckgen.model.cxx``. Host-only."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ckgen.model.vocab import Activation, ChannelOp, fusion_spelling, parse_fusion
+from ckgen.model.vocab import GRAD_MASKS, Activation, ChannelOp, fusion_spelling, parse_fusion
 
 # ckgen_epilogue, field by field: C name, C type, array length (0: a scalar). Codes are the
 # members' positions in ChannelOp / Activation (the C++ enums' values); residual 0 or 1.
@@ -20,19 +21,23 @@ C_EPILOGUE_FIELDS: tuple[tuple[str, str, int], ...] = (
 
 # ckgen_epilogue_args (ckgen::EpilogueArgs): bias (G*K fp32; scale_shift's shift), scale (G*K
 # fp32), residual (the output's shape, layout and datatype), beta (residual scale), alpha
-# (leaky_relu's slope).
+# (leaky_relu's and dleaky_relu's slope), y (a gradient mask's saved forward output: dy's shape,
+# layout and datatype), db (bias_grad's G*K fp32 output).
 C_EPILOGUE_ARGS_FIELDS: tuple[tuple[str, str, int], ...] = (
     ("bias", "const float*", 0),
     ("scale", "const float*", 0),
     ("residual", "const void*", 0),
     ("beta", "float", 0),
     ("alpha", "float", 0),
+    ("y", "const void*", 0),
+    ("db", "float*", 0),
 )
 
 
 @dataclass(frozen=True)
 class Epilogue:
-    """The operations of a fused forward epilogue, ``y = act(op(acc) + beta * residual)``.
+    """The operations of a fused forward epilogue, ``y = act(op(acc) + beta * residual)``, or of
+    a backward fusion (``drelu``, ``bias_grad_drelu``: dy times a gradient mask, bias_grad).
 
     ``Epilogue.parse("bias_relu")``; ``Epilogue()`` is a plain convolution."""
 
@@ -75,7 +80,17 @@ class Epilogue:
 
     @property
     def needs_bias(self) -> bool:
-        return self.channel_op is not ChannelOp.NONE
+        return self.channel_op in (ChannelOp.BIAS, ChannelOp.SCALE_SHIFT)
+
+    @property
+    def needs_y(self) -> bool:
+        """A gradient mask: the saved forward output y."""
+        return self.activation in GRAD_MASKS
+
+    @property
+    def needs_db(self) -> bool:
+        """bias_grad: the G*K fp32 bias gradient it writes."""
+        return self.channel_op is ChannelOp.BIAS_GRAD
 
     @property
     def needs_scale(self) -> bool:

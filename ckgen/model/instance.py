@@ -49,7 +49,8 @@ class KernelInstance:
     reduction: Reduction = Reduction.SPLITK
     persistent: bool = False
     stage: Stage = Stage.ONE
-    # The fused epilogue (forward): act(op(acc) + beta * residual), in fp32 before conversion.
+    # The fused epilogue (forward): act(op(acc) + beta * residual), in fp32 before conversion;
+    # backward: a gradient mask on dy (the d* activations) and bias_grad (channel_op).
     channel_op: ChannelOp = ChannelOp.NONE
     activation: Activation = Activation.NONE
     residual: bool = False

@@ -2,11 +2,12 @@
 
     grouped_conv_<variant>_<dtype>_<ndim>d_t<M>x<N>x<K>_w<M>x<N>x<K>_wt<M>x<N>x<K>_<pipeline>
         [_inter][_lm<load>x<math>][_swapab][_cshuffle]_v<a>x<b>x<c>[_<specialization>][_gm<n>]
-        [_kb<n>][_sklin|_sktree][_persist][_2st][_bias|_ss][_<activation>][_res]
+        [_kb<n>][_sklin|_sktree][_persist][_2st][_bias|_ss|_bgrad][_<activation>][_res]
 
 The last tokens name a fused epilogue (forward): the channel operation (bias, scale_shift), the
-activation (relu, relu6, lrelu, silu, gelutanh) and the residual add; an unfused instance has
-none of them.
+activation (relu, relu6, lrelu, silu, gelutanh) and the residual add; or a backward fusion:
+bias_grad (bgrad) and a gradient mask (drelu, drelu6, dlrelu). An unfused instance has none of
+them.
 
 The pipeline token is the short name of a single-stage pipeline (``basic``, ``direct``) or the
 pipeline's short name followed by its stage count (``ms3``, ``wavelet2``). Names use only

@@ -108,18 +108,23 @@ class Specialization(Word):
 
 
 class ChannelOp(Word):
-    """Fused epilogue (forward): the per-output-channel operation on the fp32 accumulator, with
-    fp32 vectors of G*K values indexed by g*K + k: bias (acc + bias) or scale_shift (acc * scale +
-    bias: a folded BatchNorm)."""
+    """Fused per-output-channel operation, with fp32 vectors of G*K values indexed by g*K + k.
+    Forward, on the fp32 accumulator: bias (acc + bias) or scale_shift (acc * scale + bias: a
+    folded BatchNorm). backward_weight: bias_grad also writes db[g*K + k], the fp32 sum of dy
+    (after its gradient mask) over the images and output pixels."""
 
     NONE = ("none", "none", "Identity")
     BIAS = ("bias", "bias", "Bias")
     SCALE_SHIFT = ("scale_shift", "ss", "ScaleShift")
+    BIAS_GRAD = ("bias_grad", "bgrad", "BiasGrad")
 
 
 class Activation(Word):
-    """Fused epilogue (forward): the activation applied after the channel operation and the
-    residual add. relu6 clamps to [0, 6]; leaky_relu's slope is a run-time argument."""
+    """Fused activation. Forward: applied after the channel operation and the residual add;
+    relu6 clamps to [0, 6]; leaky_relu's slope is a run-time argument. Backward (the d* words,
+    GRAD_MASKS): the activation's gradient mask, computed from the saved forward output y (dy's
+    shape, layout and type) and multiplied into dy as it is loaded: drelu (y > 0), drelu6
+    (0 < y < 6), dleaky_relu (1 where y > 0, else the slope)."""
 
     NONE = ("none", "none", "Identity")
     RELU = ("relu", "relu", "Relu")
@@ -127,6 +132,19 @@ class Activation(Word):
     LEAKY_RELU = ("leaky_relu", "lrelu", "LeakyRelu")
     SILU = ("silu", "silu", "Silu")
     GELU_TANH = ("gelu_tanh", "gelutanh", "GeluTanh")
+    DRELU = ("drelu", "drelu", "DRelu")
+    DRELU6 = ("drelu6", "drelu6", "DRelu6")
+    DLEAKY_RELU = ("dleaky_relu", "dlrelu", "DLeakyRelu")
+
+
+# The backward gradient masks (applied to dy) and the forward activation each is the gradient of.
+GRAD_MASKS: dict[Activation, Activation] = {
+    Activation.DRELU: Activation.RELU,
+    Activation.DRELU6: Activation.RELU6,
+    Activation.DLEAKY_RELU: Activation.LEAKY_RELU,
+}
+# The channel operations of the backward passes (the others are forward epilogue operations).
+BACKWARD_CHANNEL_OPS: frozenset[ChannelOp] = frozenset({ChannelOp.BIAS_GRAD})
 
 
 # The residual add's spelling in a fusion value and its name token.
@@ -237,7 +255,8 @@ def parse_fusion(text: str) -> tuple[ChannelOp, Activation, bool]:
         raise ValueError(
             f"{text!r} is not a fusion: none, or <op>[_<activation>][_{RESIDUAL}] with op one of "
             f"{', '.join(ChannelOp.allowed()[1:])} and activation one of "
-            f"{', '.join(Activation.allowed()[1:])} (each part optional), e.g. bias_relu"
+            f"{', '.join(Activation.allowed()[1:])} (each part optional), e.g. bias_relu, "
+            "bias_grad_drelu"
         )
     return op, act, RESIDUAL in found
 
@@ -263,6 +282,14 @@ def render_cpp_header() -> str:
         lines.append('  return "?";')
         lines.append("}")
         lines.append("")
+    predicates: list[tuple[str, str, list[str]]] = [
+        ("is_grad_mask", "Activation", [m.cpp for m in GRAD_MASKS]),
+        ("is_backward_op", "ChannelOp", [m.cpp for m in ChannelOp if m in BACKWARD_CHANNEL_OPS]),
+    ]
+    for fn, cls_name, cases in predicates:
+        test = " || ".join(f"v == {cls_name}::{m}" for m in cases)
+        lines.append(f"inline constexpr bool {fn}({cls_name} v) {{ return {test}; }}")
+    lines.append("")
     lines.append("}  // namespace ckgen")
     lines.append("")
     return "\n".join(lines)

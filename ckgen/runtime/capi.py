@@ -44,6 +44,7 @@ _CTYPES: dict[str, Any] = {
     "int64_t": ctypes.c_int64,
     "float": ctypes.c_float,
     "const float*": ctypes.c_void_p,
+    "float*": ctypes.c_void_p,
     "const void*": ctypes.c_void_p,
 }
 
@@ -150,6 +151,7 @@ def _logical_shapes(p: Problem) -> dict[str, tuple[int, ...]]:
         "out": (p.N, p.G * p.K, *tuple(p.output)[lo:]),
         "wei": (p.G * p.K, p.C, *tuple(p.filter)[lo:]),
         "residual": (p.N, p.G * p.K, *tuple(p.output)[lo:]),
+        "y": (p.N, p.G * p.K, *tuple(p.output)[lo:]),
     }
 
 
@@ -188,7 +190,7 @@ def tensor_arg(
                     "pass a contiguous / channels-last tensor",
                     code=3,
                 )
-            if problem is not None and role in ("in", "out", "wei", "residual"):
+            if problem is not None and role in ("in", "out", "wei", "residual", "y"):
                 cf = _logical_shapes(problem)[role]
                 if shape == cf and len(shape) > 2 and strides[1] != 1 and cf[1] > 1:
                     raise CkgenRuntimeError(

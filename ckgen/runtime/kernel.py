@@ -76,20 +76,25 @@ class Kernel:
         residual: Any = None,
         beta: float = 1.0,
         alpha: float = 0.01,
+        y: Any = None,
+        db: Any = None,
     ) -> None:
         """Enqueue on stream (device pointers: ints or tensors). UnsupportedProblem carries the
         is_supported reason; other failures raise CkgenRuntimeError.
 
         A fused kernel (self.epilogue) takes its operands: bias and scale (G*K fp32), residual
         (the output's shape, layout and dtype), beta (the residual's scale) and alpha
-        (leaky_relu's slope); the operands its operations do not read must be None."""
-        if self.epilogue.fused or bias is not None or scale is not None or residual is not None:
+        (leaky_relu's and dleaky_relu's slope); a backward gradient mask y (the saved forward
+        output: dy's shape, layout and dtype) and bias_grad db (G*K fp32, overwritten with the
+        bias gradient); the operands its operations do not read must be None."""
+        operands = (bias, scale, residual, y, db)
+        if self.epilogue.fused or any(o is not None for o in operands):
             self._run_fused(
                 problem,
                 (in_ptr, wei_ptr, out_ptr, workspace_ptr),
                 stream,
                 k_batch,
-                (bias, scale, residual),
+                operands,
                 beta,
                 alpha,
             )
@@ -143,22 +148,28 @@ class Kernel:
         tensors: tuple[Any, Any, Any, Any],
         stream: Any,
         k_batch: int,
-        operands: tuple[Any, Any, Any],
+        operands: tuple[Any, Any, Any, Any, Any],
         beta: float,
         alpha: float,
     ) -> None:
         lib = self.registry._lib
-        x, w, y, ws = tensors
-        bias, scale, residual = operands
-        pi, bi, pw, bw, po, bo, pws, bws = self._tensor_args(problem, x, w, y, ws)
+        x, w, out, ws = tensors
+        bias, scale, residual, saved, db = operands
+        pi, bi, pw, bw, po, bo, pws, bws = self._tensor_args(problem, x, w, out, ws)
         gk = problem.G * problem.K
         pb = _vector_arg(bias, "bias", gk)
         ps = _vector_arg(scale, "scale", gk)
+        pd = _vector_arg(db, "db", gk)
         pr, br = tensor_arg(residual, "residual", self.datatype, problem)
         if br >= 0 and bo >= 0 and br != bo:
             raise CkgenRuntimeError(f"residual: {br} bytes, the output has {bo}", code=3)
-        check_devices(lib, x, w, y, ws, bias, scale, residual)
-        args = CEpilogueArgs(pb or None, ps or None, pr or None, float(beta), float(alpha))
+        py, by = tensor_arg(saved, "y", self.datatype, problem)
+        if by >= 0 and bo >= 0 and by != bo:
+            raise CkgenRuntimeError(f"y: {by} bytes, dy has {bo}", code=3)
+        check_devices(lib, x, w, out, ws, *operands)
+        args = CEpilogueArgs(
+            pb or None, ps or None, pr or None, float(beta), float(alpha), py or None, pd or None
+        )
         rc = lib.ckgen_run_fused(
             self.index,
             ctypes.byref(c_problem(problem)),
@@ -216,7 +227,7 @@ class Selection:
         **epilogue: Any,
     ) -> None:
         """Kernel.run with the selection's k_batch; a fused selection takes the epilogue's
-        operands as keywords (bias, scale, residual, beta, alpha)."""
+        operands as keywords (bias, scale, residual, beta, alpha; backward: y, db)."""
         self.kernel.run(
             problem, in_ptr, wei_ptr, out_ptr, workspace_ptr, stream, self.k_batch, **epilogue
         )

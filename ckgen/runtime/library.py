@@ -256,10 +256,11 @@ class KernelLibrary:
         touched), keep the fastest and persist it in the per-GPU autotune cache file. Never
         times while the stream captures a graph (the known pick, else the heuristic).
 
-        fusion (forward only; a spelling such as "bias_relu" or an Epilogue): only kernels whose
-        fused epilogue is exactly that take part, ranked as their plain twins would be (the
-        tuning database's entries of the twins, else the cost model; never autotuned);
-        the Selection's run() takes the operands. A plain request never gets a fused kernel."""
+        fusion (a spelling such as "bias_relu" or an Epilogue; backward: "drelu",
+        "bias_grad_drelu", ...): only kernels whose fused operations are exactly those take part,
+        ranked as their plain twins would be (the tuning database's entries of the twins, else
+        the cost model; never autotuned); the Selection's run() takes the operands (backward: y=,
+        the saved forward output, and db=). A plain request never gets a fused kernel."""
         ep = Epilogue.parse(fusion) if fusion is not None else PLAIN
         if ep.fused:
             return select_fused(self, problem, variant, datatype, ep)
@@ -321,7 +322,7 @@ class KernelLibrary:
             )
         if i < 0:
             msg = self._last_error()
-            if ep.fused and "forward only" in msg:
+            if ep.fused and "fusion not for" in msg:
                 raise CkgenRuntimeError(msg, code=3)
             raise NoKernel(msg)
         text = (why.value or b"").decode()

@@ -10,6 +10,7 @@
 
 extern "C" int fake_last_run(const void** bias, const void** scale, const void** residual, float* beta,
                              float* alpha);
+extern "C" int fake_last_grad(const void** y, float** db);
 
 namespace {
 
@@ -79,9 +80,21 @@ int main() {
             std::strstr(ckgen_last_error(), "fwd_") == nullptr,
         "no kernel with the operations: not found", ckgen_last_error());
   check(ckgen_select_fused(&p, "backward_data", "fp16", &bias_relu, nullptr, nullptr) == -1 &&
-            std::strstr(ckgen_last_error(), "forward only") != nullptr,
-        "fused backward_data refused", ckgen_last_error());
-  const ckgen_epilogue bad = {3, 0, 0, 0};
+            std::strstr(ckgen_last_error(), "gradient mask") != nullptr,
+        "a forward epilogue on backward_data refused", ckgen_last_error());
+  const ckgen_epilogue drelu = {0, CKGEN_ACTIVATION_DRELU, 0, 0};
+  const ckgen_epilogue bgrad_drelu = {CKGEN_CHANNEL_OP_BIAS_GRAD, CKGEN_ACTIVATION_DRELU, 0, 0};
+  check(ckgen_select_fused(&p, "forward", "fp16", &drelu, nullptr, nullptr) == -1 &&
+            std::strstr(ckgen_last_error(), "backward operations") != nullptr,
+        "a gradient mask on forward refused", ckgen_last_error());
+  check(ckgen_select_fused(&p, "backward_data", "fp16", &bgrad_drelu, nullptr, nullptr) == -1 &&
+            std::strstr(ckgen_last_error(), "backward_weight operation") != nullptr,
+        "bias_grad on backward_data refused", ckgen_last_error());
+  const int bd = ckgen_select_fused(&p, "backward_data", "fp16", &drelu, nullptr, nullptr);
+  const int bw = ckgen_select_fused(&p, "backward_weight", "fp16", &bgrad_drelu, nullptr, nullptr);
+  check(name(bd) == "bwd_data_drelu_t64" && name(bw) == "bwd_weight_bgrad_drelu_t64",
+        "backward fusions select their kernels", name(bd) + " " + name(bw));
+  const ckgen_epilogue bad = {CKGEN_CHANNEL_OP_BIAS_GRAD + 1, 0, 0, 0};
   check(ckgen_select_fused(&p, "forward", "fp16", &bad, nullptr, nullptr) == -1 &&
             std::strstr(ckgen_last_error(), "out of range") != nullptr,
         "operation code out of range refused", ckgen_last_error());
@@ -96,35 +109,57 @@ int main() {
   const float* bias = reinterpret_cast<const float*>(g_buf[3]);
   const float* scale = reinterpret_cast<const float*>(g_buf[4]);
   const void* res = g_buf[5];
-  ckgen_epilogue_args args = {bias, nullptr, nullptr, 1.f, 0.01f};
+  ckgen_epilogue_args args = {bias, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr};
   int rc = ckgen_run_fused(br, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   const void *rb = nullptr, *rs = nullptr, *rr = nullptr;
   float beta = 0, alpha = 0;
   const int runs = fake_last_run(&rb, &rs, &rr, &beta, &alpha);
   check(rc == CKGEN_OK && runs == 1 && rb == bias && rs == nullptr && rr == nullptr, "run_fused passes the operands",
         ckgen_last_error());
-  args = {bias, scale, res, 0.5f, 0.2f};
+  args = {bias, scale, res, 0.5f, 0.2f, nullptr, nullptr};
   rc = ckgen_run_fused(ss, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   fake_last_run(&rb, &rs, &rr, &beta, &alpha);
   check(rc == CKGEN_OK && rb == bias && rs == scale && rr == res && beta == 0.5f && alpha == 0.2f,
         "run_fused passes scale, residual, beta and alpha", ckgen_last_error());
-  args = {nullptr, nullptr, nullptr, 1.f, 0.01f};
+  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr};
   rc = ckgen_run_fused(br, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "needs bias vector"), "missing bias refused",
         ckgen_last_error());
   rc = ckgen_run(br, &p, x, w, y, nullptr, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "ckgen_run_fused"),
         "plain run of a fused kernel refused", ckgen_last_error());
-  args = {bias, nullptr, nullptr, 1.f, 0.01f};
+  args = {bias, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr};
   rc = ckgen_run_fused(ckgen_select(&p, "forward", "fp16", nullptr, nullptr), &p, x, -1, w, -1, y, -1, &args,
                        nullptr, 0, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "reads no bias"), "bias on a plain kernel refused",
         ckgen_last_error());
-  args = {bias, scale, static_cast<const unsigned char*>(res) + 4, 1.f, 0.01f};
+  args = {bias, scale, static_cast<const unsigned char*>(res) + 4, 1.f, 0.01f, nullptr, nullptr};
   rc = ckgen_run_fused(ss, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "16-byte"), "misaligned residual refused",
         ckgen_last_error());
   check(fake_last_run(&rb, &rs, &rr, &beta, &alpha) == 2, "refused runs launch nothing");
+
+  const void* saved = g_buf[5];
+  float* db = reinterpret_cast<float*>(g_buf[4]);
+  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, saved, db};
+  rc = ckgen_run_fused(bw, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
+  const void* ry = nullptr;
+  float* rdb = nullptr;
+  check(rc == CKGEN_OK && fake_last_grad(&ry, &rdb) == 3 && ry == saved && rdb == db,
+        "run_fused passes y and db", ckgen_last_error());
+  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, saved, nullptr};
+  rc = ckgen_run_fused(bw, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
+  check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "needs bias gradient db"), "missing db refused",
+        ckgen_last_error());
+  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, saved, db};
+  rc = ckgen_run_fused(bd, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
+  check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "reads no bias gradient db"),
+        "db given to a mask-only kernel refused", ckgen_last_error());
+  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, static_cast<const unsigned char*>(saved) + 2, nullptr};
+  rc = ckgen_run_fused(bd, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
+  check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "16-byte"), "misaligned y refused",
+        ckgen_last_error());
+  check(fake_last_grad(&ry, &rdb) == 3, "refused backward runs launch nothing");
   std::printf("all passed\n");
   return 0;
 }

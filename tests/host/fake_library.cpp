@@ -1,4 +1,5 @@
-// A registry of fake forward instances, plain and fused, for the C API host-only
+// A registry of fake instances (forward plain and fused, backward with gradient masks and
+// bias_grad) for the C API host-only
 // (tests/test_fused_capi.py links it with dispatch/ckgen_dispatch.cpp: into tests/host/capi_fused.cpp
 // and into a libckgen_dispatch.so that ckgen.Registry loads). No GPU: run() records its operands.
 #include <memory>
@@ -30,10 +31,11 @@ struct FakeKernel : KernelBase {
 };
 
 // tile 128x128 (plain) or 64x64 (fused): the cost model would prefer neither by fusion.
-std::unique_ptr<KernelBase> fake(const std::string& name, int tile, ChannelOp op, Activation act, bool res) {
+std::unique_ptr<KernelBase> fake(const std::string& name, int tile, ChannelOp op, Activation act, bool res,
+                                 Variant v = Variant::Forward) {
   KernelKey k{};
   k.name = name;
-  k.variant = Variant::Forward;
+  k.variant = v;
   k.datatype = DataType::FP16;
   k.ndim = 2;
   k.tile_m = tile, k.tile_n = tile, k.tile_k = 32;
@@ -63,6 +65,9 @@ Registry& registry() {
     x.add(fake("fwd_plain_t64", 64, ChannelOp::Identity, Activation::Identity, false));
     x.add(fake("fwd_ss_silu_res_t64", 64, ChannelOp::ScaleShift, Activation::Silu, true));
     x.add(fake("fwd_bias_relu_t128", 128, ChannelOp::Bias, Activation::Relu, false));
+    x.add(fake("bwd_data_drelu_t64", 64, ChannelOp::Identity, Activation::DRelu, false, Variant::BackwardData));
+    x.add(fake("bwd_weight_bgrad_drelu_t64", 64, ChannelOp::BiasGrad, Activation::DRelu, false,
+               Variant::BackwardWeight));
     return x;
   }();
   return r;
@@ -78,5 +83,12 @@ extern "C" __attribute__((visibility("default"))) int fake_last_run(const void**
   *residual = g_last.ep.residual;
   *beta = g_last.ep.beta;
   *alpha = g_last.ep.alpha;
+  return g_runs;
+}
+
+// The last run's backward operands (saved forward output y, db) and the number of runs so far.
+extern "C" __attribute__((visibility("default"))) int fake_last_grad(const void** y, float** db) {
+  *y = g_last.ep.y;
+  *db = g_last.ep.db;
   return g_runs;
 }

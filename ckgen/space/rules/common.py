@@ -12,8 +12,12 @@ from ckgen.model.limits import (
     WAVELET_RATIOS,
 )
 from ckgen.model.vocab import (
+    BACKWARD_CHANNEL_OPS,
+    GRAD_MASKS,
     SINGLE_STAGE_PIPELINES,
     WAVELET_PIPELINES,
+    Activation,
+    ChannelOp,
     Pipeline,
     Platform,
     Reduction,
@@ -106,11 +110,40 @@ def check_swap_ab(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | Non
     return None
 
 
+def check_backward_fusion(i: KernelInstance) -> str | None:
+    """The backward fusions: a gradient mask on dy (backward_data, backward_weight) and
+    bias_grad (backward_weight), applied as the basic pipeline stages dy (block/tile_loader.hpp)."""
+    f = i.fusion
+    grad = i.activation in GRAD_MASKS or i.channel_op in BACKWARD_CHANNEL_OPS
+    if i.variant is Variant.FORWARD:
+        return f"fusion {f}: gradient masks and bias_grad are backward operations" if grad else None
+    if not grad or i.residual or i.activation not in (Activation.NONE, *GRAD_MASKS):
+        return (
+            f"fusion {f}: backward instances fuse a gradient mask "
+            f"({', '.join(m.value for m in GRAD_MASKS)}) and, backward_weight, bias_grad only"
+        )
+    if i.channel_op not in (ChannelOp.NONE, *BACKWARD_CHANNEL_OPS):
+        return f"fusion {f}: {i.channel_op.value} is a forward epilogue operation"
+    if i.channel_op is ChannelOp.BIAS_GRAD and i.variant is not Variant.BACKWARD_WEIGHT:
+        return f"fusion {f}: bias_grad is a backward_weight operation"
+    if i.pipeline is not Pipeline.BASIC:
+        return f"fusion {f}: the backward fusions are applied as the basic pipeline stages dy"
+    if i.groups_to_merge != 1:
+        return f"fusion {f}: the backward fusions need groups_to_merge 1"
+    if i.channel_op is ChannelOp.BIAS_GRAD and (
+        i.reduction is not Reduction.SPLITK or i.persistent
+    ):
+        return f"fusion {f}: bias_grad is summed by the split-K blocks (reduction splitk)"
+    return None
+
+
 def check_fusion(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
     if not i.fused:
         return None
-    if i.variant is not Variant.FORWARD:
-        return f"fusion {i.fusion}: fused epilogues are forward only"
+    if i.variant is not Variant.FORWARD or i.channel_op in BACKWARD_CHANNEL_OPS:
+        return check_backward_fusion(i)
+    if i.activation in GRAD_MASKS:
+        return check_backward_fusion(i)
     if i.k_batch != 1:
         return (
             f"fusion {i.fusion} needs k_batch 1: a split's partial sums are converted by the "

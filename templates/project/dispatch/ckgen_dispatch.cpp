@@ -235,8 +235,8 @@ std::string index_error(int i) {
 bool to_ops(const ckgen_epilogue* c, ckgen::EpilogueOps& ops, std::string& why) {
   ops = {};
   if (!c) return true;
-  if (c->channel_op < 0 || c->channel_op > int(ckgen::ChannelOp::ScaleShift) || c->activation < 0 ||
-      c->activation > int(ckgen::Activation::GeluTanh) || c->residual < 0 || c->residual > 1) {
+  if (c->channel_op < 0 || c->channel_op > int(ckgen::ChannelOp::BiasGrad) || c->activation < 0 ||
+      c->activation > int(ckgen::Activation::DLeakyRelu) || c->residual < 0 || c->residual > 1) {
     why = "invalid epilogue: channel_op " + std::to_string(c->channel_op) + ", activation " +
           std::to_string(c->activation) + ", residual " + std::to_string(c->residual) + " out of range";
     return false;
@@ -255,8 +255,8 @@ int do_select(const ckgen_problem* cp, const char* variant, const char* datatype
   ckgen::Variant v;
   ckgen::DataType d;
   if (!parse_words(variant, datatype, v, d)) return -1;
-  if (ops.fused() && v != ckgen::Variant::Forward)
-    return -(fail(CKGEN_E_INVALID, std::string("fused epilogues are forward only, not ") + variant), 1);
+  if (const std::string r = ckgen::epilogue_variant_refusal(v, ops); !r.empty())
+    return -(fail(CKGEN_E_INVALID, std::string("fusion not for ") + variant + ": " + r), 1);
   auto& dsp = disp();
   const ckgen::CachedSelection s = dsp.select_cached(p, d, v, current_device(), cost_only, nullptr, ops);
   if (s.index < 0) {
@@ -353,6 +353,8 @@ int ckgen_run_fused(int index, const ckgen_problem* cp, void* in, int64_t in_byt
     t.ep.residual = ep->residual;
     t.ep.beta = ep->beta;
     t.ep.alpha = ep->alpha;
+    t.ep.y = ep->y;
+    t.ep.db = ep->db;
   }
   const ckgen::EpilogueOps ops = ckgen::epilogue_ops(k->key());
   if (std::string r = ckgen::epilogue_operands_refusal(ops, t.ep); !r.empty())

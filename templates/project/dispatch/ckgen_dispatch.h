@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-#define CKGEN_C_API_VERSION 3
+#define CKGEN_C_API_VERSION 4
 
 #if defined(CKGEN_DISPATCH_BUILD) && defined(__GNUC__)
 #define CKGEN_API __attribute__((visibility("default")))
@@ -51,7 +51,9 @@ typedef struct ckgen_problem {
 } ckgen_problem;
 /* END ckgen_problem */
 
-/* A fused forward epilogue, y = act(op(acc) + beta * residual) in fp32 before the conversion.
+/* A fused forward epilogue, y = act(op(acc) + beta * residual) in fp32 before the conversion, or
+ * a backward fusion: a gradient mask (CKGEN_ACTIVATION_D*) multiplied into dy from the saved
+ * forward output, and (backward_weight) CKGEN_CHANNEL_OP_BIAS_GRAD, the bias gradient.
  * ckgen_epilogue: the operations (CKGEN_CHANNEL_OP_*, CKGEN_ACTIVATION_*, residual 0 / 1); all
  * zero is a plain convolution. */
 /* BEGIN ckgen_epilogue: rendered from ckgen/model/epilogue.py by `python -m ckgen.model.cxx`;
@@ -60,6 +62,7 @@ enum {
   CKGEN_CHANNEL_OP_NONE = 0,
   CKGEN_CHANNEL_OP_BIAS = 1,
   CKGEN_CHANNEL_OP_SCALE_SHIFT = 2,
+  CKGEN_CHANNEL_OP_BIAS_GRAD = 3,
 };
 enum {
   CKGEN_ACTIVATION_NONE = 0,
@@ -68,6 +71,9 @@ enum {
   CKGEN_ACTIVATION_LEAKY_RELU = 3,
   CKGEN_ACTIVATION_SILU = 4,
   CKGEN_ACTIVATION_GELU_TANH = 5,
+  CKGEN_ACTIVATION_DRELU = 6,
+  CKGEN_ACTIVATION_DRELU6 = 7,
+  CKGEN_ACTIVATION_DLEAKY_RELU = 8,
 };
 typedef struct ckgen_epilogue {
   int32_t channel_op;
@@ -77,8 +83,10 @@ typedef struct ckgen_epilogue {
 } ckgen_epilogue;
 /* END ckgen_epilogue */
 /* ckgen_epilogue_args: the operands. bias: G*K fp32 (scale_shift's shift), scale: G*K fp32,
- * residual: the output's shape, layout and datatype (16-byte aligned); NULL where the kernel's
- * operations read nothing. beta scales the residual, alpha is leaky_relu's slope. */
+ * residual: the output's shape, layout and datatype (16-byte aligned); y: a gradient mask's saved
+ * forward output (dy's shape, layout and datatype, 16-byte aligned); db: bias_grad's G*K fp32
+ * output (written whole: zeroed, then summed); NULL where the kernel's operations read nothing.
+ * beta scales the residual, alpha is leaky_relu's (and dleaky_relu's) slope. */
 /* BEGIN ckgen_epilogue_args: rendered from ckgen/model/epilogue.py by `python -m ckgen.model.cxx`;
  * do not edit by hand. */
 typedef struct ckgen_epilogue_args {
@@ -87,6 +95,8 @@ typedef struct ckgen_epilogue_args {
   const void* residual;
   float beta;
   float alpha;
+  const void* y;
+  float* db;
 } ckgen_epilogue_args;
 /* END ckgen_epilogue_args */
 

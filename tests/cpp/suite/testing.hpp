@@ -15,8 +15,9 @@
 //                         <problem>__<instance>__sk<blocks>
 //   <variant>_support     <problem>__<datatype> FAILS when no instance supports a problem;
 //                         no_instances__<datatype> FAILS when a datatype has no instance
-//   <variant>_negative    run() refuses a fused instance's missing operands and operands given to
-//                         an unfused forward instance (no GPU needed);
+//   <variant>_negative    run() refuses a fused instance's missing operands and an operand given
+//                         to an unfused instance (forward: a bias, backward: a saved y; no GPU
+//                         needed);
 //                         is_supported must refuse (with a reason): ndim mismatch (and a 1D / 2D
 //                         instance a 3D problem whose depth folds into the batch); vector > 1
 //                         instance vs C = K = 3 (not wavelet_tma forward / backward_weight: their

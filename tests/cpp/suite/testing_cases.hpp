@@ -139,13 +139,15 @@ inline void register_negative_tests(Variant v) {
           EXPECT_NE(k->run(small_problem(k->key().ndim, 8, 8), t, nullptr, nullptr), gpuSuccess)
               << k->name() << " ran without its fused operands";
         });
-      } else if (v == Variant::Forward) {
+      } else {
         static const float kDummy[4] = {};
-        t.ep.bias = kDummy;
-        add_test(suite, "unfused_given_bias_refused__" + k->name(), [k, t] {
-          EXPECT_NE(k->run(small_problem(k->key().ndim, 8, 8), t, nullptr, nullptr), gpuSuccess)
-              << k->name() << " ran with a bias it does not apply";
-        });
+        const bool fwd = v == Variant::Forward;  // backward: a saved forward output for a mask
+        if (fwd) t.ep.bias = kDummy; else t.ep.y = kDummy;
+        add_test(suite, std::string(fwd ? "unfused_given_bias" : "unfused_given_y") + "_refused__" + k->name(),
+                 [k, t] {
+                   EXPECT_NE(k->run(small_problem(k->key().ndim, 8, 8), t, nullptr, nullptr), gpuSuccess)
+                       << k->name() << " ran with an operand it does not read";
+                 });
       }
     }
     // Refused before any device query: these run without a GPU.

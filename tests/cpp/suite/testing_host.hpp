@@ -157,6 +157,29 @@ inline void register_host_tests() {
       EXPECT_GT(sum_abs, 100.0) << to_string(m);
     }
   });
+  add_test(suite, "backward_fused_reference_hand_computed", [] {
+    // 1D, G=1, K=2, one image of 2 pixels: dy and the saved y in N,W,G,K order.
+    const ConvProblem p = make_problem(1, 1, 1, 1, 2, {2}, {1}, {1}, {1}, {0}, {0});
+    const std::vector<double> dy = {1, -2, 3, 4}, y = {0.5, -1, 7, 0};
+    KernelKey k{};
+    auto masked = [&](Activation a) {
+      k.activation = a;
+      const std::vector<unsigned char> m = masked_dy(k, DataType::FP32, dy, y, 0.25f);
+      std::vector<double> out;
+      for (int64_t i = 0; i < 4; ++i) out.push_back(load_host(m.data(), i, DataType::FP32));
+      return out;
+    };
+    EXPECT_EQ(masked(Activation::DRelu), (std::vector<double>{1, 0, 3, 0}));
+    EXPECT_EQ(masked(Activation::DRelu6), (std::vector<double>{1, 0, 0, 0}));
+    EXPECT_EQ(masked(Activation::DLeakyRelu), (std::vector<double>{1, -0.5, 3, 1}));
+    EXPECT_EQ(masked(Activation::Identity), dy);
+    EXPECT_EQ(bias_grad_reference(p, dy), (std::vector<double>{4, 2}));
+    EXPECT_EQ(bias_grad_reference(p, dy, true), (std::vector<double>{4, 6}));
+    k.channel_op = ChannelOp::BiasGrad;
+    k.activation = Activation::DLeakyRelu;
+    EXPECT_TRUE(is_fused(k) && is_backward_fused(k));
+    EXPECT_EQ(fusion_spelling(k), "bias_grad_dleaky_relu");
+  });
   add_test(suite, "shapes_files_parse", [] {
     for (const char* f : {"coverage.csv", "tests.csv", "retinanet_r50fpn_n2.csv", "streamk.csv"}) {
       try {

@@ -1,6 +1,9 @@
 // Global -> registers -> shared memory loader of one operand tile (A: BM x BK, B: BK x BN),
 // vectorized by kVecA / kVecB along the operand's contiguous dim. The index math comes from the
 // variant's view (conv/conv_maps.hpp): the M/N part once per block (`fix`), the K part per k step.
+// Backward fusions (A is dy): a gradient mask multiplies dy by the activation's gradient at the
+// saved forward output y (read at dy's offsets) before it is staged; bias_grad (backward_weight)
+// also sums the staged dy per thread and column, flushed once per block (flush_bias_grad).
 #pragma once
 
 #include <type_traits>
@@ -8,6 +11,7 @@
 #include "ckgen/core/async_copy.hpp"
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/conv/conv_maps.hpp"
+#include "ckgen/epilogue/fusion.hpp"
 
 namespace ckgen {
 
@@ -36,21 +40,32 @@ struct TileLoader {
   // (copy_direct). Keeps vec-1 / large-tile instances out of local memory.
   static constexpr int kFixRegs = kIters * int(sizeof(Fix)) / 4;
   static constexpr bool kCacheFix = kFixRegs <= 48;
-  static constexpr int kStageRegs = kIters * int(sizeof(VecT) + 3) / 4;
+  // Vector idx -> (row, vector column) in rc(). Row-major by default; for the interleaved (wgmma)
+  // layout 8 consecutive vectors go down 8 rows of one column, so 8 threads fill one 128-byte
+  // core matrix (no bank conflicts) while each row still reads whole 32-byte sectors.
+  static constexpr bool kRowsFirst = Tr::kSmemInterleaved && kRows % 8 == 0;
+  using Cfg = typename Tr::Config;
+  static constexpr bool kMask = IsA && Cfg::kGradMask;
+  static constexpr bool kDb = IsA && Cfg::kBiasGrad;
+  static_assert(!kDb || !kKMajor, "ckgen: bias_grad sums dy along the tile's contiguous M");
+  static constexpr int kStageRegs = kIters * int(sizeof(VecT) * (kMask ? 2 : 1) + 3) / 4;
   static constexpr bool kRegStage = kStageRegs <= 40;
   static constexpr int kChunk = 8;  // copy_direct: loads in flight per thread
 
   VecT reg[kRegStage ? kIters : 1];
   bool reg_ok[kRegStage ? kIters : 1];
   Fix fix[kCacheFix ? kIters : 1];
+  VecT yreg[kMask && kRegStage ? kIters : 1];
+  // bias_grad's sums per vector and element; one set where every vector of a thread sits in the
+  // same column (the thread count a multiple of the vectors per row).
+  static constexpr bool kDbOneCol = !kRowsFirst && T % kVPR == 0;
+  static constexpr int kDbSets = kDbOneCol ? 1 : kIters;
+  float dsum[kDb ? kDbSets : 1][kDb ? V : 1];
   int mn0_;
 
   CKGEN_DEVICE static bool active(int idx) { return kTotal % T == 0 || idx < kTotal; }
 
-  // Vector idx -> (row, vector column). Row-major by default; for the interleaved (wgmma)
-  // layout 8 consecutive vectors go down 8 rows of one column, so 8 threads fill one 128-byte
-  // core matrix (no bank conflicts) while each row still reads whole 32-byte sectors.
-  static constexpr bool kRowsFirst = Tr::kSmemInterleaved && kRows % 8 == 0;
+  // Vector idx -> (row, vector column), in the order kRowsFirst names.
   CKGEN_DEVICE static void rc(int idx, int& row, int& col) {
     if constexpr (kRowsFirst) {
       const int rest = idx >> 3;
@@ -110,8 +125,34 @@ struct TileLoader {
     return smem + Tr::template smem_offset<kKMajor, kLd>(row, col * V);
   }
 
+  // The saved forward output's vector at dy's address src.
+  CKGEN_DEVICE static VecT y_at(const View& v, const Raw* src) {
+    const Raw* y = static_cast<const Raw*>(v.p.ep.y) + (src - static_cast<const Raw*>(v.p.out));
+    return *reinterpret_cast<const VecT*>(y);
+  }
+  // The vector staged for loaded dy d (y: the saved output there), structural zeros applied;
+  // bias_grad adds it to vector i's column sums.
+  CKGEN_DEVICE CKGEN_FORCEINLINE VecT staged(const View& v, const VecT& d, const VecT& y, bool ok,
+                                              int i) {
+    VecT val;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      Raw x = d.v[e];
+      if constexpr (kMask) x = fusion::grad_mask<Cfg::kActivation, Tr::kDataType>(x, y.v[e], v.p.ep.alpha);
+      val.v[e] = ok ? x : Raw(0);
+      if constexpr (kDb) dsum[kDbOneCol ? 0 : i][e] += raw_to_float<Tr::kDataType>(val.v[e]);
+    }
+    return val;
+  }
+
   CKGEN_DEVICE CKGEN_FORCEINLINE void init(const View& v, int mn0, int tid) {
     mn0_ = mn0;
+    if constexpr (kDb) {
+#pragma unroll
+      for (int i = 0; i < kDbSets; ++i)
+#pragma unroll
+        for (int e = 0; e < V; ++e) dsum[i][e] = 0.f;
+    }
     if constexpr (kCacheFix) {
 #pragma unroll
       for (int i = 0; i < kIters; ++i) {
@@ -132,50 +173,74 @@ struct TileLoader {
       if (!active(tid + i * T)) continue;
       const Raw* src = ptr_at(v, i, k0, hk, tid, reg_ok[i]);
       reg[i] = *reinterpret_cast<const VecT*>(src);
+      if constexpr (kMask) yreg[i] = y_at(v, src);
     }
   }
 
-  CKGEN_DEVICE CKGEN_FORCEINLINE void store(Raw* smem, int tid) const {
+  CKGEN_DEVICE CKGEN_FORCEINLINE void store(const View& v, Raw* smem, int tid) {
     static_assert(kRegStage, "ckgen: register staging over budget, use copy_direct");
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
       if (!active(tid + i * T)) continue;
-      VecT val;
-#pragma unroll
-      for (int e = 0; e < V; ++e) val.v[e] = reg_ok[i] ? reg[i].v[e] : Raw(0);
-      *reinterpret_cast<VecT*>(smem_at(smem, i, tid)) = val;
+      *reinterpret_cast<VecT*>(smem_at(smem, i, tid)) = staged(v, reg[i], yreg[kMask ? i : 0], reg_ok[i], i);
     }
   }
 
   // Synchronous global -> shared copy, kChunk loads in flight at a time.
-  CKGEN_DEVICE CKGEN_FORCEINLINE void copy_direct(const View& v, int k0, Raw* smem, int tid) const {
+  CKGEN_DEVICE CKGEN_FORCEINLINE void copy_direct(const View& v, int k0, Raw* smem, int tid) {
     const KPart hk = hoisted_k(v, k0, tid);
 #pragma unroll
     for (int i0 = 0; i0 < kIters; i0 += kChunk) {
       VecT tmp[kChunk];
+      VecT ytmp[kMask ? kChunk : 1];
       bool ok[kChunk];
 #pragma unroll
       for (int j = 0; j < kChunk; ++j) {
         const int i = i0 + j;
-        if (i < kIters && active(tid + i * T))
-          tmp[j] = *reinterpret_cast<const VecT*>(ptr_at(v, i, k0, hk, tid, ok[j]));
+        if (i < kIters && active(tid + i * T)) {
+          const Raw* src = ptr_at(v, i, k0, hk, tid, ok[j]);
+          tmp[j] = *reinterpret_cast<const VecT*>(src);
+          if constexpr (kMask) ytmp[j] = y_at(v, src);
+        }
       }
 #pragma unroll
       for (int j = 0; j < kChunk; ++j) {
         const int i = i0 + j;
-        if (i < kIters && active(tid + i * T)) {
-          VecT val;
-#pragma unroll
-          for (int e = 0; e < V; ++e) val.v[e] = ok[j] ? tmp[j].v[e] : Raw(0);
-          *reinterpret_cast<VecT*>(smem_at(smem, i, tid)) = val;
-        }
+        if (i < kIters && active(tid + i * T))
+          *reinterpret_cast<VecT*>(smem_at(smem, i, tid)) = staged(v, tmp[j], ytmp[kMask ? j : 0], ok[j], i);
       }
     }
   }
 
+  // bias_grad: the block's column sums meet in shared memory (BM floats at `scratch`, free
+  // after the main loop), then one fp32 atomic per channel adds them to db[g*K + m] when `write`
+  // (the block of GEMM N tile 0: every N tile loads the same dy). Called by every thread.
+  CKGEN_DEVICE void flush_bias_grad(const View& v, unsigned char* scratch, bool write, int tid) const {
+    static_assert(kDb && T == Tr::kThreads, "ckgen: bias_grad needs the loader of every thread");
+    float* sdb = reinterpret_cast<float*>(scratch);
+    __syncthreads();
+    for (int c = tid; c < kMN; c += T) sdb[c] = 0.f;
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < kDbSets; ++i) {
+      if (!active(tid + i * T)) continue;
+      int row, col;
+      rc(tid + i * T, row, col);
+#pragma unroll
+      for (int e = 0; e < V; ++e) atomic_add_f32(sdb + col * V + e, dsum[i][e]);
+    }
+    __syncthreads();
+    if (write) {
+      for (int c = tid; c < kMN; c += T)
+        if (mn0_ + c < v.M()) atomic_add_f32(v.p.ep.db + int64_t(v.g) * v.p.K + mn0_ + c, sdb[c]);
+    }
+    __syncthreads();
+  }
+
   // Multistage path: cp.async global -> shared (zero-fill for structural zeros) where the
   // access size allows it, else copy_direct.
-  CKGEN_DEVICE CKGEN_FORCEINLINE void copy_async(const View& v, int k0, Raw* smem, int tid) const {
+  CKGEN_DEVICE CKGEN_FORCEINLINE void copy_async(const View& v, int k0, Raw* smem, int tid) {
+    static_assert(!kMask && !kDb, "ckgen: the backward fusions are staged by the basic pipeline only");
 #if defined(CKGEN_HAS_CP_ASYNC)
     constexpr bool kCp = sizeof(VecT) == 4 || sizeof(VecT) == 8 || sizeof(VecT) == 16;
 #else

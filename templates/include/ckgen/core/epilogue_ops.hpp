@@ -13,7 +13,9 @@ struct EpilogueArgs {
   const float* scale = nullptr;    // G*K: ScaleShift
   const void* residual = nullptr;  // the output's shape, layout and datatype
   float beta = 1.f;                // residual scale
-  float alpha = 0.01f;             // LeakyRelu's negative slope
+  float alpha = 0.01f;             // LeakyRelu's negative slope (and DLeakyRelu's)
+  const void* y = nullptr;         // backward gradient masks: the saved forward output (dy's shape)
+  float* db = nullptr;             // BiasGrad: G*K fp32 sums of dy, zeroed and written by run()
 };
 
 // The operations of a fused epilogue as a run-time value: what a selection asks for and what an
@@ -23,10 +25,25 @@ struct EpilogueOps {
   Activation activation = Activation::Identity;
   bool residual = false;
   bool fused() const { return code() != 0; }
-  int code() const { return int(channel_op) * 16 + int(activation) * 2 + (residual ? 1 : 0); }
+  int code() const { return int(channel_op) * 64 + int(activation) * 2 + (residual ? 1 : 0); }
   friend bool operator==(const EpilogueOps& a, const EpilogueOps& b) { return a.code() == b.code(); }
   friend bool operator!=(const EpilogueOps& a, const EpilogueOps& b) { return a.code() != b.code(); }
 };
+
+// Why a request for the operations `o` cannot be met by any instance of variant v ("" when it
+// can): forward fuses the epilogue operations, backward_data a gradient mask, backward_weight a
+// gradient mask and bias_grad (ckgen/space/rules/common.py check_fusion holds the full rule).
+inline const char* epilogue_variant_refusal(Variant v, const EpilogueOps& o) {
+  if (!o.fused()) return "";
+  const bool grad = is_grad_mask(o.activation) || is_backward_op(o.channel_op);
+  if (v == Variant::Forward) return grad ? "gradient masks and bias_grad are backward operations" : "";
+  if (o.residual || (o.activation != Activation::Identity && !is_grad_mask(o.activation)) ||
+      (o.channel_op != ChannelOp::Identity && !is_backward_op(o.channel_op)))
+    return "backward kernels fuse a gradient mask (and, backward_weight, bias_grad) only";
+  if (v == Variant::BackwardData && o.channel_op == ChannelOp::BiasGrad)
+    return "bias_grad is a backward_weight operation";
+  return "";
+}
 
 namespace epilogue {
 // The operations of a fused epilogue, as the epilogue tags (kernel/conv_kernel.hpp) carry them.
@@ -36,6 +53,11 @@ struct Fused {
   static constexpr Activation kActivation = Act;
   static constexpr bool kResidual = Residual;
   static constexpr bool kFused = Op != ChannelOp::Identity || Act != Activation::Identity || Residual;
+  // Backward: dy is multiplied by the gradient mask as it is loaded (kGradMask); backward_weight
+  // also sums it per channel into db (kBiasGrad). The output epilogue then applies nothing.
+  static constexpr bool kGradMask = is_grad_mask(Act);
+  static constexpr bool kBiasGrad = Op == ChannelOp::BiasGrad;
+  static constexpr bool kEpilogueOps = kFused && !kGradMask && !is_backward_op(Op);
 };
 using Plain = Fused<ChannelOp::Identity, Activation::Identity, false>;
 }  // namespace epilogue

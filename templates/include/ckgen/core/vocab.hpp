@@ -53,17 +53,18 @@ inline constexpr const char* to_string(Epilogue v) {
   return "?";
 }
 
-enum class ChannelOp { Identity, Bias, ScaleShift };
+enum class ChannelOp { Identity, Bias, ScaleShift, BiasGrad };
 inline constexpr const char* to_string(ChannelOp v) {
   switch (v) {
     case ChannelOp::Identity: return "none";
     case ChannelOp::Bias: return "bias";
     case ChannelOp::ScaleShift: return "scale_shift";
+    case ChannelOp::BiasGrad: return "bias_grad";
   }
   return "?";
 }
 
-enum class Activation { Identity, Relu, Relu6, LeakyRelu, Silu, GeluTanh };
+enum class Activation { Identity, Relu, Relu6, LeakyRelu, Silu, GeluTanh, DRelu, DRelu6, DLeakyRelu };
 inline constexpr const char* to_string(Activation v) {
   switch (v) {
     case Activation::Identity: return "none";
@@ -72,6 +73,9 @@ inline constexpr const char* to_string(Activation v) {
     case Activation::LeakyRelu: return "leaky_relu";
     case Activation::Silu: return "silu";
     case Activation::GeluTanh: return "gelu_tanh";
+    case Activation::DRelu: return "drelu";
+    case Activation::DRelu6: return "drelu6";
+    case Activation::DLeakyRelu: return "dleaky_relu";
   }
   return "?";
 }
@@ -127,5 +131,8 @@ inline constexpr const char* to_string(Platform v) {
   }
   return "?";
 }
+
+inline constexpr bool is_grad_mask(Activation v) { return v == Activation::DRelu || v == Activation::DRelu6 || v == Activation::DLeakyRelu; }
+inline constexpr bool is_backward_op(ChannelOp v) { return v == ChannelOp::BiasGrad; }
 
 }  // namespace ckgen

@@ -45,7 +45,7 @@ struct EpilogueDefault {
             const int64_t off = row + n;
             if (p.out_mode == OutMode::Direct) {
               Vec<Raw, W> out;
-              if constexpr (Tr::Config::kFused) {
+              if constexpr (Tr::Config::kEpilogueOps) {
                 float f[W];
 #pragma unroll
                 for (int q = 0; q < W; ++q) f[q] = a[q];
@@ -119,7 +119,7 @@ struct EpilogueCShuffle {
       if (m >= M || n >= N) continue;  // N % kVecC == 0 (is_supported): a vector is all in or out
       const float* src = sC + row * kLd + col;
       Vec<Raw, V> out;
-      if constexpr (Tr::Config::kFused) {
+      if constexpr (Tr::Config::kEpilogueOps) {
         float f[V];
 #pragma unroll
         for (int q = 0; q < V; ++q) f[q] = src[q];

@@ -1,5 +1,5 @@
-// The fused epilogue of forward instances: every output element, after accumulation and before
-// the conversion to the output type, becomes
+// The fused epilogue of forward instances (the backward gradient masks are at the end): every
+// output element, after accumulation and before the conversion to the output type, becomes
 //   y = act(op(acc) + beta * residual)
 //   op:  acc (ChannelOp::Identity), acc + bias[c] (Bias), acc * scale[c] + bias[c] (ScaleShift)
 //   act: identity, relu, relu6 (clamp to [0, 6]), leaky_relu (slope alpha), silu, gelu_tanh
@@ -72,6 +72,24 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void apply(const EpilogueArgs& e, float* v, int64
     if constexpr (Cfg::kChannelOp == ChannelOp::ScaleShift) x = fmaf(x, e.scale[c + q], e.bias[c + q]);
     if constexpr (Cfg::kResidual) x = fmaf(e.beta, r[q], x);
     v[q] = activate<Cfg::kActivation>(x, e.alpha);
+  }
+}
+
+// Backward gradient masks (Activation::DRelu, DRelu6, DLeakyRelu): dy scaled by the gradient
+// of the forward activation at its saved output y: 1 where y > 0 (relu6: 0 < y < 6), else 0
+// (leaky_relu: alpha). Applied by the loaders as dy is staged (block/tile_loader.hpp).
+template <Activation A, DataType D>
+CKGEN_DEVICE CKGEN_FORCEINLINE typename DataTypeTraits<D>::raw grad_mask(
+    typename DataTypeTraits<D>::raw dy, typename DataTypeTraits<D>::raw y, float alpha) {
+  using Raw = typename DataTypeTraits<D>::raw;
+  const float yf = raw_to_float<D>(y);
+  if constexpr (A == Activation::DRelu) {
+    return yf > 0.f ? dy : Raw(0);
+  } else if constexpr (A == Activation::DRelu6) {
+    return yf > 0.f && yf < 6.f ? dy : Raw(0);
+  } else {
+    static_assert(A == Activation::DLeakyRelu, "ckgen: not a gradient mask");
+    return yf > 0.f ? dy : float_to_raw<D>(alpha * raw_to_float<D>(dy));
   }
 }
 

@@ -2,7 +2,8 @@
 // operands a fused instance reads (random per-channel vectors and residual, fixed beta and
 // alpha) and the reference, which applies the operations in fp64 to the unfused convolution's
 // reference. Also the bytes a fusion saves: the read and write of the output that a separate
-// elementwise kernel (bias, activation, residual add) would add.
+// elementwise kernel (bias, activation, residual add) would add. The backward fusions' operands
+// and reference are at the end.
 #pragma once
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "ckgen/core/kernel_key.hpp"
 #include "ckgen/core/problem.hpp"
 #include "ckgen/core/vocab.hpp"
+#include "ckgen/host/common.hpp"
 
 namespace ckgen::host {
 
@@ -48,7 +50,7 @@ inline double activate_ref(Activation a, double x, double alpha) {
       return x / (1 + std::exp(-x));
     case Activation::GeluTanh:
       return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case Activation::Identity:
+    default:  // Identity; the backward gradient masks are not activations (grad_mask_ref)
       break;
   }
   return x;
@@ -69,10 +71,53 @@ inline void apply_fused_reference(const KernelKey& k, const ConvProblem& p, std:
   }
 }
 
-// Bytes a fused instance saves against the unfused convolution followed by one elementwise kernel
-// of the same operations: that kernel's read and write of the output (both read the residual).
+// Backward fusions (a gradient mask on dy, bias_grad): the reference runs the unfused
+// operations, dy times the mask (each product rounded to the datatype, as the kernel stages
+// it), then the convolution of the masked dy; db is the per-channel sum of the masked dy.
+inline bool is_backward_fused(const KernelKey& k) {
+  return is_grad_mask(k.activation) || is_backward_op(k.channel_op);
+}
+
+// The gradient mask of activation a at the saved forward output y.
+inline float grad_mask_ref(Activation a, float y, float alpha) {
+  switch (a) {
+    case Activation::DRelu: return y > 0.f ? 1.f : 0.f;
+    case Activation::DRelu6: return y > 0.f && y < 6.f ? 1.f : 0.f;
+    case Activation::DLeakyRelu: return y > 0.f ? 1.f : alpha;
+    default: return 1.f;
+  }
+}
+
+// dy (NDHWGK) times the mask of y for key k (unchanged without one), rounded to dt: the bytes
+// of a tensor of dt.
+inline std::vector<unsigned char> masked_dy(const KernelKey& k, DataType dt, const std::vector<double>& dy,
+                                            const std::vector<double>& y, float alpha) {
+  std::vector<unsigned char> out(dy.size() * dtype_bytes(dt));
+  for (std::size_t i = 0; i < dy.size(); ++i) {
+    const float m = grad_mask_ref(k.activation, float(y[i]), alpha);
+    store_host(out.data(), int64_t(i), dt, m == 1.f ? float(dy[i]) : m * float(dy[i]));
+  }
+  return out;
+}
+
+// db[c] = sum of dy over the images and output pixels, c = i mod (G*K); `abs` sums |dy| instead
+// (the scale of db's rounding error).
+inline std::vector<double> bias_grad_reference(const ConvProblem& p, const std::vector<double>& dy, bool abs = false) {
+  const int64_t gk = p.G * p.K;
+  std::vector<double> db(static_cast<std::size_t>(gk), 0.0);
+  for (std::size_t i = 0; i < dy.size(); ++i) db[std::size_t(int64_t(i) % gk)] += abs ? std::fabs(dy[i]) : dy[i];
+  return db;
+}
+
+// Bytes a fused instance saves against the unfused convolution with separate elementwise
+// kernels. Forward: one kernel of the same operations, its read and write of the output (both
+// read the residual). Backward: the mask kernel's write of the masked dy and the convolution's
+// read of it (both read dy and y); bias_grad: the reduction kernel's read of dy.
 inline double fusion_saved_bytes(const KernelKey& k, const ConvProblem& p, std::size_t elem_bytes) {
-  return is_fused(k) ? 2.0 * double(p.output_elems()) * double(elem_bytes) : 0.0;
+  if (!is_fused(k)) return 0.0;
+  const double out = double(p.output_elems()) * double(elem_bytes);
+  if (!is_backward_fused(k)) return 2.0 * out;
+  return (is_grad_mask(k.activation) ? 2.0 * out : 0.0) + (k.channel_op == ChannelOp::BiasGrad ? out : 0.0);
 }
 
 }  // namespace ckgen::host

@@ -2,11 +2,12 @@
 // device tensors, fresh random inputs, a reference result, verification of an instance
 // (poison -> run -> compare) and event timing of back-to-back launches. A fused instance runs
 // with operands made on first use (host/fused_reference.hpp) and is compared with the operations
-// applied to the unfused reference.
+// applied to the unfused reference (backward fusions: the convolution of the masked dy).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,8 @@ class Workbench {
     ref_kind_ = RefKind::None;
     ref_.clear();
     ep_ready_ = false;
+    masked_refs_.clear();
+    masked_host_.clear();
     const std::size_t eb = dtype_bytes(dt);
     x_.resize(std::size_t(p.input_elems()) * eb);
     w_.resize(std::size_t(p.weight_elems()) * eb);
@@ -118,30 +121,7 @@ class Workbench {
     ref_kind_ = RefKind::None;
     ref_.clear();
     if (kind == RefKind::None) return;
-    const int64_t n = written_elems(v_, p_);
-    if (kind == RefKind::Cpu) {
-      std::vector<double> hx, hw, hy;
-      if (v_ != Variant::BackwardData) hx = download(x_.get(), p_.input_elems());
-      if (v_ != Variant::BackwardWeight) hw = download(w_.get(), p_.weight_elems());
-      if (v_ != Variant::Forward) hy = download(y_.get(), p_.output_elems());
-      ref_ = reference_cpu(v_, p_, hx, hw, hy);
-    } else {
-      ref32_.resize(std::size_t(n) * sizeof(float));
-      gpu_check(fill_device_f32(static_cast<float*>(ref32_.get()), n, NAN, stream_), "ref fill");
-      void* px = v_ == Variant::BackwardData ? ref32_.get() : x_.get();
-      void* pw = v_ == Variant::BackwardWeight ? ref32_.get() : w_.get();
-      void* py = v_ == Variant::Forward ? ref32_.get() : y_.get();
-      gpu_check(reference_gpu(v_, dt_, p_, px, pw, py, stream_, true), "reference kernel launch");
-      gpu_check(gpuStreamSynchronize(stream_), "reference kernel");
-      std::vector<float> h(static_cast<std::size_t>(n));
-      gpu_check(gpuMemcpy(h.data(), ref32_.get(), std::size_t(n) * sizeof(float),
-                          gpuMemcpyDeviceToHost),
-                "reference download");
-      ref_.assign(h.begin(), h.end());
-      for (int64_t i = 0; i < n; ++i)
-        if (!std::isfinite(ref_[size_t(i)]))
-          throw GpuFailure("GPU reference left a non-finite value at " + describe_index(v_, p_, i));
-    }
+    ref_ = reference_of(kind, y_.get());
     ref_kind_ = kind;
     ref_max_ = max_abs(ref_);
   }
@@ -157,6 +137,8 @@ class Workbench {
     if (key.channel_op != ChannelOp::Identity) t.ep.bias = static_cast<const float*>(bias_.get());
     if (key.channel_op == ChannelOp::ScaleShift) t.ep.scale = static_cast<const float*>(scale_.get());
     if (key.residual) t.ep.residual = res_.get();
+    if (is_grad_mask(key.activation)) t.ep.y = saved_.get();
+    if (key.channel_op == ChannelOp::BiasGrad) t.ep.db = static_cast<float*>(db_.get());
     t.ep.beta = kTestResidualBeta;
     t.ep.alpha = kTestLeakySlope;
     return t;
@@ -189,7 +171,9 @@ class Workbench {
                 "result download");
       const bool fused = is_fused(k.key());
       std::vector<double> fused_ref;
-      if (fused) {
+      if (fused && is_backward_fused(k.key())) {
+        fused_ref = backward_fused_reference(k.key());
+      } else if (fused) {
         fused_ref = ref_;
         apply_fused_reference(k.key(), p_, fused_ref, hbias_, hscale_, hres_, kTestResidualBeta,
                               kTestLeakySlope);
@@ -202,6 +186,7 @@ class Workbench {
         tol.atol *= 1.25;
       }
       r.cmp = compare_result(fused ? fused_ref : ref_, out.data(), dt_, tol);
+      if (r.cmp.ok && k.key().channel_op == ChannelOp::BiasGrad) r.cmp = compare_bias_grad(k.key());
       r.verified = true;
       r.ok = r.cmp.ok;
     } catch (const GpuFailure& e) {
@@ -290,6 +275,65 @@ class Workbench {
   }
 
  private:
+  // The reference of the written tensor with dy read from `dy` (the workbench's own, or a
+  // masked copy of it).
+  std::vector<double> reference_of(RefKind kind, void* dy) {
+    const int64_t n = written_elems(v_, p_);
+    if (kind == RefKind::Cpu) {
+      std::vector<double> hx, hw, hy;
+      if (v_ != Variant::BackwardData) hx = download(x_.get(), p_.input_elems());
+      if (v_ != Variant::BackwardWeight) hw = download(w_.get(), p_.weight_elems());
+      if (v_ != Variant::Forward) hy = download(dy, p_.output_elems());
+      return reference_cpu(v_, p_, hx, hw, hy);
+    }
+    ref32_.resize(std::size_t(n) * sizeof(float));
+    gpu_check(fill_device_f32(static_cast<float*>(ref32_.get()), n, NAN, stream_), "ref fill");
+    void* px = v_ == Variant::BackwardData ? ref32_.get() : x_.get();
+    void* pw = v_ == Variant::BackwardWeight ? ref32_.get() : w_.get();
+    void* py = v_ == Variant::Forward ? ref32_.get() : dy;
+    gpu_check(reference_gpu(v_, dt_, p_, px, pw, py, stream_, true), "reference kernel launch");
+    gpu_check(gpuStreamSynchronize(stream_), "reference kernel");
+    std::vector<float> h(static_cast<std::size_t>(n));
+    gpu_check(gpuMemcpy(h.data(), ref32_.get(), std::size_t(n) * sizeof(float), gpuMemcpyDeviceToHost),
+              "reference download");
+    std::vector<double> ref(h.begin(), h.end());
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(ref[size_t(i)]))
+        throw GpuFailure("GPU reference left a non-finite value at " + describe_index(v_, p_, i));
+    return ref;
+  }
+
+  // A backward fusion's reference (host/fused_reference.hpp): the masked dy (kept in masked_,
+  // its host copy in hmasked_) convolved by the reference of this workbench's kind, per mask.
+  std::vector<double> backward_fused_reference(const KernelKey& k) {
+    make_epilogue_operands();
+    const int id = int(k.activation);
+    if (auto it = masked_refs_.find(id); it != masked_refs_.end()) {
+      hmasked_ = masked_host_.at(id);
+      return it->second;
+    }
+    const std::vector<unsigned char> m = masked_dy(k, dt_, download(y_.get(), p_.output_elems()), hsaved_, kTestLeakySlope);
+    masked_.resize(m.size());
+    gpu_check(gpuMemcpy(masked_.get(), m.data(), m.size(), gpuMemcpyHostToDevice), "masked dy upload");
+    hmasked_ = download(masked_.get(), p_.output_elems());
+    masked_host_[id] = hmasked_;
+    return masked_refs_[id] = reference_of(ref_kind_, masked_.get());
+  }
+
+  // bias_grad: db against the sums of the masked dy (backward_fused_reference ran first), each
+  // within 2e-4 of the sum of |dy| over the channel (fp32 accumulation in a different order).
+  CompareResult compare_bias_grad(const KernelKey&) {
+    const int64_t gk = p_.G * p_.K;
+    std::vector<float> got(static_cast<std::size_t>(gk));
+    gpu_check(gpuMemcpy(got.data(), db_.get(), got.size() * sizeof(float), gpuMemcpyDeviceToHost),
+              "db download");
+    const std::vector<double> ref = bias_grad_reference(p_, hmasked_);
+    const std::vector<double> scale = bias_grad_reference(p_, hmasked_, true);
+    CompareResult r = compare_result(ref, got.data(), DataType::FP32, Tolerance{0.0, 2e-4 * max_abs(scale) + 1e-6});
+    r.label = "bias gradient db";
+    return r;
+  }
+
   // A fused instance's operands for the current problem: bias and scale (G*K fp32; scale in
   // (0, 1]) and the residual (the output's shape and type), with their host copies.
   void make_epilogue_operands() {
@@ -303,6 +347,9 @@ class Workbench {
     gpu_check(fill_device(scale_.get(), gk, DataType::FP32, InitMode::Positive, tensor_seed(4), stream_),
               "fill scale");
     gpu_check(fill_device(res_.get(), n, dt_, init_, tensor_seed(5), stream_), "fill residual");
+    saved_.resize(std::size_t(n) * dtype_bytes(dt_));
+    db_.resize(std::size_t(gk) * sizeof(float));
+    gpu_check(fill_device(saved_.get(), n, dt_, InitMode::Random, tensor_seed(6), stream_), "fill saved y");
     gpu_check(gpuStreamSynchronize(stream_), "fill epilogue operands (synchronize)");
     auto floats = [&](const DeviceBuffer& b, int64_t count) {
       std::vector<float> h(static_cast<std::size_t>(count));
@@ -312,6 +359,7 @@ class Workbench {
     hbias_ = floats(bias_, gk);
     hscale_ = floats(scale_, gk);
     hres_ = download(res_.get(), n);
+    hsaved_ = download(saved_.get(), n);
     ep_ready_ = true;
   }
 
@@ -327,6 +375,11 @@ class Workbench {
   DeviceBuffer x_, w_, y_, ws_, ref32_;
   DeviceBuffer bias_, scale_, res_;
   std::vector<double> hbias_, hscale_, hres_;
+  // Backward fusions: the saved forward output y, db, the masked dy of the last mask asked for
+  // (device and host) and the references per mask (Activation code).
+  DeviceBuffer saved_, db_, masked_;
+  std::vector<double> hsaved_, hmasked_;
+  std::map<int, std::vector<double>> masked_refs_, masked_host_;
   bool ep_ready_ = false;
 };
 

@@ -92,6 +92,7 @@ struct CompareResult {
   double first_bad_ref = 0, first_bad_val = 0;
   int64_t worst = -1;  // index of max_abs_err
   Tolerance tol;
+  std::string label;  // what was compared when it is not the written tensor (indices plain)
 
   // One line: "PASS max_abs_err=... " or "FAIL 12 bad, 3 NaN, 0 unwritten of N; first bad ...".
   std::string summary(Variant v, const ConvProblem& p) const {
@@ -102,11 +103,11 @@ struct CompareResult {
          << ")";
       return os.str();
     }
-    os << "FAIL " << n_bad << " wrong, " << n_nan << " NaN/inf, " << n_poison << " unwritten of "
-       << count;
+    os << "FAIL " << (label.empty() ? "" : label + ": ") << n_bad << " wrong, " << n_nan << " NaN/inf, "
+       << n_poison << " unwritten of " << count;
     if (first_bad >= 0) {
       os.precision(7);
-      os << "; first at " << first_bad << " " << describe_index(v, p, first_bad)
+      os << "; first at " << first_bad << " " << (label.empty() ? describe_index(v, p, first_bad) : "")
          << ": got " << first_bad_val << " expected " << first_bad_ref;
     }
     os.precision(3);

@@ -289,6 +289,14 @@ class GroupedConvKernel final : public HostFace<Cfg> {
     if (kb > 1 && workspace == nullptr) return invalid_value();
 
     if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
+    if constexpr (Cfg::kBiasGrad) {  // the blocks add their channel sums (pipeline/basic.hpp)
+      static_assert(!kStreamK && Cfg::kPipeline == Pipeline::Basic && GM == 1,
+                    "ckgen: bias_grad is summed by the basic pipeline's split-K blocks");
+      if (gpuError_t e = gpuMemsetAsync(t.ep.db, 0, std::size_t(p.G * p.K) * sizeof(float), stream); e != gpuSuccess)
+        return e;
+    }
+    if constexpr (Cfg::kGradMask)
+      static_assert(Cfg::kPipeline == Pipeline::Basic, "ckgen: the gradient mask is applied by the basic pipeline");
     if constexpr (kStreamK) {
       return launch_streamk(p, a, workspace, stream, opts);
     } else {

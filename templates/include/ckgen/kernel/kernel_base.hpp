@@ -268,7 +268,7 @@ inline EpilogueOps epilogue_ops(const KernelKey& k) { return {k.channel_op, k.ac
 // each vector its operations read is given (the residual 16-byte aligned, as the output), every
 // other is null.
 inline std::string epilogue_operands_refusal(const EpilogueOps& ops, const EpilogueArgs& e) {
-  const bool bias = ops.channel_op != ChannelOp::Identity;
+  const bool bias = ops.channel_op == ChannelOp::Bias || ops.channel_op == ChannelOp::ScaleShift;
   const bool scale = ops.channel_op == ChannelOp::ScaleShift;
   auto one = [](bool needed, const void* ptr, const char* what) -> std::string {
     if (needed && ptr == nullptr) return std::string("the fused epilogue needs ") + what;
@@ -278,7 +278,12 @@ inline std::string epilogue_operands_refusal(const EpilogueOps& ops, const Epilo
   if (std::string r = one(bias, e.bias, "bias vector"); !r.empty()) return r;
   if (std::string r = one(scale, e.scale, "scale vector"); !r.empty()) return r;
   if (std::string r = one(ops.residual, e.residual, "residual tensor"); !r.empty()) return r;
+  if (std::string r = one(is_grad_mask(ops.activation), e.y, "saved forward output y"); !r.empty()) return r;
+  if (std::string r = one(ops.channel_op == ChannelOp::BiasGrad, e.db, "bias gradient db"); !r.empty())
+    return r;
   if (reinterpret_cast<uintptr_t>(e.residual) % 16 != 0) return "the residual tensor must be 16-byte aligned";
+  if (reinterpret_cast<uintptr_t>(e.y) % 16 != 0) return "the saved forward output y must be 16-byte aligned";
+  if (reinterpret_cast<uintptr_t>(e.db) % 4 != 0) return "the bias gradient db must be 4-byte aligned";
   return {};
 }
 

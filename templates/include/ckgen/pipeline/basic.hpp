@@ -1,5 +1,6 @@
 // Basic pipeline: one shared-memory buffer per operand; the next k tile is prefetched into
-// registers while the current one is multiplied (global -> regs -> LDS -> MMA).
+// registers while the current one is multiplied (global -> regs -> LDS -> MMA). The backward
+// fusions (gradient mask, bias_grad) are applied as dy is staged (block/tile_loader.hpp).
 #pragma once
 
 #include "ckgen/block/block_gemm.hpp"
@@ -28,8 +29,8 @@ struct PipelineBasic {
     if constexpr (decltype(la)::kRegStage && decltype(lb)::kRegStage) {
       la.load(v, kb, tid);
       lb.load(v, kb, tid);
-      la.store(sA, tid);
-      lb.store(sB, tid);
+      la.store(v, sA, tid);
+      lb.store(v, sB, tid);
       __syncthreads();
       for (int t = 0; t < nk; ++t) {
         const bool more = t + 1 < nk;
@@ -40,8 +41,8 @@ struct PipelineBasic {
         gemm(acc, sA, sB);
         __syncthreads();
         if (more) {
-          la.store(sA, tid);
-          lb.store(sB, tid);
+          la.store(v, sA, tid);
+          lb.store(v, sB, tid);
           __syncthreads();
         }
       }
@@ -55,6 +56,7 @@ struct PipelineBasic {
         gemm(acc, sA, sB);
       }
     }
+    if constexpr (decltype(la)::kDb) la.flush_bias_grad(v, smem, n0 == 0, tid);
   }
 };
 

@@ -1,0 +1,154 @@
+"""Backward fusions: gradient masks (drelu, drelu6, dleaky_relu) multiplied into dy from the saved
+forward output, and bias_grad (db) for backward_weight, through the vocabulary, names, rules, the
+tests set, the generated instance headers, the manifest, the C++ vocabulary and the runtime's
+operands."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ckgen.model.arch import load_arch_specs
+from ckgen.model.epilogue import C_EPILOGUE_ARGS_FIELDS, Epilogue
+from ckgen.model.instance import KernelInstance
+from ckgen.model.naming import parse_instance_name
+from ckgen.model.vocab import (
+    GRAD_MASKS,
+    Activation,
+    ChannelOp,
+    DataType,
+    Pipeline,
+    Reduction,
+    Variant,
+    parse_fusion,
+)
+from ckgen.space.rules import check
+
+from conftest import REPO, cli
+
+SM90 = load_arch_specs()["sm_90a"]
+BWD_DATA = KernelInstance(
+    variant=Variant.BACKWARD_DATA,
+    datatype=DataType.FP16,
+    ndim=2,
+    tile=(64, 64, 32),
+    waves=(2, 2, 1),
+    warp_tile=(16, 8, 16),
+    pipeline=Pipeline.BASIC,
+    activation=Activation.DRELU,
+)
+BWD_WEIGHT = replace(
+    BWD_DATA,
+    variant=Variant.BACKWARD_WEIGHT,
+    channel_op=ChannelOp.BIAS_GRAD,
+    k_batch=0,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        ("drelu", (ChannelOp.NONE, Activation.DRELU, False)),
+        ("drelu6", (ChannelOp.NONE, Activation.DRELU6, False)),
+        ("dleaky_relu", (ChannelOp.NONE, Activation.DLEAKY_RELU, False)),
+        ("bias_grad", (ChannelOp.BIAS_GRAD, Activation.NONE, False)),
+        ("bias_grad_drelu6", (ChannelOp.BIAS_GRAD, Activation.DRELU6, False)),
+    ],
+)
+def test_backward_fusion_spellings_parse_and_name(text: str, parts: tuple) -> None:
+    assert parse_fusion(text) == parts
+    assert Epilogue.parse(text).fusion == text
+    inst = replace(BWD_WEIGHT, channel_op=parts[0], activation=parts[1])
+    assert parse_instance_name(inst.name) == inst
+    assert inst.fusion == text
+
+
+def test_every_mask_is_the_gradient_of_a_forward_activation() -> None:
+    assert set(GRAD_MASKS) == {Activation.DRELU, Activation.DRELU6, Activation.DLEAKY_RELU}
+    assert all(f"d{fwd.value}" == m.value for m, fwd in GRAD_MASKS.items())
+
+
+def test_backward_fusions_are_valid_on_the_basic_pipeline() -> None:
+    assert check(BWD_DATA, SM90) is None
+    assert check(BWD_WEIGHT, SM90) is None
+    assert check(replace(BWD_WEIGHT, activation=Activation.NONE), SM90) is None
+    assert check(replace(BWD_DATA, k_batch=0), SM90) is None  # the mask is applied per split
+
+
+@pytest.mark.parametrize(
+    ("inst", "reason"),
+    [
+        (replace(BWD_DATA, variant=Variant.FORWARD), "backward operations"),
+        (replace(BWD_DATA, channel_op=ChannelOp.BIAS_GRAD), "backward_weight operation"),
+        (replace(BWD_DATA, activation=Activation.RELU), "fuse a gradient mask"),
+        (replace(BWD_DATA, channel_op=ChannelOp.BIAS), "forward epilogue operation"),
+        (replace(BWD_DATA, residual=True), "fuse a gradient mask"),
+        (replace(BWD_DATA, pipeline=Pipeline.MULTISTAGE, stages=3), "basic pipeline"),
+        (
+            replace(BWD_WEIGHT, reduction=Reduction.STREAMK_LINEAR, k_batch=0),
+            "reduction splitk",
+        ),
+    ],
+)
+def test_backward_fusion_rule_rejects(inst: KernelInstance, reason: str) -> None:
+    bad = check(inst, SM90)
+    assert bad is not None and bad[0] == "fusion" and reason in bad[1], bad
+
+
+def test_backward_fusion_rule_rejects_merged_groups() -> None:
+    merged = replace(BWD_DATA, groups_to_merge=2, vec_a=1, vec_b=1, vec_c=1)
+    bad = check(merged, SM90)
+    assert bad is not None and "groups_to_merge 1" in bad[1], bad
+
+
+def _fused_names(variant: str) -> list[str]:
+    names = cli(
+        "list-instances", "--format", "names", "--arch", "sm_90a", "--set", "tests",
+        "--variant", variant,
+    ).stdout.split()  # fmt: skip
+    return [n for n in names if parse_instance_name(n).fused]
+
+
+def test_the_tests_sets_hold_one_backward_fusion_per_path() -> None:
+    data = [parse_instance_name(n) for n in _fused_names("backward_data")]
+    weight = [parse_instance_name(n) for n in _fused_names("backward_weight")]
+    assert 2 <= len(data) <= 4 and 3 <= len(weight) <= 5, [i.name for i in data + weight]
+    assert all(i.pipeline is Pipeline.BASIC for i in data + weight)
+    assert {i.activation for i in data} == set(GRAD_MASKS)
+    assert {i.vec_a for i in data} >= {1, 8} and {i.vec_a for i in weight} >= {1, 8}
+    assert any(i.k_batch != 1 for i in data)
+    bgrad = [i for i in weight if i.channel_op is ChannelOp.BIAS_GRAD]
+    assert {i.stage.value for i in bgrad} == {"one", "two"}
+    assert any(i.activation in GRAD_MASKS for i in bgrad)
+    assert any(i.channel_op is ChannelOp.NONE for i in weight)
+
+
+def test_generate_writes_backward_fused_headers_and_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cli(
+        "generate", "--arch", "sm_90a", "--set", "tests", "--variant", "backward_weight",
+        "--kernels", "*_bgrad*", "-o", str(out),
+    )  # fmt: skip
+    doc = json.loads((out / "manifest.json").read_text())
+    assert doc["instances"]
+    for entry in doc["instances"]:
+        inst = parse_instance_name(entry["name"])
+        assert entry["channel_op"] == "bias_grad"
+        assert entry["activation"] == inst.activation.value
+        text = (out / "instances" / "backward_weight" / f"{inst.name}.hpp").read_text()
+        assert f"ckgen::epilogue::Fused<ckgen::ChannelOp::BiasGrad, {inst.activation.cpp_ref}," in (
+            text
+        )
+
+
+def test_cxx_and_c_api_carry_the_backward_operands() -> None:
+    vocab = (REPO / "templates" / "include" / "ckgen" / "core" / "vocab.hpp").read_text()
+    assert "inline constexpr bool is_grad_mask(Activation v)" in vocab
+    assert "inline constexpr bool is_backward_op(ChannelOp v)" in vocab
+    assert [f[0] for f in C_EPILOGUE_ARGS_FIELDS][-2:] == ["y", "db"]
+    ep = Epilogue.parse("bias_grad_dleaky_relu")
+    assert ep.needs_y and ep.needs_db and not ep.needs_bias and not ep.needs_scale
+    assert not Epilogue.parse("bias_relu").needs_y
