@@ -134,7 +134,8 @@ class Workbench {
     const KernelKey& key = k.key();
     if (!is_fused(key)) return t;
     make_epilogue_operands();
-    if (key.channel_op != ChannelOp::Identity) t.ep.bias = static_cast<const float*>(bias_.get());
+    if (key.channel_op == ChannelOp::Bias || key.channel_op == ChannelOp::ScaleShift)
+      t.ep.bias = static_cast<const float*>(bias_.get());
     if (key.channel_op == ChannelOp::ScaleShift) t.ep.scale = static_cast<const float*>(scale_.get());
     if (key.residual) t.ep.residual = res_.get();
     if (is_grad_mask(key.activation)) t.ep.y = saved_.get();
