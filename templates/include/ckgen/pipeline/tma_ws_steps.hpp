@@ -1,9 +1,10 @@
 // Steps of the TMA warp-specialized kernel (pipeline/tma_ws.hpp) as forced-inline functions: the
 // setup of backward_data's ring, a math warpgroup's wgmma instructions on one k tile, the load
 // thread's copies of one k tile (row form, stride1, backward_weight), stride1's patch cursor and
-// its walk over one forward / backward_data unit; the kernel's lambdas (corner, load_x, ...) are
-// passed through. The k-tile loops of the row form, stride1 and backward_weight stay in the
-// kernel's body: taken out, they change the generated code.
+// its walk over one forward / backward_data unit, and the ping-pong warpgroups' named barriers
+// around a unit's main loop; the kernel's lambdas (corner, load_x, ...) are passed through. The
+// k-tile loops of the row form, stride1 and backward_weight stay in the kernel's body: taken out,
+// they change the generated code.
 #pragma once
 
 #include "ckgen/core/portability.hpp"
@@ -239,6 +240,34 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void load_fwd(const TmaConvArgs& p, const U& u, i
           ++fz;
         }
       }
+    }
+  }
+}
+
+// Ping-pong: before a unit's main loop, wait until the other warpgroup has waited for every
+// stage before ours (named barriers 2 / 3; consumer 0's first unit starts at once).
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void pingpong_wait(const int consumer, const int unit) {
+  using Tr = TmaTraits<Cfg>;
+  if constexpr (Tr::kPingPong) {
+    if (consumer == 1)
+      asm volatile("bar.sync 2, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
+    else if (unit != int(blockIdx.x))
+      asm volatile("bar.sync 3, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
+  }
+}
+
+// Ping-pong: every stage of this unit waited for, the other warpgroup may start its next unit.
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void pingpong_arrive(const int consumer, const int unit,
+                                                    const int num_units) {
+  using Tr = TmaTraits<Cfg>;
+  if constexpr (Tr::kPingPong) {
+    if (unit + int(gridDim.x) < num_units) {
+      if (consumer == 0)
+        asm volatile("bar.arrive 2, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
+      else
+        asm volatile("bar.arrive 3, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
     }
   }
 }
