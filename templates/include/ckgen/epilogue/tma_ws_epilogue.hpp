@@ -168,6 +168,27 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void stage_chunk(const TmaConvArgs& p, Acc& acc,
   }
 }
 
+// Split, CShuffle: the rounds of row slice i, half h: 32 columns at a time through the warp's fp32
+// slab (stage_slab_f32), read back as 4 floats a lane and added into rows dst[0] / dst[1]
+// (nullptr: not a pixel) of the workspace.
+template <class Cfg, int kPitch, class Acc, class GCol>
+CKGEN_DEVICE CKGEN_FORCEINLINE void red_rounds(const TmaConvArgs& p, Acc& acc, float* const slab,
+                                               float* const (&dst)[2], const int i, const int h,
+                                               const int lane, const int lr, const int lc, GCol& gcol) {
+  using Tr = TmaTraits<Cfg>;
+#pragma unroll
+  for (int c0 = 0; c0 < Tr::BN; c0 += 32) {
+    __syncwarp();
+    stage_slab_f32<kPitch>(acc[i], slab, c0, h, lane);
+    __syncwarp();
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const float4 v = *reinterpret_cast<const float4*>(slab + (rr * 4 + lr) * kPitch + lc);
+      if (dst[rr] != nullptr) tma::red_add4(dst[rr], gcol(c0 + lc), p.K, v.x, v.y, v.z, v.w);
+    }
+  }
+}
+
 }  // namespace tma_ws
 
 #endif  // CKGEN_NVIDIA && CKGEN_HAS_TMA

@@ -201,13 +201,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       // be scheduled; its blocks then wait in chain_wait for the last tiles only.
       chain_release();
     }
-    if (Tr::kWeightGrad && p.cluster > 1) {
-      // The math warps' two cluster barriers (epilogue below), the whole warp together: lanes
-      // parked in a cluster wait while lane 0 still issues copies would hold back the copies.
-      __syncwarp();
-      tma::cluster_sync();
-      tma::cluster_sync_relaxed();
-    }
+    tma_ws::load_warp_cluster_syncs<Cfg>(p);
     return;
   }
 
@@ -277,11 +271,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
       fence_acc();
-      if (kt > u.kt0 && lane == 0) {
-        mbar::arrive(empty + (t - 1) % Tr::S);
-        // stride1: the last k tile was the previous chunk's last tap; its patch is read
-        if (Tr::kPatch && tap == 0) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);
-      }
+      tma_ws::release_stage<Cfg>(empty, pempty, t, pc, tap, kt > u.kt0 && lane == 0);
       if constexpr (Tr::kPatch) {
         if (++fx == p.X) {
           fx = 0;
@@ -294,13 +284,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       }
     }
     tma_ws::pingpong_arrive<Cfg>(consumer, unit, num_units);
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    fence_acc();
-    if (p.late_wait) chain_wait();  // the sums' clear (returns at once after the first unit)
-    if (lane == 0) {
-      mbar::arrive(empty + (t - 1) % Tr::S);                                // the unit's last stage
-      if (Tr::kPatch) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);  // and its last patch
-    }
+    tma_ws::finish_unit<Cfg>(p, fence_acc, empty, pempty, t, pc, lane);
     if (Tr::kPingPong && unit + int(gridDim.x) < num_units)
       t += unit_k_tiles(unit + gridDim.x);  // the other's
 
@@ -385,17 +369,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
               const int row = rbase + rr * 4 + lr;
               dst[rr] = row_ok(row) ? p.ws + row_base(row) : nullptr;
             }
-#pragma unroll
-            for (int c0 = 0; c0 < Tr::BN; c0 += 32) {
-              __syncwarp();
-              tma_ws::stage_slab_f32<kPitch>(acc[i], slab, c0, h, lane);
-              __syncwarp();
-#pragma unroll
-              for (int rr = 0; rr < 2; ++rr) {
-                const float4 v = *reinterpret_cast<const float4*>(slab + (rr * 4 + lr) * kPitch + lc);
-                if (dst[rr] != nullptr) tma::red_add4(dst[rr], gcol(c0 + lc), p.K, v.x, v.y, v.z, v.w);
-              }
-            }
+            tma_ws::red_rounds<Cfg, kPitch>(p, acc, slab, dst, i, h, lane, lr, lc, gcol);
           }
         }
       } else {

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "ckgen/block/tma_ptx.hpp"
+#include "ckgen/core/chain.hpp"
 #include "ckgen/pipeline/tma_traits.hpp"
 #include "ckgen/warp/mma_wgmma.hpp"
 
@@ -269,6 +270,48 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void pingpong_arrive(const int consumer, const in
       else
         asm volatile("bar.arrive 3, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
     }
+  }
+}
+
+// The load warp, its role done: the math warps' two cluster barriers of a cluster reduction (the
+// kernel's epilogue), met by the whole warp together: lanes parked in a cluster wait while lane 0
+// still issues copies would hold back the copies.
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void load_warp_cluster_syncs(const TmaConvArgs& p) {
+  using Tr = TmaTraits<Cfg>;
+  if (Tr::kWeightGrad && p.cluster > 1) {
+    __syncwarp();
+    tma::cluster_sync();
+    tma::cluster_sync_relaxed();
+  }
+}
+
+// After a k tile's wgmma instructions: the previous k tile's stage (and, stride1, after a chunk's
+// last tap, its patch) released to the load thread by lane 0 of each warp (`go`).
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void release_stage(uint64_t* const empty, uint64_t* const pempty, const int t,
+                                                  const int pc, const int tap, const bool go) {
+  using Tr = TmaTraits<Cfg>;
+  if (go) {
+    mbar::arrive(empty + (t - 1) % Tr::S);
+    // stride1: the last k tile was the previous chunk's last tap; its patch is read
+    if (Tr::kPatch && tap == 0) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);
+  }
+}
+
+// A unit's main loop done: its wgmma groups complete, then (p.late_wait) the wait for the previous
+// launch, and the unit's last stage and patch released.
+template <class Cfg, class Fence>
+CKGEN_DEVICE CKGEN_FORCEINLINE void finish_unit(const TmaConvArgs& p, Fence& fence_acc, uint64_t* const empty,
+                                                uint64_t* const pempty, const int t, const int pc,
+                                                const int lane) {
+  using Tr = TmaTraits<Cfg>;
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  fence_acc();
+  if (p.late_wait) chain_wait();  // the sums' clear (returns at once after the first unit)
+  if (lane == 0) {
+    mbar::arrive(empty + (t - 1) % Tr::S);                                // the unit's last stage
+    if (Tr::kPatch) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);  // and its last patch
   }
 }
 
