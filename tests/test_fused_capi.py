@@ -1,4 +1,4 @@
-"""The C API's fused select / run and the Registry over it, host-only: dispatch/ckgen_dispatch.cpp
+"""The C API's fused select / run and the Registry over it, host-only: dispatch/ckgen_dispatch*.cpp
 compiled by the host C++ compiler with the fake registry of tests/host/fake_library.cpp, as a
 check program (tests/host/capi_fused.cpp) and as a libckgen_dispatch.so that ckgen.Registry
 loads (no GPU: the fake kernels record their operands)."""
@@ -22,6 +22,7 @@ from conftest import REPO
 
 HOST = REPO / "tests" / "host"
 DISPATCH = REPO / "templates" / "project" / "dispatch"
+CAPI_SOURCES = [DISPATCH / "ckgen_dispatch.cpp", DISPATCH / "ckgen_dispatch_args.cpp"]
 
 
 def _cxx() -> str:
@@ -67,7 +68,7 @@ def _compile(tmp: Path, out: Path, sources: list[Path], shared: bool) -> None:
 
 def test_capi_fused_host_only(tmp_path: Path) -> None:
     exe = tmp_path / "capi_fused"
-    srcs = [HOST / "capi_fused.cpp", HOST / "fake_library.cpp", DISPATCH / "ckgen_dispatch.cpp"]
+    srcs = [HOST / "capi_fused.cpp", HOST / "fake_library.cpp", *CAPI_SOURCES]
     _compile(tmp_path, exe, srcs, shared=False)
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "all passed" in out.stdout, out.stdout + out.stderr
@@ -111,7 +112,7 @@ def test_header_compiles_as_c(tmp_path: Path) -> None:
 def fake_reg(tmp_path_factory: pytest.TempPathFactory) -> KernelLibrary:
     tmp = tmp_path_factory.mktemp("fakelib")
     so = tmp / "libckgen_dispatch.so"
-    _compile(tmp, so, [HOST / "fake_library.cpp", DISPATCH / "ckgen_dispatch.cpp"], shared=True)
+    _compile(tmp, so, [HOST / "fake_library.cpp", *CAPI_SOURCES], shared=True)
     return KernelLibrary(so)
 
 

@@ -252,6 +252,8 @@ def test_generated_project_has_dispatcher(tmp_path: Path) -> None:
     for f in (
         "dispatcher.cmake",
         "dispatch/ckgen_dispatch.cpp",
+        "dispatch/ckgen_dispatch_args.cpp",
+        "dispatch/ckgen_dispatch_args.hpp",
         "dispatch/ckgen_dispatch.h",
         "include/ckgen/dispatch/dispatcher.hpp",
         "include/ckgen/generated/arch_params.hpp",

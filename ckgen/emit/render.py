@@ -111,14 +111,14 @@ def _shape_files() -> dict[str, bytes]:
 
 
 def _dispatch_files(arch: ArchSpec) -> dict[str, bytes]:
-    """The dispatcher's project files (dispatcher engineer's): the C API source and header,
+    """The dispatcher's project files (dispatcher engineer's): the C API sources and headers,
     dispatcher.cmake (included by CMakeLists.txt), and the arch numbers of the cost model
     rendered from arch_specs.json into include/ckgen/generated/arch_params.hpp."""
     root = templates_dir() / "project" / "dispatch"
     files = {
         f"dispatch/{p.name}": p.read_bytes()
         for p in sorted(root.iterdir())
-        if p.is_file() and p.suffix in (".h", ".cpp", ".cmake")
+        if p.is_file() and p.suffix in (".h", ".hpp", ".cpp", ".cmake")
     }
     files["dispatcher.cmake"] = files.pop("dispatch/dispatcher.cmake")
     files["include/ckgen/generated/arch_params.hpp"] = render_template(

@@ -5,7 +5,8 @@ option(CKGEN_BUILD_DISPATCH "Build lib/libckgen_dispatch.so (C API for ctypes / 
 if(CKGEN_BUILD_DISPATCH)
   # The static kernel library goes into a shared object: position-independent code.
   set_target_properties(ckgen_kernels PROPERTIES POSITION_INDEPENDENT_CODE ON)
-  set(_ckgen_dispatch_src ${CMAKE_CURRENT_SOURCE_DIR}/dispatch/ckgen_dispatch.cpp)
+  set(_ckgen_dispatch_src ${CMAKE_CURRENT_SOURCE_DIR}/dispatch/ckgen_dispatch.cpp
+                          ${CMAKE_CURRENT_SOURCE_DIR}/dispatch/ckgen_dispatch_args.cpp)
   set_source_files_properties(${_ckgen_dispatch_src} PROPERTIES LANGUAGE ${CKGEN_LANG})
   add_library(ckgen_dispatch SHARED ${_ckgen_dispatch_src})
   target_include_directories(ckgen_dispatch PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/dispatch)

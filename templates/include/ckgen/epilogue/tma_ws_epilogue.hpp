@@ -1,9 +1,9 @@
 // Epilogue steps of the TMA warp-specialized kernel (pipeline/tma_ws.hpp): a math warpgroup's fp32
 // accumulators of one work unit stored into the written tensor or reduced into the split
-// workspace, and the CShuffle slab writes, as forced-inline steps of the kernel; the row / column
-// maps (row_ok, row_base, gcol) are the kernel's lambdas, passed through. The loops of the cluster
-// reduction and of the CShuffle copies stay in the kernel's body: taken out, they change the
-// generated code.
+// workspace, and the CShuffle slab writes (the fp32 rounds of a split, one column chunk of a
+// store), as forced-inline steps of the kernel; the row / column maps (row_ok, row_base, gcol) are
+// the kernel's lambdas, passed through. The loops of the cluster reduction and of the CShuffle
+// copies stay in the kernel's body: taken out, they change the generated code.
 #pragma once
 
 #include "ckgen/core/portability.hpp"
@@ -137,6 +137,55 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void stage_slab_f32(const AccRow& a, float* slab,
     const int j = c0 / 8 + jj;
     *reinterpret_cast<float2*>(slab + (lane >> 2) * kPitch + jj * 8 + (lane & 3) * 2) =
         make_float2(a[j * 4 + h * 2], a[j * 4 + h * 2 + 1]);
+  }
+}
+
+// CShuffle: columns [c0, c0 + kSlabCols) of this lane's accumulators of row slice i (fused
+// operations applied first), converted, into the warp's slab (kSlabStride elements a row).
+template <class Cfg, class Acc, class RowOk, class GCol>
+CKGEN_DEVICE CKGEN_FORCEINLINE void stage_chunk(const TmaConvArgs& p, Acc& acc,
+                                                typename TmaTraits<Cfg>::Raw* const slab, const int i,
+                                                const int c0, const int r0, const int64_t (&base)[2],
+                                                const int lane, const bool vec, RowOk& row_ok, GCol& gcol,
+                                                const int g) {
+  using Tr = TmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+#pragma unroll
+  for (int jj = 0; jj < Tr::kSlabCols / 8; ++jj) {
+    const int j = c0 / 8 + jj;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float f0 = acc[i][j * 4 + h * 2], f1 = acc[i][j * 4 + h * 2 + 1];
+      if constexpr (Cfg::kFused) {
+        const int row = r0 + (lane >> 2) + 8 * h, col = gcol(c0 + jj * 8 + (lane & 3) * 2);
+        if (row_ok(row) && col < p.K) fuse_pair<Cfg>(p, f0, f1, g, col, base[h] + col, vec);
+      }
+      const Raw v0 = float_to_raw<Cfg::kDataType>(f0);
+      const Raw v1 = float_to_raw<Cfg::kDataType>(f1);
+      *reinterpret_cast<uint32_t*>(slab + ((lane >> 2) + h * 8) * Tr::kSlabStride + jj * 8 +
+                                   (lane & 3) * 2) = uint32_t(v0) | (uint32_t(v1) << 16);
+    }
+  }
+}
+
+// Split, CShuffle: the rounds of row slice i, half h: 32 columns at a time through the warp's fp32
+// slab (stage_slab_f32), read back as 4 floats a lane and added into rows dst[0] / dst[1]
+// (nullptr: not a pixel) of the workspace.
+template <class Cfg, int kPitch, class Acc, class GCol>
+CKGEN_DEVICE CKGEN_FORCEINLINE void red_rounds(const TmaConvArgs& p, Acc& acc, float* const slab,
+                                               float* const (&dst)[2], const int i, const int h,
+                                               const int lane, const int lr, const int lc, GCol& gcol) {
+  using Tr = TmaTraits<Cfg>;
+#pragma unroll
+  for (int c0 = 0; c0 < Tr::BN; c0 += 32) {
+    __syncwarp();
+    stage_slab_f32<kPitch>(acc[i], slab, c0, h, lane);
+    __syncwarp();
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const float4 v = *reinterpret_cast<const float4*>(slab + (rr * 4 + lr) * kPitch + lc);
+      if (dst[rr] != nullptr) tma::red_add4(dst[rr], gcol(c0 + lc), p.K, v.x, v.y, v.z, v.w);
+    }
   }
 }
 

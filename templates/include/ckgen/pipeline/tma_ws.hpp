@@ -201,13 +201,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       // be scheduled; its blocks then wait in chain_wait for the last tiles only.
       chain_release();
     }
-    if (Tr::kWeightGrad && p.cluster > 1) {
-      // The math warps' two cluster barriers (epilogue below), the whole warp together: lanes
-      // parked in a cluster wait while lane 0 still issues copies would hold back the copies.
-      __syncwarp();
-      tma::cluster_sync();
-      tma::cluster_sync_relaxed();
-    }
+    tma_ws::load_warp_cluster_syncs<Cfg>(p);
     return;
   }
 
@@ -247,12 +241,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   }
   for (; unit < num_units; unit += Tr::kConsumers * gridDim.x) {
     const Unit u = decode(unit);
-    if constexpr (Tr::kPingPong) {  // the other warpgroup has waited for every stage before ours
-      if (consumer == 1)
-        asm volatile("bar.sync 2, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
-      else if (unit != int(blockIdx.x))
-        asm volatile("bar.sync 3, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
-    }
+    tma_ws::pingpong_wait<Cfg>(consumer, unit);
     const int g = u.g, m0 = u.m0, n0 = u.n0;
     // stride1: this warpgroup's first A row in the patch (tap 0), and the tap walk
     int a_row = 0, tap = 0, fy = 0, fx = 0;
@@ -282,11 +271,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
       fence_acc();
-      if (kt > u.kt0 && lane == 0) {
-        mbar::arrive(empty + (t - 1) % Tr::S);
-        // stride1: the last k tile was the previous chunk's last tap; its patch is read
-        if (Tr::kPatch && tap == 0) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);
-      }
+      tma_ws::release_stage<Cfg>(empty, pempty, t, pc, tap, kt > u.kt0 && lane == 0);
       if constexpr (Tr::kPatch) {
         if (++fx == p.X) {
           fx = 0;
@@ -298,21 +283,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         }
       }
     }
-    if constexpr (Tr::kPingPong) {  // every stage of this unit waited for: the other may start
-      if (unit + int(gridDim.x) < num_units) {
-        if (consumer == 0)
-          asm volatile("bar.arrive 2, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
-        else
-          asm volatile("bar.arrive 3, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
-      }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    fence_acc();
-    if (p.late_wait) chain_wait();  // the sums' clear (returns at once after the first unit)
-    if (lane == 0) {
-      mbar::arrive(empty + (t - 1) % Tr::S);                                // the unit's last stage
-      if (Tr::kPatch) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);  // and its last patch
-    }
+    tma_ws::pingpong_arrive<Cfg>(consumer, unit, num_units);
+    tma_ws::finish_unit<Cfg>(p, fence_acc, empty, pempty, t, pc, lane);
     if (Tr::kPingPong && unit + int(gridDim.x) < num_units)
       t += unit_k_tiles(unit + gridDim.x);  // the other's
 
@@ -397,17 +369,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
               const int row = rbase + rr * 4 + lr;
               dst[rr] = row_ok(row) ? p.ws + row_base(row) : nullptr;
             }
-#pragma unroll
-            for (int c0 = 0; c0 < Tr::BN; c0 += 32) {
-              __syncwarp();
-              tma_ws::stage_slab_f32<kPitch>(acc[i], slab, c0, h, lane);
-              __syncwarp();
-#pragma unroll
-              for (int rr = 0; rr < 2; ++rr) {
-                const float4 v = *reinterpret_cast<const float4*>(slab + (rr * 4 + lr) * kPitch + lc);
-                if (dst[rr] != nullptr) tma::red_add4(dst[rr], gcol(c0 + lc), p.K, v.x, v.y, v.z, v.w);
-              }
-            }
+            tma_ws::red_rounds<Cfg, kPitch>(p, acc, slab, dst, i, h, lane, lr, lc, gcol);
           }
         }
       } else {
@@ -424,22 +386,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         for (int q = 0; q < 2; ++q) base[q] = row_base(r0 + (lane >> 2) + 8 * q);
 #pragma unroll
         for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
-#pragma unroll
-          for (int jj = 0; jj < Tr::kSlabCols / 8; ++jj) {
-            const int j = c0 / 8 + jj;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              float f0 = acc[i][j * 4 + h * 2], f1 = acc[i][j * 4 + h * 2 + 1];
-              if constexpr (Cfg::kFused) {
-                const int row = r0 + (lane >> 2) + 8 * h, col = gcol(c0 + jj * 8 + (lane & 3) * 2);
-                if (row_ok(row) && col < p.K) tma_ws::fuse_pair<Cfg>(p, f0, f1, g, col, base[h] + col, vec);
-              }
-              const Raw v0 = float_to_raw<Cfg::kDataType>(f0);
-              const Raw v1 = float_to_raw<Cfg::kDataType>(f1);
-              *reinterpret_cast<uint32_t*>(slab + ((lane >> 2) + h * 8) * Tr::kSlabStride + jj * 8 +
-                                           (lane & 3) * 2) = uint32_t(v0) | (uint32_t(v1) << 16);
-            }
-          }
+          tma_ws::stage_chunk<Cfg>(p, acc, slab, i, c0, r0, base, lane, vec, row_ok, gcol, g);
           __syncwarp();
 #pragma unroll
           for (int q = 0; q < 2; ++q) {  // 16 rows x 4 vectors of 8, two per lane

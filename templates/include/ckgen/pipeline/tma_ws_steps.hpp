@@ -1,9 +1,10 @@
 // Steps of the TMA warp-specialized kernel (pipeline/tma_ws.hpp) as forced-inline functions: the
 // setup of backward_data's ring, a math warpgroup's wgmma instructions on one k tile, the load
 // thread's copies of one k tile (row form, stride1, backward_weight), stride1's patch cursor and
-// its walk over one forward / backward_data unit; the kernel's lambdas (corner, load_x, ...) are
-// passed through. The k-tile loops of the row form, stride1 and backward_weight stay in the
-// kernel's body: taken out, they change the generated code.
+// its walk over one forward / backward_data unit, and the ping-pong warpgroups' named barriers
+// around a unit's main loop; the kernel's lambdas (corner, load_x, ...) are passed through. The
+// k-tile loops of the row form, stride1 and backward_weight stay in the kernel's body: taken out,
+// they change the generated code.
 #pragma once
 
 #include "ckgen/core/portability.hpp"
@@ -11,6 +12,7 @@
 #include <cstdint>
 
 #include "ckgen/block/tma_ptx.hpp"
+#include "ckgen/core/chain.hpp"
 #include "ckgen/pipeline/tma_traits.hpp"
 #include "ckgen/warp/mma_wgmma.hpp"
 
@@ -240,6 +242,76 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void load_fwd(const TmaConvArgs& p, const U& u, i
         }
       }
     }
+  }
+}
+
+// Ping-pong: before a unit's main loop, wait until the other warpgroup has waited for every
+// stage before ours (named barriers 2 / 3; consumer 0's first unit starts at once).
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void pingpong_wait(const int consumer, const int unit) {
+  using Tr = TmaTraits<Cfg>;
+  if constexpr (Tr::kPingPong) {
+    if (consumer == 1)
+      asm volatile("bar.sync 2, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
+    else if (unit != int(blockIdx.x))
+      asm volatile("bar.sync 3, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
+  }
+}
+
+// Ping-pong: every stage of this unit waited for, the other warpgroup may start its next unit.
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void pingpong_arrive(const int consumer, const int unit,
+                                                    const int num_units) {
+  using Tr = TmaTraits<Cfg>;
+  if constexpr (Tr::kPingPong) {
+    if (unit + int(gridDim.x) < num_units) {
+      if (consumer == 0)
+        asm volatile("bar.arrive 2, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
+      else
+        asm volatile("bar.arrive 3, %0;\n" ::"n"(Tr::kMathThreads) : "memory");
+    }
+  }
+}
+
+// The load warp, its role done: the math warps' two cluster barriers of a cluster reduction (the
+// kernel's epilogue), met by the whole warp together: lanes parked in a cluster wait while lane 0
+// still issues copies would hold back the copies.
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void load_warp_cluster_syncs(const TmaConvArgs& p) {
+  using Tr = TmaTraits<Cfg>;
+  if (Tr::kWeightGrad && p.cluster > 1) {
+    __syncwarp();
+    tma::cluster_sync();
+    tma::cluster_sync_relaxed();
+  }
+}
+
+// After a k tile's wgmma instructions: the previous k tile's stage (and, stride1, after a chunk's
+// last tap, its patch) released to the load thread by lane 0 of each warp (`go`).
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void release_stage(uint64_t* const empty, uint64_t* const pempty, const int t,
+                                                  const int pc, const int tap, const bool go) {
+  using Tr = TmaTraits<Cfg>;
+  if (go) {
+    mbar::arrive(empty + (t - 1) % Tr::S);
+    // stride1: the last k tile was the previous chunk's last tap; its patch is read
+    if (Tr::kPatch && tap == 0) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);
+  }
+}
+
+// A unit's main loop done: its wgmma groups complete, then (p.late_wait) the wait for the previous
+// launch, and the unit's last stage and patch released.
+template <class Cfg, class Fence>
+CKGEN_DEVICE CKGEN_FORCEINLINE void finish_unit(const TmaConvArgs& p, Fence& fence_acc, uint64_t* const empty,
+                                                uint64_t* const pempty, const int t, const int pc,
+                                                const int lane) {
+  using Tr = TmaTraits<Cfg>;
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  fence_acc();
+  if (p.late_wait) chain_wait();  // the sums' clear (returns at once after the first unit)
+  if (lane == 0) {
+    mbar::arrive(empty + (t - 1) % Tr::S);                                // the unit's last stage
+    if (Tr::kPatch) mbar::arrive(pempty + (pc - 1) % Tr::kPatchBuffers);  // and its last patch
   }
 }
 
