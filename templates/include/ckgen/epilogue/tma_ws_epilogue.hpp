@@ -4,6 +4,11 @@
 // store), as forced-inline steps of the kernel; the row / column maps (row_ok, row_base, gcol) are
 // the kernel's lambdas, passed through. The loops of the cluster reduction and of the CShuffle
 // copies stay in the kernel's body: taken out, they change the generated code.
+// Accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column 8*(i/4) +
+// 2*(lane%4) + (i&1) (the m16n8 layout per n8 block). Row r, column c of the tile land at element
+// row_base(r) + gcol(c) of y (or of the fp32 split workspace); row_ok: the row is a pixel
+// (stride1: a position ow < Q of an output row); gcol(tc): n0 + tc, or (the row form) tap tc /
+// 64's column of channel n0 + tc % 64 (columns = dw's X * C of filter row u.tap).
 #pragma once
 
 #include "ckgen/core/portability.hpp"

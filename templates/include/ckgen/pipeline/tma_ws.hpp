@@ -60,6 +60,7 @@
 #include "ckgen/epilogue/tma_ws_epilogue.hpp"
 #include "ckgen/pipeline/tma_traits.hpp"
 #include "ckgen/pipeline/tma_ws_maps.hpp"
+#include "ckgen/pipeline/tma_ws_roles.hpp"
 #include "ckgen/pipeline/tma_ws_steps.hpp"
 #include "ckgen/pipeline/wavelet.hpp"
 #include "ckgen/schedule/splitk_finish.hpp"
@@ -87,10 +88,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   unsigned char* slabs =
       reinterpret_cast<unsigned char*>(empty + Tr::S + (Tr::kPatch ? 2 * Tr::kPatchBuffers : 0));
   const int tid = threadIdx.x;
-  // Persistent: block b takes work units b, b + gridDim.x, ...; unit = (tile, split), split
-  // fastest; tile = (g, tap, tm, tn), tn fastest (tap only for backward_weight). The ring's
-  // k-tile counter t runs on across units, so the load warp fetches the next unit while the math
-  // warpgroups store the last one.
+  // Persistent: block b takes units b, b + gridDim.x, ... (tma_ws::decode_unit); the ring's k-tile
+  // counter t runs on across units (the next unit's copies overlap the last one's epilogue).
   const int tiles_mn = p.tiles_m * p.tiles_n;
   const int num_units = tiles_mn * p.G * p.taps * p.k_split;
   using Unit = tma_ws::Unit;
@@ -101,18 +100,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   };
   auto decode = [&](int unit) { return tma_ws::decode_unit<Cfg>(p, unit, k_range); };
 
-  if (tid == 0) {
-    for (int s = 0; s < Tr::S; ++s) {
-      mbar::init(full + s, 1);
-      mbar::init(empty + s, Tr::kTileWarps);
-    }
-    if constexpr (Tr::kPatch)
-      for (int b = 0; b < Tr::kPatchBuffers; ++b) {
-        mbar::init(pfull + b, 1);
-        mbar::init(pempty + b, Tr::kTileWarps);
-      }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
+  tma_ws::init_barriers<Cfg>(tid, full, empty, pfull, pempty);
   if constexpr (Tr::kBNMajor && !Tr::kWeightGrad) tma_ws::zero_b_rows<Cfg>(p, smem, tid);
   __syncthreads();
   // A launch chained to the call's previous kernel (the copy of dy, the clear of the sums:
@@ -120,88 +108,14 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   // (p.late_wait: the inputs from here on, the sums after the main loop).
   if (!p.late_wait) chain_wait();
 
-  // x's im2col copies (tma_ws::im2col_corner, tma_ws::load_x)
   using Corner = tma_ws::Corner;
   auto corner = [&](int pm) { return tma_ws::im2col_corner<Cfg>(p, pm); };
   auto load_x = [&](void* dst, const CUtensorMap* map, uint64_t* bar, int ch, const Corner& c, int fz, int fy,
                     int fx) { tma_ws::load_x<Cfg>(p, dst, map, bar, ch, c, fz, fy, fx); };
 
   if (tid >= Tr::kMathThreads) {  // the load warp: one thread issues every copy
-    if (tid == Tr::kMathThreads) {
-      tma::prefetch_map(&p.a);
-      tma::prefetch_map(&p.b);
-      int t = 0, pc = 0, bc = 0;  // k tiles, (stride1) patches issued, chunks of the B stream
-      // stride1's patch cursor: the next (unit, chunk) to stage, up to two chunks ahead of the B
-      // stream (the two buffers), across units; issue_patch(block) stages it when its buffer
-      // is free (block: waits for that), so a patch's copy overlaps the previous chunk's taps.
-      int pu = blockIdx.x, pcc = 0, pcc1 = 0, pj0 = 0, pimg = 0, pg = 0;
-      auto cursor_unit = [&](int unit) {
-        const Unit v = decode(unit);
-        int col;
-        p.by_wp.divmod(v.m0, pj0, col);
-        pcc = v.kt0 / p.ftaps;
-        pcc1 = v.kt1 / p.ftaps;
-        pimg = v.img;
-        pg = v.g;
-      };
-      if (Tr::kPatch && pu < num_units) cursor_unit(pu);
-      auto issue_patch = [&](bool block) {
-        tma_ws::issue_patch<Cfg>(p, block, num_units, base, pfull, pempty, pu, pc, pcc, pcc1, pj0, pimg, pg,
-                                 cursor_unit);
-      };
-      for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
-        const Unit u = decode(unit);
-        if constexpr (Tr::kRows) {
-          // A: dy's row_len positions x 64 output channels; B: x's row_len + (X - 1) * d_w input
-          // pixels of the same segment at filter row fy (u.tap), 64 input channels. Out-of-range
-          // positions and padding are zero-filled by the engine.
-          const int ach = u.g * p.M + u.m0, bch = u.g * p.C + u.n0;
-          const int dh = u.tap * p.d_h - p.pl_h;
-          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t)
-            tma_ws::load_row_tile<Cfg>(p, kt, t, smem, full, empty, ach, bch, dh);
-        } else if constexpr (Tr::kWeightGrad) {
-          // A: dy rows of 64 pixels x 64 output channels, B: x at the unit's tap (or, packed, its
-          // columns' taps); live B blocks (tma_ws::weight_boxes).
-          const int live = p.pack ? min(Tr::BN / 64, (p.K - u.n0) / 64) : Tr::BN / 64;
-          const uint32_t stage_tx = uint32_t(Tr::kABytes + live * Tr::kBlockBytes);
-          int bch[Tr::BN / 64], bfz[Tr::BN / 64], bfy[Tr::BN / 64], bfx[Tr::BN / 64];
-          tma_ws::weight_boxes<Cfg>(p, u, bch, bfz, bfy, bfx);
-          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t)
-            tma_ws::load_weight_tile<Cfg, kPlainX>(p, u, kt, t, smem, full, empty, corner, load_x, live,
-                                                   stage_tx, bch, bfz, bfy, bfx);
-        } else if constexpr (Tr::kPatch) {
-          // Per chunk the chunk's taps' B tiles; the chunk's patch was issued by the patch
-          // cursor (below), at the latest here, at its first tap.
-          const int cbase = u.g * p.C, nrow = u.g * p.K + u.n0;
-          int cc = u.kt0 / p.ftaps, tap = 0, fy = 0, fx = 0;
-          for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
-            if (tap == 0)
-              while (pc <= bc) issue_patch(true);
-            const int s = t % Tr::S;
-            if (t >= Tr::S) {  // waiting for the slot, stage the next patch once its buffer frees
-              const uint32_t ph = uint32_t((t / Tr::S - 1) & 1);
-              while (!mbar::test(empty + s, ph)) issue_patch(false);
-            }
-            tma_ws::load_patch_tile<Cfg>(p, u, s, smem, full, cbase, nrow, cc, fy, fx);
-            if (++fx == p.X) {
-              fx = 0;
-              ++fy;
-            }
-            if (++tap == p.ftaps) {
-              tap = fy = fx = 0;
-              ++cc;
-              ++bc;
-            }
-          }
-        } else {
-          tma_ws::load_fwd<Cfg>(p, u, t, smem, full, empty, corner, load_x);
-        }
-      }
-      // Every copy of the block issued: the next launch of the call (a split's conversion) may
-      // be scheduled; its blocks then wait in chain_wait for the last tiles only.
-      chain_release();
-    }
-    tma_ws::load_warp_cluster_syncs<Cfg>(p);
+    tma_ws::load_role<Cfg, kPlainX>(p, tid, num_units, base, smem, full, empty, pfull, pempty, decode, corner,
+                                    load_x);
     return;
   }
 
@@ -224,10 +138,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   const uint32_t patches = mbar::addr(base);
   Raw* y = static_cast<Raw*>(p.y);
   int t = 0, pc = 0;  // k tiles and (stride1) patches consumed
-  // Ping-pong: the ring holds every unit's k tiles in unit order; a warpgroup steps its counter
-  // over the other's units, and named barriers 2 / 3 order the two main loops (0 runs, then 1,
-  // then 0 ...): a warpgroup starts waiting for its stages only once the other has waited for
-  // all earlier ones, so a stage's `full` parity is never read two phases early.
+  // Ping-pong: a warpgroup steps its counter over the other's units (tma_ws::pingpong_wait).
   auto unit_k_tiles = [&](int unit) {
     int tile, split, kt0, kt1;
     p.by_k_split.divmod(unit, tile, split);
@@ -254,124 +165,24 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     for (int i = 0; i < Tr::kAccRows; ++i)
 #pragma unroll
       for (int e = 0; e < Tr::kAccN / 2; ++e) acc[i][e] = 0.f;
-    for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
-      const int s = t % Tr::S;
-      mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
-      if constexpr (Tr::kPatch)
-        if (tap == 0) mbar::wait(pfull + pc % Tr::kPatchBuffers, uint32_t((pc / Tr::kPatchBuffers) & 1));
-      fence_acc();
-      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-      // A: the stage's tile, or (stride1) the tap's rows of the chunk's patch: any start row of
-      // the 128-byte swizzled patch (the swizzle follows the shared-memory address bits)
-      const uint32_t a0 = Tr::kPatch ? patches + (pc % Tr::kPatchBuffers) * p.patch_stride +
-                                           uint32_t(a_row + fy * p.d_h * p.wp + fx * p.d_w) * Tr::kRowBytes
-                                     : ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
-      const uint32_t b0 = ring + s * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes);
-      tma_ws::mma_stage<Op, Cfg>(p, acc, ring, s, a0, b0);
-      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-      fence_acc();
-      tma_ws::release_stage<Cfg>(empty, pempty, t, pc, tap, kt > u.kt0 && lane == 0);
-      if constexpr (Tr::kPatch) {
-        if (++fx == p.X) {
-          fx = 0;
-          ++fy;
-        }
-        if (++tap == p.ftaps) {
-          tap = fy = fx = 0;
-          ++pc;
-        }
-      }
-    }
+    tma_ws::mma_unit<Op, Cfg>(p, acc, fence_acc, u, t, pc, tap, fy, fx, full, empty, pfull, pempty, ring,
+                              patches, a_row, wg, lane);
     tma_ws::pingpong_arrive<Cfg>(consumer, unit, num_units);
     tma_ws::finish_unit<Cfg>(p, fence_acc, empty, pempty, t, pc, lane);
     if (Tr::kPingPong && unit + int(gridDim.x) < num_units)
       t += unit_k_tiles(unit + gridDim.x);  // the other's
 
-    // Epilogue: accumulator i of an m64 slice holds row warp*16 + lane/4 (+8 for i&2), column
-    // 8*(i/4) + 2*(lane%4) + (i&1) (the m16n8 layout per n8 block). Row r, column c of the tile
-    // land at element row_base(r) + c of y (or of the fp32 split workspace).
-    // row_ok: the row is a pixel (stride1: a position ow < Q of an output row).
+    // Epilogue (tma_ws_epilogue.hpp): row r, column c of the tile land at y[row_base(r) + gcol(c)].
     auto row_ok = [&](int row) -> bool { return tma_ws::row_ok<Cfg>(p, row); };
     auto row_base = [&](int row) -> int64_t { return tma_ws::row_base<Cfg>(p, g, u, row); };
-    // The written column of tile column tc: n0 + tc, or (the row form) tap tc / 64's column of
-    // channel n0 + tc % 64 (columns = dw's X * C of filter row u.tap).
     auto gcol = [&](int tc) -> int { return tma_ws::gcol<Cfg>(p, n0, tc); };
     if constexpr (Tr::kSwap) {
       tma_ws::store_swap<Cfg>(p, acc, y, m0, n0, wg, warp, lane, row_ok, row_base, g);  // swap_ab
     } else if (Tr::kWeightGrad && p.cluster > 1) {
-      // Cluster reduction (one unit per block): every math warp done with the ring, the fp32
-      // partial tile into it, cluster barrier; block `rank` of the cluster sums rows
-      // [rank * BM / c, (rank + 1) * BM / c) over the c partial tiles (ranks in order: the same
-      // sums every run) and stores them as 16-byte vectors; a last barrier keeps every block's
-      // shared memory alive until all have read it.
-      asm volatile("bar.sync 1, %0;\n" ::"r"(Tr::kMathThreads) : "memory");
-      float* part = reinterpret_cast<float*>(smem);
-#pragma unroll
-      for (int i = 0; i < Tr::RepM; ++i) {
-        const int r0 = (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2);
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int j = 0; j < Tr::BN / 8; ++j)
-            *reinterpret_cast<float2*>(part + (r0 + h * 8) * Tr::kPartLd + j * 8 + (lane & 3) * 2) =
-                make_float2(acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]);
-      }
-      __syncwarp();
-      tma::cluster_sync();
-      const int c = p.cluster;
-      const int rank = int(tma::cluster_rank());
-      const int lr0 = rank * Tr::BM / c, lr1 = (rank + 1) * Tr::BM / c;
-      const bool vec = (p.K % 8) == 0;
-      constexpr int kChunks = Tr::BN / 8;
-      for (int idx = tid; idx < (lr1 - lr0) * kChunks; idx += Tr::kMathThreads) {
-        const int lr = lr0 + idx / kChunks, lc = (idx % kChunks) * 8;
-        const uint32_t addr = ring + uint32_t(lr * Tr::kPartLd + lc) * 4u;
-        float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int q = 0; q < 8; ++q)
-          if (q < c) tma::add_remote8(sum, addr, uint32_t(q));
-        const int row = m0 + lr, col = gcol(lc);
-        if (row < p.M && col < p.K) {
-          Raw* dst = y + row_base(row) + col;
-          if (vec && col + 8 <= p.K) {
-            uint32_t w[4];
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              w[e] = uint32_t(float_to_raw<Cfg::kDataType>(sum[2 * e])) |
-                     (uint32_t(float_to_raw<Cfg::kDataType>(sum[2 * e + 1])) << 16);
-            *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
-          } else {
-            for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = float_to_raw<Cfg::kDataType>(sum[e]);
-          }
-        }
-      }
-      __syncwarp();
-      tma::cluster_sync_relaxed();
+      tma_ws::cluster_reduce<Cfg>(p, acc, y, smem, ring, m0, wg, warp, lane, tid, row_base, gcol);
     } else if (p.ws != nullptr) {
       if constexpr (Tr::kStaged) {
-        // split, cshuffle: fp32 reductions into the workspace (splitk_finish converts) through the
-        // warp's slab: 8 rows x 32 columns a round (row pitch 36 floats: conflict-free 8-byte writes
-        // and 16-byte reads), read back as 8 lanes x 16 bytes a row, so that each red.v4
-        // instruction covers 4 rows x 128 bytes (whole lines; red_add4 for unaligned rows).
-        constexpr int kPitch = 36;
-        static_assert(8 * kPitch * 4 <= Tr::kSlabBytes, "ckgen: the fp32 round fits the cshuffle slab");
-        float* slab = reinterpret_cast<float*>(slabs + (tid / 32) * Tr::kSlabBytes);
-        const int lr = lane >> 3, lc = (lane & 7) * 4;  // this lane's read: slab row lr (+4), 4 columns
-#pragma unroll
-        for (int i = 0; i < Tr::RepM; ++i) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int rbase = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + h * 8;
-            float* dst[2];
-#pragma unroll
-            for (int rr = 0; rr < 2; ++rr) {
-              const int row = rbase + rr * 4 + lr;
-              dst[rr] = row_ok(row) ? p.ws + row_base(row) : nullptr;
-            }
-            tma_ws::red_rounds<Cfg, kPitch>(p, acc, slab, dst, i, h, lane, lr, lc, gcol);
-          }
-        }
+        tma_ws::red_split_staged<Cfg>(p, acc, slabs, m0, wg, warp, lane, tid, row_ok, row_base, gcol);
       } else {
         tma_ws::red_split<Cfg>(p, acc, m0, wg, warp, lane, row_ok, row_base, gcol);
       }

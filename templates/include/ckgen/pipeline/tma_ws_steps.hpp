@@ -245,8 +245,11 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void load_fwd(const TmaConvArgs& p, const U& u, i
   }
 }
 
-// Ping-pong: before a unit's main loop, wait until the other warpgroup has waited for every
-// stage before ours (named barriers 2 / 3; consumer 0's first unit starts at once).
+// Ping-pong: the ring holds every unit's k tiles in unit order; a warpgroup steps its counter over
+// the other's units, and named barriers 2 / 3 order the two main loops (0 runs, then 1, then 0
+// ...): a warpgroup starts waiting for its stages only once the other has waited for all earlier
+// ones, so a stage's `full` parity is never read two phases early. Before a unit's main loop:
+// wait for the other (consumer 0's first unit starts at once).
 template <class Cfg>
 CKGEN_DEVICE CKGEN_FORCEINLINE void pingpong_wait(const int consumer, const int unit) {
   using Tr = TmaTraits<Cfg>;
