@@ -1,5 +1,17 @@
-// The dispatcher's cost model: an estimated time per (instance, k_batch) from tile efficiency,
-// waves, occupancy and a roofline (dispatch/dispatcher.hpp describes the terms).
+// The dispatcher's cost model, used when the tuning database has nothing near
+// (dispatch/dispatcher.hpp): per instance (and per k_batch for backward_weight) an estimated
+// time from
+//   tile efficiency  = useful / padded M*N*K (what the tile wastes at the edges),
+//   waves            = ceil(tiles / (compute units * resident blocks per CU)); the busiest
+//                      CU's tiles run in rounds of the resident blocks, a partial last round
+//                      as slow as a full one while its warps cannot hide the latency,
+//   occupancy        = resident blocks per CU from threads, shared memory, registers,
+//   a roofline       = max(compute at peak * utilisation, bytes / bandwidth) + launch,
+//   split-K          = fp32 workspace traffic in the main kernel, the memset / finish
+//                      kernels after it (serial) and their launches for k_batch > 1 (every
+//                      variant: forward / backward_data instances with k_batch != 1 split too).
+// The arch numbers come from ckgen/generated/arch_params.hpp (rendered from
+// arch_specs.json); the compute-unit count is the device's when a device is present.
 #pragma once
 
 #include <algorithm>

@@ -24,19 +24,7 @@
 //        Instances the database timed that were never the best on any of its shapes (of the
 //        variant / datatype / ndim) are left out while another candidate remains.
 //        The lowest score wins.
-//   2. Cost model when the database has nothing near: per instance (and per k_batch for
-//      backward_weight) an estimated time from
-//        tile efficiency  = useful / padded M*N*K (what the tile wastes at the edges),
-//        waves            = ceil(tiles / (compute units * resident blocks per CU)); the busiest
-//                           CU's tiles run in rounds of the resident blocks, a partial last round
-//                           as slow as a full one while its warps cannot hide the latency,
-//        occupancy        = resident blocks per CU from threads, shared memory, registers,
-//        a roofline       = max(compute at peak * utilisation, bytes / bandwidth) + launch,
-//        split-K          = fp32 workspace traffic in the main kernel, the memset / finish
-//                           kernels after it (serial) and their launches for k_batch > 1 (every
-//                           variant: forward / backward_data instances with k_batch != 1 split too).
-//      The arch numbers come from ckgen/generated/arch_params.hpp (rendered from
-//      arch_specs.json); the compute-unit count is the device's when a device is present.
+//   2. Cost model (dispatch/cost_model.hpp) when the database has nothing near.
 //
 // Every decision carries a one-line explanation (Selection::why).
 //
@@ -63,23 +51,10 @@
 #include "ckgen/dispatch/neighbours.hpp"
 #include "ckgen/dispatch/selection_cache.hpp"
 #include "ckgen/dispatch/tuning_db.hpp"
+#include "ckgen/dispatch/twins.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 
 namespace ckgen {
-
-// The name of an instance's plain twin (the same instance without its fused operations): its name
-// less the tokens of the fused epilogue, which end it, one each for the channel operation, the
-// activation and the residual add (ckgen/model/naming.py). A plain instance's own name.
-inline std::string plain_twin_name(const KernelKey& k) {
-  int n = int(k.channel_op != ChannelOp::Identity) + int(k.activation != Activation::Identity) + int(k.residual);
-  std::string s = k.name;
-  for (; n > 0; --n) {
-    const size_t at = s.rfind('_');
-    if (at == std::string::npos) break;
-    s.resize(at);
-  }
-  return s;
-}
 
 // ------------------------------------------------------------------------------------------
 // Dispatcher
@@ -169,7 +144,7 @@ class Dispatcher {
 
   // Whether instance key k answers a request for (variant, datatype, fused operations).
   static bool serves(const KernelKey& k, Variant v, DataType dt, const EpilogueOps& ops = {}) {
-    return k.variant == v && k.datatype == dt && epilogue_ops(k) == ops;
+    return serves_request(k, v, dt, ops);
   }
 
   // One supported (instance, k_batch) and the cost model's estimate for it.
@@ -246,7 +221,7 @@ class Dispatcher {
     if (!s) return out;
     add(s.index, s.k_batch);
     if (auto db = tuning_db(); db && !db->empty()) {
-      const TwinIndex twins(*this, v, dt, ops);
+      const TwinIndex twins(reg_, v, dt, ops);
       for (const TunedEntry& e : db->entries()) {
         if (e.variant != v || e.datatype != dt || !same_problem(e.problem, p)) continue;
         for (const TunedChoice& c : e.ranking) {
@@ -446,28 +421,6 @@ class Dispatcher {
   }
 
  private:
-  // A tuning database's instance names (plain instances) -> the registry index of the instance
-  // that answers a request for (variant, datatype, ops): the named instance itself for a plain
-  // request, the registered instance with exactly `ops` whose plain twin it is for a fused one;
-  // -1 for none.
-  class TwinIndex {
-   public:
-    TwinIndex(const Dispatcher& d, Variant v, DataType dt, const EpilogueOps& ops) {
-      const auto& all = d.reg_.all();
-      for (size_t i = 0; i < all.size(); ++i) {
-        const KernelKey& k = all[i]->key();
-        if (serves(k, v, dt, ops)) by_twin_.emplace(plain_twin_name(k), int(i));
-      }
-    }
-    int operator()(const std::string& plain) const {
-      auto it = by_twin_.find(plain);
-      return it == by_twin_.end() ? -1 : it->second;
-    }
-
-   private:
-    std::map<std::string, int> by_twin_;
-  };
-
   bool try_entry(const TunedEntry& e, const ConvProblem& p, const TwinIndex& twins, Selection& s) const {
     for (const TunedChoice& c : e.ranking) {
       const int i = twins(c.kernel);
@@ -486,7 +439,7 @@ class Dispatcher {
 
   bool from_db(const TuningDb& db, const ConvProblem& p, DataType dt, Variant v, Selection& s,
                const EpilogueOps& ops) const {
-    const TwinIndex twins(*this, v, dt, ops);
+    const TwinIndex twins(reg_, v, dt, ops);
     std::vector<std::pair<double, const TunedEntry*>> near;
     for (const TunedEntry& e : db.entries()) {
       if (e.variant != v || e.datatype != dt || e.problem.ndim != p.ndim) continue;
