@@ -43,31 +43,8 @@ mkdir -p "$OUT" "$WORK"
 export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1 NO_COLOR=1
 export CKGEN_CACHE_DIR=$WORK/jit CKGEN_AUTOTUNE=0 TORCHINDUCTOR_CACHE_DIR=$WORK/inductor
 cd "$ROOT" || exit 1
-log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
-left() { echo $((BUDGET - SECONDS)); }
-
-# run_limited SECONDS CMD...: CMD in its own process group, all of it ended after SECONDS
-run_limited() {
-  local limit=$1 pid watcher rc
-  shift
-  if ! command -v setsid > /dev/null; then
-    timeout -k 5 "$limit" "$@"
-    return $?
-  fi
-  setsid "$@" &
-  pid=$!
-  (
-    trap 'kill "$s" 2> /dev/null; exit 0' TERM
-    sleep "$limit" & s=$!
-    wait "$s"
-    kill -TERM -- "-$pid" 2> /dev/null && sleep 5 && kill -KILL -- "-$pid" 2> /dev/null
-  ) > /dev/null 2>&1 &
-  watcher=$!
-  wait "$pid"
-  rc=$?
-  kill "$watcher" 2> /dev/null
-  return $rc
-}
+# shellcheck source=bench/device_lib.sh
+source "$ROOT/bench/device_lib.sh"  # log, left, run_limited
 
 : > "$OUT/summary.txt"
 log "$(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"

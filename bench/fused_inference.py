@@ -37,13 +37,15 @@ Needs torch and torchvision; matplotlib for --plot (else skipped, with a note).
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import result_rows
+from result_rows import num, read_rows
 
 HERE = Path(__file__).resolve().parent
 MODELS = ("resnet50", "resnext50_32x4d", "mobilenet_v2", "retinanet_resnet50_fpn")
@@ -180,14 +182,6 @@ def fmt(v: Any) -> str:
     return str(v)
 
 
-def num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
-
-
 def errors(out: list[Any], ref: list[Any]) -> tuple[float, float]:
     """(max abs difference, that over the reference's max magnitude) over paired tensors."""
     if len(out) != len(ref):
@@ -199,55 +193,16 @@ def errors(out: list[Any], ref: list[Any]) -> tuple[float, float]:
     return worst, worst / scale if scale else worst
 
 
-def read_rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def key_of(row: dict) -> Key:
     return Key(row["model"], int(row["batch"]), row["datatype"], row["mode"])
 
 
-def skipped(row: dict) -> bool:
-    """A row a resumed run measures again (out of budget, no library, CUDA failed before)."""
-    return str(row.get("status", "")).startswith("skipped")
-
-
-class Writer:
+class Writer(result_rows.Writer):
     """The CSV, row by row; with resume, the rows that file holds (but the skipped ones) come
     first and count as done, and each new measured row is appended to it too."""
 
     def __init__(self, path: Path, resume: Path | None = None) -> None:
-        self.path, self.rows, self.resume = path, [], resume
-        self.done = {key_of(r): r for r in read_rows(resume) if not skipped(r)} if resume else {}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = path.open("w", newline="")
-        self._w = csv.DictWriter(self._f, fieldnames=COLUMNS, extrasaction="ignore")
-        self._w.writeheader()
-        for r in self.done.values():
-            self._put(r)
-        self._f.flush()
-        if resume and not resume.is_file():
-            resume.parent.mkdir(parents=True, exist_ok=True)
-            with resume.open("w", newline="") as f:
-                csv.DictWriter(f, fieldnames=COLUMNS).writeheader()
-
-    def _put(self, row: dict) -> None:
-        self.rows.append(row)
-        self._w.writerow({k: fmt(row.get(k)) for k in COLUMNS})
-
-    def write(self, row: dict) -> None:
-        self._put(row)
-        self._f.flush()
-        if self.resume and not skipped(row):
-            with self.resume.open("a", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-                w.writerow({k: fmt(row.get(k)) for k in COLUMNS})
-
-    def close(self) -> None:
-        self._f.close()
+        super().__init__(path, resume, COLUMNS, key_of, fmt)
 
 
 # ----------------------------------------------------------------------------- reporting

@@ -37,7 +37,6 @@ Needs torch and torchvision (torchaudio for wav2vec2_base); matplotlib for --plo
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import statistics
@@ -46,6 +45,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import result_rows
+from result_rows import num, read_rows
 
 HERE = Path(__file__).resolve().parent
 COLUMNS = (
@@ -190,55 +192,11 @@ class Budget:
         self.est[mode] = seconds
 
 
-def read_rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
-
-
-class Writer:
+class Writer(result_rows.Writer):
     """The CSV (rewritten with the resumed rows first) and the resume file, appended row by row."""
 
     def __init__(self, path: Path, resume: Path | None = None) -> None:
-        self.rows: list[dict] = []
-        self.done: dict[Key, dict] = {}
-        self.resume = resume
-        for r in read_rows(resume) if resume else []:
-            if not skipped(r):
-                self.done[Key.of(r)] = r
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = path.open("w", newline="")
-        self._w = csv.DictWriter(self._f, fieldnames=COLUMNS, extrasaction="ignore")
-        self._w.writeheader()
-        for r in self.done.values():
-            self._put(r)
-        self._f.flush()
-        if resume and not resume.is_file():
-            resume.parent.mkdir(parents=True, exist_ok=True)
-            with resume.open("w", newline="") as f:
-                csv.DictWriter(f, fieldnames=COLUMNS).writeheader()
-
-    def _put(self, row: dict) -> None:
-        self.rows.append(row)
-        self._w.writerow({k: fmt(row.get(k)) for k in COLUMNS})
-
-    def write(self, row: dict) -> None:
-        self._put(row)
-        self._f.flush()
-        if self.resume and not skipped(row):
-            with self.resume.open("a", newline="") as f:
-                csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore").writerow(
-                    {k: fmt(row.get(k)) for k in COLUMNS}
-                )
-
-    def close(self) -> None:
-        self._f.close()
-
-
-def skipped(row: dict) -> bool:
-    """A row to measure again on --resume."""
-    return str(row.get("status", "")).startswith("skipped")
+        super().__init__(path, resume, COLUMNS, Key.of, fmt)
 
 
 def fmt(v: Any) -> str:
@@ -247,14 +205,6 @@ def fmt(v: Any) -> str:
     if isinstance(v, float):
         return "nan" if math.isnan(v) else f"{v:.4g}" if abs(v) < 1e-2 else f"{v:.4f}"
     return str(v)
-
-
-def num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
 
 
 # ----------------------------------------------------------------------------- measuring
