@@ -235,13 +235,27 @@ class _Builder:
             cls = ev.__class__
             if cls is scalar_ev:
                 count += 1
-                line = ev.start_mark.line + 1
                 if ev.anchor is None and ev.implicit[0]:  # plain, untagged
                     value = cache.get(ev.value, missing)
+                    if value is not missing:  # the common case, attached here
+                        if is_list:
+                            obj.append(value)
+                            lines.append(ev.start_mark.line + 1)
+                            continue
+                        if has_key:
+                            obj[key] = value
+                            lines[key] = key_line
+                            has_key = False
+                            continue
+                        if value.__class__ is str and obj is not None and value not in obj:
+                            key, key_line, has_key = value, ev.start_mark.line + 1, True
+                            continue
+                    line = ev.start_mark.line + 1
                     if value is missing:
                         self._at(saved, obj, has_key, key)
                         value = self.scalar(ev)
                 else:
+                    line = ev.start_mark.line + 1
                     self._at(saved, obj, has_key, key)
                     value = self.scalar(ev)
                     if ev.anchor:
