@@ -111,6 +111,13 @@ def test_profiler_help_and_list(built, variant: str) -> None:
     mine = [n for n in names if parse_instance_name(n).variant is Variant(variant)]
     assert mine and all(n in listed for n in mine)
     assert f"grouped_conv_{short}_" in listed
+    # --fusion: the instances with exactly those fused operations (any: every fused one)
+    fusions = {n: parse_instance_name(n).fusion for n in mine}
+    for arg, want in (("none", {"none"}), ("any", set(fusions.values()) - {"none"})):
+        out = _run([str(exe), "--list", "--fusion", arg]).stdout
+        assert {n for n in mine if n in out.split()} == {n for n, f in fusions.items() if f in want}
+    bad = _run([str(exe), "--list", "--fusion", "bias-relu"], ok=False)
+    assert bad.returncode == 2 and "--fusion: 'bias-relu'" in bad.stdout + bad.stderr
     if not _gpu_present():
         p = _run([str(exe), "--C", "8", "--K", "8", "--input", "8x8", "--filter", "3x3"], ok=False)
         assert p.returncode == 3, p.stdout + p.stderr

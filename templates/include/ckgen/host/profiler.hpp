@@ -18,6 +18,10 @@
 //                                       timed (falls back to loop when capture fails);
 //                                       loop: plain back-to-back launches
 //   --kernels GLOB[,GLOB]               instance-name filter (fnmatch: * ? [..])
+//   --fusion F[,F]                      only instances with these fused operations (their
+//                                       spelling: none, bias_relu, bias_grad_drelu, ...; any =
+//                                       every fused one); a fused row reports the bytes the
+//                                       fusion saves against the separate operations
 //   --shape GLOB[,GLOB]                 shape-name filter for --shapes
 //   --k-batch N[,N..]                   split-K counts (0 = instance's choice); StreamK
 //                                       instances and forward / backward_data instances with
@@ -32,6 +36,7 @@
 //       4 (--strict) a problem without a supporting instance.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -54,7 +59,7 @@ inline const char* profiler_usage() {
          "[--pad-right P] [--pad P] [--name NAME])\n"
          "  [--datatype fp16|bf16|fp32|all[,..]] [--verify none|cpu|gpu|auto] "
          "[--init random|int|positive] [--seed N]\n"
-         "  [--warmup N] [--repeat N] [--iters N (0=auto)] [--timing graph|loop] [--kernels GLOB[,GLOB]] [--shape GLOB] "
+         "  [--warmup N] [--repeat N] [--iters N (0=auto)] [--timing graph|loop] [--kernels GLOB[,GLOB]] [--fusion F[,F]] [--shape GLOB] "
          "[--k-batch N[,N]] [--split-reduce auto|workspace|cluster] [--streamk-blocks N] [--csv FILE] [--list] [--verbose] [--strict]\n"
          "exit: 0 ok, 1 verification/run failure, 2 bad arguments, 3 no GPU, 4 unsupported "
          "problem (--strict)\n";
@@ -88,6 +93,7 @@ struct ProfilerOptions {
   uint64_t seed = 0;
   int warmup = 5, repeat = 10, iters = 0;
   std::string kernels_glob, shape_glob, csv_path;
+  std::vector<std::string> fusions;  // --fusion (empty: every instance)
   std::vector<int> k_batches = {0};
   int streamk_blocks = 0;
   SplitReduce split_reduce = SplitReduce::Auto;
@@ -124,7 +130,7 @@ inline void profiler_load_problems(const Args& a, ProfilerOptions& o) {
 // Parses the command line; throws UsageError.
 inline ProfilerOptions profiler_parse_args(int argc, char** argv) {
   std::set<std::string> value_opts = {"shapes", "datatype", "verify", "init", "seed", "warmup",
-                                      "repeat", "iters", "kernels", "shape", "k-batch", "csv",
+                                      "repeat", "iters", "kernels", "fusion", "shape", "k-batch", "csv",
                                       "streamk-blocks", "split-reduce",
                                       "timing"};
   for (const auto& k : problem_option_names()) value_opts.insert(k);
@@ -164,6 +170,13 @@ inline ProfilerOptions profiler_parse_args(int argc, char** argv) {
   o.repeat = int(a.get_int("repeat", 10, 1, 1000000));
   o.iters = int(a.get_int("iters", 0, 0, 1000000));
   o.kernels_glob = a.get("kernels");
+  if (a.has("fusion"))
+    for (const std::string& f : split(a.get("fusion"), ',')) {
+      const std::string t = trim(f);
+      if (t.empty() || t.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+        throw UsageError("--fusion: '" + f + "' is not a fusion spelling (none, bias_relu, ..., any)");
+      o.fusions.push_back(t);
+    }
   const std::string timing = a.get("timing", "graph");
   if (timing != "graph" && timing != "loop")
     throw UsageError("--timing: '" + timing + "' is not graph or loop");
@@ -185,7 +198,14 @@ inline ProfilerOptions profiler_parse_args(int argc, char** argv) {
   return o;
 }
 
-// The registered instances of the variant that match --datatype and --kernels; without
+// " --fusion a,b" as given ("" without --fusion).
+inline std::string profiler_fusion_arg(const ProfilerOptions& o) {
+  std::string s;
+  for (const std::string& f : o.fusions) s += (s.empty() ? " --fusion " : ",") + f;
+  return s;
+}
+
+// The registered instances of the variant that match --datatype, --kernels and --fusion; without
 // --datatype, fills o.dtypes with the datatypes that have instances.
 inline std::vector<const KernelBase*> profiler_select_instances(Variant variant, ProfilerOptions& o) {
   std::vector<const KernelBase*> instances;
@@ -196,6 +216,11 @@ inline std::vector<const KernelBase*> profiler_select_instances(Variant variant,
         std::find(o.dtypes.begin(), o.dtypes.end(), key.datatype) == o.dtypes.end())
       continue;
     if (!glob_match(o.kernels_glob, key.name)) continue;
+    if (!o.fusions.empty()) {
+      const std::string f = fusion_spelling(key);
+      const bool any = is_fused(key) && std::find(o.fusions.begin(), o.fusions.end(), "any") != o.fusions.end();
+      if (!any && std::find(o.fusions.begin(), o.fusions.end(), f) == o.fusions.end()) continue;
+    }
     instances.push_back(k.get());
   }
   if (!o.dtypes_explicit) {
@@ -399,6 +424,7 @@ inline int profiler_main(Variant variant, int argc, char** argv) {
   if (instances.empty()) {
     std::cerr << "ckgen_profiler_" << vname << ": error: no " << vname << " instance matches"
               << (o.kernels_glob.empty() ? "" : " --kernels '" + o.kernels_glob + "'")
+              << profiler_fusion_arg(o)
               << (o.dtypes_explicit ? " for the datatype(s) asked" : "") << " (" <<
         registry().all().size() << " instance(s) registered; try --list)\n";
     return 2;
