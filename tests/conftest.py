@@ -171,3 +171,23 @@ def have(*tools: str) -> bool:
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+# The kernels the GPU torch tests build when CKGEN_TORCH_LIB names no built library.
+TORCH_TEST_KERNELS = ["grouped_conv_*_fp16_2d_*", "grouped_conv_*_bf16_2d_*"]
+
+
+@pytest.fixture(scope="session")
+def torch_registry():
+    """The ckgen library of the GPU torch tests: CKGEN_TORCH_LIB (a built libckgen_dispatch.so or
+    its build directory), else a JIT build of TORCH_TEST_KERNELS for sm_90a (cached)."""
+    from ckgen import Registry
+
+    lib = os.environ.get("CKGEN_TORCH_LIB")
+    if lib:
+        return Registry.load(lib)
+    if not have("cmake", "ninja", "nvcc"):
+        pytest.skip("no CKGEN_TORCH_LIB and no cmake/ninja/nvcc to build one")
+    return Registry.build(
+        "default", arch="sm_90a", kernels=TORCH_TEST_KERNELS, max_workers=os.cpu_count() or 4
+    )

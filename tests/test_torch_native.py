@@ -2,12 +2,11 @@
 against PyTorch (GPU only; skips visibly): the same kernels give the same values, errors keep
 their types, a second derivative is refused, the prepared launches are cached and cleared.
 
-The registry comes from CKGEN_TORCH_LIB, else a small JIT build (fp16 2D, cached)."""
+The registry is conftest's torch_registry (CKGEN_TORCH_LIB, else a small JIT build)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
@@ -22,17 +21,8 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def registry():
-    from ckgen import Registry
-
-    lib = os.environ.get("CKGEN_TORCH_LIB")
-    if lib:
-        return Registry.load(lib)
-    if not all(shutil.which(t) for t in ("cmake", "ninja", "nvcc")):
-        pytest.skip("no CKGEN_TORCH_LIB and no cmake/ninja/nvcc to build one")
-    return Registry.build(
-        "default", arch="sm_90a", kernels=["grouped_conv_*_fp16_2d_*"], max_workers=os.cpu_count()
-    )
+def registry(torch_registry):
+    return torch_registry
 
 
 @pytest.fixture()

@@ -1,22 +1,19 @@
 """ckgen.torch custom ops against PyTorch's own convolution and autograd (GPU only; skips visibly).
 
 The registry comes from CKGEN_TORCH_LIB (a built libckgen_dispatch.so or build directory, as
-bench/device_dispatch.sh sets it), else a small JIT build (fp16 2D, cached). Also runs without
-pytest (`python3 tests/test_torch_op.py`, for machines that have torch but no pytest)."""
+bench/device_dispatch.sh sets it), else a small JIT build (conftest's torch_registry). Also runs
+without pytest (`python3 tests/test_torch_op.py`, for machines that have torch but no pytest)."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 
 try:
     import pytest
 except ImportError:  # standalone run (see __main__ below)
     pytest = None
-
-KERNELS = ["grouped_conv_*_fp16_2d_*", "grouped_conv_*_bf16_2d_*"]
 
 
 def _raises(exc: type, fn, match: str = "") -> Exception:
@@ -316,17 +313,8 @@ if pytest is not None and __name__ != "__main__":
     ]
 
     @pytest.fixture(scope="module")
-    def registry():
-        from ckgen import Registry
-
-        lib = os.environ.get("CKGEN_TORCH_LIB")
-        if lib:
-            return Registry.load(lib)
-        if not all(shutil.which(t) for t in ("cmake", "ninja", "nvcc")):
-            pytest.skip("no CKGEN_TORCH_LIB and no cmake/ninja/nvcc to build one")
-        return Registry.build(
-            "default", arch="sm_90a", kernels=KERNELS, max_workers=os.cpu_count() or 4
-        )
+    def registry(torch_registry):
+        return torch_registry
 
     @pytest.mark.parametrize("case", CASES, ids=IDS)
     def test_ops_match_torch(registry, case) -> None:
