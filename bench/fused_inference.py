@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import result_rows
-from result_rows import num, read_rows
+from result_rows import num, read_rows, skipped
 
 HERE = Path(__file__).resolve().parent
 MODELS = ("resnet50", "resnext50_32x4d", "mobilenet_v2", "retinanet_resnet50_fpn")
@@ -277,8 +277,8 @@ def summary(rows: list[dict]) -> str:
             f"conv of the fused layers {r['model']} b{r['batch']} {r['datatype']}: fused {f:.3f} "
             f"ms, plain {p:.3f} ms ({f / p:.3f}x)"
         )
-    skipped = sum(str(r.get("status", "")).startswith("skipped") for r in rows)
-    lines.append(f"{len(rows)} rows, {skipped} skipped; ms and speedup over cudnn_graph")
+    n_skipped = sum(map(skipped, rows))
+    lines.append(f"{len(rows)} rows, {n_skipped} skipped; ms and speedup over cudnn_graph")
     lines.append("targets (issue 51):")
     lines += [f"  [{v}] {t}" + (f" -- {d}" if d else "") for t, v, d in targets(rows)]
     return "\n".join(lines)
