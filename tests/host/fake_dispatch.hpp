@@ -1,4 +1,5 @@
-// What the host-only dispatcher checks (neighbour_ranking.cpp, selection_cache.cpp) share: fake
+// What the host-only dispatcher checks (neighbour_ranking.cpp, selection_cache.cpp) and the fake C
+// API registry (fake_library.cpp: fake_key) share: fake
 // instances that stand in for compiled kernels (only their keys and is_supported() matter to
 // select()), their keys, 2D problems and the check that prints "ok <check>", or
 // "FAIL <check>: ..." and exits 1.

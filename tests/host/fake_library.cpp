@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ckgen/kernel/kernel_base.hpp"
+#include "fake_dispatch.hpp"
 
 using namespace ckgen;
 
@@ -33,24 +34,10 @@ struct FakeKernel : KernelBase {
 // tile 128x128 (plain) or 64x64 (fused): the cost model would prefer neither by fusion.
 std::unique_ptr<KernelBase> fake(const std::string& name, int tile, ChannelOp op, Activation act, bool res,
                                  Variant v = Variant::Forward) {
-  KernelKey k{};
-  k.name = name;
-  k.variant = v;
-  k.datatype = DataType::FP16;
-  k.ndim = 2;
-  k.tile_m = tile, k.tile_n = tile, k.tile_k = 32;
-  k.wave_m = 2, k.wave_n = 2, k.wave_k = 1;
-  k.warp_m = 16, k.warp_n = 8, k.warp_k = 16;
-  k.pipeline = Pipeline::Multistage;
-  k.stages = 3;
-  k.vec_a = k.vec_b = k.vec_c = 8;
-  k.groups_to_merge = 1;
-  k.k_batch = 1;
-  k.stage = Stage::One;
+  KernelKey k = ckgen_test::fake_key(name, v, tile, tile, 32);
   k.channel_op = op;
   k.activation = act;
   k.residual = res;
-  k.arch = "sm_90a";
   return std::make_unique<FakeKernel>(std::move(k));
 }
 
