@@ -1,8 +1,8 @@
 """How well a fused instance list covers the fastest plain instances, from a forward profile: per
 layer (a profile shape), the best time among the plain twins of the config's fused instances
 (the same instance without its epilogue) against the best time of any profiled instance
-('best'), and of any that could carry an epilogue ('fusable': k_batch 1, not the direct
-pipeline, not the window kernel; the fusion rule of ckgen/space/rules/common.py). Per model
+('best'), and of any that could carry an epilogue ('fusable': its bias twin passes the
+fusion rule of ckgen/space/rules/common.py). Per model
 (with --map, the corpus map: shape, row, model, count) the geomean of those ratios and the ratio
 of summed times, each layer counted as often as the model runs it; then the fusable instances
 within --tol of a layer's best fusable time that have no twin in the config, by how many layer
@@ -26,8 +26,12 @@ from pathlib import Path
 
 from ckgen.model.arch import get_arch
 from ckgen.model.naming import instance_name, parse_instance_name
-from ckgen.model.vocab import Activation, ChannelOp, Pipeline, Specialization
+from ckgen.model.vocab import Activation, ChannelOp
 from ckgen.space.expand import Filters, expand, load_configs
+from ckgen.space.rules import NO_CONTEXT
+from ckgen.space.rules.common import check_fusion
+
+SM90 = get_arch("sm_90a")
 
 
 def plain_twin(name: str) -> str:
@@ -39,12 +43,9 @@ def plain_twin(name: str) -> str:
 
 
 def fusable(name: str) -> bool:
-    i = parse_instance_name(name)
-    return (
-        i.k_batch == 1
-        and i.pipeline is not Pipeline.DIRECT
-        and i.specialization is not Specialization.WINDOW
-    )
+    """Whether the instance could carry an epilogue: its bias twin passes the fusion rule."""
+    i = dataclasses.replace(parse_instance_name(name), channel_op=ChannelOp.BIAS)
+    return check_fusion(i, SM90, NO_CONTEXT) is None
 
 
 def read_profile(path: Path) -> dict[str, dict[str, float]]:

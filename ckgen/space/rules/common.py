@@ -144,10 +144,10 @@ def check_fusion(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None
         return check_backward_fusion(i)
     if i.activation in GRAD_MASKS:
         return check_backward_fusion(i)
-    if i.k_batch != 1:
+    if i.k_batch != 1 and i.pipeline is not Pipeline.WAVELET_TMA:
         return (
-            f"fusion {i.fusion} needs k_batch 1: a split's partial sums are converted by the "
-            "split-K finish, which applies no epilogue"
+            f"fusion {i.fusion} needs k_batch 1 outside wavelet_tma: only wavelet_tma's split-K "
+            "finish applies the epilogue to a split's sums"
         )
     if i.pipeline is Pipeline.DIRECT:
         return f"fusion {i.fusion}: the direct pipeline's epilogue applies none"

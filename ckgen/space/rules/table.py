@@ -132,9 +132,10 @@ RULES: tuple[Rule, ...] = (
     Rule("swap_ab", "swap_ab only for wavelet_tma", check_swap_ab),
     Rule(
         "fusion",
-        "fused epilogues: forward, k_batch 1, a pipeline whose epilogue applies them (not direct, "
-        "not the window kernel); backward: a gradient mask (and bias_grad for backward_weight) "
-        "in the basic pipeline, groups_to_merge 1, bias_grad with split-K",
+        "fused epilogues: forward, k_batch 1 (any for wavelet_tma, whose split-K finish applies "
+        "them), a pipeline whose epilogue applies them (not direct, not the window kernel); "
+        "backward: a gradient mask (and bias_grad for backward_weight) in the basic pipeline, "
+        "groups_to_merge 1, bias_grad with split-K",
         check_fusion,
     ),
     Rule("lds", "shared memory of the pipeline fits the target", check_lds, GEMM),

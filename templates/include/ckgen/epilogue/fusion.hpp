@@ -48,12 +48,33 @@ CKGEN_DEVICE CKGEN_FORCEINLINE float activate(float x, float alpha) {
   }
 }
 
+// The operations on W outputs v[0..W) given their channels' bias b[q] and scale s[q] (read
+// only when the channel op needs them) and their residual values r[q] (only with kResidual).
+template <class Cfg, int W>
+CKGEN_DEVICE CKGEN_FORCEINLINE void apply_values(const EpilogueArgs& e, float* v, const float* b,
+                                                 const float* s, const float* r) {
+#pragma unroll
+  for (int q = 0; q < W; ++q) {
+    float x = v[q];
+    if constexpr (Cfg::kChannelOp == ChannelOp::Bias) x += b[q];
+    if constexpr (Cfg::kChannelOp == ChannelOp::ScaleShift) x = fmaf(x, s[q], b[q]);
+    if constexpr (Cfg::kResidual) x = fmaf(e.beta, r[q], x);
+    v[q] = activate<Cfg::kActivation>(x, e.alpha);
+  }
+}
+
+// Whether the channel op reads the bias / scale vectors.
+template <class Cfg>
+inline constexpr bool kReadsBias = Cfg::kChannelOp == ChannelOp::Bias || Cfg::kChannelOp == ChannelOp::ScaleShift;
+template <class Cfg>
+inline constexpr bool kReadsScale = Cfg::kChannelOp == ChannelOp::ScaleShift;
+
 // W consecutive outputs v[0..W) of channels c..c+W-1, at element offset `off` of the output
 // (the residual's offset too), rewritten in place.
 template <class Cfg, int W>
 CKGEN_DEVICE CKGEN_FORCEINLINE void apply(const EpilogueArgs& e, float* v, int64_t c, int64_t off) {
   using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
-  float r[W];
+  float r[W], b[W], s[W];
   if constexpr (Cfg::kResidual) {
     const Raw* res = static_cast<const Raw*>(e.residual) + off;
     if constexpr (W > 1 && W * sizeof(Raw) <= 16 && (W & (W - 1)) == 0) {
@@ -67,12 +88,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void apply(const EpilogueArgs& e, float* v, int64
   }
 #pragma unroll
   for (int q = 0; q < W; ++q) {
-    float x = v[q];
-    if constexpr (Cfg::kChannelOp == ChannelOp::Bias) x += e.bias[c + q];
-    if constexpr (Cfg::kChannelOp == ChannelOp::ScaleShift) x = fmaf(x, e.scale[c + q], e.bias[c + q]);
-    if constexpr (Cfg::kResidual) x = fmaf(e.beta, r[q], x);
-    v[q] = activate<Cfg::kActivation>(x, e.alpha);
+    if constexpr (kReadsBias<Cfg>) b[q] = e.bias[c + q];
+    if constexpr (kReadsScale<Cfg>) s[q] = e.scale[c + q];
   }
+  apply_values<Cfg, W>(e, v, b, s, r);
 }
 
 // Backward gradient masks (Activation::DRelu, DRelu6, DLeakyRelu): dy scaled by the gradient

@@ -18,6 +18,7 @@
 #include "ckgen/block/tma_ptx.hpp"
 #include "ckgen/epilogue/fusion.hpp"
 #include "ckgen/pipeline/tma_traits.hpp"
+#include "ckgen/pipeline/tma_ws_maps.hpp"
 
 namespace ckgen {
 
@@ -39,6 +40,125 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fuse_pair(const TmaConvArgs& p, float& f0, f
   } else {
     fusion::apply<Cfg, 1>(p.ep, &f0, c, off);
     if (col + 1 < p.K) fusion::apply<Cfg, 1>(p.ep, &f1, c + 1, off + 1);
+  }
+}
+
+// A fused instance's bias / scale of one unit's BN tile columns, read once a unit and spread over
+// the warp: lane l holds tile column 32 k + l's in register k (0 past K); a lane takes column tc's
+// from lane tc % 32 with a shuffle. load() is issued before the unit's main loop, so the epilogue
+// waits on no global load for them.
+template <class Cfg>
+struct UnitChannels {
+  using Tr = TmaTraits<Cfg>;
+  static constexpr bool kBias = Cfg::kEpilogueOps && fusion::kReadsBias<Cfg>;
+  static constexpr bool kScale = Cfg::kEpilogueOps && fusion::kReadsScale<Cfg>;
+  static constexpr int kRegs = (Tr::BN + 31) / 32;
+  float b[kBias ? kRegs : 1];
+  float s[kScale ? kRegs : 1];
+
+  template <class GCol>
+  CKGEN_DEVICE CKGEN_FORCEINLINE void load(const TmaConvArgs& p, const int g, GCol& gcol, const int lane) {
+    if constexpr (kBias) {
+#pragma unroll
+      for (int k = 0; k < kRegs; ++k) {
+        const int tc = 32 * k + lane;
+        const int col = tc < Tr::BN ? gcol(tc) : p.K;
+        const int64_t c = int64_t(g) * p.K + col;
+        b[k] = col < p.K ? __ldg(p.ep.bias + c) : 0.f;
+        if constexpr (kScale) s[k] = col < p.K ? __ldg(p.ep.scale + c) : 0.f;
+      }
+    }
+  }
+  // Columns tc, tc + 1 (tc even, tc % 32 + 1 < 32) of register k = tc / 32: every lane calls it.
+  CKGEN_DEVICE CKGEN_FORCEINLINE void pair(const int k, const int src, float (&bias)[2], float (&scale)[2]) const {
+    if constexpr (kBias) {
+      bias[0] = __shfl_sync(0xffffffffu, b[k], src);
+      bias[1] = __shfl_sync(0xffffffffu, b[k], src + 1);
+    }
+    if constexpr (kScale) {
+      scale[0] = __shfl_sync(0xffffffffu, s[k], src);
+      scale[1] = __shfl_sync(0xffffffffu, s[k], src + 1);
+    }
+  }
+};
+
+// The residual's raw pair at element offset off, column col (col + 1 only below K), read through
+// the read-only path; `pairs`: 4-byte aligned column pairs.
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE uint32_t residual_bits(const TmaConvArgs& p, const int64_t off, const int col,
+                                                      const bool pairs) {
+  const auto* src = static_cast<const typename TmaTraits<Cfg>::Raw*>(p.ep.residual) + off;
+  if (pairs && col + 1 < p.K) return __ldg(reinterpret_cast<const unsigned int*>(src));
+  uint32_t v = __ldg(reinterpret_cast<const unsigned short*>(src));
+  if (col + 1 < p.K) v |= uint32_t(__ldg(reinterpret_cast<const unsigned short*>(src) + 1)) << 16;
+  return v;
+}
+
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void residual_pair(const uint32_t bits, float (&out)[2]) {
+  using Raw = typename TmaTraits<Cfg>::Raw;
+  out[0] = raw_to_float<Cfg::kDataType>(Raw(bits & 0xffffu));
+  out[1] = raw_to_float<Cfg::kDataType>(Raw(bits >> 16));
+}
+
+// A fused instance's residual values of one unit for this lane: the column pairs it stages, rows
+// lane/4 (h 0) and lane/4 + 8 (h 1) of each row slice, per 32-column chunk, as raw pairs (0
+// outside the output), loaded before the unit's main loop when the accumulators leave room for
+// them (kOn: at most 64 accumulators a thread, CShuffle); otherwise stage_chunk reads each pair.
+template <class Cfg>
+struct UnitResidual {
+  using Tr = TmaTraits<Cfg>;
+  static constexpr bool kOn = Cfg::kEpilogueOps && Cfg::kResidual && Tr::kStaged && !Tr::kSwap &&
+                              Tr::kAccRows * Tr::kAccN / 2 <= 64;
+  static constexpr int kChunks = Tr::BN / Tr::kSlabCols, kPairs = Tr::kSlabCols / 8;
+  uint32_t r[kOn ? Tr::RepM : 1][kOn ? kChunks : 1][2][kOn ? kPairs : 1];
+
+  template <class RowOk, class RowBase, class GCol>
+  CKGEN_DEVICE CKGEN_FORCEINLINE void load(const TmaConvArgs& p, const int m0, const int wg, const int warp,
+                                           const int lane, RowOk& row_ok, RowBase& row_base, GCol& gcol) {
+    if constexpr (kOn) {
+      const bool pairs = (p.K % 2) == 0;
+#pragma unroll
+      for (int i = 0; i < Tr::RepM; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2) + 8 * h;
+          const bool ok = row_ok(row);
+          const int64_t base = ok ? row_base(row) : 0;
+#pragma unroll
+          for (int c = 0; c < kChunks; ++c) {
+#pragma unroll
+            for (int jj = 0; jj < kPairs; ++jj) {
+              const int col = gcol(c * Tr::kSlabCols + jj * 8 + (lane & 3) * 2);
+              r[i][c][h][jj] = ok && col < p.K ? residual_bits<Cfg>(p, base + col, col, pairs) : 0u;
+            }
+          }
+        }
+      }
+    }
+  }
+};
+
+// The residual rows of this warp's slices of unit u prefetched into L2 (16-byte aligned rows:
+// K % 8 == 0): lane l takes half l % 2 of row l / 2 of each slice. The kernel issues it for a
+// unit and for its next one before the unit's main loop, so the epilogue reads from L2.
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void prefetch_residual(const TmaConvArgs& p, const Unit& u, const int wg,
+                                                      const int warp, const int lane) {
+  using Tr = TmaTraits<Cfg>;
+  if constexpr (Cfg::kEpilogueOps && Cfg::kResidual && !Tr::kSwap) {
+    constexpr int kHalf = Tr::BN / 2;
+    const int c = u.n0 + (lane & 1) * kHalf, cols = p.K - c < kHalf ? p.K - c : kHalf;
+    if (p.K % 8 != 0 || cols <= 0) return;
+#pragma unroll
+    for (int i = 0; i < Tr::RepM; ++i) {
+      const int row = u.m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 1);
+      if (!row_ok<Cfg>(p, row)) continue;
+      const auto* src = static_cast<const typename Tr::Raw*>(p.ep.residual) + row_base<Cfg>(p, u.g, u, row) + c;
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src),
+                   "r"(uint32_t(cols) * uint32_t(sizeof(typename Tr::Raw)))
+                   : "memory");
+    }
   }
 }
 
@@ -64,12 +184,13 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void store_swap(const TmaConvArgs& p, Acc& acc,
         const int col = n0 + warp * 16 + (lane >> 2) + 8 * h;
         if (col >= p.K) continue;
         float v = acc[0][j * 4 + h * 2 + q];
-        if constexpr (Cfg::kFused) fusion::apply<Cfg, 1>(p.ep, &v, int64_t(g) * p.K + col, rb + col);
         if (p.ws != nullptr)
           asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;\n" ::"l"(p.ws + rb + col), "f"(v)
                        : "memory");
-        else
+        else {
+          if constexpr (Cfg::kFused) fusion::apply<Cfg, 1>(p.ep, &v, int64_t(g) * p.K + col, rb + col);
           y[rb + col] = float_to_raw<Cfg::kDataType>(v);
+        }
       }
     }
   }
@@ -146,27 +267,38 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void stage_slab_f32(const AccRow& a, float* slab,
 }
 
 // CShuffle: columns [c0, c0 + kSlabCols) of this lane's accumulators of row slice i (fused
-// operations applied first), converted, into the warp's slab (kSlabStride elements a row).
+// operations applied first, from the unit's channels and residual), converted, into the warp's
+// slab (kSlabStride elements a row).
 template <class Cfg, class Acc, class RowOk, class GCol>
 CKGEN_DEVICE CKGEN_FORCEINLINE void stage_chunk(const TmaConvArgs& p, Acc& acc,
                                                 typename TmaTraits<Cfg>::Raw* const slab, const int i,
                                                 const int c0, const int r0, const int64_t (&base)[2],
-                                                const int lane, const bool vec, RowOk& row_ok, GCol& gcol,
-                                                const int g) {
+                                                const int lane, const bool pairs, const UnitChannels<Cfg>& ch,
+                                                const UnitResidual<Cfg>& res, RowOk& row_ok, GCol& gcol) {
   using Tr = TmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
 #pragma unroll
   for (int jj = 0; jj < Tr::kSlabCols / 8; ++jj) {
     const int j = c0 / 8 + jj;
+    float b[2], s[2];
+    if constexpr (Cfg::kEpilogueOps) ch.pair(c0 / 32, jj * 8 + (lane & 3) * 2, b, s);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float f0 = acc[i][j * 4 + h * 2], f1 = acc[i][j * 4 + h * 2 + 1];
-      if constexpr (Cfg::kFused) {
+      float f[2] = {acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]};
+      if constexpr (Cfg::kEpilogueOps) {
         const int row = r0 + (lane >> 2) + 8 * h, col = gcol(c0 + jj * 8 + (lane & 3) * 2);
-        if (row_ok(row) && col < p.K) fuse_pair<Cfg>(p, f0, f1, g, col, base[h] + col, vec);
+        if (row_ok(row) && col < p.K) {
+          float r[2];
+          if constexpr (UnitResidual<Cfg>::kOn) {
+            residual_pair<Cfg>(res.r[i][c0 / Tr::kSlabCols][h][jj], r);
+          } else if constexpr (Cfg::kResidual) {
+            residual_pair<Cfg>(residual_bits<Cfg>(p, base[h] + col, col, pairs), r);
+          }
+          fusion::apply_values<Cfg, 2>(p.ep, f, b, s, r);
+        }
       }
-      const Raw v0 = float_to_raw<Cfg::kDataType>(f0);
-      const Raw v1 = float_to_raw<Cfg::kDataType>(f1);
+      const Raw v0 = float_to_raw<Cfg::kDataType>(f[0]);
+      const Raw v1 = float_to_raw<Cfg::kDataType>(f[1]);
       *reinterpret_cast<uint32_t*>(slab + ((lane >> 2) + h * 8) * Tr::kSlabStride + jj * 8 +
                                    (lane & 3) * 2) = uint32_t(v0) | (uint32_t(v1) << 16);
     }

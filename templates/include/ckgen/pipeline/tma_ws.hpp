@@ -165,6 +165,21 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     for (int i = 0; i < Tr::kAccRows; ++i)
 #pragma unroll
       for (int e = 0; e < Tr::kAccN / 2; ++e) acc[i][e] = 0.f;
+    // Epilogue (tma_ws_epilogue.hpp): row r, column c of the tile land at y[row_base(r) + gcol(c)].
+    auto row_ok = [&](int row) -> bool { return tma_ws::row_ok<Cfg>(p, row); };
+    auto row_base = [&](int row) -> int64_t { return tma_ws::row_base<Cfg>(p, g, u, row); };
+    auto gcol = [&](int tc) -> int { return tma_ws::gcol<Cfg>(p, n0, tc); };
+    tma_ws::UnitChannels<Cfg> ch;  // a fused epilogue's operands, read while the unit's MMAs run
+    tma_ws::UnitResidual<Cfg> res;
+    if constexpr (Tr::kStaged) {
+      ch.load(p, g, gcol, lane);
+      res.load(p, m0, wg, warp, lane, row_ok, row_base, gcol);
+    }
+    if constexpr (Cfg::kResidual) {  // this unit's residual (when it is the first) and the next's
+      if (unit < Tr::kConsumers * int(gridDim.x)) tma_ws::prefetch_residual<Cfg>(p, u, wg, warp, lane);
+      const int next = unit + Tr::kConsumers * gridDim.x;
+      if (next < num_units) tma_ws::prefetch_residual<Cfg>(p, decode(next), wg, warp, lane);
+    }
     tma_ws::mma_unit<Op, Cfg>(p, acc, fence_acc, u, t, pc, tap, fy, fx, full, empty, pfull, pempty, ring,
                               patches, a_row, wg, lane);
     tma_ws::pingpong_arrive<Cfg>(consumer, unit, num_units);
@@ -172,10 +187,6 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     if (Tr::kPingPong && unit + int(gridDim.x) < num_units)
       t += unit_k_tiles(unit + gridDim.x);  // the other's
 
-    // Epilogue (tma_ws_epilogue.hpp): row r, column c of the tile land at y[row_base(r) + gcol(c)].
-    auto row_ok = [&](int row) -> bool { return tma_ws::row_ok<Cfg>(p, row); };
-    auto row_base = [&](int row) -> int64_t { return tma_ws::row_base<Cfg>(p, g, u, row); };
-    auto gcol = [&](int tc) -> int { return tma_ws::gcol<Cfg>(p, n0, tc); };
     if constexpr (Tr::kSwap) {
       tma_ws::store_swap<Cfg>(p, acc, y, m0, n0, wg, warp, lane, row_ok, row_base, g);  // swap_ab
     } else if (Tr::kWeightGrad && p.cluster > 1) {
@@ -188,7 +199,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       }
     } else if constexpr (Tr::kStaged) {
       Raw* slab = reinterpret_cast<Raw*>(slabs + (tid / 32) * Tr::kSlabBytes);
-      const bool vec = (p.K % 8) == 0;  // 16-byte aligned rows of y
+      const bool vec = (p.K % 8) == 0, pairs = (p.K % 2) == 0;  // 16- / 4-byte aligned rows of y
 #pragma unroll
       for (int i = 0; i < Tr::RepM; ++i) {
         const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16;
@@ -197,7 +208,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         for (int q = 0; q < 2; ++q) base[q] = row_base(r0 + (lane >> 2) + 8 * q);
 #pragma unroll
         for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
-          tma_ws::stage_chunk<Cfg>(p, acc, slab, i, c0, r0, base, lane, vec, row_ok, gcol, g);
+          tma_ws::stage_chunk<Cfg>(p, acc, slab, i, c0, r0, base, lane, pairs, ch, res, row_ok, gcol);
           __syncwarp();
 #pragma unroll
           for (int q = 0; q < 2; ++q) {  // 16 rows x 4 vectors of 8, two per lane

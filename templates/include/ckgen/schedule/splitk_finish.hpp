@@ -1,6 +1,7 @@
 // Split-K finish (implicit-GEMM split-K, the direct backward_weight and wavelet_tma):
 // dst[i] = convert(sum over splits of ws[s * stride + i]); launch_splitk_finish is the one launch
-// every kernel family uses.
+// every kernel family uses. launch_splitk_finish_fused: a fused forward instance's finish, which
+// applies the epilogue's operations to each one-slice sum before the conversion.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 #include "ckgen/core/portability.hpp"
+#include "ckgen/epilogue/fusion.hpp"
 
 namespace ckgen {
 
@@ -91,6 +93,46 @@ gpuError_t launch_splitk_finish(const float* ws, int splits, int64_t stride,
   kernel<<<unsigned(blocks), kFinishThreads, 0, stream>>>(ws, splits, stride, dst, n);
   return gpuGetLastError();
 #endif
+}
+
+// A fused forward instance's finish of one fp32 slice (the dense output: channel i % gk): 4
+// elements a thread when gk % 4 == 0 and the pointers allow 16-byte sums and 8-byte stores and
+// residual loads, else one.
+template <class Cfg>
+CKGEN_GLOBAL void splitk_finish_fused_kernel(const float* __restrict__ ws,
+                                             typename DataTypeTraits<Cfg::kDataType>::raw* __restrict__ dst,
+                                             int64_t n, int64_t gk, EpilogueArgs e) {
+  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  chain_wait();
+  chain_release();
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  const bool vec = n % 4 == 0 && gk % 4 == 0 && reinterpret_cast<uintptr_t>(ws) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(dst) % 8 == 0 && reinterpret_cast<uintptr_t>(e.residual) % 8 == 0;
+  if (vec) {
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n / 4; i += step) {
+      const float4 s = reinterpret_cast<const float4*>(ws)[i];
+      float v[4] = {s.x, s.y, s.z, s.w};
+      fusion::apply<Cfg, 4>(e, v, (4 * i) % gk, 4 * i);
+      Vec<Raw, 4> out;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) out.v[q] = float_to_raw<Cfg::kDataType>(v[q]);
+      reinterpret_cast<Vec<Raw, 4>*>(dst)[i] = out;
+    }
+  } else {
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+      float v = ws[i];
+      fusion::apply<Cfg, 1>(e, &v, i % gk, i);
+      dst[i] = float_to_raw<Cfg::kDataType>(v);
+    }
+  }
+}
+
+template <class Cfg>
+gpuError_t launch_splitk_finish_fused(const float* ws, typename DataTypeTraits<Cfg::kDataType>::raw* dst, int64_t n,
+                                      int64_t gk, const EpilogueArgs& e, gpuStream_t stream, bool after_kernel) {
+  const int64_t blocks = detail::grid_stride_blocks((n + 3) / 4, kFinishThreads, 8);
+  return launch_chained(splitk_finish_fused_kernel<Cfg>, dim3(unsigned(blocks)), dim3(kFinishThreads), 0, stream,
+                        after_kernel, nullptr, ws, dst, n, gk, e);
 }
 
 #if defined(CKGEN_NVIDIA)
