@@ -60,7 +60,9 @@ def test_fusion_rule_rejects(change: dict, reason: str) -> None:
 
 def test_wavelet_tma_fuses_with_split_k() -> None:
     """wavelet_tma's split-K finish applies the epilogue: k_batch auto or fixed is valid there."""
-    name = "grouped_conv_fwd_fp16_2d_t128x128x64_w8x1x1_wt64x128x16_wltma4_lm1x8_cshuffle_v8x8x8_kb0"
+    name = (
+        "grouped_conv_fwd_fp16_2d_t128x128x64_w8x1x1_wt64x128x16_wltma4_lm1x8_cshuffle_v8x8x8_kb0"
+    )
     tma = replace(parse_instance_name(name), channel_op=ChannelOp.BIAS, residual=True)
     for k_batch in (0, 1, 4):
         assert check(replace(tma, k_batch=k_batch), SM90) is None

@@ -115,7 +115,7 @@ def plots(
         }
         ax.bar(
             range(len(sp)),
-            [r.speedup for r in sp],
+            [r.speedup or 0.0 for r in sp],
             color=[colors.get(r.variant, "gray") for r in sp],
         )
         ax.axhline(1.0, color="black", linewidth=0.8)

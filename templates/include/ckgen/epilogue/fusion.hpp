@@ -48,24 +48,41 @@ CKGEN_DEVICE CKGEN_FORCEINLINE float activate(float x, float alpha) {
   }
 }
 
-// The operations on W outputs v[0..W) given their channels' bias b[q] and scale s[q] (read
-// only when the channel op needs them) and their residual values r[q] (only with kResidual).
+// The channel op on W outputs v[0..W) given their channels' bias b[q] and scale s[q] (read only
+// when the op needs them).
 template <class Cfg, int W>
-CKGEN_DEVICE CKGEN_FORCEINLINE void apply_values(const EpilogueArgs& e, float* v, const float* b,
-                                                 const float* s, const float* r) {
+CKGEN_DEVICE CKGEN_FORCEINLINE void channel_op(float* v, const float* b, const float* s) {
+#pragma unroll
+  for (int q = 0; q < W; ++q) {
+    if constexpr (Cfg::kChannelOp == ChannelOp::Bias) v[q] += b[q];
+    if constexpr (Cfg::kChannelOp == ChannelOp::ScaleShift) v[q] = fmaf(v[q], s[q], b[q]);
+  }
+}
+
+// The residual add (r[q], only with kResidual) and the activation on W outputs whose channel op
+// is applied.
+template <class Cfg, int W>
+CKGEN_DEVICE CKGEN_FORCEINLINE void residual_act(const EpilogueArgs& e, float* v, const float* r) {
 #pragma unroll
   for (int q = 0; q < W; ++q) {
     float x = v[q];
-    if constexpr (Cfg::kChannelOp == ChannelOp::Bias) x += b[q];
-    if constexpr (Cfg::kChannelOp == ChannelOp::ScaleShift) x = fmaf(x, s[q], b[q]);
     if constexpr (Cfg::kResidual) x = fmaf(e.beta, r[q], x);
     v[q] = activate<Cfg::kActivation>(x, e.alpha);
   }
 }
 
+// Every operation on W outputs v[0..W): channel op, residual add, activation.
+template <class Cfg, int W>
+CKGEN_DEVICE CKGEN_FORCEINLINE void apply_values(const EpilogueArgs& e, float* v, const float* b,
+                                                 const float* s, const float* r) {
+  channel_op<Cfg, W>(v, b, s);
+  residual_act<Cfg, W>(e, v, r);
+}
+
 // Whether the channel op reads the bias / scale vectors.
 template <class Cfg>
-inline constexpr bool kReadsBias = Cfg::kChannelOp == ChannelOp::Bias || Cfg::kChannelOp == ChannelOp::ScaleShift;
+inline constexpr bool kReadsBias =
+    Cfg::kChannelOp == ChannelOp::Bias || Cfg::kChannelOp == ChannelOp::ScaleShift;
 template <class Cfg>
 inline constexpr bool kReadsScale = Cfg::kChannelOp == ChannelOp::ScaleShift;
 

@@ -70,7 +70,8 @@ struct UnitChannels {
     }
   }
   // Columns tc, tc + 1 (tc even, tc % 32 + 1 < 32) of register k = tc / 32: every lane calls it.
-  CKGEN_DEVICE CKGEN_FORCEINLINE void pair(const int k, const int src, float (&bias)[2], float (&scale)[2]) const {
+  CKGEN_DEVICE CKGEN_FORCEINLINE void pair(const int k, const int src, float (&bias)[2],
+                                           float (&scale)[2]) const {
     if constexpr (kBias) {
       bias[0] = __shfl_sync(0xffffffffu, b[k], src);
       bias[1] = __shfl_sync(0xffffffffu, b[k], src + 1);
@@ -82,56 +83,50 @@ struct UnitChannels {
   }
 };
 
-// The residual's raw pair at element offset off, column col (col + 1 only below K), read through
-// the read-only path; `pairs`: 4-byte aligned column pairs.
+// The residual's 8 raw values of columns col..col+7 at element offset off (0 past K), as one
+// 16-byte read through the read-only path when `vec` (K % 8 == 0: 16-byte aligned rows).
 template <class Cfg>
-CKGEN_DEVICE CKGEN_FORCEINLINE uint32_t residual_bits(const TmaConvArgs& p, const int64_t off, const int col,
-                                                      const bool pairs) {
-  const auto* src = static_cast<const typename TmaTraits<Cfg>::Raw*>(p.ep.residual) + off;
-  if (pairs && col + 1 < p.K) return __ldg(reinterpret_cast<const unsigned int*>(src));
-  uint32_t v = __ldg(reinterpret_cast<const unsigned short*>(src));
-  if (col + 1 < p.K) v |= uint32_t(__ldg(reinterpret_cast<const unsigned short*>(src) + 1)) << 16;
-  return v;
-}
-
-template <class Cfg>
-CKGEN_DEVICE CKGEN_FORCEINLINE void residual_pair(const uint32_t bits, float (&out)[2]) {
+CKGEN_DEVICE CKGEN_FORCEINLINE uint4 residual_vec8(const TmaConvArgs& p, const int64_t off, const int col,
+                                                   const bool vec) {
   using Raw = typename TmaTraits<Cfg>::Raw;
-  out[0] = raw_to_float<Cfg::kDataType>(Raw(bits & 0xffffu));
-  out[1] = raw_to_float<Cfg::kDataType>(Raw(bits >> 16));
+  const Raw* src = static_cast<const Raw*>(p.ep.residual) + off;
+  if (vec && col + 8 <= p.K) return __ldg(reinterpret_cast<const uint4*>(src));
+  uint32_t w[4] = {0u, 0u, 0u, 0u};
+  for (int e = 0; e < 8 && col + e < p.K; ++e)
+    w[e / 2] |= uint32_t(__ldg(reinterpret_cast<const unsigned short*>(src) + e)) << (16 * (e & 1));
+  return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// A fused instance's residual values of one unit for this lane: the column pairs it stages, rows
-// lane/4 (h 0) and lane/4 + 8 (h 1) of each row slice, per 32-column chunk, as raw pairs (0
-// outside the output), loaded before the unit's main loop when the accumulators leave room for
-// them (kOn: at most 64 accumulators a thread, CShuffle); otherwise stage_chunk reads each pair.
+// A fused instance's residual of one unit for this lane, as residual_rounds reads it: per row
+// slice i, 32-column chunk c and half h, the 8 columns c * 32 + (lane % 4) * 8 of row
+// warp * 16 + 8 h + lane / 4 (0 outside the output). Loaded before the unit's main loop (16-byte
+// reads) where a thread's accumulators leave room (kOn: at most 64); else residual_rounds reads
+// each round's as it stages the round.
 template <class Cfg>
 struct UnitResidual {
   using Tr = TmaTraits<Cfg>;
-  static constexpr bool kOn = Cfg::kEpilogueOps && Cfg::kResidual && Tr::kStaged && !Tr::kSwap &&
-                              Tr::kAccRows * Tr::kAccN / 2 <= 64;
-  static constexpr int kChunks = Tr::BN / Tr::kSlabCols, kPairs = Tr::kSlabCols / 8;
-  uint32_t r[kOn ? Tr::RepM : 1][kOn ? kChunks : 1][2][kOn ? kPairs : 1];
+  static constexpr bool kRounds = Cfg::kEpilogueOps && Cfg::kResidual && Tr::kStaged && !Tr::kSwap;
+  static constexpr bool kOn = kRounds && Tr::kAccRows * Tr::kAccN / 2 <= 64;
+  static constexpr int kChunks = Tr::BN / Tr::kSlabCols;
+  uint4 r[kOn ? Tr::RepM : 1][kOn ? kChunks : 1][2];
 
   template <class RowOk, class RowBase, class GCol>
   CKGEN_DEVICE CKGEN_FORCEINLINE void load(const TmaConvArgs& p, const int m0, const int wg, const int warp,
                                            const int lane, RowOk& row_ok, RowBase& row_base, GCol& gcol) {
     if constexpr (kOn) {
-      const bool pairs = (p.K % 2) == 0;
+      const bool vec = (p.K % 8) == 0;
 #pragma unroll
       for (int i = 0; i < Tr::RepM; ++i) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int row = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 2) + 8 * h;
+          const int row = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + 8 * h + (lane >> 2);
           const bool ok = row_ok(row);
           const int64_t base = ok ? row_base(row) : 0;
 #pragma unroll
           for (int c = 0; c < kChunks; ++c) {
-#pragma unroll
-            for (int jj = 0; jj < kPairs; ++jj) {
-              const int col = gcol(c * Tr::kSlabCols + jj * 8 + (lane & 3) * 2);
-              r[i][c][h][jj] = ok && col < p.K ? residual_bits<Cfg>(p, base + col, col, pairs) : 0u;
-            }
+            const int col = gcol(c * Tr::kSlabCols + (lane & 3) * 8);
+            r[i][c][h] = ok && col < p.K ? residual_vec8<Cfg>(p, base + col, col, vec)
+                                         : make_uint4(0, 0, 0, 0);
           }
         }
       }
@@ -154,7 +149,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void prefetch_residual(const TmaConvArgs& p, cons
     for (int i = 0; i < Tr::RepM; ++i) {
       const int row = u.m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 1);
       if (!row_ok<Cfg>(p, row)) continue;
-      const auto* src = static_cast<const typename Tr::Raw*>(p.ep.residual) + row_base<Cfg>(p, u.g, u, row) + c;
+      const auto* src =
+          static_cast<const typename Tr::Raw*>(p.ep.residual) + row_base<Cfg>(p, u.g, u, row) + c;
       asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src),
                    "r"(uint32_t(cols) * uint32_t(sizeof(typename Tr::Raw)))
                    : "memory");
@@ -267,14 +263,13 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void stage_slab_f32(const AccRow& a, float* slab,
 }
 
 // CShuffle: columns [c0, c0 + kSlabCols) of this lane's accumulators of row slice i (fused
-// operations applied first, from the unit's channels and residual), converted, into the warp's
-// slab (kSlabStride elements a row).
+// operations applied first, from the unit's channels), converted, into the warp's slab
+// (kSlabStride elements a row).
 template <class Cfg, class Acc, class RowOk, class GCol>
 CKGEN_DEVICE CKGEN_FORCEINLINE void stage_chunk(const TmaConvArgs& p, Acc& acc,
                                                 typename TmaTraits<Cfg>::Raw* const slab, const int i,
-                                                const int c0, const int r0, const int64_t (&base)[2],
-                                                const int lane, const bool pairs, const UnitChannels<Cfg>& ch,
-                                                const UnitResidual<Cfg>& res, RowOk& row_ok, GCol& gcol) {
+                                                const int c0, const int r0, const int lane,
+                                                const UnitChannels<Cfg>& ch, RowOk& row_ok, GCol& gcol) {
   using Tr = TmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
 #pragma unroll
@@ -287,20 +282,81 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void stage_chunk(const TmaConvArgs& p, Acc& acc,
       float f[2] = {acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]};
       if constexpr (Cfg::kEpilogueOps) {
         const int row = r0 + (lane >> 2) + 8 * h, col = gcol(c0 + jj * 8 + (lane & 3) * 2);
-        if (row_ok(row) && col < p.K) {
-          float r[2];
-          if constexpr (UnitResidual<Cfg>::kOn) {
-            residual_pair<Cfg>(res.r[i][c0 / Tr::kSlabCols][h][jj], r);
-          } else if constexpr (Cfg::kResidual) {
-            residual_pair<Cfg>(residual_bits<Cfg>(p, base[h] + col, col, pairs), r);
-          }
-          fusion::apply_values<Cfg, 2>(p.ep, f, b, s, r);
-        }
+        if (row_ok(row) && col < p.K) fusion::apply_values<Cfg, 2>(p.ep, f, b, s, nullptr);
       }
       const Raw v0 = float_to_raw<Cfg::kDataType>(f[0]);
       const Raw v1 = float_to_raw<Cfg::kDataType>(f[1]);
       *reinterpret_cast<uint32_t*>(slab + ((lane >> 2) + h * 8) * Tr::kSlabStride + jj * 8 +
                                    (lane & 3) * 2) = uint32_t(v0) | (uint32_t(v1) << 16);
+    }
+  }
+}
+
+// CShuffle with a residual: the unit's tile in fp32 rounds of 8 rows x 32 columns through the
+// warp's slab (half h of a chunk, the channel op applied as it is staged), each lane then taking 8
+// consecutive columns of one row: the residual's 16 bytes (UnitResidual), the add and the
+// activation in fp32, one 16-byte store. The residual is read as the output is written: whole
+// sectors, a quarter of the requests of a per-pair read.
+template <class Cfg, class Acc, class RowOk, class RowBase, class GCol>
+CKGEN_DEVICE CKGEN_FORCEINLINE void residual_rounds(const TmaConvArgs& p, Acc& acc,
+                                                    typename TmaTraits<Cfg>::Raw* const y, float* const slab,
+                                                    const int m0, const int wg, const int warp, const int lane,
+                                                    const UnitChannels<Cfg>& ch, const UnitResidual<Cfg>& res,
+                                                    RowOk& row_ok, RowBase& row_base, GCol& gcol) {
+  using Tr = TmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  constexpr int kPitch = 36;  // floats a slab row
+  static_assert(8 * kPitch * 4 <= Tr::kSlabBytes, "ckgen: the fp32 round fits the cshuffle slab");
+  const bool vec = (p.K % 8) == 0;
+#pragma unroll
+  for (int i = 0; i < Tr::RepM; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + 8 * h + (lane >> 2);
+      const bool ok = row_ok(row);
+      const int64_t base = ok ? row_base(row) : 0;
+#pragma unroll
+      for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
+        const int col = gcol(c0 + (lane & 3) * 8);
+        uint4 rv;
+        if constexpr (UnitResidual<Cfg>::kOn) {
+          rv = res.r[i][c0 / Tr::kSlabCols][h];
+        } else {
+          rv = ok && col < p.K ? residual_vec8<Cfg>(p, base + col, col, vec) : make_uint4(0, 0, 0, 0);
+        }
+        __syncwarp();
+#pragma unroll
+        for (int jj = 0; jj < Tr::kSlabCols / 8; ++jj) {
+          const int j = c0 / 8 + jj;
+          float b[2], s[2];
+          ch.pair(c0 / 32, jj * 8 + (lane & 3) * 2, b, s);
+          float f[2] = {acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]};
+          fusion::channel_op<Cfg, 2>(f, b, s);
+          *reinterpret_cast<float2*>(slab + (lane >> 2) * kPitch + jj * 8 + (lane & 3) * 2) =
+              make_float2(f[0], f[1]);
+        }
+        __syncwarp();
+        const float4 v0 = *reinterpret_cast<const float4*>(slab + (lane >> 2) * kPitch + (lane & 3) * 8);
+        const float4 v1 = *reinterpret_cast<const float4*>(slab + (lane >> 2) * kPitch + (lane & 3) * 8 + 4);
+        float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w}, r[8];
+        const uint32_t w[4] = {rv.x, rv.y, rv.z, rv.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          r[e] = raw_to_float<Cfg::kDataType>(Raw((w[e / 2] >> (16 * (e & 1))) & 0xffffu));
+        fusion::residual_act<Cfg, 8>(p.ep, v, r);
+        if (!ok || col >= p.K) continue;
+        uint32_t o[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          o[e] = uint32_t(float_to_raw<Cfg::kDataType>(v[2 * e])) |
+                 (uint32_t(float_to_raw<Cfg::kDataType>(v[2 * e + 1])) << 16);
+        Raw* dst = y + base + col;
+        if (vec && col + 8 <= p.K) {
+          *reinterpret_cast<uint4*>(dst) = make_uint4(o[0], o[1], o[2], o[3]);
+        } else {
+          for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = Raw((o[e / 2] >> (16 * (e & 1))) & 0xffffu);
+        }
+      }
     }
   }
 }

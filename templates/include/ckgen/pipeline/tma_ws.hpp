@@ -197,9 +197,12 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       } else {
         tma_ws::red_split<Cfg>(p, acc, m0, wg, warp, lane, row_ok, row_base, gcol);
       }
+    } else if constexpr (tma_ws::UnitResidual<Cfg>::kRounds) {
+      float* slab = reinterpret_cast<float*>(slabs + (tid / 32) * Tr::kSlabBytes);
+      tma_ws::residual_rounds<Cfg>(p, acc, y, slab, m0, wg, warp, lane, ch, res, row_ok, row_base, gcol);
     } else if constexpr (Tr::kStaged) {
       Raw* slab = reinterpret_cast<Raw*>(slabs + (tid / 32) * Tr::kSlabBytes);
-      const bool vec = (p.K % 8) == 0, pairs = (p.K % 2) == 0;  // 16- / 4-byte aligned rows of y
+      const bool vec = (p.K % 8) == 0;  // 16-byte aligned rows of y
 #pragma unroll
       for (int i = 0; i < Tr::RepM; ++i) {
         const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16;
@@ -208,7 +211,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         for (int q = 0; q < 2; ++q) base[q] = row_base(r0 + (lane >> 2) + 8 * q);
 #pragma unroll
         for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
-          tma_ws::stage_chunk<Cfg>(p, acc, slab, i, c0, r0, base, lane, pairs, ch, res, row_ok, gcol);
+          tma_ws::stage_chunk<Cfg>(p, acc, slab, i, c0, r0, lane, ch, row_ok, gcol);
           __syncwarp();
 #pragma unroll
           for (int q = 0; q < 2; ++q) {  // 16 rows x 4 vectors of 8, two per lane

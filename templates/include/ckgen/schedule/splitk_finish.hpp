@@ -107,7 +107,8 @@ CKGEN_GLOBAL void splitk_finish_fused_kernel(const float* __restrict__ ws,
   chain_release();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   const bool vec = n % 4 == 0 && gk % 4 == 0 && reinterpret_cast<uintptr_t>(ws) % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(dst) % 8 == 0 && reinterpret_cast<uintptr_t>(e.residual) % 8 == 0;
+                   reinterpret_cast<uintptr_t>(dst) % 8 == 0 &&
+                   reinterpret_cast<uintptr_t>(e.residual) % 8 == 0;
   if (vec) {
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n / 4; i += step) {
       const float4 s = reinterpret_cast<const float4*>(ws)[i];
@@ -128,11 +129,12 @@ CKGEN_GLOBAL void splitk_finish_fused_kernel(const float* __restrict__ ws,
 }
 
 template <class Cfg>
-gpuError_t launch_splitk_finish_fused(const float* ws, typename DataTypeTraits<Cfg::kDataType>::raw* dst, int64_t n,
-                                      int64_t gk, const EpilogueArgs& e, gpuStream_t stream, bool after_kernel) {
+gpuError_t launch_splitk_finish_fused(const float* ws, typename DataTypeTraits<Cfg::kDataType>::raw* dst,
+                                      int64_t n, int64_t gk, const EpilogueArgs& e, gpuStream_t stream,
+                                      bool after_kernel) {
   const int64_t blocks = detail::grid_stride_blocks((n + 3) / 4, kFinishThreads, 8);
-  return launch_chained(splitk_finish_fused_kernel<Cfg>, dim3(unsigned(blocks)), dim3(kFinishThreads), 0, stream,
-                        after_kernel, nullptr, ws, dst, n, gk, e);
+  return launch_chained(splitk_finish_fused_kernel<Cfg>, dim3(unsigned(blocks)), dim3(kFinishThreads), 0,
+                        stream, after_kernel, nullptr, ws, dst, n, gk, e);
 }
 
 #if defined(CKGEN_NVIDIA)
