@@ -17,8 +17,9 @@ picks is looked up in the measurements and compared with the best measured row o
             `ckgen tune` writes and the dispatcher loads) from the measurements of the OTHER
             models only: every problem the held-out model runs is left out of it, also when
             another model shares it, so no held-out layer is an exact match;
-  top8      the fastest measured of the cost model's first 8 (instance, k_batch) candidates
-            (Registry.candidates with no database: what autotune would time).
+  topk      the fastest measured of the cost model's first --topk (instance, k_batch) candidates
+            (Registry.candidates with no database: what autotune times; --topk defaults to
+            autotune's CKGEN_AUTOTUNE_TOPK default).
 
 Out: outcomes.csv (one line per method x variant x datatype x corpus row: the pick, its time,
 the best, the ratio) and summary.md (per method x variant x datatype: layers, share within
@@ -48,6 +49,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ckgen.runtime.autotune import DEFAULT_TOPK
 
 FAILED = ("fail", "error")
 VARIANTS = ("forward", "backward_data", "backward_weight")
@@ -456,7 +459,7 @@ def run(a: argparse.Namespace) -> int:
         if "cost" in methods:
             emit(score("cost", layers, timings, picker.cost, variants, datatypes))
             print(f"cost: done in {time.perf_counter() - t0:.1f} s", flush=True)
-        if "top8" in methods:
+        if "topk" in methods:
             emit(
                 score(
                     f"top{a.topk}",
@@ -519,8 +522,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", type=Path, required=True, help="corpus.csv (corpus_shapes.py)")
     ap.add_argument("--map", type=Path, required=True, help="corpus_map.csv (corpus_shapes.py)")
     ap.add_argument("--out-dir", type=Path, required=True)
-    ap.add_argument("--methods", default="cost,top8,lomo_db")
-    ap.add_argument("--topk", type=int, default=8)
+    ap.add_argument("--methods", default="cost,topk,lomo_db")
+    ap.add_argument("--topk", type=int, default=DEFAULT_TOPK)
     ap.add_argument("--tol", type=float, default=0.10)
     ap.add_argument("--tight", type=float, default=0.03)
     ap.add_argument("--variants", default="")

@@ -69,12 +69,12 @@ def test_device_key_names_the_file() -> None:
 
 def test_topk_env(monkeypatch) -> None:
     monkeypatch.delenv(at.TOPK_ENV, raising=False)
-    assert at.autotune_topk() == 8
+    assert at.autotune_topk() == at.DEFAULT_TOPK
     monkeypatch.setenv(at.TOPK_ENV, "3")
     assert at.autotune_topk() == 3
     monkeypatch.setenv(at.TOPK_ENV, "zero")
     with pytest.warns(UserWarning, match="not a positive integer"):
-        assert at.autotune_topk() == 8
+        assert at.autotune_topk() == at.DEFAULT_TOPK
     monkeypatch.setenv(at.AUTOTUNE_ENV, "1")
     assert at.autotune_enabled()
     monkeypatch.setenv(at.AUTOTUNE_ENV, "0")

@@ -251,7 +251,7 @@ class KernelLibrary:
         dispatcher's selection cache, keyed by problem, variant, datatype and current device).
 
         autotune (default: CKGEN_AUTOTUNE=1): on a problem's first call, time the top-k
-        candidates (topk, default CKGEN_AUTOTUNE_TOPK or 8) on `stream` with scratch outputs
+        candidates (topk, default CKGEN_AUTOTUNE_TOPK or 24) on `stream` with scratch outputs
         (tensors = (in, wei, out) lends the inputs; the tensor the variant writes is never
         touched), keep the fastest and persist it in the per-GPU autotune cache file. Never
         times while the stream captures a graph (the known pick, else the heuristic).
