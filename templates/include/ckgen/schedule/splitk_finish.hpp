@@ -95,9 +95,10 @@ gpuError_t launch_splitk_finish(const float* ws, int splits, int64_t stride,
 #endif
 }
 
-// A fused forward instance's finish of one fp32 slice (the dense output: channel i % gk): 4
-// elements a thread when gk % 4 == 0 and the pointers allow 16-byte sums and 8-byte stores and
-// residual loads, else one.
+#if defined(CKGEN_NVIDIA)
+// A fused forward instance's finish (wavelet_tma) of one fp32 slice (the dense output: channel
+// i % gk): 4 elements a thread when gk % 4 == 0 and the pointers allow 16-byte sums and 8-byte
+// stores and residual loads, else one.
 template <class Cfg>
 CKGEN_GLOBAL void splitk_finish_fused_kernel(const float* __restrict__ ws,
                                              typename DataTypeTraits<Cfg::kDataType>::raw* __restrict__ dst,
@@ -137,7 +138,6 @@ gpuError_t launch_splitk_finish_fused(const float* ws, typename DataTypeTraits<C
                         stream, after_kernel, nullptr, ws, dst, n, gk, e);
 }
 
-#if defined(CKGEN_NVIDIA)
 // The clear of a split's n fp32 sums as a kernel (a memset is not a kernel, so the launch after
 // it cannot be chained to it): 16-byte stores when n % 4 == 0 and ws is 16-byte aligned.
 template <class F>
