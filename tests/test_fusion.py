@@ -68,10 +68,12 @@ def test_wavelet_tma_fuses_with_split_k() -> None:
         assert check(replace(tma, k_batch=k_batch), SM90) is None
 
 
-def test_fusion_rule_rejects_the_direct_and_window_kernels() -> None:
-    direct = replace(FUSED, pipeline=Pipeline.DIRECT, stages=1)
+def test_fusion_rule_takes_direct_fma_but_not_its_matrix_path_or_the_window_kernel() -> None:
+    fma = replace(FUSED, pipeline=Pipeline.DIRECT, stages=1, warp_tile=(1, 1, 1))
+    mma = replace(fma, warp_tile=(16, 8, 16))
     window = replace(FUSED, pipeline=Pipeline.WAVELET_TMA, specialization=Specialization.WINDOW)
-    assert "direct pipeline" in (check_fusion(direct, SM90, NO_CONTEXT) or "")
+    assert check_fusion(fma, SM90, NO_CONTEXT) is None
+    assert "direct matrix path" in (check_fusion(mma, SM90, NO_CONTEXT) or "")
     assert "window kernel" in (check_fusion(window, SM90, NO_CONTEXT) or "")
 
 
@@ -97,7 +99,7 @@ def _fused_test_names() -> list[str]:
 
 def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -> None:
     fused = [parse_instance_name(n) for n in _fused_test_names()]
-    assert 5 <= len(fused) <= 14, [i.name for i in fused]
+    assert 5 <= len(fused) <= 18, [i.name for i in fused]
     paths = {(i.pipeline, i.epilogue.value, i.swap_ab, i.groups_to_merge > 1) for i in fused}
     assert (Pipeline.MULTISTAGE, "default", False, False) in paths
     assert (Pipeline.MULTISTAGE, "cshuffle", False, True) in paths
@@ -106,6 +108,7 @@ def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -
     assert (Pipeline.WAVELET_TMA, "default", False, False) in paths
     assert (Pipeline.WAVELET_TMA, "cshuffle", False, False) in paths
     assert (Pipeline.WAVELET_TMA, "default", True, False) in paths
+    assert (Pipeline.DIRECT, "default", False, False) in paths
     assert {i.channel_op for i in fused} == set(ChannelOp) - {ChannelOp.NONE, *BACKWARD_CHANNEL_OPS}
     assert {i.activation for i in fused} == set(Activation) - {Activation.NONE, *GRAD_MASKS}
     assert any(i.residual for i in fused)

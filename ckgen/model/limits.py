@@ -132,6 +132,15 @@ DIRECT_FILTER_ROW_PAD = 4
 # kDirectCombinePad): at most this many floats, each (pixel row, entry) row of channels padded.
 DIRECT_COMBINE_FLOATS = 5120
 DIRECT_COMBINE_PAD = 4
+# Depthwise filters the compile-time 1x3x3 paths do not take run as row windows
+# (pipeline/depthwise_rows.hpp): a thread's pixels of one row read each source column of a filter
+# row once. The window is compiled for these filter widths; a width takes the first at least as
+# wide (wider filters, W dilation > 1: the one-tap path).
+DIRECT_WINDOW_WIDTHS = (3, 5, 7, 11)
+# forward / backward_data row windows stage the block's filter in shared memory as fp32, at most
+# this many bytes (dynamic shared memory within the default limit); a larger filter takes the
+# one-tap path.
+DIRECT_WINDOW_MAX_SMEM = 48 * 1024
 
 
 # The limits the C++ reads, by their C++ names (templates/include/ckgen/core/limits.hpp): name,
@@ -190,5 +199,16 @@ CXX_LIMITS: tuple[tuple[str, int | tuple[int, ...], str], ...] = (
         "kDirectCombinePad",
         DIRECT_COMBINE_PAD,
         "direct backward_weight: floats of padding per row of the combining buffer",
+    ),
+    ("kDirectWindowWidths", DIRECT_WINDOW_WIDTHS, "direct row windows: the filter widths compiled"),
+    (
+        "kDirectWindowMaxSmem",
+        DIRECT_WINDOW_MAX_SMEM,
+        "direct row windows: most bytes of staged filter (forward / backward_data)",
+    ),
+    (
+        "kDirectFilterRowPad",
+        DIRECT_FILTER_ROW_PAD,
+        "direct: floats of padding per filter row in shared memory",
     ),
 )

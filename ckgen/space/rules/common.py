@@ -27,6 +27,7 @@ from ckgen.model.vocab import (
 )
 from ckgen.space.estimate.lds import lds_bytes
 from ckgen.space.estimate.registers import register_estimate
+from ckgen.space.forms import is_direct_mma
 from ckgen.space.rules.context import RuleContext
 from ckgen.space.rules.tma import check_wavelet_tma
 
@@ -149,8 +150,8 @@ def check_fusion(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None
             f"fusion {i.fusion} needs k_batch 1 outside wavelet_tma: only wavelet_tma's split-K "
             "finish applies the epilogue to a split's sums"
         )
-    if i.pipeline is Pipeline.DIRECT:
-        return f"fusion {i.fusion}: the direct pipeline's epilogue applies none"
+    if is_direct_mma(i):
+        return f"fusion {i.fusion}: the direct matrix path's epilogue applies none (FMA tiles fuse)"
     if i.specialization is Specialization.WINDOW:
         return f"fusion {i.fusion}: the window kernel's epilogue applies none"
     return None

@@ -51,7 +51,10 @@ inline ConvProblem random_problem(SweepRng& rng, int ndim) {
     std::vector<int64_t> in, f, s, d, pl, pr;
     for (int i = 0; i < ndim; ++i) {
       in.push_back(rng.uniform(1, max_in));
-      f.push_back(square3 ? 3 : rng.pick<int64_t>({1, 1, 2, 3, 3, 3, 4, 5}));
+      // depthwise draws wide filters too (the direct kernel's row windows, up to 11 taps a row)
+      f.push_back(square3     ? 3
+                  : depthwise ? rng.pick<int64_t>({1, 2, 3, 3, 4, 5, 5, 7, 9, 11})
+                              : rng.pick<int64_t>({1, 1, 2, 3, 3, 3, 4, 5}));
       s.push_back(wide ? 1 : rng.pick<int64_t>({1, 1, 1, 2, 2, 3}));
       d.push_back(rng.pick<int64_t>({1, 1, 1, 1, 2, 3}));
       const int64_t eff = (f.back() - 1) * d.back() + 1;

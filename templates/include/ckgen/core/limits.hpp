@@ -41,6 +41,12 @@ inline constexpr int kDirectBwdLinearMaxPixels = 2;
 inline constexpr int kDirectCombineFloats = 5 * 1024;
 // direct backward_weight: floats of padding per row of the combining buffer
 inline constexpr int kDirectCombinePad = 4;
+// direct row windows: the filter widths compiled
+inline constexpr int kDirectWindowWidths[] = {3, 5, 7, 11};
+// direct row windows: most bytes of staged filter (forward / backward_data)
+inline constexpr int kDirectWindowMaxSmem = 48 * 1024;
+// direct: floats of padding per filter row in shared memory
+inline constexpr int kDirectFilterRowPad = 4;
 
 // Whether v is one of the values of an array above.
 template <int N>

@@ -77,12 +77,23 @@ inline constexpr double kDirectLoadIssue = 4.0;  // instructions a source load i
 // bandwidth time, which the bytes alone do not see.
 inline constexpr double kDirectMmaBwdUnitUs = 0.75;     // latency of one unit's copy-wait-MMA chain
 inline constexpr double kDirectIssueEfficiency = 0.55;  // fraction of issue slots the FMA kernels keep busy
-inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes) {
+inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes, int tile_channels) {
   const double taps = double(p.filter_spatial());
+  const double convert = elem_bytes == 2 ? double(vec) : 0.0;
+  if (const int rw = direct_row_window(v, p, pp, tile_channels); rw > 0) {
+    // the row windows: per filter row (pp - 1) * s + X columns (backward_data pp + ceil(X / s)
+    // - 1, the rows that meet the unit: 1 / (s_d s_h) of them), the row's weights from shared
+    // memory (vec / 4 loads a tap), rw taps' FMAs; the padded rows' dead pixels
+    const bool bd = v == Variant::BackwardData;
+    const double rows = double(p.filter[0] * p.filter[1]) / (bd ? double(p.stride[0] * p.stride[1]) : 1.0);
+    const double cols = bd ? double(pp + (p.filter[2] + p.stride[2] - 1) / p.stride[2] - 1)
+                           : double((pp - 1) * p.stride[2] + p.filter[2]);
+    const double dead = double(direct_row_window_pixels(v, p, pp)) / double(direct_pixels(v, p));
+    return dead * rows * (cols * (kDirectLoadIssue + convert) + rw * std::max(1.0, vec / 4.0) + double(rw) * pp * vec);
+  }
   const double loads = direct_fma_row_pair(v, p, pp) ? double(p.filter[1] + 1) * double(pp / 2 + p.filter[2] - 1)
                        : direct_fma_window(v, p, pp) ? double(p.filter[0] * p.filter[1] * (pp + p.filter[2] - 1))
                                                      : taps * pp;
-  const double convert = elem_bytes == 2 ? double(vec) : 0.0;
   return loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C);
 }
 
@@ -100,6 +111,16 @@ inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int
     case DirectBwdPath::Window: loads = pp + 3.0 * (pp + 2); break;
     case DirectBwdPath::WindowS2: loads = pp + 3.0 * (2 * pp + 1); break;
     case DirectBwdPath::Linear9: loads = pp + 9.0 * pp; break;
+    case DirectBwdPath::Rows:
+    case DirectBwdPath::RowsS2: {
+      // per filter row: the unit's dy, the window's (pp - 1) * s + X columns, rw taps' FMAs
+      const int rw = direct_row_window(Variant::BackwardWeight, p, pp, 0);
+      const double rows = double(p.filter[0] * p.filter[1]);
+      const double cols = double((pp - 1) * p.stride[2] + p.filter[2]);
+      const double convert = elem_bytes == 2 ? double(vec) : 0.0;
+      return ppt / pp * rows * ((pp + cols) * (kDirectLoadIssue + convert) + double(rw) * pp * vec) +
+             3.0 * rows * rw * vec;
+    }
     case DirectBwdPath::Generic: loads = 2.0 * taps * pp; break;
   }
   const double convert = elem_bytes == 2 ? double(vec) : 0.0;
@@ -129,7 +150,8 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   // backward_weight: the slices of the launch, read by the split, the FMA issue and the unit terms
   DirectSlices sl{};
   if (k.variant == Variant::BackwardWeight) {
-    sl = direct_weight_slices(p, k.tile_m, matrix, std::max(1, k_batch));
+    const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, std::max(1, k.vec_a), threads));
+    sl = direct_weight_slices(p, k.tile_m, matrix, std::max(1, k_batch), pp);
     c.k_batch = sl.count;
     c.tiles = int64_t(sl.count) * gtiles;
     active_threads = c.tiles * threads;
@@ -150,7 +172,9 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
     active_threads = c.tiles * threads;
     c.k_batch = 1;
   } else {
-    c.tiles = cdiv(pixels, k.tile_m) * gtiles;
+    const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, std::max(1, k.vec_a), threads));
+    const bool rows = direct_row_window(k.variant, p, pp, k.tile_n) > 0;
+    c.tiles = cdiv(rows ? direct_row_window_pixels(k.variant, p, pp) : pixels, k.tile_m) * gtiles;
     active_threads = c.tiles * threads;
     c.k_batch = 1;
     rows_reread = 1.0;  // the taps' re-reads are loads the issue term counts (L1 / L2 hits)
@@ -176,7 +200,7 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   } else if (!matrix) {
     const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, std::max(1, k.vec_a), threads));
     const double warp_instr = double(active_threads) / a.warp_size *
-                              direct_fma_issue(k.variant, p, pp, std::max(1, k.vec_a), eb);
+                              direct_fma_issue(k.variant, p, pp, std::max(1, k.vec_a), eb, k.tile_n);
     fma_us = warp_instr / issue_rate * 1e6 * std::sqrt(latency);
   }
   c.us = std::max(mem_us, fma_us) + extra_us;

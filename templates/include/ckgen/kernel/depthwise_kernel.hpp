@@ -48,7 +48,7 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     }
   }
   DirectSlices slices(const ConvProblem& p, const RunOptions& opts) const {
-    return direct_weight_slices(p, Tr::P, Tr::kMma, resolve_slices(p, opts));
+    return direct_weight_slices(p, Tr::P, Tr::kMma, resolve_slices(p, opts), Tr::PP);
   }
 
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
@@ -70,10 +70,10 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32 || chans(p) > kMax32)
       return "N * spatial size or G * C exceeds 2^31-1 (32-bit index math)";
     // a block's first pixel index past the last one, the row pairs' dead rows included
-    const int64_t pixels = direct_fma_pixels(kVariant, p, fma_pp());
+    const int64_t pixels = launch_pixels(p);
     if (pixels + Tr::P > kMax32)
-      return "the launch's pixel indices (N * D * H * W; with row pairs N * Do * ceil(Ho / 2) * 2 * Wo) "
-             "plus a tile exceed 2^31-1 (32-bit index math)";
+      return "the launch's pixel indices (N * D * H * W; with row pairs N * Do * ceil(Ho / 2) * 2 * Wo, with "
+             "row windows W rounded up to whole units) plus a tile exceed 2^31-1 (32-bit index math)";
     if (chans(p) % Tr::V != 0)
       return "direct vector width " + str(Tr::V) + " needs G * C (" + str(chans(p)) +
              ") to be a multiple of " + str(Tr::V);
@@ -129,6 +129,7 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     a.y = t.out;
     a.dst = kVariant == Variant::Forward ? t.out : kVariant == Variant::BackwardData ? t.in : t.wei;
     a.ws = static_cast<float*>(workspace);
+    a.ep = t.ep;
     a.chans = int(chans(p));
     for (int i = 0; i < 3; ++i) {
       a.in_[i] = int(p.in[i]);
@@ -143,7 +144,7 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     a.taps = int(p.filter_spatial());
     a.in_spatial = int(p.in_spatial());
     a.out_spatial = int(p.out_spatial());
-    const int64_t pixels = direct_fma_pixels(kVariant, p, fma_pp());
+    const int64_t pixels = launch_pixels(p);
     a.pixels = int(pixels);
     a.mode = OutMode::Direct;
     a.ws_stride = p.weight_elems();
@@ -173,7 +174,11 @@ class DepthwiseKernel final : public HostFace<Cfg> {
         constexpr DirectPath kQ = kVariant == Variant::BackwardData ? DirectPath::QuadS2 : DirectPath::Linear;
         const bool quad = gather && k3x3 && p.stride[0] == 1 && p.stride[1] == 2 && p.stride[2] == 2 &&
                           p.dilation[1] == 1 && p.dilation[2] == 1 && p.pad_l[0] == 0;
-        if (quad) {  // the grid and the pixel split count 2 x 2 quads of dx (DirectPath::QuadS2)
+        if (const int rw = row_window(p); rw > 0) {  // units of PP pixels a row (DirectPath::Rows)
+          a.fd_pix[2].init(direct_row_window_units(kVariant, p, Tr::PP));
+          const int smem = int(p.filter_spatial() * (Tr::Gt + kDirectFilterRowPad) * int64_t(sizeof(float)));
+          row_kernel(rw, row_strided(p))<<<grid, Tr::kThreads, smem, stream>>>(a);
+        } else if (quad) {  // the grid and the pixel split count 2 x 2 quads of dx (DirectPath::QuadS2)
           const int64_t qh = (p.in[1] + 1) / 2, qw = (p.in[2] + 1) / 2;
           a.fd_pix[1].init(qh);
           a.fd_pix[2].init(qw);
@@ -210,6 +215,7 @@ class DepthwiseKernel final : public HostFace<Cfg> {
       const dim3 grid(unsigned(s.count), gtiles, 1);
       int smem = 0;
       const auto kernel = bwd_kernel(p, smem);
+      if (row_window(p) > 0) a.fd_pix[2].init(direct_row_window_units(kVariant, p, Tr::PP));
       if constexpr (Tr::kMma) {  // the matrix path: its ring of units in dynamic shared memory
         static std::atomic<uint64_t> done{0};
         if ((e = detail::allow_dynamic_smem(kernel, smem, done)) != gpuSuccess) return e;
@@ -247,6 +253,10 @@ class DepthwiseKernel final : public HostFace<Cfg> {
           if constexpr (Tr::PP <= kDirectBwdLinearMaxPixels)
             kernel = depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>;
           break;
+        case DirectBwdPath::Rows:
+        case DirectBwdPath::RowsS2:
+          kernel = row_kernel(row_window(p), row_strided(p));
+          break;
         case DirectBwdPath::Generic:
           break;
       }
@@ -283,6 +293,44 @@ class DepthwiseKernel final : public HostFace<Cfg> {
       return depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>;
   }
   static int64_t channel_tiles(const ConvProblem& p) { return (chans(p) + Tr::Gt - 1) / Tr::Gt; }
+
+  // The row windows (DirectPath::Rows / RowsS2, direct_row_window): depthwise FMA tiles of two or
+  // more pixels a thread; the compiled width p takes (0: none), and its kernel for width w,
+  // strided (RowsS2) or not (instantiated per entry of kDirectWindowWidths).
+  static constexpr bool kRowWindows = Tr::Cg == 1 && !Tr::kMma && Tr::PP >= 2;
+  static int row_window(const ConvProblem& p) {
+    if constexpr (kRowWindows)
+      return direct_row_window(kVariant, p, Tr::PP, Tr::Gt);
+    else
+      return 0;
+  }
+  template <int I = 0>
+  static auto row_kernel(int width, bool s2) {
+    if constexpr (!kRowWindows) {
+      return depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>;
+    } else {
+      constexpr int kN = int(sizeof(kDirectWindowWidths) / sizeof(kDirectWindowWidths[0]));
+      constexpr int W = kDirectWindowWidths[I];
+      if constexpr (I + 1 < kN) {
+        if (width != W) return row_kernel<I + 1>(width, s2);
+      }
+      if (s2) return depthwise_conv_kernel<Cfg, 0, 0, W, DirectPath::RowsS2>;
+      return depthwise_conv_kernel<Cfg, 0, 0, W, DirectPath::Rows>;
+    }
+  }
+  // Whether p takes the RowsS2 kernel: W stride 2 (backward_data: any stride > 1).
+  static bool row_strided(const ConvProblem& p) {
+    if constexpr (kVariant == Variant::BackwardData)
+      return p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1;
+    else
+      return p.stride[2] == 2;
+  }
+  // The pixel indices the launch iterates: the row windows' padded rows, the row pairs' order or
+  // the iterated tensor's pixels.
+  static int64_t launch_pixels(const ConvProblem& p) {
+    if (row_window(p) > 0) return direct_row_window_pixels(kVariant, p, Tr::PP);
+    return direct_fma_pixels(kVariant, p, fma_pp());
+  }
 };
 
 }  // namespace ckgen

@@ -18,8 +18,10 @@
 //   the input gradient), loops over the taps with fp32 accumulators, each tap's weights shared
 //   by its PP pixels; a 1x3x3 filter takes a compile-time path (depthwise: the group vector's
 //   whole filter in registers, loaded once as V * 9 contiguous elements; Cg > 1: the block's
-//   Ct x 9 x Cg weights in shared memory as fp32, [tap][c][channel]), any other filter the
-//   generic path (the tap's weights read per tap, L1-resident). Per tap and input channel c of
+//   Ct x 9 x Cg weights in shared memory as fp32, [tap][c][channel]), other depthwise filters
+//   the row windows (pipeline/depthwise_rows.hpp: a filter row's source columns loaded once for
+//   the thread's pixels), any other filter the generic path (the tap's weights read per tap,
+//   L1-resident). forward applies its fused epilogue in the store. Per tap and input channel c of
 //   the group, output channel j adds its group's input channel c times w(j, tap, c).
 //   backward_data gathers: dx[i] = sum over taps of dy[(i + pl - f * d) / s] * w[f] where the
 //   division is exact and in range (no zero insertion).
@@ -39,13 +41,15 @@
 
 #include "ckgen/core/chain.hpp"
 #include "ckgen/pipeline/depthwise_fwd.hpp"
+#include "ckgen/pipeline/depthwise_rows.hpp"
 #include "ckgen/pipeline/depthwise_weight.hpp"
 #include "ckgen/pipeline/direct_mma.hpp"
 #include "ckgen/pipeline/direct_mma_bwd_weight.hpp"
 
 namespace ckgen {
 
-// KZ, KY, KX > 0: compile-time filter size (else 0, 0, 0); Path: forward / backward_data only.
+// KZ, KY, KX > 0: compile-time filter size (else 0, 0, 0); Rows / RowsS2: KZ = KY = 0 and KX the
+// window's compiled width.
 // FMA: one block per SM is enough: registers up to the per-thread maximum (without the minimum
 // ptxas caps 256-thread blocks at 64 registers and spills the register-held filter). The matrix
 // paths: see their traits' kMinBlocks.
@@ -61,6 +65,10 @@ CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, Di
     direct::bwd_weight<Cfg, KZ, KY, KX, Path>(a);
   else if constexpr (DirectTraits<Cfg>::kMma)
     direct::fwd_bwd_data_mma<Cfg, KZ, KY, KX>(a);
+  else if constexpr ((Path == DirectPath::Rows || Path == DirectPath::RowsS2) && Cfg::kVariant == Variant::Forward)
+    direct::rows_fwd<Cfg, KX, Path == DirectPath::RowsS2 ? 2 : 1>(a);
+  else if constexpr (Path == DirectPath::Rows || Path == DirectPath::RowsS2)
+    direct::rows_bwd_data<Cfg, KX, Path == DirectPath::RowsS2>(a);
   else
     direct::fwd_bwd_data<Cfg, KZ, KY, KX, Path>(a);
 }

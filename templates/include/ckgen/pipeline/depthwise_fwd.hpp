@@ -7,6 +7,8 @@
 #include <cstdint>
 
 #include "ckgen/core/fast_div.hpp"
+#include "ckgen/core/limits.hpp"
+#include "ckgen/epilogue/fusion.hpp"
 #include "ckgen/pipeline/depthwise_traits.hpp"
 
 namespace ckgen {
@@ -65,6 +67,18 @@ CKGEN_DEVICE CKGEN_FORCEINLINE packet_t<D, V> load_if(bool ok,
   packet_t<D, V> r{};
   if (ok) r = *reinterpret_cast<const packet_t<D, V>*>(p);
   return r;
+}
+
+// The V channels from g0 of the written tensor at pixel index pix: forward applies its fused
+// epilogue first (channel g0 + k of G * K; the residual at the output's offset).
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void store_pixel(const DirectArgs& a, int64_t pix, int g0,
+                                                float (&acc)[Cfg::kVecC]) {
+  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  const int64_t off = pix * a.chans + g0;
+  if constexpr (Cfg::kVariant == Variant::Forward && Cfg::kFused)
+    fusion::apply<Cfg, Cfg::kVecC>(a.ep, acc, g0, off);
+  store<Cfg::kDataType, Cfg::kVecC>(static_cast<Raw*>(a.dst) + off, acc);
 }
 
 // DirectPath::RowPair: unit u (PP pixel indices from u * PP) covers output rows h, h + 1 (h = 2 hp)
@@ -155,13 +169,11 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void row_pair(const DirectArgs& a, const int& g0,
       }
     }
   }
-  Raw* __restrict__ dst = static_cast<Raw*>(a.dst);
 #pragma unroll
   for (int o = 0; o < 2; ++o)
     if (o == 0 || u.second)
 #pragma unroll
-      for (int j = 0; j < PC; ++j)
-        store<D, V>(dst + (u.m + int64_t(o) * a.out_[2] + j) * a.chans + g0, acc[o][j]);
+      for (int j = 0; j < PC; ++j) store_pixel<Cfg>(a, u.m + int64_t(o) * a.out_[2] + j, g0, acc[o][j]);
 }
 
 // fwd_bwd_data's compile-time plan: KZ, KY, KX > 0 is a compile-time filter (else 0, 0, 0), Path
@@ -185,8 +197,8 @@ struct DirectFwdPlan {
   static_assert(!kWindow || kCT, "ckgen: the window path needs a compile-time filter");
   static_assert(!kRowPair || (kFwd && KZ == 1 && kRegW && Tr::PP % 2 == 0),
                 "ckgen: the pair path is forward's, for a depthwise 1x3x3 filter and an even PP");
-  static constexpr int kRow = Tr::Gt + 4;  // wsm row: 16-byte aligned, the fill's banks 4 apart per row
-                                           // (ckgen/model/limits.py DIRECT_FILTER_ROW_PAD)
+  // wsm row: 16-byte aligned, the fill's banks kDirectFilterRowPad apart per row
+  static constexpr int kRow = Tr::Gt + kDirectFilterRowPad;
 };
 
 // The weights of the thread's V channels (from g0; gv: its group vector) at tap t for group
@@ -497,10 +509,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
           }
         }
   }
-  Raw* __restrict__ dst = static_cast<Raw*>(a.dst);
 #pragma unroll
   for (int j = 0; j < PP; ++j)
-    if (live[j]) store<D, V>(dst + int64_t(m0 + j) * a.chans + g0, acc[j]);
+    if (live[j]) store_pixel<Cfg>(a, m0 + j, g0, acc[j]);
 }
 
 }  // namespace direct

@@ -61,6 +61,8 @@ struct DirectTraits {
                     Cfg::kScheduler == Scheduler::Intrawave && Cfg::kReduction == Reduction::SplitK &&
                     !Cfg::kPersistent && Cfg::kLoadWaves == 0 && Cfg::kMathWaves == 0,
                 "ckgen: direct takes the default value of every GEMM-only field");
+  static_assert(!Cfg::kFused || (kVariant == Variant::Forward && !kMma && Cfg::kEpilogueOps),
+                "ckgen: direct fuses forward epilogues on its FMA path only");
   static_assert(kVariant == Variant::BackwardWeight || (Cfg::kKBatch == 1 && Cfg::kStage == Stage::One),
                 "ckgen: direct forward / backward_data do not split (kKBatch 1, Stage::One)");
 };
@@ -91,6 +93,12 @@ struct DirectTraits {
 //           is column i % PC of row i / PC % 2 of unit i / PP, unit u = ((n * Do + d) *
 //           ceil(Ho / 2) + hp) * (Wo / PC) + wc at rows 2 hp, 2 hp + 1 and columns wc * PC ...;
 //           the row past an odd Ho is dead (not stored).
-enum class DirectPath { Linear, Window, Gather, WindowS2, QuadS2, RowPair };
+//   Rows / RowsS2  depthwise filters the 1x3x3 paths do not take, W dilation 1
+//           (pipeline/depthwise_rows.hpp, direct_row_window): a thread's PP pixels are a unit of
+//           one row (rows padded to whole units: a.pixels and a.fd_pix count the units' pixels),
+//           per filter row the source columns under them loaded once; KX is the compiled window
+//           width, the filter rows a runtime loop. RowsS2: forward and backward_weight W stride
+//           2, backward_data any stride > 1 (the units split by W phase).
+enum class DirectPath { Linear, Window, Gather, WindowS2, QuadS2, RowPair, Rows, RowsS2 };
 
 }  // namespace ckgen

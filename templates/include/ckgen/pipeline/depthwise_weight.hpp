@@ -8,6 +8,7 @@
 
 #include "ckgen/core/limits.hpp"
 #include "ckgen/pipeline/depthwise_fwd.hpp"
+#include "ckgen/pipeline/depthwise_rows.hpp"
 
 namespace ckgen {
 
@@ -131,7 +132,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void weight_linear(
 
 // backward_weight: one block = one slice of output pixels x one group tile. Path: Linear, or
 // Window / WindowS2 (compile-time depthwise filter, W dilation 1, W stride 1 / 2, Wo % PP == 0:
-// a thread's PP pixels lie in one output row).
+// a thread's PP pixels lie in one output row), or Rows / RowsS2 (depthwise, one filter row at a
+// time, the pixels in the row windows' padded order).
 template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
 CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   using Tr = DirectTraits<Cfg>;
@@ -139,11 +141,16 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   constexpr DataType D = Tr::kDataType;
   constexpr int V = Tr::V, Cg = Tr::Cg;
   constexpr bool kCT = KZ > 0;
-  static_assert(!kCT || Cg == 1, "ckgen: small groups take one tap at a time (Cg x V accumulators)");
   constexpr bool kWin = Path == DirectPath::Window || Path == DirectPath::WindowS2;
-  static_assert(Path == DirectPath::Linear || (kWin && kCT),
-                "ckgen: backward_weight windows need a compile-time filter");
-  constexpr int kTaps = kCT ? KZ * KY * KX : 1;    // taps accumulated at once
+  constexpr bool kRows = Path == DirectPath::Rows || Path == DirectPath::RowsS2;
+  static_assert(!(kCT || kRows) || Cg == 1, "ckgen: small groups take one tap at a time (Cg x V accumulators)");
+  static_assert(Path == DirectPath::Linear || (kWin && kCT) || (kRows && !kCT),
+                "ckgen: backward_weight windows need a compile-time filter, row windows a runtime one");
+  // Row windows: filter rows a pass, their KX x V sums in registers (at most 64 a thread, at
+  // most 4 rows).
+  constexpr int kRowsPerPass = !kRows ? 1 : 64 / (KX * V) < 1 ? 1 : 64 / (KX * V) > 4 ? 4 : 64 / (KX * V);
+  // taps accumulated at once: the compile-time filter's, a pass of row windows, else one
+  constexpr int kTaps = kCT ? KZ * KY * KX : kRows ? kRowsPerPass * KX : 1;
   constexpr int kEntries = kTaps * Cg;             // fp32 sums a thread holds per channel
   constexpr int kLd = Tr::Gt + kDirectCombinePad;  // floats per (pixel row, entry)
   constexpr int kFit = kDirectCombineFloats / (Tr::Rows * kLd);
@@ -161,8 +168,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   const Raw* __restrict__ x = static_cast<const Raw*>(a.x);
   const Raw* __restrict__ dy = static_cast<const Raw*>(a.y);
 
-  // Accumulates taps [t0, t0 + kTaps) (kCT: all of them) over this thread's pixels: acc[t][c][k]
-  // is channel k's weight for input channel c of its group (depthwise: c = 0).
+  // Accumulates taps [t0, t0 + kTaps) (kCT: all of them; kRows: filter rows t0 .. t0 + kRowsPerPass - 1) over this
+  // thread's pixels: acc[t][c][k] is channel k's weight for input channel c of its group
+  // (depthwise: c = 0).
   auto accumulate = [&](int t0, float(&acc)[kTaps][Cg][V]) {
 #pragma unroll
     for (int t = 0; t < kTaps; ++t)
@@ -172,23 +180,36 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
         for (int k = 0; k < V; ++k) acc[t][c][k] = 0.f;
     if (!gok) return;
     int rz = 0, ry = 0, rx = 0;  // the runtime tap t0 (generic filter)
-    if constexpr (!kCT) {
+    if constexpr (!kCT && !kRows) {
       const int yx = a.fil[1] * a.fil[2];
       rz = t0 / yx;
       ry = (t0 - rz * yx) / a.fil[2];
       rx = t0 - rz * yx - ry * a.fil[2];
     }
-    if constexpr (kWin)
+    if constexpr (kRows)
+      weight_rows<Cfg, KX, Path == DirectPath::RowsS2 ? 2 : 1, kRowsPerPass>(a, x, dy, g0, row, mb, me, t0, acc);
+    else if constexpr (kWin)
       weight_window<Cfg, KZ, KY, KX, Path>(a, x, dy, g0, row, mb, me, acc);
     else
       weight_linear<Cfg, KZ, KY, KX>(a, x, dy, g0, row, mb, me, rz, ry, rx, acc);
   };
 
-  // Sums acc over the block's pixel rows and writes taps [t0, t0 + kTaps) of the Gt channels:
-  // kChunk of the kTaps x Cg entries a pass through `red` ([pixel row][entry][channel]: a thread
-  // stores V consecutive floats an entry); consecutive threads sum a channel's consecutive entries,
-  // so a pass's stores of the weights are contiguous per channel; rows summed in order.
-  auto combine = [&](int t0, const float(&acc)[kTaps][Cg][V]) {
+  // Sums acc over the block's pixel rows and writes each entry e (tap tap_of(e, base), group
+  // channel e % Cg; < 0: not written, a row window's offsets past the filter) of the Gt
+  // channels: kChunk of the kTaps x Cg entries a pass through `red` ([pixel row][entry][channel]:
+  // a thread stores V consecutive floats an entry); consecutive threads sum a channel's
+  // consecutive entries, so a pass's stores of the weights are contiguous per channel; rows
+  // summed in order.
+  const int frows = a.fil[0] * a.fil[1], fx = a.fil[2];
+  auto tap_of = [&](int e, int base) -> int {  // base: the pass's t0 (kRows: its first filter row)
+    if constexpr (kRows) {
+      const int r = e / KX, o = e % KX;
+      return o < fx && base + r < frows ? (base + r) * fx + o : -1;
+    } else {
+      return base + e / Cg;
+    }
+  };
+  auto combine = [&](int base, const float(&acc)[kTaps][Cg][V]) {
 #pragma unroll
     for (int e0 = 0; e0 < kEntries; e0 += kChunk) {
 #pragma unroll
@@ -201,10 +222,11 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
       for (int q = tid; q < Tr::Gt * kChunk; q += Tr::kThreads) {
         const int gq = q / kChunk, e = q % kChunk;
         const int g = int(blockIdx.y) * Tr::Gt + gq;
-        if (e0 + e < kEntries && g < a.chans) {
+        const int t = e0 + e < kEntries ? tap_of(e0 + e, base) : -1;
+        if (t >= 0 && g < a.chans) {
           float s = 0.f;
           for (int r = 0; r < Tr::Rows; ++r) s += red[(r * kChunk + e) * kLd + gq];
-          const int64_t off = weight_index<true, Cg>(g, taps, t0 + (e0 + e) / Cg, (e0 + e) % Cg);
+          const int64_t off = weight_index<true, Cg>(g, taps, t, (e0 + e) % Cg);
           if (a.mode == OutMode::Direct)
             static_cast<Raw*>(a.dst)[off] = float_to_raw<D>(s);
           else if (a.mode == OutMode::AtomicF32)
@@ -221,6 +243,11 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   if constexpr (kCT) {
     accumulate(0, acc);
     combine(0, acc);
+  } else if constexpr (kRows) {
+    for (int fr = 0; fr < frows; fr += kRowsPerPass) {
+      accumulate(fr, acc);
+      combine(fr, acc);
+    }
   } else {
     for (int t0 = 0; t0 < taps; ++t0) {
       accumulate(t0, acc);

@@ -10,6 +10,7 @@
 
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/conv/conv_maps.hpp"
+#include "ckgen/core/epilogue_ops.hpp"
 #include "ckgen/core/fast_div.hpp"
 #include "ckgen/core/vocab.hpp"
 
@@ -33,6 +34,7 @@ struct DirectArgs {
   FastDiv fd_bands;             // ... and bands per plane (n, d), ceil(H / band_rows)
   int64_t ws_stride;            // backward_weight two-stage: floats per slice (G * taps)
   OutMode mode;
+  EpilogueArgs ep;              // forward FMA: the fused epilogue's operands
 };
 
 namespace direct {

@@ -71,6 +71,39 @@ inline bool direct_fma_window(Variant v, const ConvProblem& p, int pp) {
   return k3x3 && !gather && p.stride[2] == 1 && p.dilation[2] == 1 && pp > 0 && (bd ? p.in[2] : p.out[2]) % pp == 0;
 }
 
+// The generic-filter row windows (DirectPath::Rows / RowsS2, pipeline/depthwise_rows.hpp): a
+// depthwise filter the 1x3x3 paths do not take, W dilation 1, pp >= 2 pixels a thread; forward
+// and backward_weight W stride 1 or 2, backward_data any strides (a W phase's pixels meet every
+// S-th tap). Returns the compiled window the launch takes, the first of kDirectWindowWidths at
+// least the taps a filter row applies (X; backward_data ceil(X / S)), else 0. forward /
+// backward_data stage the block's filter (taps x (tile_channels + pad) floats) in at most
+// kDirectWindowMaxSmem bytes.
+inline int direct_row_window(Variant v, const ConvProblem& p, int pp, int tile_channels) {
+  const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
+  const bool bd = v == Variant::BackwardData;
+  if (p.C != 1 || p.K != 1 || k3x3 || pp < 2 || p.dilation[2] != 1 || (!bd && p.stride[2] > 2)) return 0;
+  if (v != Variant::BackwardWeight &&
+      p.filter_spatial() * (tile_channels + kDirectFilterRowPad) * int64_t(sizeof(float)) > kDirectWindowMaxSmem)
+    return 0;
+  const int64_t row_taps = bd ? (p.filter[2] + p.stride[2] - 1) / p.stride[2] : p.filter[2];
+  for (const int w : kDirectWindowWidths)
+    if (row_taps <= w) return w;
+  return 0;
+}
+// The row windows' pixel indices: the iterated tensor's rows padded to whole units of pp pixels
+// (a unit is pp pixels of one row, backward_data of one of its S = stride W phases; the pixels
+// past the row's end are dead): planes x S x ceil(ceil(W / S) / pp) x pp.
+inline int64_t direct_row_window_units(Variant v, const ConvProblem& p, int pp) {  // a row's
+  const bool bd = v == Variant::BackwardData;
+  const int64_t s = bd ? p.stride[2] : 1, wlen = bd ? p.in[2] : p.out[2];
+  return s * (((wlen + s - 1) / s + pp - 1) / pp);
+}
+inline int64_t direct_row_window_pixels(Variant v, const ConvProblem& p, int pp) {
+  const bool bd = v == Variant::BackwardData;
+  const int64_t planes = p.N * (bd ? p.in[0] * p.in[1] : p.out[0] * p.out[1]);
+  return planes * direct_row_window_units(v, p, pp) * pp;
+}
+
 // Whether the forward FMA launch takes two output rows a thread (DirectPath::RowPair): a depthwise
 // 1x3x3 filter, H and W stride and dilation 1, and a thread's pp (even, >= 4) pixels two rows of
 // pp / 2 columns within one row of the output (Wo % (pp / 2) == 0). (backward_weight gains
@@ -106,14 +139,27 @@ inline int direct_mma_band_rows(const ConvProblem& p, int stages, int64_t row_bl
 // depthwise (Cg = 1) with a 1x3x3 filter takes a window of the thread's pixels per filter row
 // where they share an output row (W dilation 1, W stride 1 or 2, Wo % pp == 0: Window /
 // WindowS2), else all nine taps at once up to kDirectBwdLinearMaxPixels pixels a thread (its
-// hoisted loads spill beyond; core/limits.hpp); everything else one tap at a time (Generic).
-enum class DirectBwdPath { Window, WindowS2, Linear9, Generic };
+// hoisted loads spill beyond; core/limits.hpp); other depthwise filters the row windows where
+// direct_row_window takes them (Rows / RowsS2); everything else one tap at a time (Generic).
+enum class DirectBwdPath { Window, WindowS2, Linear9, Rows, RowsS2, Generic };
 inline DirectBwdPath direct_fma_bwd_path(const ConvProblem& p, int group_channels, int pp) {
-  if (group_channels != 1 || p.filter[0] != 1 || p.filter[1] != 3 || p.filter[2] != 3) return DirectBwdPath::Generic;
+  if (group_channels != 1) return DirectBwdPath::Generic;
+  if (p.filter[0] != 1 || p.filter[1] != 3 || p.filter[2] != 3) {
+    if (direct_row_window(Variant::BackwardWeight, p, pp, 0) == 0) return DirectBwdPath::Generic;
+    return p.stride[2] == 1 ? DirectBwdPath::Rows : DirectBwdPath::RowsS2;
+  }
   const bool win = p.dilation[2] == 1 && pp > 0 && p.out[2] % pp == 0;
   if (win && p.stride[2] == 1) return DirectBwdPath::Window;
   if (win && p.stride[2] == 2) return DirectBwdPath::WindowS2;
   return pp <= kDirectBwdLinearMaxPixels ? DirectBwdPath::Linear9 : DirectBwdPath::Generic;
+}
+// backward_weight's iterated pixel indices for the FMA path at pp pixels a thread: the output
+// pixels, in the row windows' padded order where they take the problem.
+inline int64_t direct_weight_pixels(const ConvProblem& p, int pp) {
+  const DirectBwdPath b = direct_fma_bwd_path(p, int(p.C), pp);
+  return b == DirectBwdPath::Rows || b == DirectBwdPath::RowsS2
+             ? direct_row_window_pixels(Variant::BackwardWeight, p, pp)
+             : direct_pixels(Variant::BackwardWeight, p);
 }
 
 // backward_weight: the slice count (k_batch) when none is given. Slices x group tiles blocks
@@ -149,10 +195,11 @@ inline DirectSlices direct_slices(int64_t pixels, int tile_pixels, int kb) {
 
 // backward_weight's slices for k_batch kb: the FMA path slices pixels (chunks of whole tiles),
 // the matrix path row segments (chunk = segments per slice).
-inline DirectSlices direct_weight_slices(const ConvProblem& p, int tile_pixels, bool matrix, int kb) {
+// pp: the FMA path's pixels a thread (direct_weight_pixels).
+inline DirectSlices direct_weight_slices(const ConvProblem& p, int tile_pixels, bool matrix, int kb, int pp) {
   const Variant v = Variant::BackwardWeight;
   return matrix ? direct_slices(direct_row_segments(v, p, tile_pixels), 1, kb)
-                : direct_slices(direct_pixels(v, p), tile_pixels, kb);
+                : direct_slices(direct_weight_pixels(p, pp), tile_pixels, kb);
 }
 
 }  // namespace ckgen
