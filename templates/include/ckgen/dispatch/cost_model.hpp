@@ -106,6 +106,7 @@ inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec,
 // a load and an add each), once for all taps or (Generic) once per tap.
 inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int vec, int elem_bytes) {
   const double taps = double(p.filter_spatial());
+  const double convert = elem_bytes == 2 ? double(vec) : 0.0;
   double loads = 0;
   switch (direct_fma_bwd_path(p, int(p.C), pp)) {
     case DirectBwdPath::Window: loads = pp + 3.0 * (pp + 2); break;
@@ -117,13 +118,11 @@ inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int
       const int rw = direct_row_window(Variant::BackwardWeight, p, pp, 0);
       const double rows = double(p.filter[0] * p.filter[1]);
       const double cols = double((pp - 1) * p.stride[2] + p.filter[2]);
-      const double convert = elem_bytes == 2 ? double(vec) : 0.0;
       return ppt / pp * rows * ((pp + cols) * (kDirectLoadIssue + convert) + double(rw) * pp * vec) +
              3.0 * rows * rw * vec;
     }
     case DirectBwdPath::Generic: loads = 2.0 * taps * pp; break;
   }
-  const double convert = elem_bytes == 2 ? double(vec) : 0.0;
   const double combine = 3.0 * taps * double(p.C) * vec;
   return ppt / pp * (loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C)) + combine;
 }
@@ -146,11 +145,13 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   c.blocks_per_cu = std::max(1, 2048 / threads);
   int64_t active_threads;
   const bool matrix = k.warp_m > 1;  // a block per row segment or band (schedule/direct_plan.hpp)
+  // the FMA path's channel vector and pixels a thread (the matrix path lays out its own warps)
+  const int vec = std::max(1, k.vec_a);
+  const int pp = matrix ? 1 : std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, vec, threads));
   double bytes = 0;
   // backward_weight: the slices of the launch, read by the split, the FMA issue and the unit terms
   DirectSlices sl{};
   if (k.variant == Variant::BackwardWeight) {
-    const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, std::max(1, k.vec_a), threads));
     sl = direct_weight_slices(p, k.tile_m, matrix, std::max(1, k_batch), pp);
     c.k_batch = sl.count;
     c.tiles = int64_t(sl.count) * gtiles;
@@ -172,7 +173,6 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
     active_threads = c.tiles * threads;
     c.k_batch = 1;
   } else {
-    const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, std::max(1, k.vec_a), threads));
     const bool rows = direct_row_window(k.variant, p, pp, k.tile_n) > 0;
     c.tiles = cdiv(rows ? direct_row_window_pixels(k.variant, p, pp) : pixels, k.tile_m) * gtiles;
     active_threads = c.tiles * threads;
@@ -192,15 +192,12 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   // warp instructions issued per second at every scheduler busy: the fp32 peak / (2 x warp size)
   const double issue_rate = a.peak_tflops(DataType::FP32) * 1e12 / (2.0 * a.warp_size) * kDirectIssueEfficiency;
   if (!matrix && k.variant == Variant::BackwardWeight) {
-    const int vec = std::max(1, k.vec_a);
-    const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, vec, threads));
     const double warp_instr = double(active_threads) / a.warp_size *
                               direct_fma_bwd_issue(p, double(sl.chunk) * pp / k.tile_m, pp, vec, eb);
     fma_us = warp_instr / issue_rate * 1e6 * std::sqrt(latency);
   } else if (!matrix) {
-    const int pp = std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, std::max(1, k.vec_a), threads));
     const double warp_instr = double(active_threads) / a.warp_size *
-                              direct_fma_issue(k.variant, p, pp, std::max(1, k.vec_a), eb, k.tile_n);
+                              direct_fma_issue(k.variant, p, pp, vec, eb, k.tile_n);
     fma_us = warp_instr / issue_rate * 1e6 * std::sqrt(latency);
   }
   c.us = std::max(mem_us, fma_us) + extra_us;

@@ -70,7 +70,7 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     if (p.N * p.in_spatial() > kMax32 || p.N * p.out_spatial() > kMax32 || chans(p) > kMax32)
       return "N * spatial size or G * C exceeds 2^31-1 (32-bit index math)";
     // a block's first pixel index past the last one, the row pairs' dead rows included
-    const int64_t pixels = launch_pixels(p);
+    const int64_t pixels = launch_pixels(p, row_window(p));
     if (pixels + Tr::P > kMax32)
       return "the launch's pixel indices (N * D * H * W; with row pairs N * Do * ceil(Ho / 2) * 2 * Wo, with "
              "row windows W rounded up to whole units) plus a tile exceed 2^31-1 (32-bit index math)";
@@ -144,7 +144,8 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     a.taps = int(p.filter_spatial());
     a.in_spatial = int(p.in_spatial());
     a.out_spatial = int(p.out_spatial());
-    const int64_t pixels = launch_pixels(p);
+    const int rw = row_window(p);  // the row windows' compiled width, 0: not a row window
+    const int64_t pixels = launch_pixels(p, rw);
     a.pixels = int(pixels);
     a.mode = OutMode::Direct;
     a.ws_stride = p.weight_elems();
@@ -174,9 +175,9 @@ class DepthwiseKernel final : public HostFace<Cfg> {
         constexpr DirectPath kQ = kVariant == Variant::BackwardData ? DirectPath::QuadS2 : DirectPath::Linear;
         const bool quad = gather && k3x3 && p.stride[0] == 1 && p.stride[1] == 2 && p.stride[2] == 2 &&
                           p.dilation[1] == 1 && p.dilation[2] == 1 && p.pad_l[0] == 0;
-        if (const int rw = row_window(p); rw > 0) {  // units of PP pixels a row (DirectPath::Rows)
+        if (rw > 0) {  // units of PP pixels a row (DirectPath::Rows)
           a.fd_pix[2].init(direct_row_window_units(kVariant, p, Tr::PP));
-          const int smem = int(p.filter_spatial() * (Tr::Gt + kDirectFilterRowPad) * int64_t(sizeof(float)));
+          const int smem = int(direct_row_window_smem(p, Tr::Gt));
           row_kernel(rw, row_strided(p))<<<grid, Tr::kThreads, smem, stream>>>(a);
         } else if (quad) {  // the grid and the pixel split count 2 x 2 quads of dx (DirectPath::QuadS2)
           const int64_t qh = (p.in[1] + 1) / 2, qw = (p.in[2] + 1) / 2;
@@ -215,7 +216,7 @@ class DepthwiseKernel final : public HostFace<Cfg> {
       const dim3 grid(unsigned(s.count), gtiles, 1);
       int smem = 0;
       const auto kernel = bwd_kernel(p, smem);
-      if (row_window(p) > 0) a.fd_pix[2].init(direct_row_window_units(kVariant, p, Tr::PP));
+      if (rw > 0) a.fd_pix[2].init(direct_row_window_units(kVariant, p, Tr::PP));
       if constexpr (Tr::kMma) {  // the matrix path: its ring of units in dynamic shared memory
         static std::atomic<uint64_t> done{0};
         if ((e = detail::allow_dynamic_smem(kernel, smem, done)) != gpuSuccess) return e;
@@ -325,10 +326,10 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     else
       return p.stride[2] == 2;
   }
-  // The pixel indices the launch iterates: the row windows' padded rows, the row pairs' order or
-  // the iterated tensor's pixels.
-  static int64_t launch_pixels(const ConvProblem& p) {
-    if (row_window(p) > 0) return direct_row_window_pixels(kVariant, p, Tr::PP);
+  // The pixel indices the launch iterates (rw: row_window(p)): the row windows' padded rows, the
+  // row pairs' order or the iterated tensor's pixels.
+  static int64_t launch_pixels(const ConvProblem& p, int rw) {
+    if (rw > 0) return direct_row_window_pixels(kVariant, p, Tr::PP);
     return direct_fma_pixels(kVariant, p, fma_pp());
   }
 };

@@ -132,8 +132,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void weight_linear(
 
 // backward_weight: one block = one slice of output pixels x one group tile. Path: Linear, or
 // Window / WindowS2 (compile-time depthwise filter, W dilation 1, W stride 1 / 2, Wo % PP == 0:
-// a thread's PP pixels lie in one output row), or Rows / RowsS2 (depthwise, one filter row at a
-// time, the pixels in the row windows' padded order).
+// a thread's PP pixels lie in one output row), or Rows / RowsS2 (depthwise, up to kRowsPerPass
+// filter rows a pass, the pixels in the row windows' padded order).
 template <class Cfg, int KZ, int KY, int KX, DirectPath Path>
 CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   using Tr = DirectTraits<Cfg>;
@@ -168,9 +168,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   const Raw* __restrict__ x = static_cast<const Raw*>(a.x);
   const Raw* __restrict__ dy = static_cast<const Raw*>(a.y);
 
-  // Accumulates taps [t0, t0 + kTaps) (kCT: all of them; kRows: filter rows t0 .. t0 + kRowsPerPass - 1) over this
-  // thread's pixels: acc[t][c][k] is channel k's weight for input channel c of its group
-  // (depthwise: c = 0).
+  // Accumulates taps [t0, t0 + kTaps) (kCT: all of them; kRows: those of filter rows t0 ..
+  // t0 + kRowsPerPass - 1) over this thread's pixels: acc[t][c][k] is channel k's weight for
+  // input channel c of its group (depthwise: c = 0).
   auto accumulate = [&](int t0, float(&acc)[kTaps][Cg][V]) {
 #pragma unroll
     for (int t = 0; t < kTaps; ++t)

@@ -78,13 +78,15 @@ inline bool direct_fma_window(Variant v, const ConvProblem& p, int pp) {
 // least the taps a filter row applies (X; backward_data ceil(X / S)), else 0. forward /
 // backward_data stage the block's filter (taps x (tile_channels + pad) floats) in at most
 // kDirectWindowMaxSmem bytes.
+// The bytes of dynamic shared memory a forward / backward_data row window stages the filter in.
+inline int64_t direct_row_window_smem(const ConvProblem& p, int tile_channels) {
+  return p.filter_spatial() * (tile_channels + kDirectFilterRowPad) * int64_t(sizeof(float));
+}
 inline int direct_row_window(Variant v, const ConvProblem& p, int pp, int tile_channels) {
   const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
   const bool bd = v == Variant::BackwardData;
   if (p.C != 1 || p.K != 1 || k3x3 || pp < 2 || p.dilation[2] != 1 || (!bd && p.stride[2] > 2)) return 0;
-  if (v != Variant::BackwardWeight &&
-      p.filter_spatial() * (tile_channels + kDirectFilterRowPad) * int64_t(sizeof(float)) > kDirectWindowMaxSmem)
-    return 0;
+  if (v != Variant::BackwardWeight && direct_row_window_smem(p, tile_channels) > kDirectWindowMaxSmem) return 0;
   const int64_t row_taps = bd ? (p.filter[2] + p.stride[2] - 1) / p.stride[2] : p.filter[2];
   for (const int w : kDirectWindowWidths)
     if (row_taps <= w) return w;
@@ -92,8 +94,8 @@ inline int direct_row_window(Variant v, const ConvProblem& p, int pp, int tile_c
 }
 // The row windows' pixel indices: the iterated tensor's rows padded to whole units of pp pixels
 // (a unit is pp pixels of one row, backward_data of one of its S = stride W phases; the pixels
-// past the row's end are dead): planes x S x ceil(ceil(W / S) / pp) x pp.
-inline int64_t direct_row_window_units(Variant v, const ConvProblem& p, int pp) {  // a row's
+// past the row's end are dead): planes x a row's units (S x ceil(ceil(W / S) / pp)) x pp.
+inline int64_t direct_row_window_units(Variant v, const ConvProblem& p, int pp) {
   const bool bd = v == Variant::BackwardData;
   const int64_t s = bd ? p.stride[2] : 1, wlen = bd ? p.in[2] : p.out[2];
   return s * (((wlen + s - 1) / s + pp - 1) / pp);
