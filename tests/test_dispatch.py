@@ -55,6 +55,20 @@ def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     assert out.stdout.count("\nok ") >= 14, out.stdout
 
 
+def test_channel_pad_faces_host_only(tmp_path: Path) -> None:
+    """Channel-padding faces (kernel/channel_pad.hpp) without a GPU: tests/host/channel_pad.cpp runs
+    a face over a fake fp32 instance that computes the reference on the problem it is given and
+    refuses channels that are not whole vectors. Every variant, odd C and / or K, groups, 1D / 3D,
+    stride 2: the face's result equals a plain-loop reference of the user's problem with the
+    output poisoned and the workspace garbage; the face refuses whole-vector problems, only plain
+    split-K instances of whole vectors get one, and the dispatcher picks it over a scalar
+    instance on C = 921, estimated as its instance on the padded problem plus the copies."""
+    exe = build_dispatch_host_test("channel_pad", tmp_path)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "all passed" in out.stdout, out.stdout + out.stderr
+    assert out.stdout.count("ok face equals the reference") == 15, out.stdout
+
+
 needs_build = pytest.mark.skipif(
     not have("cmake", "ninja", "nvcc"), reason="needs cmake, ninja and nvcc on PATH"
 )
@@ -90,8 +104,10 @@ def test_jit_build_and_cache_hit(reg) -> None:
     r, r2, first, second, cache = reg
     assert not r.cached and r2.cached
     assert second < 2.0 and second < first / 10, (first, second)
+    v8 = [FWD_V8, FWD_V8.replace("fwd", "bwd_weight"), FWD_V8.replace("fwd", "bwd_data")]
+    # the 16-byte instances and their channel-padding faces (kernel/channel_pad.hpp)
     assert r2.lib_path == r.lib_path and sorted(k.name for k in r.kernels) == sorted(
-        [FWD_V1, FWD_V8, FWD_V8.replace("fwd", "bwd_weight"), FWD_V8.replace("fwd", "bwd_data")]
+        [FWD_V1, *v8, *(n + "_cpad" for n in v8)]
     )
     assert {k.variant for k in r.kernels} == {"forward", "backward_weight", "backward_data"}
     # the shared library exports the C API and links the shared CUDA runtime (one cudart)

@@ -97,11 +97,12 @@ def render_forms_hpp() -> str:
 
 # KernelKey spells a triple field of KernelInstance as three fields <prefix>_m, _n, _k.
 _KEY_TRIPLES = {"tile": "tile", "waves": "wave", "warp_tile": "warp"}
-# Fields KernelKey has beyond the instance's: name first, arch last, ping_pong (derived) after
-# swap_ab.
+# Fields KernelKey has beyond the instance's: name first, arch and channel_pad (a registry face,
+# not an instance) last, ping_pong (derived) after swap_ab.
 _KEY_COMMENTS = {
     "swap_ab": "wavelet_tma: the MMA computes the transposed tile (pipeline/tma_ws.hpp)",
     "ping_pong": "wavelet_tma: two math warpgroups take turns on units (TmaTraits::kPingPong)",
+    "channel_pad": "> 0: a channel-padding face (kernel/channel_pad.hpp), channels rounded up to it",
 }
 
 
@@ -126,6 +127,7 @@ def kernel_key_fields() -> list[tuple[str, str, str]]:
         if f.name == "swap_ab":
             out.append(("bool", "ping_pong", " = false"))
     out.append(("const char*", "arch", ""))
+    out.append(("int", "channel_pad", " = 0"))
     return out
 
 

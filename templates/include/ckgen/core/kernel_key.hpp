@@ -44,6 +44,7 @@ struct KernelKey {
   Activation activation;
   bool residual;
   const char* arch;
+  int channel_pad = 0;  // > 0: a channel-padding face (kernel/channel_pad.hpp), channels rounded up to it
 };
 
 }  // namespace ckgen

@@ -22,6 +22,7 @@
 #include "ckgen/conv/gemm_dims.hpp"
 #include "ckgen/generated/arch_params.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
+#include "ckgen/schedule/channel_pad_plan.hpp"
 #include "ckgen/schedule/direct_plan.hpp"
 
 namespace ckgen {
@@ -260,6 +261,15 @@ inline CostEstimate estimate_window_cost(const KernelKey& k, const ConvProblem& 
 // Estimated time of one instance on one problem with a given split count.
 inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
                                   const ArchNumbers& a = {}) {
+  if (k.channel_pad > 0) {
+    // a channel-padding face: its instance on the padded problem, then the copies (one launch each)
+    KernelKey inner = k;
+    inner.channel_pad = 0;
+    const ChannelPadPlan plan = channel_pad_plan(k.variant, p, k.channel_pad);
+    CostEstimate c = estimate_cost(inner, plan.padded, k_batch, a);
+    c.us += channel_pad_bytes(plan, elem_bytes(k.datatype)) / (a.bandwidth_gbs * 1e9) * 1e6 + 2.0 * plan.count;
+    return c;
+  }
   if (k.pipeline == Pipeline::Direct) return estimate_direct_cost(k, p, k_batch, a);
   if (tma_window_form(k)) return estimate_window_cost(k, p, a);
   CostEstimate c;
@@ -270,8 +280,16 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const int kb = std::max(1, splits ? k_batch : 1);
   c.k_batch = kb;
   const int64_t mt = cdiv(g.M, k.tile_m), nt = cdiv(g.N, k.tile_n);
-  const int64_t k_per_split = cdiv(g.K, kb);
-  const int64_t kt = cdiv(k_per_split, k.tile_k);
+  // wavelet_tma forward / backward_data walk the reduction tap by tap in chunks of tile_k
+  // channels (kernel/tma_launch.hpp: taps x c_chunks k tiles): a channel count below tile_k pads
+  // every tap's chunk.
+  int64_t kt;
+  if (k.pipeline == Pipeline::WaveletTma && k.variant != Variant::BackwardWeight) {
+    const int64_t red_c = k.variant == Variant::Forward ? p.C : p.K;
+    kt = cdiv(cdiv(g.K, red_c) * cdiv(red_c, k.tile_k), kb);
+  } else {
+    kt = cdiv(cdiv(g.K, kb), k.tile_k);
+  }
   // wavelet_tma backward_weight runs its own grid (pipeline/tma_ws.hpp): taps x (K / BM) x (C / BN)
   // tiles a group unless the taps pack into the columns or x goes through the im2col copy
   // (detail::tma_weight_tiles of detail::tma_gemm_view). With few channels a group that is far

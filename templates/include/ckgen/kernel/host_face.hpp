@@ -37,15 +37,7 @@ class HostFace : public KernelBase {
     key_.vec_b = vec_b;
     key_.vec_c = vec_c;
   }
-  static gpuError_t invalid_value() {
-#if defined(CKGEN_NVIDIA)
-    return cudaErrorInvalidValue;
-#elif defined(CKGEN_AMD_NOGPUINC)
-    return 1;
-#else
-    return hipErrorInvalidValue;
-#endif
-  }
+  static gpuError_t invalid_value() { return gpu_invalid_value(); }
   KernelKey key_;
 };
 

@@ -409,6 +409,17 @@ KernelKey config_key() {
   return k;
 }
 
+// The platform's invalid-value error (a launch refused for its arguments).
+inline gpuError_t gpu_invalid_value() {
+#if defined(CKGEN_NVIDIA)
+  return cudaErrorInvalidValue;
+#elif defined(CKGEN_AMD) && !defined(CKGEN_AMD_NOGPUINC)
+  return hipErrorInvalidValue;
+#else
+  return gpuError_t(1);
+#endif
+}
+
 class KernelBase {
  public:
   virtual ~KernelBase() = default;

@@ -203,7 +203,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void rows_bwd_data(const DirectArgs& a) {
 }
 
 // backward_weight: filter rows fr .. fr + R - 1 (row r's taps (kz, ky, o) summed in acc[r * KX + o];
-// rows past the filter's stay zero) of a thread's units in [mb, me) (the padded order): per unit
+// rows past the filter's stay zero and cost nothing) of a thread's units in [mb, me) (the padded order): per unit
 // the PP dy pixels once (dead ones zero), then per row the window of the x row under them.
 // Offsets o >= X sum columns of other taps and are never written.
 template <class Cfg, int KX, int S, int R>
@@ -236,9 +236,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void weight_rows(const DirectArgs& a, const typen
     const Raw* img = x + (int64_t(u.n) * a.in_spatial * a.chans + g0);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
+      if (r > 0 && fr + r >= rows) break;  // the last pass of a filter with fewer rows left
       const int iz = cz + dz[r], iy = cy + dyr[r];
-      const bool row_ok =
-          fr + r < rows && unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
+      const bool row_ok = unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]);
       packet_t<D, V> w[kCols];
       load_window<D, V, kCols>(img + ((int64_t(iz) * a.in_[1] + iy) * a.in_[2] + c0) * a.chans, row_ok, c0, cols,
                                a.in_[2], a.chans, w);

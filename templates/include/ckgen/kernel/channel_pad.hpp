@@ -1,0 +1,163 @@
+// ChannelPadKernel: an instance of 16-byte vectors run on a problem whose C or K per group is not
+// a multiple of the vector (odd channel counts, C = 3 stems, r(2+1)d's 45 / 230 / 921), which
+// otherwise only the scalar instances serve. The copies of schedule/channel_pad_plan.hpp put the
+// operands into workspace with zero channels added, the inner instance runs on the padded
+// problem, and the written tensor is copied back. The registry adds one for every plain instance
+// of whole vectors (add_channel_pad_faces, registry.cpp); its name is the inner name + "_cpad",
+// its key the inner key with channel_pad set, which the cost model prices as the inner instance
+// on the padded problem plus the copies.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ckgen/core/portability.hpp"
+#include "ckgen/kernel/kernel_base.hpp"
+#include "ckgen/schedule/channel_pad_plan.hpp"
+
+namespace ckgen {
+
+namespace detail {
+inline constexpr int kChannelPadThreads = 256;
+inline constexpr std::size_t kChannelPadAlign = 256;
+
+// dst[o][r][c] over dst's rows_d x cols_d blocks: src[o][r][c] inside src's rows_s x cols_s, else 0.
+template <class T, class I>
+CKGEN_HOST_DEVICE inline T channel_pad_value(const T* src, I i, I rows_d, I cols_d, I rows_s, I cols_s) {
+  const I c = i % cols_d, t = i / cols_d;
+  const I r = t % rows_d, o = t / rows_d;
+  return r < rows_s && c < cols_s ? src[(o * rows_s + r) * cols_s + c] : T(0);
+}
+
+template <class T, class I>
+CKGEN_GLOBAL void channel_pad_kernel(T* __restrict__ dst, const T* __restrict__ src, I n, I rows_d, I cols_d,
+                                     I rows_s, I cols_s) {
+#if CKGEN_GPU_COMPILER
+  const I step = I(gridDim.x) * I(blockDim.x);
+  for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n; i += step)
+    dst[i] = channel_pad_value(src, i, rows_d, cols_d, rows_s, cols_s);
+#else
+  (void)dst, (void)src, (void)n, (void)rows_d, (void)cols_d, (void)rows_s, (void)cols_s;
+#endif
+}
+
+// One copy of the plan on `stream`: into the padded twin (c.read) or out of it. Host-only builds
+// (the dispatcher's host tests) copy on the host.
+template <class T>
+gpuError_t channel_pad_copy(const PadCopy& c, T* padded, T* user, gpuStream_t stream) {
+  T* dst = c.read ? padded : user;
+  const T* src = c.read ? user : padded;
+  const int64_t rows_d = c.read ? c.rows_padded : c.rows, cols_d = c.read ? c.cols_padded : c.cols;
+  const int64_t rows_s = c.read ? c.rows : c.rows_padded, cols_s = c.read ? c.cols : c.cols_padded;
+  const int64_t n = c.outer * rows_d * cols_d;
+#if CKGEN_GPU_COMPILER
+  const unsigned blocks = unsigned(grid_stride_blocks(n, kChannelPadThreads, 8));
+  if (n <= int64_t(INT32_MAX))
+    channel_pad_kernel<T, int32_t><<<blocks, kChannelPadThreads, 0, stream>>>(
+        dst, src, int32_t(n), int32_t(rows_d), int32_t(cols_d), int32_t(rows_s), int32_t(cols_s));
+  else
+    channel_pad_kernel<T, int64_t><<<blocks, kChannelPadThreads, 0, stream>>>(dst, src, n, rows_d, cols_d, rows_s,
+                                                                             cols_s);
+  return gpuGetLastError();
+#else
+  (void)stream;
+  for (int64_t i = 0; i < n; ++i) dst[i] = channel_pad_value(src, i, rows_d, cols_d, rows_s, cols_s);
+  return gpuSuccess;
+#endif
+}
+
+inline std::size_t channel_pad_aligned(std::size_t b) {
+  return (b + kChannelPadAlign - 1) / kChannelPadAlign * kChannelPadAlign;
+}
+}  // namespace detail
+
+class ChannelPadKernel final : public KernelBase {
+ public:
+  explicit ChannelPadKernel(const KernelBase& inner)
+      : inner_(inner), key_(inner.key()), quantum_(channel_pad_quantum(inner.key().datatype)) {
+    key_.name += "_cpad";
+    key_.channel_pad = quantum_;
+  }
+  const KernelKey& key() const override { return key_; }
+
+  // The inner instance's refusal of the padded problem (its options first), then whether any
+  // channel needs padding.
+  std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    if (std::string r = p.validate(); !r.empty()) return r;
+    if (std::string r = inner_.is_supported(plan(p).padded, opts); !r.empty()) return r;
+    if (p.C % quantum_ == 0 && p.K % quantum_ == 0)
+      return "channel_pad: C and K are whole 16-byte vectors (the instance itself runs the problem)";
+    return {};
+  }
+
+  std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    const ChannelPadPlan pl = plan(p);
+    std::size_t b = detail::channel_pad_aligned(inner_.workspace_bytes(pl.padded, opts));
+    for (int i = 0; i < pl.count; ++i) b += detail::channel_pad_aligned(padded_bytes(pl.copies[i]));
+    return b;
+  }
+
+  gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
+                 const RunOptions& opts = {}) const override {
+    if (workspace == nullptr) return gpu_invalid_value();
+    const ChannelPadPlan pl = plan(p);
+    unsigned char* ws = static_cast<unsigned char*>(workspace);
+    void* inner_ws = ws;
+    std::size_t at = detail::channel_pad_aligned(inner_.workspace_bytes(pl.padded, opts));
+    ConvTensors padded = t;
+    void* twin[3] = {nullptr, nullptr, nullptr};
+    for (int i = 0; i < pl.count; ++i) {
+      twin[i] = ws + at;
+      at += detail::channel_pad_aligned(padded_bytes(pl.copies[i]));
+      slot(padded, pl.copies[i].operand) = twin[i];
+    }
+    for (int i = 0; i < pl.count; ++i)
+      if (pl.copies[i].read)
+        if (gpuError_t e = copy(pl.copies[i], twin[i], slot(t, pl.copies[i].operand), stream); e != gpuSuccess) return e;
+    if (gpuError_t e = inner_.run(pl.padded, padded, inner_ws, stream, opts); e != gpuSuccess) return e;
+    for (int i = 0; i < pl.count; ++i)
+      if (!pl.copies[i].read)
+        if (gpuError_t e = copy(pl.copies[i], twin[i], slot(t, pl.copies[i].operand), stream); e != gpuSuccess) return e;
+    return gpuSuccess;
+  }
+
+  const KernelBase& inner() const { return inner_; }
+
+ private:
+  ChannelPadPlan plan(const ConvProblem& p) const { return channel_pad_plan(key_.variant, p, quantum_); }
+  std::size_t elem_bytes() const { return key_.datatype == DataType::FP32 ? 4 : 2; }
+  std::size_t padded_bytes(const PadCopy& c) const { return std::size_t(c.padded_elems()) * elem_bytes(); }
+  static void*& slot(ConvTensors& t, PadOperand o) {
+    return o == PadOperand::In ? t.in : o == PadOperand::Wei ? t.wei : t.out;
+  }
+  static void* slot(const ConvTensors& t, PadOperand o) {
+    return o == PadOperand::In ? t.in : o == PadOperand::Wei ? t.wei : t.out;
+  }
+  gpuError_t copy(const PadCopy& c, void* padded, void* user, gpuStream_t stream) const {
+    if (elem_bytes() == 4)
+      return detail::channel_pad_copy(c, static_cast<uint32_t*>(padded), static_cast<uint32_t*>(user), stream);
+    return detail::channel_pad_copy(c, static_cast<uint16_t*>(padded), static_cast<uint16_t*>(user), stream);
+  }
+  const KernelBase& inner_;
+  KernelKey key_;
+  int quantum_;
+};
+
+// Whether the registry gives instance key k a channel-padding face: a plain split-K (not StreamK)
+// implicit-GEMM or wavelet_tma instance whose three operands move in 16-byte vectors.
+inline bool wants_channel_pad_face(const KernelKey& k) {
+  const int q = channel_pad_quantum(k.datatype);
+  return k.channel_pad == 0 && k.pipeline != Pipeline::Direct && k.reduction == Reduction::SplitK &&
+         epilogue_ops(k) == EpilogueOps{} &&
+         k.vec_a == q && k.vec_b == q && k.vec_c == q;
+}
+
+// Adds the channel-padding faces of every registered instance that wants one (after them).
+inline void add_channel_pad_faces(Registry& reg) {
+  const std::size_t n = reg.all().size();
+  for (std::size_t i = 0; i < n; ++i)
+    if (wants_channel_pad_face(reg.all()[i]->key())) reg.add(std::make_unique<ChannelPadKernel>(*reg.all()[i]));
+}
+
+}  // namespace ckgen

@@ -1,0 +1,71 @@
+// Channel padding (kernel/channel_pad.hpp): a problem whose C or K per group is not a whole
+// number of 16-byte vectors runs on an instance of whole vectors, on the problem with C and K
+// rounded up to the quantum. Before the instance runs, the tensors it reads are copied into
+// workspace with zeros in the added channels (zero products in every reduction); after it, the
+// tensor it wrote is copied back without them. channel_pad_plan lists those copies, for the
+// launch and for the cost model (dispatch/cost_model.hpp).
+#pragma once
+
+#include <cstdint>
+
+#include "ckgen/core/problem.hpp"
+#include "ckgen/core/vocab.hpp"
+
+namespace ckgen {
+
+// Operands of a convolution call, as ConvTensors names them.
+enum class PadOperand { In, Wei, Out };
+
+// One copy between a tensor and its padded twin, both seen as `outer` blocks of rows x cols
+// (row-major, cols contiguous): the small (user's) shape and the padded one. Rows and columns
+// past the small shape are the added channels.
+struct PadCopy {
+  PadOperand operand;
+  bool read;  // true: the instance reads it (copied in, zero-filled); false: written (copied out)
+  int64_t outer, rows, cols, rows_padded, cols_padded;
+  int64_t elems() const { return outer * rows * cols; }
+  int64_t padded_elems() const { return outer * rows_padded * cols_padded; }
+};
+
+struct ChannelPadPlan {
+  ConvProblem padded;
+  PadCopy copies[3];
+  int count = 0;
+};
+
+inline int64_t round_up_to(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
+
+// Channels of one 16-byte vector.
+inline int channel_pad_quantum(DataType d) { return d == DataType::FP32 ? 4 : 8; }
+
+// The padded problem and its copies, for variant v with channels rounded up to q. The weight is
+// always copied (one of C and K is padded); x only when C is, y only when K is.
+//   x (N, spatial, G, C):  rows N * spatial * G of C
+//   w (G, K, taps, C):     G blocks of K * taps rows of C (a filter row k * taps + t keeps its index)
+//   y (N, spatial, G, K):  rows N * spatial * G of K
+inline ChannelPadPlan channel_pad_plan(Variant v, const ConvProblem& p, int q) {
+  ChannelPadPlan plan;
+  ConvProblem& r = plan.padded;
+  r = p;
+  r.C = round_up_to(p.C, q);
+  r.K = round_up_to(p.K, q);
+  const int64_t taps = p.filter_spatial();
+  const bool reads_in = v != Variant::BackwardData, reads_out = v != Variant::Forward;
+  const bool reads_wei = v != Variant::BackwardWeight;
+  if (r.C != p.C) plan.copies[plan.count++] = {PadOperand::In, reads_in, 1, p.N * p.in_spatial() * p.G, p.C,
+                                               p.N * p.in_spatial() * p.G, r.C};
+  plan.copies[plan.count++] = {PadOperand::Wei, reads_wei, p.G, p.K * taps, p.C, r.K * taps, r.C};
+  if (r.K != p.K) plan.copies[plan.count++] = {PadOperand::Out, reads_out, 1, p.N * p.out_spatial() * p.G, p.K,
+                                               p.N * p.out_spatial() * p.G, r.K};
+  return plan;
+}
+
+// Bytes the copies move (each reads one twin and writes the other).
+inline double channel_pad_bytes(const ChannelPadPlan& plan, int elem_bytes) {
+  double b = 0;
+  for (int i = 0; i < plan.count; ++i)
+    b += double(plan.copies[i].elems() + plan.copies[i].padded_elems()) * elem_bytes;
+  return b;
+}
+
+}  // namespace ckgen
