@@ -282,11 +282,14 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   const int64_t mt = cdiv(g.M, k.tile_m), nt = cdiv(g.N, k.tile_n);
   // wavelet_tma forward / backward_data walk the reduction tap by tap in chunks of tile_k
   // channels (kernel/tma_launch.hpp: taps x c_chunks k tiles): a channel count below tile_k pads
-  // every tap's chunk.
+  // every tap's chunk. The explicit im2col copy (detail::tma_im2col_width) is one tap of its
+  // packed columns.
   int64_t kt;
   if (k.pipeline == Pipeline::WaveletTma && k.variant != Variant::BackwardWeight) {
-    const int64_t red_c = k.variant == Variant::Forward ? p.C : p.K;
-    kt = cdiv(cdiv(g.K, red_c) * cdiv(red_c, k.tile_k), kb);
+    const int64_t cp = detail::tma_im2col_width(k.variant, p);
+    const int64_t red_c = cp > 0 ? cp : k.variant == Variant::Forward ? p.C : p.K;
+    const int64_t taps = cp > 0 ? 1 : cdiv(g.K, red_c);
+    kt = cdiv(taps * cdiv(red_c, k.tile_k), kb);
   } else {
     kt = cdiv(cdiv(g.K, kb), k.tile_k);
   }
