@@ -264,7 +264,15 @@ def test_empty_batch_is_allowed() -> None:
 
 # ------------------------------------------------------------------------ convert
 class _MyConv(nn.Conv2d):
-    pass
+    """Keeps nn.Conv2d's forward (as torchvision's Conv3DSimple does): converted."""
+
+    def label(self) -> str:
+        return "mine"
+
+
+class _MyConvOwnForward(nn.Conv2d):
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        return super().forward(x) * 2
 
 
 def test_convert_replaces_what_it_can_and_keeps_parameters(capsys) -> None:
@@ -277,23 +285,28 @@ def test_convert_replaces_what_it_can_and_keeps_parameters(capsys) -> None:
         nn.ConvTranspose2d(8, 8, 2),
         nn.Sequential(nn.Conv2d(8, 8, 1, bias=False)),
         nn.LazyConv2d(8, 3),
+        _MyConvOwnForward(8, 8, 1),
     )
     params = {n: p for n, p in m.named_parameters()}
     out = ct.convert(m)
     assert out is m
     printed = capsys.readouterr().out
-    assert "4 of 7 convolutions run through ckgen" in printed
+    assert "5 of 8 convolutions run through ckgen" in printed
     assert isinstance(m[0], ct.Conv2d) and isinstance(m[0], nn.Conv2d)
     assert isinstance(m[2], ct.Conv1d) and isinstance(m[3], ct.Conv3d)
     assert isinstance(m[6][0], ct.Conv2d)
-    assert type(m[1]) is nn.Conv2d and type(m[4]) is _MyConv and type(m[5]) is nn.ConvTranspose2d
-    assert type(m[7]) is nn.LazyConv2d
+    # a subclass that keeps nn.Conv2d's forward: ckgen's forward, still the user's class
+    assert isinstance(m[4], ct.Conv2d) and isinstance(m[4], _MyConv) and m[4].label() == "mine"
+    assert type(m[4]).forward is ct.Conv2d.forward
+    assert type(m[1]) is nn.Conv2d and type(m[5]) is nn.ConvTranspose2d
+    assert type(m[7]) is nn.LazyConv2d and type(m[8]) is _MyConvOwnForward
     for n, p in m.named_parameters():  # the very same Parameter objects
         if n in params:
             assert params[n] is p, n
     why = {d.name: (d.converted, d.reason) for d in ct.report(m)}
     assert why["1"] == (False, "padding_mode='reflect' (ckgen pads with zeros only)")
-    assert "subclass of nn.Conv2d" in why["4"][1] and not why["4"][0]
+    assert why["4"][0]
+    assert why["8"] == (False, "a subclass of nn.Conv2d that defines its own forward(); left as is")
     assert "lazy" in why["7"][1]
     assert why["2"][0] and "padding [4] dilation [2]" in why["2"][1]
     assert "5" not in why  # transposed convolutions are not convolutions ckgen runs
@@ -337,3 +350,25 @@ def test_ckgen_conv_module_rejects_other_padding_modes() -> None:
     m.padding = (0, 0)  # attributes changed after construction are honoured
     assert m(meta(2, 4, 5, 5)).shape == (2, 8, 3, 3)
     assert "ckgen=True" in repr(m)
+
+
+def test_convert_subclass_twin_pickles_in_a_new_process(tmp_path) -> None:
+    """A converted subclass (its class made by convert: torchvision's Conv3DSimple) unpickles in a
+    process that never ran convert: the class is rebuilt from its name."""
+    import pickle
+    import subprocess
+    import sys
+
+    video = pytest.importorskip("torchvision.models.video.resnet")
+    m = nn.Sequential(video.Conv3DSimple(4, 4))
+    ct.convert(m, verbose=False)
+    assert isinstance(m[0], ct.Conv3d) and isinstance(m[0], video.Conv3DSimple)
+    path = tmp_path / "m.pkl"
+    path.write_bytes(pickle.dumps(m))
+    code = (
+        "import pickle; import ckgen.torch; from torchvision.models.video import resnet; "
+        f"m = pickle.loads(open({str(path)!r}, 'rb').read()); "
+        "assert isinstance(m[0], resnet.Conv3DSimple) and isinstance(m[0], ckgen.torch.Conv3d)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -102,7 +102,7 @@ _KEY_TRIPLES = {"tile": "tile", "waves": "wave", "warp_tile": "warp"}
 _KEY_COMMENTS = {
     "swap_ab": "wavelet_tma: the MMA computes the transposed tile (pipeline/tma_ws.hpp)",
     "ping_pong": "wavelet_tma: two math warpgroups take turns on units (TmaTraits::kPingPong)",
-    "channel_pad": "> 0: a channel-padding face (kernel/channel_pad.hpp), channels rounded up to it",
+    "channel_pad": "> 0: a face padding channels to this multiple (kernel/channel_pad.hpp)",
 }
 
 

@@ -4,6 +4,7 @@ reason."""
 
 from __future__ import annotations
 
+import importlib
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -91,7 +92,50 @@ class Conv3d(_CkgenConvMixin, nn.Conv3d):
 
 
 _TWINS: dict[type, type] = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
-_NDIM = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3}
+_NDIM: dict[type, int] = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3}
+# The methods that compute an nn.ConvNd's output: a subclass that keeps them computes the base's
+# convolution (torchvision's Conv3DSimple, a class only to carry a helper) and is served.
+_COMPUTE = ("forward", "_conv_forward")
+
+
+def _base(t: type) -> type | None:
+    """The nn.ConvNd that t is or derives from (None for anything else)."""
+    return next((b for b in _TWINS if issubclass(t, b)), None)
+
+
+def _overrides(t: type, base: type) -> str:
+    """The first of _COMPUTE that subclass t defines anew ('' when none)."""
+    return next((f for f in _COMPUTE if getattr(t, f, None) is not getattr(base, f, None)), "")
+
+
+def _twin_class(t: type) -> type:
+    """ckgen's class for modules of type t: the twin of nn.ConvNd, or for a subclass that keeps
+    the base's forward a class deriving from both (still an instance of the user's class),
+    defined once per subclass in this module so that it pickles by name."""
+    if t in _TWINS:
+        return _TWINS[t]
+    base = _base(t)
+    assert base is not None
+    name = f"{_SUB_PREFIX}{t.__module__.replace('.', '|')}:{t.__qualname__.replace('.', '|')}"
+    cls = globals().get(name)
+    if cls is None:
+        cls = type(name, (_TWINS[base], t), {"__module__": __name__, "__qualname__": name})
+        globals()[name] = cls
+    return cls
+
+
+_SUB_PREFIX = "Ckgen:"
+
+
+def __getattr__(name: str) -> Any:
+    """A subclass twin named by _twin_class, rebuilt on lookup (unpickling in a new process)."""
+    if not name.startswith(_SUB_PREFIX):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    mod, _, qual = name[len(_SUB_PREFIX) :].partition(":")
+    obj: Any = importlib.import_module(mod.replace("|", "."))
+    for part in qual.split("|"):
+        obj = getattr(obj, part)
+    return _twin_class(obj)
 
 
 @dataclass
@@ -121,9 +165,10 @@ def _why_not(m: Any, registry: Any, dtype: Any) -> str:
     t = type(m)
     if isinstance(m.weight, nn.parameter.UninitializedParameter):
         return "lazy module not initialized yet (run one forward first)"
-    if t not in _TWINS:
-        base = next((b.__name__ for b in _TWINS if isinstance(m, b)), "")
-        return f"a subclass of nn.{base} (its forward may differ); left as is"
+    base = _base(t)
+    assert base is not None
+    if f := _overrides(t, base):
+        return f"a subclass of nn.{base.__name__} that defines its own {f}(); left as is"
     w = m.weight
     if m.padding_mode != "zeros":
         return f"padding_mode={m.padding_mode!r} (ckgen pads with zeros only)"
@@ -136,7 +181,7 @@ def _why_not(m: Any, registry: Any, dtype: Any) -> str:
     if name not in ck.DTYPES:
         return f"dtype {dt} (ckgen runs float16, bfloat16, float32)"
     if registry is not None and hasattr(registry, "find"):
-        nd = _NDIM[t]
+        nd = _NDIM[base]
         if not registry.find(variant="forward", datatype=ck.DTYPES[name], ndim=nd):
             return f"the library has no {ck.DTYPES[name]} {nd}D forward kernel"
     return ""
@@ -144,7 +189,7 @@ def _why_not(m: Any, registry: Any, dtype: Any) -> str:
 
 def _twin(m: Any, registry: Any) -> Any:
     """The ckgen module holding m's own Parameter objects, buffers and hooks."""
-    cls: Any = _TWINS[type(m)]
+    cls: Any = _twin_class(type(m))
     new = cls.__new__(cls)
     new.__dict__.update(m.__dict__)
     for attr in ("_parameters", "_buffers", "_modules"):

@@ -44,7 +44,7 @@ struct KernelKey {
   Activation activation;
   bool residual;
   const char* arch;
-  int channel_pad = 0;  // > 0: a channel-padding face (kernel/channel_pad.hpp), channels rounded up to it
+  int channel_pad = 0;  // > 0: a face padding channels to this multiple (kernel/channel_pad.hpp)
 };
 
 }  // namespace ckgen
