@@ -140,10 +140,12 @@ def test_select_cost_model(reg) -> None:
     s = r.select(p, "forward", "fp16")
     assert s.source == "cost-model" and s.name == FWD_V8, s.why  # wide vectors beat v1 on aligned C
     assert "tile efficiency" in s.why
-    # C=3: only the v1 instance supports it
+    # C=3: the v1 instance, or the v8 instance's channel-padding face; never v8 itself
     p3 = Problem.make(N=2, C=3, K=64, input=(56, 56), filter=(7, 7), stride=2, pad=3)
-    assert r.select(p3, "forward", "fp16").name == FWD_V1
+    assert r.select(p3, "forward", "fp16").name in (FWD_V1, FWD_V8 + "_cpad")
     assert "vector width 8 needs C (3)" in r[FWD_V8].is_supported(p3)
+    assert r[FWD_V8 + "_cpad"].is_supported(p3) == ""
+    assert "whole 16-byte vectors" in r[FWD_V8 + "_cpad"].is_supported(p)
     # backward_weight picks a split count; a k_batch-specific estimate exists
     sw = r.select(p, "backward_weight", "fp16")
     import re
@@ -298,7 +300,8 @@ def test_select_neighbour_ranking(reg, tmp_path: Path) -> None:
     db.write_text(json.dumps(build_db(_db_rows(times2), shapes, arch="sm_90a")))
     r.load_tuning_db(db)
     assert r.select(target, "forward", "fp16").name == FWD_V8
-    # only an unsupported instance timed nearby (C=3 refuses v8): the supported, untimed v1
+    # only an unsupported instance timed nearby (C=3 refuses v8): a supported, untimed entry
+    # (v1, or v8's channel-padding face)
     c3 = [
         Problem.make(
             N=2, C=3, K=64, input=(hw, hw), filter=(7, 7), stride=2, pad=3, name=f"c3_{hw}"
@@ -310,7 +313,7 @@ def test_select_neighbour_ranking(reg, tmp_path: Path) -> None:
     s = r.select(c3[1], "forward", "fp16")
     assert (
         s.source == "tuning-db-nearest"
-        and s.name == FWD_V1
+        and s.name in (FWD_V1, FWD_V8 + "_cpad")
         and "untimed by the neighbours" in s.why
     ), s.why
     r.load_tuning_db(None)

@@ -110,3 +110,22 @@ def test_design_numbers() -> None:
         assert (16, 16, 16) in specs[a].warp_tiles[DataType.FP16]
     for a in ("sm_80", "sm_90a"):
         assert (16, 8, 16) in specs[a].warp_tiles[DataType.FP16]
+
+
+def test_cost_calibration_is_measured_per_variant_and_pipeline(tmp_path) -> None:
+    """sm_90a carries the cost model's measured calibration (every variant x pipeline, positive);
+    a target without one gets 1; a non-positive factor is refused with its key."""
+    from ckgen.errors import CkgenError
+    from ckgen.model.vocab import Pipeline, Variant
+
+    specs = load_arch_specs()
+    h = specs["sm_90a"]
+    assert all(h.calibration(v, p) > 0 for v in Variant for p in Pipeline)
+    assert len(h.cost_calibration) == len(Variant) * len(Pipeline)
+    assert specs["gfx942"].calibration(Variant.FORWARD, Pipeline.BASIC) == 1.0
+    raw = json.loads(arch_specs_path().read_text())
+    raw["sm_90a"]["cost_calibration"]["forward"]["basic"] = 0
+    bad = tmp_path / "arch_specs.json"
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(CkgenError, match="cost_calibration.forward.basic"):
+        load_arch_specs(bad)

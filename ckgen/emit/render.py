@@ -17,7 +17,7 @@ from ckgen import __version__
 from ckgen.model.arch import ArchSpec, get_arch
 from ckgen.model.instance import KernelInstance
 from ckgen.model.naming import NAME_RE, parse_instance_name
-from ckgen.model.vocab import Variant
+from ckgen.model.vocab import Pipeline, Variant
 from ckgen.resources import share_dir, templates_dir, testing_dir
 from ckgen.space.forms import math_unit
 
@@ -125,6 +125,9 @@ def _dispatch_files(arch: ArchSpec) -> dict[str, bytes]:
         "project/dispatch/arch_params.hpp.j2",
         a=arch,
         peak={d.value: v for d, v in arch.peak_tflops.items()},
+        calibration=[[arch.calibration(v, p) for p in Pipeline] for v in Variant],
+        variants=[v.value for v in Variant],
+        pipelines=[p.value for p in Pipeline],
     ).encode()
     return files
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ckgen.errors import CkgenError, did_you_mean
-from ckgen.model.vocab import DataType, MathUnit, Pipeline, Platform, Scheduler
+from ckgen.model.vocab import DataType, MathUnit, Pipeline, Platform, Scheduler, Variant
 from ckgen.resources import arch_specs_path
 
 Triple = tuple[int, int, int]
@@ -54,6 +54,12 @@ class ArchSpec:
     # warp tiles besides warp_tiles, named explicitly (not part of warp_tile 'auto'); an instance
     # whose warp tile is one of them uses MathUnit.WGMMA (math_unit_for).
     warpgroup_tiles: dict[DataType, tuple[Triple, ...]] = None  # type: ignore[assignment]
+    # The cost model's measured / estimated time per (variant, pipeline), where measured (the
+    # dispatcher multiplies its estimate by it; 1 elsewhere).
+    cost_calibration: dict[tuple[Variant, Pipeline], float] = None  # type: ignore[assignment]
+
+    def calibration(self, variant: Variant, pipeline: Pipeline) -> float:
+        return (self.cost_calibration or {}).get((variant, pipeline), 1.0)
 
     def math_unit_for(self, datatype: DataType, warp_tile: Any) -> MathUnit:
         """The math unit an instance of this datatype and warp tile runs on."""
@@ -139,9 +145,20 @@ def _parse_entry(path: Path, name: str, e: dict[str, Any]) -> ArchSpec:
                 DataType(k): tuple(_triple(t) for t in v)
                 for k, v in e.get("warpgroup_tiles", {}).items()
             },
+            cost_calibration=_calibration(e.get("cost_calibration", {})),
         )
     except (KeyError, ValueError, TypeError) as ex:
         raise _fail(path, name, f"invalid entry: {ex}") from None
+
+
+def _calibration(raw: dict[str, Any]) -> dict[tuple[Variant, Pipeline], float]:
+    out: dict[tuple[Variant, Pipeline], float] = {}
+    for v, per in raw.items():
+        for p, f in per.items():
+            if not float(f) > 0:
+                raise ValueError(f"cost_calibration.{v}.{p}: {f!r} is not a positive number")
+            out[(Variant(v), Pipeline(p))] = float(f)
+    return out
 
 
 @cache

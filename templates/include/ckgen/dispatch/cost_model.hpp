@@ -11,7 +11,9 @@
 //                      kernels after it (serial) and their launches for k_batch > 1 (every
 //                      variant: forward / backward_data instances with k_batch != 1 split too).
 // The arch numbers come from ckgen/generated/arch_params.hpp (rendered from
-// arch_specs.json); the compute-unit count is the device's when a device is present.
+// arch_specs.json); the compute-unit count is the device's when a device is present. The
+// estimate is then multiplied by the target's measured calibration per variant and pipeline
+// (arch_specs.json cost_calibration: what the model systematically misses per family).
 #pragma once
 
 #include <algorithm>
@@ -45,6 +47,10 @@ struct ArchNumbers {
   int warp_size = arch_params::kWarpSize;
   int register_file_bytes_per_cu = arch_params::kRegisterFileBytesPerCu;
   double bandwidth_gbs = arch_params::kBandwidthGBs;
+  // Measured / estimated time per variant and pipeline (arch_specs.json cost_calibration).
+  double calibration(Variant v, Pipeline p) const {
+    return arch_params::kCostCalibration[int(v)][int(p)];
+  }
   double peak_tflops(DataType d) const {
     const double v = d == DataType::FP16   ? arch_params::kPeakTflopsFp16
                      : d == DataType::BF16 ? arch_params::kPeakTflopsBf16
@@ -258,9 +264,13 @@ inline CostEstimate estimate_window_cost(const KernelKey& k, const ConvProblem& 
   return c;
 }
 
-// Estimated time of one instance on one problem with a given split count.
 inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
-                                  const ArchNumbers& a = {}) {
+                                  const ArchNumbers& a = {});
+
+// Estimated time of one instance on one problem with a given split count, before the target's
+// calibration (estimate_cost below).
+inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p, int k_batch,
+                                        const ArchNumbers& a = {}) {
   if (k.channel_pad > 0) {
     // a channel-padding face: its instance on the padded problem, then the copies (one launch each)
     KernelKey inner = k;
@@ -399,6 +409,15 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
   }
   const double mem_us = bytes / (a.bandwidth_gbs * 1e9) * 1e6;
   c.us = std::max(compute_us, mem_us) + serial_bytes / (a.bandwidth_gbs * 1e9) * 1e6 + extra_us;
+  return c;
+}
+
+// Estimated time of one instance on one problem with a given split count: the model's estimate
+// times the target's measured calibration of the instance's variant and pipeline (a
+// channel-padding face: its instance's, calibrated, plus the copies).
+inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch, const ArchNumbers& a) {
+  CostEstimate c = estimate_cost_model(k, p, k_batch, a);
+  if (k.channel_pad == 0) c.us *= a.calibration(k.variant, k.pipeline);
   return c;
 }
 
