@@ -391,7 +391,12 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
   const double reread =
       double(c.tiles) * double(k.tile_m + k.tile_n) * double(kt * k.tile_k) * eb * 0.5;
   double bytes = unique + reread;
-  if (kb == 1 && k.epilogue != Epilogue::CShuffle)
+  // wavelet_tma stores the rows of an output whose channels are not whole 16-byte vectors element
+  // by element from the cshuffle slabs, in pairs from registers (pipeline/tma_ws.hpp): narrow
+  // stores either way.
+  const int64_t out_c = k.variant == Variant::Forward ? p.K : p.C;
+  const bool narrow_rows = tma && k.variant != Variant::BackwardWeight && out_c % (16 / eb) != 0;
+  if (kb == 1 && (k.epilogue != Epilogue::CShuffle || narrow_rows))
     bytes += double(written) * eb * (1.0 / kRegisterStoreEfficiency - 1.0);
   double extra_us = 3.0;  // launch
   double serial_bytes = 0;  // split-K work outside the main kernel (memset, finish kernel)

@@ -386,10 +386,12 @@ class Dispatcher {
         tiles = detail::tma_weight_tiles(p, key.tile_m, key.tile_n);
         elems = p.weight_elems();
       } else {
+        // the GEMM the kernel launches: the explicit im2col copy's 1x1 view for C % 8 != 0 stems
+        const ConvProblem q = detail::tma_gemm_view(key.variant, p);
         const bool fwd = key.variant == Variant::Forward;
-        const int64_t red_c = fwd ? p.C : p.K, out_c = fwd ? p.K : p.C;
+        const int64_t red_c = fwd ? q.C : q.K, out_c = fwd ? q.K : q.C;
         if (out_c % 2 != 0) return 1;  // the kernel adds column pairs: odd rows never split
-        const GemmDims g = gemm_dims(key.variant, p);
+        const GemmDims g = gemm_dims(key.variant, q);
         k_tiles = detail::ceil_div(g.K, red_c) * detail::ceil_div(red_c, key.tile_k);
         tiles = detail::ceil_div(g.M, key.tile_m) * detail::ceil_div(g.N, key.tile_n) * g.batch;
         elems = fwd ? p.output_elems() : p.input_elems();
