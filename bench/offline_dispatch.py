@@ -7,6 +7,9 @@ can be scored against measured times before any device time is spent:
     python3 bench/heuristic_eval.py --lib /tmp/off --shapes corpus.csv --map corpus_map.csv \\
         --out-dir /tmp/he --methods cost prof_forward.csv.gz ...
 
+The library exports the C API only (hidden visibility, as the generated one): its registry()
+never binds to another dispatch library loaded in the same process.
+
 Writes OUT/offline_keys.inc (one KernelKey per instance, spelled from its name; a `_cpad` name
 is its instance's channel-padding face), OUT/offline_measured.tsv (instance, problem signature)
 and OUT/lib/libckgen_dispatch.so (bench/offline_registry.cpp + dispatch/ckgen_dispatch.cpp).
@@ -105,7 +108,8 @@ def build(out: Path, profiles: list[Path]) -> Path:
     if cxx_bin is None:
         sys.exit("offline_dispatch: no host C++ compiler (g++, c++ or clang++)")
     cmd = [
-        cxx_bin, "-std=c++17", "-O1", "-shared", "-fPIC", "-DCKGEN_PLATFORM_HOST", "-DCKGEN_DISPATCH_BUILD",
+        cxx_bin, "-std=c++17", "-O1", "-shared", "-fPIC", "-fvisibility=hidden",
+        "-fvisibility-inlines-hidden", "-DCKGEN_PLATFORM_HOST", "-DCKGEN_DISPATCH_BUILD",
         f'-DCKGEN_OFFLINE_DIR="{out.resolve()}"', f"-I{ROOT / 'templates' / 'include'}", f"-I{out / 'include'}",
         f"-I{disp}", f"-I{out}", str(ROOT / "bench" / "offline_registry.cpp"), str(disp / "ckgen_dispatch.cpp"),
         str(disp / "ckgen_dispatch_args.cpp"), "-o", str(so),
