@@ -60,8 +60,8 @@ def key_line(name: str) -> str:
     i = parse_instance_name(inner)
     vals: dict[str, str] = {}
     for f in ("tile", "waves", "warp_tile"):
-        for d, v in zip("mnk", getattr(i, f), strict=True):
-            vals[f"{cxx._KEY_TRIPLES[f]}_{d}"] = str(v)
+        for col, v in zip(cxx.key_columns(f), getattr(i, f), strict=True):
+            vals[col] = str(v)
     args = [f'"{name}"']
     for _, field, _ in cxx.kernel_key_fields():
         if field in ("name", "arch", "ping_pong"):

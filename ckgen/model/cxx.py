@@ -106,6 +106,13 @@ _KEY_COMMENTS = {
 }
 
 
+def key_columns(field: str) -> list[str]:
+    """The KernelKey fields that spell KernelInstance's field: <prefix>_m, _n, _k for a triple,
+    else the field itself."""
+    prefix = _KEY_TRIPLES.get(field)
+    return [field] if prefix is None else [f"{prefix}_{d}" for d in "mnk"]
+
+
 def kernel_key_fields() -> list[tuple[str, str, str]]:
     """KernelKey's fields as (C++ type, name, default initializer or '')."""
     hints = typing.get_type_hints(KernelInstance)
@@ -115,7 +122,7 @@ def kernel_key_fields() -> list[tuple[str, str, str]]:
             continue
         t = hints[f.name]
         if f.name in _KEY_TRIPLES:
-            out += [("int", f"{_KEY_TRIPLES[f.name]}_{d}", "") for d in "mnk"]
+            out += [("int", c, "") for c in key_columns(f.name)]
         elif isinstance(t, type) and issubclass(t, Word):
             out.append((t.cpp_type(), f.name, ""))
         elif t is bool:

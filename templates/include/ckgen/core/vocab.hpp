@@ -135,4 +135,14 @@ inline constexpr const char* to_string(Platform v) {
 inline constexpr bool is_grad_mask(Activation v) { return v == Activation::DRelu || v == Activation::DRelu6 || v == Activation::DLeakyRelu; }
 inline constexpr bool is_backward_op(ChannelOp v) { return v == ChannelOp::BiasGrad; }
 
+// The bytes of one element (DATATYPE_BYTES).
+inline constexpr int elem_bytes(DataType v) {
+  switch (v) {
+    case DataType::FP16: return 2;
+    case DataType::BF16: return 2;
+    case DataType::FP32: return 4;
+  }
+  return 0;
+}
+
 }  // namespace ckgen

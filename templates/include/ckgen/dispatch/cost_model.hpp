@@ -59,8 +59,6 @@ struct ArchNumbers {
   }
 };
 
-inline int elem_bytes(DataType d) { return d == DataType::FP32 ? 4 : 2; }
-
 // Direct instances (pipeline/depthwise.hpp): a bandwidth estimate. Bytes: the read and written tensors
 // once, the source re-read by the filter rows that miss L1 (taps / filter width, half of them
 // from L2), channel tiles that overhang G * C counted as traffic; threads: one channel vector x
@@ -368,10 +366,10 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
   // rate at the same operand reuse.
   const double async_math = tma ? 2.0 : 1.0;
   const double tile_util = (reuse / (reuse + 32.0)) * 0.4 * feed * handoff * async_math;
-  // Latency hiding counts the resident math warps: a ping-pong block's two warpgroups take turns
-  // on the tensor cores (one's epilogue beside the other's MMA), so they hide as one and a half
-  // blocks of one would, not two (the H200 corpus profiles: counted as two, the cost model chose
-  // ping-pong tiles where single-warpgroup tiles were 1.14-1.17x faster).
+  // Latency hiding counts the resident math warps, a ping-pong block's two warpgroups as one and
+  // a half (hiding_warps: the mean of the tile's warps and the block's math warps): they take
+  // turns on the tensor cores (one's epilogue beside the other's MMA), so the second adds only
+  // part of a warpgroup's latency hiding.
   // wavelet_tma: a round also pays a fixed time (the ring's first copies, the drain of the last
   // wgmma group, the epilogue): kTmaRoundUs.
   const double hiding_warps = (warps + math_warps) / 2.0;

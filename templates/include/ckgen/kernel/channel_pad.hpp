@@ -81,35 +81,30 @@ class ChannelPadKernel final : public KernelBase {
   }
   const KernelKey& key() const override { return key_; }
 
-  // The inner instance's refusal of the padded problem (its options first), then whether any
-  // channel needs padding.
+  // Whether any channel needs padding, then the inner instance's refusal of the padded problem
+  // (its options first).
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     if (std::string r = p.validate(); !r.empty()) return r;
-    if (std::string r = inner_.is_supported(plan(p).padded, opts); !r.empty()) return r;
     if (p.C % quantum_ == 0 && p.K % quantum_ == 0)
       return "channel_pad: C and K are whole 16-byte vectors (the instance itself runs the problem)";
-    return {};
+    return inner_.is_supported(plan(p).padded, opts);
   }
 
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
-    const ChannelPadPlan pl = plan(p);
-    std::size_t b = detail::channel_pad_aligned(inner_.workspace_bytes(pl.padded, opts));
-    for (int i = 0; i < pl.count; ++i) b += detail::channel_pad_aligned(padded_bytes(pl.copies[i]));
-    return b;
+    return layout(p, opts).bytes;
   }
 
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                  const RunOptions& opts = {}) const override {
     if (workspace == nullptr) return gpu_invalid_value();
-    const ChannelPadPlan pl = plan(p);
+    const Layout l = layout(p, opts);
+    const ChannelPadPlan& pl = l.plan;
     unsigned char* ws = static_cast<unsigned char*>(workspace);
     void* inner_ws = ws;
-    std::size_t at = detail::channel_pad_aligned(inner_.workspace_bytes(pl.padded, opts));
     ConvTensors padded = t;
     void* twin[3] = {nullptr, nullptr, nullptr};
     for (int i = 0; i < pl.count; ++i) {
-      twin[i] = ws + at;
-      at += detail::channel_pad_aligned(padded_bytes(pl.copies[i]));
+      twin[i] = ws + l.twin_at[i];
       slot(padded, pl.copies[i].operand) = twin[i];
     }
     for (int i = 0; i < pl.count; ++i)
@@ -125,17 +120,36 @@ class ChannelPadKernel final : public KernelBase {
   const KernelBase& inner() const { return inner_; }
 
  private:
+  // The workspace: the inner instance's own workspace at offset 0, then the padded twin of each
+  // copy of the plan at twin_at[i], every part aligned to kChannelPadAlign; bytes in all.
+  struct Layout {
+    ChannelPadPlan plan;
+    std::size_t twin_at[3] = {0, 0, 0};
+    std::size_t bytes = 0;
+  };
+
   ChannelPadPlan plan(const ConvProblem& p) const { return channel_pad_plan(key_.variant, p, quantum_); }
-  std::size_t elem_bytes() const { return key_.datatype == DataType::FP32 ? 4 : 2; }
-  std::size_t padded_bytes(const PadCopy& c) const { return std::size_t(c.padded_elems()) * elem_bytes(); }
-  static void*& slot(ConvTensors& t, PadOperand o) {
-    return o == PadOperand::In ? t.in : o == PadOperand::Wei ? t.wei : t.out;
+  Layout layout(const ConvProblem& p, const RunOptions& opts) const {
+    Layout l;
+    l.plan = plan(p);
+    std::size_t at = detail::channel_pad_aligned(inner_.workspace_bytes(l.plan.padded, opts));
+    for (int i = 0; i < l.plan.count; ++i) {
+      l.twin_at[i] = at;
+      at += detail::channel_pad_aligned(padded_bytes(l.plan.copies[i]));
+    }
+    l.bytes = at;
+    return l;
   }
-  static void* slot(const ConvTensors& t, PadOperand o) {
+  std::size_t padded_bytes(const PadCopy& c) const {
+    return std::size_t(c.padded_elems()) * std::size_t(elem_bytes(key_.datatype));
+  }
+  // The tensor pointer of operand o (assignable when t is).
+  template <class Tensors>
+  static auto slot(Tensors& t, PadOperand o) -> decltype((t.in)) {
     return o == PadOperand::In ? t.in : o == PadOperand::Wei ? t.wei : t.out;
   }
   gpuError_t copy(const PadCopy& c, void* padded, void* user, gpuStream_t stream) const {
-    if (elem_bytes() == 4)
+    if (elem_bytes(key_.datatype) == 4)
       return detail::channel_pad_copy(c, static_cast<uint32_t*>(padded), static_cast<uint32_t*>(user), stream);
     return detail::channel_pad_copy(c, static_cast<uint16_t*>(padded), static_cast<uint16_t*>(user), stream);
   }

@@ -36,7 +36,7 @@ struct ChannelPadPlan {
 inline int64_t round_up_to(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 
 // Channels of one 16-byte vector.
-inline int channel_pad_quantum(DataType d) { return d == DataType::FP32 ? 4 : 8; }
+constexpr int channel_pad_quantum(DataType d) { return 16 / elem_bytes(d); }
 
 // The padded problem and its copies, for variant v with channels rounded up to q. The weight is
 // always copied (one of C and K is padded); x only when C is, y only when K is.
