@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ckgen.model import cxx
 from ckgen.model.naming import parse_instance_name
+from ckgen.model.vocab import DATATYPE_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 FACE = "_cpad"
@@ -67,7 +68,7 @@ def key_line(name: str) -> str:
         if field in ("name", "arch", "ping_pong"):
             continue
         if field == "channel_pad":
-            args.append(str((4 if i.datatype.value == "fp32" else 8) if name.endswith(FACE) else 0))
+            args.append(str(16 // DATATYPE_BYTES[i.datatype] if name.endswith(FACE) else 0))
         elif field in vals:
             args.append(vals[field])
         else:

@@ -96,7 +96,7 @@ bool to_problem(const ckgen_problem* c, ckgen::ConvProblem& p, std::string& why)
   return tensor_elems(p, 4, e, why);
 }
 
-int64_t dtype_bytes(ckgen::DataType d) { return d == ckgen::DataType::FP32 ? 4 : 2; }
+int64_t dtype_bytes(ckgen::DataType d) { return ckgen::elem_bytes(d); }
 
 // Refusal of a run's arguments before any launch ("" when fine).
 std::string check_run_args(const ckgen::KernelBase& k, const ckgen::ConvProblem& p, void* in, int64_t in_bytes,

@@ -35,7 +35,7 @@ inline constexpr DataType kAllDataTypes[] = {DataType::FP16, DataType::BF16, Dat
 inline constexpr Variant kAllVariants[] = {Variant::Forward, Variant::BackwardData,
                                            Variant::BackwardWeight};
 
-inline std::size_t dtype_bytes(DataType t) { return t == DataType::FP32 ? 4 : 2; }
+inline std::size_t dtype_bytes(DataType t) { return std::size_t(elem_bytes(t)); }
 
 // Explicit mantissa bits (without the implicit one).
 inline int mantissa_bits(DataType t) {
