@@ -1,17 +1,23 @@
-// The launches of one call as a chain (NVIDIA sm_90+: programmatic dependent launch).
+// Launches as a chain (NVIDIA sm_90+: programmatic dependent launch).
 //
-// A call that runs several kernels one after the other on its stream (a staging copy, the clear
-// of a split's fp32 sums, the GEMM, the split's conversion, a crop) launches every kernel after
-// the first with `launch_chained(..., after_kernel = true)`: its blocks may be scheduled, and run
-// up to chain_wait(), while the kernel before it is still finishing, instead of after its last
-// block has exited. chain_wait() (griddepcontrol.wait) returns once the kernel before it has
-// completed and its memory is visible, so a kernel that calls it before touching global memory
-// is correct whether or not it was launched as a dependent (elsewhere it is a no-op), and
-// chain_release() (griddepcontrol.launch_dependents) lets the next kernel be scheduled before
-// this one ends. The first kernel of a call is launched plainly: it waits for all earlier work
-// on the stream, as any launch does. Other platforms: plain launches, no-op device calls.
+// Every ckgen kernel calls chain_wait() (griddepcontrol.wait) before it touches global memory:
+// it returns once the kernel before it on the stream has completed and its memory is visible, and
+// it is a no-op where the kernel was launched plainly. So every launch may be a programmatic
+// dependent of the stream's previous kernel, whoever launched that one: its blocks are scheduled,
+// and set up their barriers and shared memory, while that kernel finishes, instead of after its
+// last block has exited. chain_release() (griddepcontrol.launch_dependents) lets the next kernel
+// be scheduled before this one ends.
+//
+// CKGEN_CHAIN picks which launches are chained (read once per process):
+//   all (default)  every launch through launch_chained / launch_kernel;
+//   call           only a kernel that follows another kernel of the same call (after_kernel),
+//                  the first one of a call waits for the stream as a plain launch does;
+//   off            none.
+// Other platforms: plain launches, no-op device calls.
 #pragma once
 
+#include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "ckgen/core/portability.hpp"
@@ -29,6 +35,23 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void chain_release() {
 #endif
 }
 
+enum class ChainMode { All, Call, Off };
+
+// CKGEN_CHAIN's value (all when unset or unknown).
+inline ChainMode chain_mode_from(const char* v) {
+  if (v != nullptr && std::strcmp(v, "off") == 0) return ChainMode::Off;
+  if (v != nullptr && std::strcmp(v, "call") == 0) return ChainMode::Call;
+  return ChainMode::All;
+}
+inline ChainMode chain_mode() {
+  static const ChainMode m = chain_mode_from(std::getenv("CKGEN_CHAIN"));
+  return m;
+}
+// Whether a launch is chained under mode m: after_kernel, a kernel of the same call ran before it.
+inline bool chain_launch(ChainMode m, bool after_kernel) {
+  return m == ChainMode::All || (m == ChainMode::Call && after_kernel);
+}
+
 #if defined(CKGEN_NVIDIA)
 namespace detail {
 // Compute capability major of the current device (0 when no device answers), read once.
@@ -39,7 +62,7 @@ inline int device_cc_major() {
 }  // namespace detail
 
 // kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent of the stream's
-// previous kernel when after_kernel is set and the device has compute capability 9.0 or more.
+// previous kernel where chain_mode() chains it and the device has compute capability 9.0 or more.
 // `extra` (optional): one more launch attribute (a cluster shape).
 template <class... Params, class... Args>
 gpuError_t launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, gpuStream_t stream,
@@ -47,7 +70,7 @@ gpuError_t launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, std:
   cudaLaunchAttribute attrs[2];
   unsigned n = 0;
   if (extra != nullptr) attrs[n++] = *extra;
-  if (after_kernel && detail::device_cc_major() >= 9) {
+  if (chain_launch(chain_mode(), after_kernel) && detail::device_cc_major() >= 9) {
     attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attrs[n].val.programmaticStreamSerializationAllowed = 1;
     ++n;
@@ -64,6 +87,21 @@ gpuError_t launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, std:
   cfg.attrs = attrs;
   cfg.numAttrs = n;
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+#endif
+
+#if defined(CKGEN_NVIDIA) || defined(CKGEN_AMD)
+// launch_chained without an extra attribute, on every GPU platform (elsewhere a plain launch).
+template <class... Params, class... Args>
+gpuError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, gpuStream_t stream,
+                         bool after_kernel, Args&&... args) {
+#if defined(CKGEN_NVIDIA)
+  return launch_chained(kernel, grid, block, smem, stream, after_kernel, nullptr, std::forward<Args>(args)...);
+#else
+  (void)after_kernel;
+  kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
+  return gpuGetLastError();
+#endif
 }
 #endif
 

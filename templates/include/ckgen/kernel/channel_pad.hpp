@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ckgen/core/portability.hpp"
+#include "ckgen/core/chain.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 #include "ckgen/schedule/channel_pad_plan.hpp"
 
@@ -34,6 +35,7 @@ template <class T, class I>
 CKGEN_GLOBAL void channel_pad_kernel(T* __restrict__ dst, const T* __restrict__ src, I n, I rows_d, I cols_d,
                                      I rows_s, I cols_s) {
 #if CKGEN_GPU_COMPILER
+  chain_wait();
   const I step = I(gridDim.x) * I(blockDim.x);
   for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n; i += step)
     dst[i] = channel_pad_value(src, i, rows_d, cols_d, rows_s, cols_s);
@@ -54,12 +56,10 @@ gpuError_t channel_pad_copy(const PadCopy& c, T* padded, T* user, gpuStream_t st
 #if CKGEN_GPU_COMPILER
   const unsigned blocks = unsigned(grid_stride_blocks(n, kChannelPadThreads, 8));
   if (n <= int64_t(INT32_MAX))
-    channel_pad_kernel<T, int32_t><<<blocks, kChannelPadThreads, 0, stream>>>(
-        dst, src, int32_t(n), int32_t(rows_d), int32_t(cols_d), int32_t(rows_s), int32_t(cols_s));
-  else
-    channel_pad_kernel<T, int64_t><<<blocks, kChannelPadThreads, 0, stream>>>(dst, src, n, rows_d, cols_d, rows_s,
-                                                                             cols_s);
-  return gpuGetLastError();
+    return launch_kernel(channel_pad_kernel<T, int32_t>, dim3(blocks), dim3(kChannelPadThreads), 0, stream, false, dst,
+                         src, int32_t(n), int32_t(rows_d), int32_t(cols_d), int32_t(rows_s), int32_t(cols_s));
+  return launch_kernel(channel_pad_kernel<T, int64_t>, dim3(blocks), dim3(kChannelPadThreads), 0, stream, false, dst,
+                       src, n, rows_d, cols_d, rows_s, cols_s);
 #else
   (void)stream;
   for (int64_t i = 0; i < n; ++i) dst[i] = channel_pad_value(src, i, rows_d, cols_d, rows_s, cols_s);

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "ckgen/conv/conv_maps.hpp"
+#include "ckgen/core/chain.hpp"
 #include "ckgen/kernel/host_face.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 #include "ckgen/pipeline/depthwise.hpp"
@@ -162,9 +163,9 @@ class DepthwiseKernel final : public HostFace<Cfg> {
         a.fd_bands.init(direct_bands_per_plane(kVariant, p, a.band_rows));
         const dim3 rgrid(unsigned(direct_band_segments(kVariant, p, Tr::P, a.band_rows)), gtiles, 1);
         if (k3x3 && p.dilation[2] == 1)  // the filter at compile time
-          depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<rgrid, Tr::kThreads, 0, stream>>>(a);
+          e = launch_kernel(depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>, rgrid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
         else
-          depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<rgrid, Tr::kThreads, 0, stream>>>(a);
+          e = launch_kernel(depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>, rgrid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
       } else {
         const dim3 grid(unsigned((pixels + Tr::P - 1) / Tr::P), gtiles, 1);
         const bool gather =
@@ -178,30 +179,30 @@ class DepthwiseKernel final : public HostFace<Cfg> {
         if (rw > 0) {  // units of PP pixels a row (DirectPath::Rows)
           a.fd_pix[2].init(direct_row_window_units(kVariant, p, Tr::PP));
           const int smem = int(direct_row_window_smem(p, Tr::Gt));
-          row_kernel(rw, row_strided(p))<<<grid, Tr::kThreads, smem, stream>>>(a);
+          e = launch_kernel(row_kernel(rw, row_strided(p)), grid, dim3(Tr::kThreads), std::size_t(smem), stream, false, a);
         } else if (quad) {  // the grid and the pixel split count 2 x 2 quads of dx (DirectPath::QuadS2)
           const int64_t qh = (p.in[1] + 1) / 2, qw = (p.in[2] + 1) / 2;
           a.fd_pix[1].init(qh);
           a.fd_pix[2].init(qw);
           a.pixels = int(p.N * p.in[0] * qh * qw);
           const dim3 qgrid(unsigned((a.pixels + Tr::P - 1) / Tr::P), gtiles, 1);
-          depthwise_conv_kernel<Cfg, 1, 3, 3, kQ><<<qgrid, Tr::kThreads, 0, stream>>>(a);
+          e = launch_kernel(depthwise_conv_kernel<Cfg, 1, 3, 3, kQ>, qgrid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
         } else if (pair) {  // the pixel split counts the pair order's units (DirectPath::RowPair)
           a.fd_pix[1].init((p.out[1] + 1) / 2);
           a.fd_pix[2].init(p.out[2] / (Tr::PP / 2));
-          row_pair_kernel()<<<grid, Tr::kThreads, 0, stream>>>(a);
+          e = launch_kernel(row_pair_kernel(), grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
         } else if (window)
-          depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window><<<grid, Tr::kThreads, 0, stream>>>(a);
+          e = launch_kernel(depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window>, grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
         else if (k3x3 && !gather)
-          depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+          e = launch_kernel(depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>, grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
         else if (k3x3)
-          depthwise_conv_kernel<Cfg, 1, 3, 3, kG><<<grid, Tr::kThreads, 0, stream>>>(a);
+          e = launch_kernel(depthwise_conv_kernel<Cfg, 1, 3, 3, kG>, grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
         else if (!gather)
-          depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear><<<grid, Tr::kThreads, 0, stream>>>(a);
+          e = launch_kernel(depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>, grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
         else
-          depthwise_conv_kernel<Cfg, 0, 0, 0, kG><<<grid, Tr::kThreads, 0, stream>>>(a);
+          e = launch_kernel(depthwise_conv_kernel<Cfg, 0, 0, 0, kG>, grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
       }
-      return gpuGetLastError();
+      return e;
     } else {
       const DirectSlices s = slices(p, opts);
       a.slice_pixels = int(s.chunk);  // the matrix path: row segments per slice
@@ -221,8 +222,7 @@ class DepthwiseKernel final : public HostFace<Cfg> {
         static std::atomic<uint64_t> done{0};
         if ((e = detail::allow_dynamic_smem(kernel, smem, done)) != gpuSuccess) return e;
       }
-      kernel<<<grid, Tr::kThreads, smem, stream>>>(a);
-      e = gpuGetLastError();
+      e = launch_kernel(kernel, grid, dim3(Tr::kThreads), std::size_t(smem), stream, false, a);
       if (e != gpuSuccess || a.mode == OutMode::Direct) return e;
       const int64_t n = p.weight_elems();
       const int splits = Cfg::kStage == Stage::One ? 1 : s.count;

@@ -134,6 +134,7 @@ CKGEN_GLOBAL void __launch_bounds__(ConfigTraits<Cfg>::kThreads)
   // A split's conversion (launch_splitk_finish, chained) may be placed now: its blocks wait in
   // chain_wait until this grid has completed. (StreamK launches nothing after it.)
   if constexpr (!Tr::kStreamK) chain_release();
+  chain_wait();  // global memory from here on (core/chain.hpp)
   if constexpr (Tr::kStreamK)  // grid.x = StreamK blocks, then data-parallel tiles
     StreamKBlock<BlockParts<Cfg>, Cfg::kReduction, Cfg::kPersistent>::run(p, ckgen_smem, threadIdx.x);
   else

@@ -305,8 +305,7 @@ class GroupedConvKernel final : public HostFace<Cfg> {
         if (e != gpuSuccess) return e;
       }
       const dim3 grid(unsigned(tiles), unsigned(p.G / GM * a.num_classes), unsigned(kb));
-      grouped_conv_kernel<Cfg><<<grid, Tr::kThreads, kDynSmem, stream>>>(a);
-      gpuError_t e = gpuGetLastError();
+      gpuError_t e = launch_kernel(grouped_conv_kernel<Cfg>, grid, dim3(Tr::kThreads), kDynSmem, stream, false, a);
       if (e != gpuSuccess) return e;
       if (kb > 1) {
         const int64_t n = dst_elems(p);
@@ -332,8 +331,8 @@ class GroupedConvKernel final : public HostFace<Cfg> {
       gpuError_t e = gpuMemsetAsync(a.sk.flags, 0, std::size_t(streamk_flags_bytes(s)), stream);
       if (e != gpuSuccess) return e;
     }
-    grouped_conv_kernel<Cfg><<<dim3(unsigned(s.grid), 1, 1), Tr::kThreads, kDynSmem, stream>>>(a);
-    return gpuGetLastError();
+    return launch_kernel(grouped_conv_kernel<Cfg>, dim3(unsigned(s.grid), 1, 1), dim3(Tr::kThreads), kDynSmem, stream,
+                         false, a);
   }
 };
 

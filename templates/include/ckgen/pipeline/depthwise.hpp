@@ -59,6 +59,7 @@ CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, Di
   // backward_weight's conversion of the slices (launch_splitk_finish, chained) may be placed now:
   // its blocks wait in chain_wait until this grid has completed.
   if constexpr (Cfg::kVariant == Variant::BackwardWeight) chain_release();
+  chain_wait();  // global memory from here on (core/chain.hpp)
   if constexpr (Cfg::kVariant == Variant::BackwardWeight && DirectTraits<Cfg>::kMma)
     direct::bwd_weight_mma<Cfg>(a);
   else if constexpr (Cfg::kVariant == Variant::BackwardWeight)
