@@ -2,9 +2,10 @@
 tma_phases.hpp), checked
 without a GPU: tests/cpp/tma_phase_check.cpp runs every phase as the TMA kernel's forward
 convolution, reading w's taps through the phase's tap map and writing through its output map
-into NaN-poisoned dx, and compares with a direct backward_data on 353 problems (strides 1-4, pads,
+into NaN-poisoned dx, and compares with a direct backward_data on 357 problems (strides 1-4, pads,
 dilation, groups;
-43 of them 3D with depth stride 1, the depth flipped like the other dimensions).
+47 of them 3D, the depth flipped like the other dimensions and split into phases by depth strides
+1-3 that divide the depth).
 The same checks must fail when the plan is broken: schedule/tma_phases.hpp is copied, mutated one
 line
 at a time and the checks rebuilt against the copy."""
@@ -25,7 +26,7 @@ pytestmark = needs_host_cxx
 def test_phase_plan_matches_direct_backward_data(tmp_path: Path) -> None:
     p = build_and_run_host_check(CHECK, INCLUDE, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert p.stdout.strip() == "phases: ok 353 problems", p.stdout
+    assert p.stdout.strip() == "phases: ok 357 problems", p.stdout
 
 
 MUTATIONS = {
@@ -40,7 +41,8 @@ MUTATIONS = {
     ),
     "phases without taps left unwritten": ("        pl.zero_first = true;\n", ""),
     "output rows not strided": ("ph.out_sh = sh * p.in[2];", "ph.out_sh = p.in[2];"),
-    "depth not flipped": ("ph.tap_dd = -YX;", "ph.tap_dd = YX;"),
+    "depth not flipped": ("ph.tap_dd = -sd * YX;", "ph.tap_dd = sd * YX;"),
+    "depth phases not interleaved": ("ph.out_sn = sd * p.in[1] * p.in[2];", "ph.out_sn = p.in[1] * p.in[2];"),
     "sub-filter columns ignore the stride": ("ph.tap_dw = -sw;", "ph.tap_dw = -1;"),
 }
 

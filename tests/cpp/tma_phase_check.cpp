@@ -1,6 +1,6 @@
 // wavelet_tma's backward_data plan (ckgen/tma_phases.hpp) checked on the host, without a GPU:
 // for random problems (strides 1-4, pads, filters 1-7, dilation on stride-1 dims, groups; 3D with
-// depth stride 1) each
+// depth strides 1-3 dividing the depth) each
 // phase runs as the forward convolution the TMA kernel computes (stride 1, pads possibly
 // negative, zero outside the input), reading w's taps through the phase's tap map (no filter
 // tap read twice), and writes through its output map into a NaN-poisoned dx
@@ -71,7 +71,7 @@ bool check(const ConvProblem& p, std::mt19937& rng, const char* label) {
   const tp::Plan pl = tp::backward_data_plan(p);
   CHECK(pl.error.empty(), "%s: plan refused: %s", label, pl.error.c_str());
   const int count = int(pl.phase.size());
-  CHECK(count >= 1 && count <= p.stride[1] * p.stride[2], "%s: %d phases", label, count);
+  CHECK(count >= 1 && count <= p.stride[0] * p.stride[1] * p.stride[2], "%s: %d phases", label, count);
 
   std::vector<int> tap_reads(std::size_t(T), 0);
   std::vector<double> dx(ref.size(), pl.zero_first ? 0.0 : kNaN);
@@ -152,9 +152,9 @@ ConvProblem make(int64_t G, int64_t N, int64_t C, int64_t K, int64_t H, int64_t 
 }
 
 // A 3D problem with depth stride 1 (the 5D maps' backward_data; D, Z, depth dilation and pads).
-ConvProblem make3d(int64_t D, int64_t Z, int64_t dd, int64_t pld, int64_t prd, ConvProblem p) {
+ConvProblem make3d(int64_t D, int64_t Z, int64_t dd, int64_t pld, int64_t prd, ConvProblem p, int64_t sd = 1) {
   p.ndim = 3;
-  p.in[0] = D, p.filter[0] = Z, p.stride[0] = 1, p.dilation[0] = dd, p.pad_l[0] = pld, p.pad_r[0] = prd;
+  p.in[0] = D, p.filter[0] = Z, p.stride[0] = sd, p.dilation[0] = dd, p.pad_l[0] = pld, p.pad_r[0] = prd;
   p.compute_output();
   return p;
 }
@@ -203,31 +203,37 @@ int main() {
                   (long long)prw);
     n += check(p, rng, label) ? 1 : 0;
   }
-  // 3D (depth stride 1, flipped like the other dimensions; H / W strides split into phases).
+  // 3D (flipped like the other dimensions; every stride split into phases, depth strides dividing D).
   const Named named3d[] = {
       {"3D 3x3x3 stride 1", make3d(4, 3, 1, 1, 1, make(1, 2, 3, 2, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1))},
       {"3D 3x3x3 H/W stride 2", make3d(3, 3, 1, 1, 1, make(1, 1, 2, 3, 7, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1))},
       {"3D 2x3x3 depth dilation 2, asymmetric", make3d(5, 2, 2, 1, 0, make(2, 1, 2, 2, 6, 7, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2))},
+      {"3D 3x3x3 stride 2 (r3d)", make3d(8, 3, 1, 1, 1, make(1, 2, 3, 2, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1), 2)},
+      {"3D 1x1x1 stride 2 (r3d downsample)", make3d(6, 1, 1, 0, 0, make(1, 1, 2, 3, 6, 6, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0), 2)},
+      {"3D 3x1x1 depth stride 2 only", make3d(6, 3, 1, 1, 1, make(1, 2, 2, 2, 3, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0), 2)},
+      {"3D 3x3x3 depth stride 3", make3d(9, 3, 1, 0, 2, make(1, 1, 2, 2, 5, 5, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1), 3)},
   };
   for (const Named& c : named3d) n += check(c.p, rng, c.label) ? 1 : 0;
   for (int i = 0; i < 40;) {
-    const int64_t Z = pick(1, 3), dd = pick(1, 2), ed = (Z - 1) * dd;
+    const int64_t sd = i % 2 == 0 ? 1 : pick(2, 3);
+    const int64_t Z = pick(1, 3), dd = sd == 1 ? pick(1, 2) : 1, ed = (Z - 1) * dd;
     const int64_t pld = pick(0, int(ed)), prd = pick(0, int(ed));
-    const int64_t D = pick(int(std::max<int64_t>(1, ed + 1 - pld - prd)), 5);
+    const int64_t D = sd == 1 ? pick(int(std::max<int64_t>(1, ed + 1 - pld - prd)), 5) : sd * pick(1, 3);
     const int64_t Y = pick(1, 3), X = pick(1, 3), sh = pick(1, 3), sw = pick(1, 3);
     const int64_t plh = pick(0, int(Y - 1)), plw = pick(0, int(X - 1));
     const ConvProblem p = make3d(D, Z, dd, pld, prd,
                                  make(pick(1, 2), pick(1, 2), pick(1, 2), pick(1, 2), pick(int(Y), 7), pick(int(X), 7),
-                                      Y, X, sh, sw, 1, 1, plh, plw, pick(0, int(Y - 1)), pick(0, int(X - 1))));
+                                      Y, X, sh, sw, 1, 1, plh, plw, pick(0, int(Y - 1)), pick(0, int(X - 1))),
+                                 sd);
     if (!p.validate().empty()) continue;
     ++i;
     char label[160];
-    std::snprintf(label, sizeof label, "random 3D D%lld f%lldx%lldx%lld s1x%lldx%lld dd%lld pd%lld/%lld",
-                  (long long)D, (long long)Z, (long long)Y, (long long)X, (long long)sh, (long long)sw,
+    std::snprintf(label, sizeof label, "random 3D D%lld f%lldx%lldx%lld s%lldx%lldx%lld dd%lld pd%lld/%lld",
+                  (long long)D, (long long)Z, (long long)Y, (long long)X, (long long)sd, (long long)sh, (long long)sw,
                   (long long)dd, (long long)pld, (long long)prd);
     n += check(p, rng, label) ? 1 : 0;
   }
-  // Refusals: stride with dilation, stride-1 pads past the filter extent, depth stride > 1.
+  // Refusals: stride with dilation, stride-1 pads past the filter extent, a depth stride not dividing D.
   if (tp::backward_data_plan(make(1, 1, 1, 1, 9, 9, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1)).error.empty()) {
     std::printf("FAIL stride 2 with dilation 2 accepted\n");
     ++g_fail;
@@ -237,11 +243,11 @@ int main() {
     ++g_fail;
   }
   {
-    ConvProblem p = make3d(6, 3, 1, 1, 1, make(1, 1, 1, 1, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1));
+    ConvProblem p = make3d(7, 3, 1, 1, 1, make(1, 1, 1, 1, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1));
     p.stride[0] = 2;
     p.compute_output();
     if (tp::backward_data_plan(p).error.empty()) {
-      std::printf("FAIL depth stride 2 accepted\n");
+      std::printf("FAIL depth stride 2 of depth 7 accepted\n");
       ++g_fail;
     }
   }

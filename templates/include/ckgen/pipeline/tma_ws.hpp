@@ -36,7 +36,7 @@
 //   last unit's epilogue.
 // 1D / 2D / 3D problems: a 3D instance runs those whose depth is one tap (filter 1, stride 1, no
 // depth padding) folded to 2D over N x D images (detail::fold_depth), the others through 5D
-// im2col maps of x (TmaConvArgs::deep; backward_data with depth stride 1).
+// im2col maps of x (TmaConvArgs::deep; backward_data: depth strides that divide the depth).
 // No merged groups. forward: one launch. backward_data: one forward launch over dy per stride
 // phase (schedule/tma_phases.hpp), each reading its flipped sub-filter's taps straight from w (a tap map)
 // and writing through an output map that places its rows on every stride-th dx pixel; the

@@ -3,7 +3,7 @@
 //
 // forward: one launch, the problem itself.
 // backward_data: dx = dy convolved with w flipped in space and transposed (K <-> C). A stride
-// s > 1 splits dx into s_h x s_w phases (sub-pixel decomposition): the pixels hi = s*a + b of
+// s > 1 splits dx into s_d x s_h x s_w phases (sub-pixel decomposition): the pixels hi = s*a + b of
 // phase b take the taps y = r + s*j with r = (b + pad) mod s; with shift = (b + pad) div s,
 //   dx[s*a + b] = sum_j dy[a + shift - j] * w[r + s*j],
 // a stride-1 convolution of dy with a sub-filter of phase_taps(Y, s, r) taps, flipped
@@ -14,9 +14,9 @@
 // reads,
 //   tap0 + t_d * tap_dd + t_h * tap_dh + t_w * tap_dw   (an index into w's Z * Y * X taps),
 // and the kernel reads that tap's K x C slice as it lies (C contiguous: an N-major operand).
-// 3D problems whose depth does not fold (the 5D maps) take depth stride 1: the depth is flipped
-// like the other dimensions but never split into phases (a phase's output map is 2D per image,
-// and with depth stride 1 its image (n, d) is dx's).
+// 3D problems whose depth does not fold (the 5D maps): a phase's output map is 2D per image, its
+// image index n * D' + a (D' = D / s_d depth rows a phase) being dx's image n * D + s_d * a + b_d;
+// that index is linear only when s_d divides dx's depth D, so a depth stride > 1 needs it.
 #pragma once
 
 #include <cstdint>
@@ -69,12 +69,13 @@ inline Plan forward_plan(const ConvProblem& p) {
 // The backward_data problem p (in = dx, out = dy) as forward launches over dy.
 inline Plan backward_data_plan(const ConvProblem& p) {
   Plan pl;
-  if (p.stride[1] * p.stride[2] > kMaxPhases) {
-    pl.error = "wavelet_tma backward_data: stride_h x stride_w exceeds 64 phases";
+  if (p.stride[0] * p.stride[1] * p.stride[2] > kMaxPhases) {
+    pl.error = "wavelet_tma backward_data: stride_d x stride_h x stride_w exceeds 64 phases";
     return pl;
   }
-  if (p.stride[0] != 1) {
-    pl.error = "wavelet_tma backward_data: 3D problems need depth stride 1";
+  if (p.in[0] % p.stride[0] != 0) {
+    pl.error = "wavelet_tma backward_data: a depth stride > 1 needs it to divide the input depth (" +
+               std::to_string(p.in[0]) + " % " + std::to_string(p.stride[0]) + " != 0)";
     return pl;
   }
   for (int i = 0; i < 3; ++i) {
@@ -88,50 +89,53 @@ inline Plan backward_data_plan(const ConvProblem& p) {
       return pl;
     }
   }
-  const int64_t sh = p.stride[1], sw = p.stride[2];
-  pl.phase.reserve(std::size_t(sh * sw));
-  for (int64_t bh = 0; bh < sh; ++bh) {
-    for (int64_t bw = 0; bw < sw; ++bw) {
-      const int64_t b[3] = {0, bh, bw};
-      Phase ph;
-      ph.q = p;
-      ph.q.C = p.K;
-      ph.q.K = p.C;
-      int r[3] = {0, 0, 0};
-      bool no_pixel = false, no_tap = false;
-      for (int i = 0; i < 3; ++i) {
-        const int64_t s = p.stride[i], d = p.dilation[i];
-        r[i] = int((b[i] + p.pad_l[i]) % s);
-        const int64_t shift = (b[i] + p.pad_l[i]) / s;
-        const int64_t taps = phase_taps(int(p.filter[i]), int(s), r[i]);
-        const int64_t rows = p.in[i] > b[i] ? (p.in[i] - 1 - b[i]) / s + 1 : 0;
-        no_pixel = no_pixel || rows == 0;
-        no_tap = no_tap || taps == 0;
-        ph.q.in[i] = p.out[i];
-        ph.q.filter[i] = taps;
-        ph.q.stride[i] = 1;
-        ph.q.pad_l[i] = (taps - 1) * d - shift;
-        ph.q.pad_r[i] = rows - p.out[i] - ph.q.pad_l[i] + (taps - 1) * d;
-        ph.q.out[i] = rows;
+  const int64_t sd = p.stride[0], sh = p.stride[1], sw = p.stride[2];
+  pl.phase.reserve(std::size_t(sd * sh * sw));
+  for (int64_t bd = 0; bd < sd; ++bd) {
+    for (int64_t bh = 0; bh < sh; ++bh) {
+      for (int64_t bw = 0; bw < sw; ++bw) {
+        const int64_t b[3] = {bd, bh, bw};
+        Phase ph;
+        ph.q = p;
+        ph.q.C = p.K;
+        ph.q.K = p.C;
+        int r[3] = {0, 0, 0};
+        bool no_pixel = false, no_tap = false;
+        for (int i = 0; i < 3; ++i) {
+          const int64_t s = p.stride[i], d = p.dilation[i];
+          r[i] = int((b[i] + p.pad_l[i]) % s);
+          const int64_t shift = (b[i] + p.pad_l[i]) / s;
+          const int64_t taps = phase_taps(int(p.filter[i]), int(s), r[i]);
+          const int64_t rows = p.in[i] > b[i] ? (p.in[i] - 1 - b[i]) / s + 1 : 0;
+          no_pixel = no_pixel || rows == 0;
+          no_tap = no_tap || taps == 0;
+          ph.q.in[i] = p.out[i];
+          ph.q.filter[i] = taps;
+          ph.q.stride[i] = 1;
+          ph.q.pad_l[i] = (taps - 1) * d - shift;
+          ph.q.pad_r[i] = rows - p.out[i] - ph.q.pad_l[i] + (taps - 1) * d;
+          ph.q.out[i] = rows;
+        }
+        if (no_pixel) continue;
+        if (no_tap) {
+          pl.zero_first = true;
+          continue;
+        }
+        // Sub-filter tap t reads filter tap r + s * (taps - 1 - t) (flipped) in each dimension.
+        const int64_t X = p.filter[2], YX = p.filter[1] * X;
+        ph.tap0 = (r[0] + sd * (ph.q.filter[0] - 1)) * YX + (r[1] + sh * (ph.q.filter[1] - 1)) * X + r[2] +
+                  sw * (ph.q.filter[2] - 1);
+        ph.tap_dd = -sd * YX;
+        ph.tap_dh = -sh * X;
+        ph.tap_dw = -sw;
+        ph.w_taps = p.filter_spatial();
+        ph.dense = sd == 1 && sh == 1 && sw == 1;
+        ph.out_sn = sd * p.in[1] * p.in[2];
+        ph.out_sh = sh * p.in[2];
+        ph.out_sw = sw;
+        ph.out_base = (bd * p.in[1] + bh) * p.in[2] + bw;
+        pl.phase.push_back(ph);
       }
-      if (no_pixel) continue;
-      if (no_tap) {
-        pl.zero_first = true;
-        continue;
-      }
-      // Sub-filter tap t reads filter tap r + s * (taps - 1 - t) (flipped) in each dimension.
-      const int64_t X = p.filter[2], YX = p.filter[1] * X;
-      ph.tap0 = (ph.q.filter[0] - 1) * YX + (r[1] + sh * (ph.q.filter[1] - 1)) * X + r[2] + sw * (ph.q.filter[2] - 1);
-      ph.tap_dd = -YX;
-      ph.tap_dh = -sh * X;
-      ph.tap_dw = -sw;
-      ph.w_taps = p.filter_spatial();
-      ph.dense = sh == 1 && sw == 1;
-      ph.out_sn = p.in[1] * p.in[2];
-      ph.out_sh = sh * p.in[2];
-      ph.out_sw = sw;
-      ph.out_base = bh * p.in[2] + bw;
-      pl.phase.push_back(ph);
     }
   }
   return pl;
