@@ -42,7 +42,10 @@ MUTATIONS = {
     "phases without taps left unwritten": ("        pl.zero_first = true;\n", ""),
     "output rows not strided": ("ph.out_sh = sh * p.in[2];", "ph.out_sh = p.in[2];"),
     "depth not flipped": ("ph.tap_dd = -sd * YX;", "ph.tap_dd = sd * YX;"),
-    "depth phases not interleaved": ("ph.out_sn = sd * p.in[1] * p.in[2];", "ph.out_sn = p.in[1] * p.in[2];"),
+    "depth phases not interleaved": (
+        "ph.out_sn = sd * p.in[1] * p.in[2];",
+        "ph.out_sn = p.in[1] * p.in[2];",
+    ),
     "sub-filter columns ignore the stride": ("ph.tap_dw = -sw;", "ph.tap_dw = -1;"),
 }
 

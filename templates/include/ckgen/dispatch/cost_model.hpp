@@ -357,8 +357,15 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
   const double wn = double(k.tile_n) / std::max(1, k.wave_n);
   const double reuse = 2.0 * wm * wn / (wm + wn);  // harmonic mean of a warp's C tile sides
   const double vec_bytes = double(std::min(k.vec_a, k.vec_b) * eb);
-  const double feed = (0.5 + 0.5 * std::min(16.0, vec_bytes) / 16.0) *
-                      (k.pipeline != Pipeline::Basic ? 1.0 : 0.6);  // prefetching pipelines
+  // Prefetching pipelines copy asynchronously only in 4-, 8- or 16-byte accesses (cp.async,
+  // core/async_copy.hpp); a narrower operand is a synchronous load + store, which stalls the
+  // math as the single-buffer pipeline does, for its share of the tile's copies.
+  const bool sync_a = !tma && k.vec_a * eb < 4, sync_b = !tma && k.vec_b * eb < 4;
+  const double sync_share =
+      k.pipeline == Pipeline::Basic
+          ? 1.0
+          : double((sync_a ? k.tile_m : 0) + (sync_b ? k.tile_n : 0)) / double(k.tile_m + k.tile_n);
+  const double feed = (0.5 + 0.5 * std::min(16.0, vec_bytes) / 16.0) * (1.0 - 0.4 * sync_share);
   // wavelet: the math warps wait on the load waves at every stage; with fewer than 4 math warps a
   // block cannot keep the math going through those waits.
   const double handoff = k.pipeline == Pipeline::Wavelet ? std::min(1.0, warps / 4.0) : 1.0;
