@@ -69,6 +69,17 @@ def test_channel_pad_faces_host_only(tmp_path: Path) -> None:
     assert out.stdout.count("ok face equals the reference") == 15, out.stdout
 
 
+def test_chain_mode_host_only(tmp_path: Path) -> None:
+    """CKGEN_CHAIN (core/chain.hpp): unset / all chains every launch, call only the kernels after
+    the first of a call, off none; the process reads the value it was started with."""
+    exe = build_dispatch_host_test("chain_mode", tmp_path, "-Wall", "-Wextra", "-Werror")
+    for value in ("all", "call", "off"):
+        env = dict(os.environ, CKGEN_CHAIN=value)
+        out = subprocess.run([str(exe), value], capture_output=True, text=True, timeout=60, env=env)
+        assert out.returncode == 0 and "all passed" in out.stdout, out.stdout + out.stderr
+        assert out.stdout.count("\nok ") + out.stdout.startswith("ok ") == 9, out.stdout
+
+
 needs_build = pytest.mark.skipif(
     not have("cmake", "ninja", "nvcc"), reason="needs cmake, ninja and nvcc on PATH"
 )

@@ -44,6 +44,42 @@ CKGEN_GLOBAL void channel_pad_kernel(T* __restrict__ dst, const T* __restrict__ 
 #endif
 }
 
+// An activation copy (one block of rows, only the columns padded): a thread moves one 16-byte
+// vector of the padded twin (16-byte aligned, rows of whole vectors) and its elements of the
+// user's tensor, read or written as they lie (zeros past the user's columns when reading).
+template <class T, class I>
+CKGEN_GLOBAL void channel_pad_rows_kernel(T* __restrict__ user, T* __restrict__ padded, I vecs, I row_vecs,
+                                          I cols, bool read) {
+#if CKGEN_GPU_COMPILER
+  chain_wait();
+  constexpr int V = int(16 / sizeof(T));
+  uint4* pv = reinterpret_cast<uint4*>(padded);
+  const I step = I(gridDim.x) * I(blockDim.x);
+  for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < vecs; i += step) {
+    const I r = i / row_vecs;
+    const I c0 = (i - r * row_vecs) * V;
+    T* u = user + r * cols + c0;
+    const int n = c0 + V <= cols ? V : (c0 < cols ? int(cols - c0) : 0);
+    union {
+      uint4 v;
+      T e[V];
+    } b;
+    if (read) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) b.e[j] = j < n ? u[j] : T(0);
+      pv[i] = b.v;
+    } else {
+      b.v = pv[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if (j < n) u[j] = b.e[j];
+    }
+  }
+#else
+  (void)user, (void)padded, (void)vecs, (void)row_vecs, (void)cols, (void)read;
+#endif
+}
+
 // One copy of the plan on `stream`: into the padded twin (c.read) or out of it. Host-only builds
 // (the dispatcher's host tests) copy on the host.
 template <class T>
@@ -54,6 +90,16 @@ gpuError_t channel_pad_copy(const PadCopy& c, T* padded, T* user, gpuStream_t st
   const int64_t rows_s = c.read ? c.rows : c.rows_padded, cols_s = c.read ? c.cols : c.cols_padded;
   const int64_t n = c.outer * rows_d * cols_d;
 #if CKGEN_GPU_COMPILER
+  constexpr int64_t V = int64_t(16 / sizeof(T));
+  if (c.outer == 1 && c.rows == c.rows_padded && c.cols_padded % V == 0) {  // activations
+    const int64_t vecs = c.rows * (c.cols_padded / V);
+    const unsigned vblocks = unsigned(grid_stride_blocks(vecs, kChannelPadThreads, 8));
+    if (vecs * V <= int64_t(INT32_MAX))
+      return launch_kernel(channel_pad_rows_kernel<T, int32_t>, dim3(vblocks), dim3(kChannelPadThreads), 0, stream,
+                           false, user, padded, int32_t(vecs), int32_t(c.cols_padded / V), int32_t(c.cols), c.read);
+    return launch_kernel(channel_pad_rows_kernel<T, int64_t>, dim3(vblocks), dim3(kChannelPadThreads), 0, stream,
+                         false, user, padded, vecs, c.cols_padded / V, c.cols, c.read);
+  }
   const unsigned blocks = unsigned(grid_stride_blocks(n, kChannelPadThreads, 8));
   if (n <= int64_t(INT32_MAX))
     return launch_kernel(channel_pad_kernel<T, int32_t>, dim3(blocks), dim3(kChannelPadThreads), 0, stream, false, dst,
