@@ -127,13 +127,14 @@ class ChannelPadKernel final : public KernelBase {
   }
   const KernelKey& key() const override { return key_; }
 
-  // Whether any channel needs padding, then the inner instance's refusal of the padded problem
-  // (its options first).
+  // The inner instance's refusal of the padded problem (its options first: a refusal names a bad
+  // option whatever the problem), then whether any channel needs padding.
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     if (std::string r = p.validate(); !r.empty()) return r;
+    if (std::string r = inner_.is_supported(plan(p).padded, opts); !r.empty()) return r;
     if (p.C % quantum_ == 0 && p.K % quantum_ == 0)
       return "channel_pad: C and K are whole 16-byte vectors (the instance itself runs the problem)";
-    return inner_.is_supported(plan(p).padded, opts);
+    return {};
   }
 
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
