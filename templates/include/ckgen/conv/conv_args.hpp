@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "ckgen/conv/dim_class.hpp"
 #include "ckgen/core/fast_div.hpp"
 #include "ckgen/core/portability.hpp"
 #include "ckgen/core/epilogue_ops.hpp"
@@ -34,6 +35,9 @@ struct ConvArgs {
   int M, Ng, Kred;   // GEMM sizes per group (backward_data: of the largest class)
   int tiles_n;       // blocks along GEMM N
   int num_classes;   // backward_data stride classes (1 otherwise)
+  // backward_data: the class of residue r along dim i (fill_dim_classes; dims whose stride is
+  // above kClassTableStride are derived per block).
+  DimClassEntry cls[3][kClassTableStride];
   int k_batch;       // splits of Kred (backward_weight), 1 otherwise
   int k_chunk;       // Kred elements per split (a multiple of the block tile K)
   OutMode out_mode;
@@ -51,5 +55,42 @@ struct ConvArgs {
 namespace detail {
 CKGEN_HOST_DEVICE inline bool in_range(int v, int n) { return unsigned(v) < unsigned(n); }
 }  // namespace detail
+
+// Host: the class table of the problem in `a` (its sizes, strides, dilations and pads set).
+inline void fill_dim_classes(ConvArgs& a) {
+  for (int i = 0; i < 3; ++i)
+    for (int r = 0; r < kClassTableStride && r < a.s[i]; ++r)
+      a.cls[i][r] = make_dim_class_entry(r, a.in_[i], a.fil[i], a.s[i], a.dil[i], a.pl[i]);
+}
+
+// Device: class `cls` (r0, r1, r2 in mixed radix s0, s1, s2) of every dim, from the table; the
+// residue selects an entry by comparison so the table stays in the parameter space.
+CKGEN_HOST_DEVICE inline void load_dim_classes(const ConvArgs& p, int cls, DimClass dc[3], FastDiv cnt[3],
+                                               FastDiv taps[3]) {
+  int r[3] = {0, 0, 0};
+  if (p.num_classes > 1) {
+    r[2] = cls % p.s[2];
+    const int q = cls / p.s[2];
+    r[1] = q % p.s[1];
+    r[0] = q / p.s[1];
+  }
+#pragma unroll
+  for (int i = 0; i < 3; ++i) {
+    if (p.s[i] <= kClassTableStride) {
+      DimClassEntry e = p.cls[i][0];
+#pragma unroll
+      for (int j = 1; j < kClassTableStride; ++j)
+        if (r[i] == j) e = p.cls[i][j];
+      dc[i] = e.dc;
+      cnt[i] = e.cnt;
+      taps[i] = e.taps;
+    } else {
+      const DimClassEntry e = make_dim_class_entry(r[i], p.in_[i], p.fil[i], p.s[i], p.dil[i], p.pl[i]);
+      dc[i] = e.dc;
+      cnt[i] = e.cnt;
+      taps[i] = e.taps;
+    }
+  }
+}
 
 }  // namespace ckgen

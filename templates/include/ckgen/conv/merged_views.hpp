@@ -113,16 +113,9 @@ struct BwdDataMergedView {
   int M_, K_;
 
   CKGEN_DEVICE BwdDataMergedView(const ConvArgs& args, int blk, int cls) : p(args), g0(blk * GM) {
-    int r2 = cls % p.s[2];
-    int q = cls / p.s[2];
-    int r1 = q % p.s[1];
-    int r0 = q / p.s[1];
-    const int rr[3] = {r0, r1, r2};
     int64_t mm = p.N, kk = int64_t(p.K) * GM;
+    load_dim_classes(p, cls, dc, fd_cnt, fd_taps);
     for (int i = 0; i < 3; ++i) {
-      dc[i] = make_dim_class(rr[i], p.in_[i], p.fil[i], p.s[i], p.dil[i], p.pl[i]);
-      fd_cnt[i].init(dc[i].cnt);
-      fd_taps[i].init(dc[i].taps);
       mm *= dc[i].cnt;
       kk *= dc[i].taps;
     }

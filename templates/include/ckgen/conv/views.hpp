@@ -103,42 +103,6 @@ struct FwdView {
 //   A[m=(n,i), k=(j,kc)] = dy[n, ho, g, kc], B[k=(j,kc), c] = w[g, kc, f, c],
 //   C[m, c] = dx[n, hi, g, c]. A class without taps has K()=0 and stores zeros.
 // ------------------------------------------------------------------------------------------
-struct DimClass {
-  int r, cnt, taps, f0, fstep, off0, dstep;
-};
-
-CKGEN_HOST_DEVICE inline DimClass make_dim_class(int r, int in, int fil, int s, int d, int pl) {
-  DimClass c;
-  c.r = r;
-  c.cnt = r < in ? (in - r + s - 1) / s : 0;
-  int a = s, b = d;
-  while (b != 0) {
-    const int t = a % b;
-    a = b;
-    b = t;
-  }
-  c.fstep = s / a;
-  c.dstep = d / a;
-  c.f0 = -1;
-  const int lim = fil < c.fstep ? fil : c.fstep;
-  for (int f = 0; f < lim; ++f) {
-    const int t = r + pl - f * d;
-    if (((t % s) + s) % s == 0) {
-      c.f0 = f;
-      break;
-    }
-  }
-  if (c.f0 < 0) {
-    c.taps = 0;
-    c.off0 = 0;
-    c.f0 = 0;
-  } else {
-    c.taps = (fil - 1 - c.f0) / c.fstep + 1;
-    c.off0 = (r + pl - c.f0 * d) / s;  // exact
-  }
-  return c;
-}
-
 template <typename Raw, Specialization S>
 struct BwdDataView {
   const ConvArgs& p;
@@ -148,16 +112,9 @@ struct BwdDataView {
   int M_, K_;
 
   CKGEN_DEVICE BwdDataView(const ConvArgs& args, int group, int cls) : p(args), g(group) {
-    int r2 = cls % p.s[2];
-    int q = cls / p.s[2];
-    int r1 = q % p.s[1];
-    int r0 = q / p.s[1];
-    const int rr[3] = {r0, r1, r2};
     int64_t mm = p.N, kk = p.K;
+    load_dim_classes(p, cls, dc, fd_cnt, fd_taps);
     for (int i = 0; i < 3; ++i) {
-      dc[i] = make_dim_class(rr[i], p.in_[i], p.fil[i], p.s[i], p.dil[i], p.pl[i]);
-      fd_cnt[i].init(dc[i].cnt);
-      fd_taps[i].init(dc[i].taps);
       mm *= dc[i].cnt;
       kk *= dc[i].taps;
     }

@@ -269,8 +269,10 @@ class GroupedConvKernel final : public HostFace<Cfg> {
     a.tiles_n = int(detail::ceil_div(N, Tr::BN));
     const int64_t tiles = detail::ceil_div(M, Tr::BM) * a.tiles_n;
     a.num_classes = 1;
-    if constexpr (kVariant == Variant::BackwardData)
+    if constexpr (kVariant == Variant::BackwardData) {
       a.num_classes = int(p.stride[0] * p.stride[1] * p.stride[2]);
+      fill_dim_classes(a);
+    }
     const int kb = kStreamK ? 1 : resolve_k_batch(p, opts);  // StreamK: launch_streamk
     a.k_batch = kb;
     a.k_chunk = int(detail::ceil_div(detail::ceil_div(std::max<int64_t>(K, 1), kb), Tr::BK) * Tr::BK);
