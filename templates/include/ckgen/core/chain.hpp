@@ -63,7 +63,10 @@ inline int device_cc_major() {
 
 // kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent of the stream's
 // previous kernel where chain_mode() chains it and the device has compute capability 9.0 or more.
-// `extra` (optional): one more launch attribute (a cluster shape).
+// after_kernel: the launch follows another kernel of the same call (a split-K finish, a phase of
+// a strided backward_data, the channel-padding copies' consumer), which CKGEN_CHAIN=call chains
+// and whose producer may release it early (a TMA kernel's late_wait). `extra` (optional): one
+// more launch attribute (a cluster shape).
 template <class... Params, class... Args>
 gpuError_t launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, gpuStream_t stream,
                           bool after_kernel, const cudaLaunchAttribute* extra, Args&&... args) {

@@ -155,6 +155,10 @@ class DepthwiseKernel final : public HostFace<Cfg> {
     gpuError_t e;
     if constexpr (kVariant != Variant::BackwardWeight) {
       a.slice_pixels = 0;
+      // one launch of kernel k over grid g with smem bytes of dynamic shared memory, reading `a`
+      const auto go = [&](auto k, dim3 g, int smem = 0) {
+        return launch_kernel(k, g, dim3(Tr::kThreads), std::size_t(smem), stream, false, a);
+      };
       if constexpr (Tr::kMma) {  // the matrix path: a block per segment of a band of rows
                                  // (pipeline/direct_mma.hpp)
         a.band_rows =
@@ -163,9 +167,9 @@ class DepthwiseKernel final : public HostFace<Cfg> {
         a.fd_bands.init(direct_bands_per_plane(kVariant, p, a.band_rows));
         const dim3 rgrid(unsigned(direct_band_segments(kVariant, p, Tr::P, a.band_rows)), gtiles, 1);
         if (k3x3 && p.dilation[2] == 1)  // the filter at compile time
-          e = launch_kernel(depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>, rgrid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
+          e = go(depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>, rgrid);
         else
-          e = launch_kernel(depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>, rgrid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
+          e = go(depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>, rgrid);
       } else {
         const dim3 grid(unsigned((pixels + Tr::P - 1) / Tr::P), gtiles, 1);
         const bool gather =
@@ -179,28 +183,28 @@ class DepthwiseKernel final : public HostFace<Cfg> {
         if (rw > 0) {  // units of PP pixels a row (DirectPath::Rows)
           a.fd_pix[2].init(direct_row_window_units(kVariant, p, Tr::PP));
           const int smem = int(direct_row_window_smem(p, Tr::Gt));
-          e = launch_kernel(row_kernel(rw, row_strided(p)), grid, dim3(Tr::kThreads), std::size_t(smem), stream, false, a);
+          e = go(row_kernel(rw, row_strided(p)), grid, smem);
         } else if (quad) {  // the grid and the pixel split count 2 x 2 quads of dx (DirectPath::QuadS2)
           const int64_t qh = (p.in[1] + 1) / 2, qw = (p.in[2] + 1) / 2;
           a.fd_pix[1].init(qh);
           a.fd_pix[2].init(qw);
           a.pixels = int(p.N * p.in[0] * qh * qw);
           const dim3 qgrid(unsigned((a.pixels + Tr::P - 1) / Tr::P), gtiles, 1);
-          e = launch_kernel(depthwise_conv_kernel<Cfg, 1, 3, 3, kQ>, qgrid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
+          e = go(depthwise_conv_kernel<Cfg, 1, 3, 3, kQ>, qgrid);
         } else if (pair) {  // the pixel split counts the pair order's units (DirectPath::RowPair)
           a.fd_pix[1].init((p.out[1] + 1) / 2);
           a.fd_pix[2].init(p.out[2] / (Tr::PP / 2));
-          e = launch_kernel(row_pair_kernel(), grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
+          e = go(row_pair_kernel(), grid);
         } else if (window)
-          e = launch_kernel(depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window>, grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
+          e = go(depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Window>, grid);
         else if (k3x3 && !gather)
-          e = launch_kernel(depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>, grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
+          e = go(depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>, grid);
         else if (k3x3)
-          e = launch_kernel(depthwise_conv_kernel<Cfg, 1, 3, 3, kG>, grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
+          e = go(depthwise_conv_kernel<Cfg, 1, 3, 3, kG>, grid);
         else if (!gather)
-          e = launch_kernel(depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>, grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
+          e = go(depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Linear>, grid);
         else
-          e = launch_kernel(depthwise_conv_kernel<Cfg, 0, 0, 0, kG>, grid, dim3(Tr::kThreads), std::size_t(0), stream, false, a);
+          e = go(depthwise_conv_kernel<Cfg, 0, 0, 0, kG>, grid);
       }
       return e;
     } else {

@@ -85,14 +85,8 @@ gpuError_t launch_splitk_finish(const float* ws, int splits, int64_t stride,
   const bool lanes = splitk_finish_lanes(splits, n);
   const int64_t blocks = detail::grid_stride_blocks(n * (lanes ? kFinishLanes : 1), kFinishThreads, 8);
   auto kernel = lanes ? splitk_finish_lanes_kernel<D> : splitk_finish_kernel<D>;
-#if defined(CKGEN_NVIDIA)
-  return launch_chained(kernel, dim3(unsigned(blocks)), dim3(kFinishThreads), 0, stream, after_kernel, nullptr, ws,
-                        splits, stride, dst, n);
-#else
-  (void)after_kernel;
-  kernel<<<unsigned(blocks), kFinishThreads, 0, stream>>>(ws, splits, stride, dst, n);
-  return gpuGetLastError();
-#endif
+  return launch_kernel(kernel, dim3(unsigned(blocks)), dim3(kFinishThreads), 0, stream, after_kernel, ws, splits,
+                       stride, dst, n);
 }
 
 #if defined(CKGEN_NVIDIA)
