@@ -227,6 +227,10 @@ inline constexpr double kTmaRoundUs = 0.75;
 // a block and group (forward: its copy) or a cluster (backward_weight: its fp32 sums); plus the
 // launch. Rates fitted on grouped forward / backward_weight window problems.
 inline constexpr double kTmaWindowRate = 0.8;         // forward windows: fraction of peak
+// Resident math warps at which wavelet_tma's wgmma reaches its full rate (mma.sync: 8). Fitted on
+// the H200 corpus profiles (bench/offline_dispatch.py): 5 to 7 score alike, 8 mis-ranks one
+// warpgroup tiles against ping-pong ones and two-stage multistage splits in backward_weight.
+inline constexpr double kTmaHidingWarps = 6.0;
 inline constexpr double kTmaWindowFilterUs = 0.5;     // forward: one filter copy a group
 inline constexpr double kTmaWindowWeightRate = 0.5;   // backward_weight windows: fraction of peak
 inline constexpr double kTmaWindowWeightLaunchUs = 2.0;
@@ -376,12 +380,14 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
   // Latency hiding counts the resident math warps, a ping-pong block's two warpgroups as one and
   // a half (hiding_warps: the mean of the tile's warps and the block's math warps): they take
   // turns on the tensor cores (one's epilogue beside the other's MMA), so the second adds only
-  // part of a warpgroup's latency hiding.
+  // part of a warpgroup's latency hiding. mma.sync needs 8 resident warps for its full rate,
+  // asynchronous wgmma fed by the copy engine kTmaHidingWarps.
   // wavelet_tma: a round also pays a fixed time (the ring's first copies, the drain of the last
   // wgmma group, the epilogue): kTmaRoundUs.
   const double hiding_warps = (warps + math_warps) / 2.0;
   auto round_us = [&](int64_t r) {
-    return double(r) * tile_flops / (peak_cu * std::min(1.0, double(r) * hiding_warps / 8.0) * tile_util) * 1e6 +
+    const double hidden = std::min(1.0, double(r) * hiding_warps / (tma ? kTmaHidingWarps : 8.0));
+    return double(r) * tile_flops / (peak_cu * hidden * tile_util) * 1e6 +
            (tma ? kTmaRoundUs : 0.0);
   };
   const int64_t full_rounds = per_cu / c.blocks_per_cu, last_round = per_cu % c.blocks_per_cu;
