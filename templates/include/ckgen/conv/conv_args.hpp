@@ -76,20 +76,17 @@ CKGEN_HOST_DEVICE inline void load_dim_classes(const ConvArgs& p, int cls, DimCl
   }
 #pragma unroll
   for (int i = 0; i < 3; ++i) {
+    DimClassEntry e = p.cls[i][0];
     if (p.s[i] <= kClassTableStride) {
-      DimClassEntry e = p.cls[i][0];
 #pragma unroll
       for (int j = 1; j < kClassTableStride; ++j)
         if (r[i] == j) e = p.cls[i][j];
-      dc[i] = e.dc;
-      cnt[i] = e.cnt;
-      taps[i] = e.taps;
     } else {
-      const DimClassEntry e = make_dim_class_entry(r[i], p.in_[i], p.fil[i], p.s[i], p.dil[i], p.pl[i]);
-      dc[i] = e.dc;
-      cnt[i] = e.cnt;
-      taps[i] = e.taps;
+      e = make_dim_class_entry(r[i], p.in_[i], p.fil[i], p.s[i], p.dil[i], p.pl[i]);
     }
+    dc[i] = e.dc;
+    cnt[i] = e.cnt;
+    taps[i] = e.taps;
   }
 }
 

@@ -217,6 +217,10 @@ inline constexpr double kRegisterStoreEfficiency = 0.3;
 // Fixed time of a round of copy-engine tiles on a compute unit, microseconds (without it
 // narrow tiles with many k tiles rank behind short ones).
 inline constexpr double kTmaRoundUs = 0.75;
+// Resident math warps at which wavelet_tma's wgmma reaches its full rate (mma.sync: 8). Fitted on
+// the H200 corpus profiles (bench/offline_dispatch.py): 5 to 7 score alike, 8 mis-ranks one
+// warpgroup tiles against ping-pong ones and two-stage multistage splits in backward_weight.
+inline constexpr double kTmaHidingWarps = 6.0;
 
 // The window forms (pipeline/tma_window.hpp, pipeline/tma_window_weight.hpp): the busiest block
 // runs ceil(G / groups side by side) groups x ceil(windows / blocks a group) windows, each taps x
@@ -227,10 +231,6 @@ inline constexpr double kTmaRoundUs = 0.75;
 // a block and group (forward: its copy) or a cluster (backward_weight: its fp32 sums); plus the
 // launch. Rates fitted on grouped forward / backward_weight window problems.
 inline constexpr double kTmaWindowRate = 0.8;         // forward windows: fraction of peak
-// Resident math warps at which wavelet_tma's wgmma reaches its full rate (mma.sync: 8). Fitted on
-// the H200 corpus profiles (bench/offline_dispatch.py): 5 to 7 score alike, 8 mis-ranks one
-// warpgroup tiles against ping-pong ones and two-stage multistage splits in backward_weight.
-inline constexpr double kTmaHidingWarps = 6.0;
 inline constexpr double kTmaWindowFilterUs = 0.5;     // forward: one filter copy a group
 inline constexpr double kTmaWindowWeightRate = 0.5;   // backward_weight windows: fraction of peak
 inline constexpr double kTmaWindowWeightLaunchUs = 2.0;
