@@ -63,31 +63,31 @@ inline void fill_dim_classes(ConvArgs& a) {
       a.cls[i][r] = make_dim_class_entry(r, a.in_[i], a.fil[i], a.s[i], a.dil[i], a.pl[i]);
 }
 
-// Device: class `cls` (r0, r1, r2 in mixed radix s0, s1, s2) of every dim, from the table; the
-// residue selects an entry by comparison so the table stays in the parameter space.
-CKGEN_HOST_DEVICE inline void load_dim_classes(const ConvArgs& p, int cls, DimClass dc[3], FastDiv cnt[3],
-                                               FastDiv taps[3]) {
-  int r[3] = {0, 0, 0};
+// Device: the class of residue r along dim I, from the table or, for a stride above
+// kClassTableStride, derived. The residue selects among the loaded entries' values: every index is
+// a constant (a select of their addresses would copy the arguments to scratch memory on AMD).
+template <int I>
+CKGEN_HOST_DEVICE CKGEN_FORCEINLINE DimClassEntry dim_class_entry(const ConvArgs& p, int r) {
+  static_assert(kClassTableStride == 4, "ckgen: dim_class_entry selects among four entries");
+  if (p.s[I] > kClassTableStride) return make_dim_class_entry(r, p.in_[I], p.fil[I], p.s[I], p.dil[I], p.pl[I]);
+  const DimClassEntry e0 = p.cls[I][0], e1 = p.cls[I][1], e2 = p.cls[I][2], e3 = p.cls[I][3];
+  return r == 0 ? e0 : r == 1 ? e1 : r == 2 ? e2 : e3;
+}
+
+// Device: class `cls` (r0, r1, r2 in mixed radix s0, s1, s2) of every dim.
+CKGEN_HOST_DEVICE CKGEN_FORCEINLINE void load_dim_classes(const ConvArgs& p, int cls, DimClass dc[3],
+                                                          FastDiv cnt[3], FastDiv taps[3]) {
+  int r0 = 0, r1 = 0, r2 = 0;
   if (p.num_classes > 1) {
-    r[2] = cls % p.s[2];
+    r2 = cls % p.s[2];
     const int q = cls / p.s[2];
-    r[1] = q % p.s[1];
-    r[0] = q / p.s[1];
+    r1 = q % p.s[1];
+    r0 = q / p.s[1];
   }
-#pragma unroll
-  for (int i = 0; i < 3; ++i) {
-    DimClassEntry e = p.cls[i][0];
-    if (p.s[i] <= kClassTableStride) {
-#pragma unroll
-      for (int j = 1; j < kClassTableStride; ++j)
-        if (r[i] == j) e = p.cls[i][j];
-    } else {
-      e = make_dim_class_entry(r[i], p.in_[i], p.fil[i], p.s[i], p.dil[i], p.pl[i]);
-    }
-    dc[i] = e.dc;
-    cnt[i] = e.cnt;
-    taps[i] = e.taps;
-  }
+  const DimClassEntry e0 = dim_class_entry<0>(p, r0), e1 = dim_class_entry<1>(p, r1), e2 = dim_class_entry<2>(p, r2);
+  dc[0] = e0.dc, dc[1] = e1.dc, dc[2] = e2.dc;
+  cnt[0] = e0.cnt, cnt[1] = e1.cnt, cnt[2] = e2.cnt;
+  taps[0] = e0.taps, taps[1] = e1.taps, taps[2] = e2.taps;
 }
 
 }  // namespace ckgen
