@@ -309,6 +309,16 @@ def test_ping_pong_refusals(change: dict, words: str) -> None:
     assert bad is not None and words in bad[1], bad
 
 
+def test_tile_n_160_is_forward_only() -> None:
+    # forward's B (filters, K-major) is one box of tile-N rows; the N-major B of the other variants
+    # is copied as 64-column blocks
+    wide = dict(tile=(128, 160, 64), warp_tile=(64, 160, 16))
+    assert rules.check(tma(**wide), ARCHS["sm_90a"]) is None
+    for v in (Variant.BACKWARD_DATA, Variant.BACKWARD_WEIGHT):
+        bad = rules.check(tma(v, **wide), ARCHS["sm_90a"])
+        assert bad is not None and "tile N" in bad[1]
+
+
 def test_fp32_is_rejected() -> None:
     bad = rules.check(tma(datatype=DataType.FP32, vec_a=4, vec_b=4, vec_c=4), ARCHS["sm_90a"])
     assert bad is not None
@@ -340,7 +350,7 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     every = [i for i in every if not is_window(i)]
     found = [i for i in every if i.ndim < 3]
     by_variant = {v: sum(i.variant is v for i in found) for v in Variant}
-    assert by_variant[Variant.FORWARD] == 88 and by_variant[Variant.BACKWARD_DATA] == 68
+    assert by_variant[Variant.FORWARD] == 104 and by_variant[Variant.BACKWARD_DATA] == 80
     # ping-pong (math waves 8 on waves 4 x 1 x 1): three cshuffle tiles per variant, two more
     # 64-column ones for forward / backward_data
     pp = {(i.variant, i.tile) for i in found if is_pingpong(i)}
@@ -368,8 +378,8 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
     split = [i for i in found if i.variant is not Variant.BACKWARD_WEIGHT and i.k_batch != 1]
     assert len(split) == 16 and all(i.k_batch == 0 and i.stage is Stage.ONE for i in split)
     staged = [i for i in found if i.epilogue is Epilogue.CSHUFFLE]
-    assert by_variant[Variant.BACKWARD_WEIGHT] == 66
-    assert len(staged) == 72 + 24 + 16 + 16 + 66, (
+    assert by_variant[Variant.BACKWARD_WEIGHT] == 74
+    assert len(staged) == 72 + 24 + 16 + 16 + 66 + 16 + 12 + 8, (
         "every ring but 192x64 ships with the cshuffle epilogue; 128x64 with both"
     )
     deep = {
@@ -377,15 +387,24 @@ def test_shipped_default_set_has_tma_for_every_variant() -> None:
         for i in found
         if i.variant is Variant.BACKWARD_WEIGHT and i.stages > 4
     }
-    assert deep == {(64, 128, 8), (64, 64, 8), (128, 64, 6), (64, 192, 6)}, (
+    assert deep == {(64, 128, 8), (64, 64, 8), (128, 64, 6), (64, 192, 6), (128, 128, 6)}, (
         "the deep rings of the small bw layers"
     )
-    # 192-column rings (wgmma m64n192k16): backward_weight only, 128 x 192 and 64 x 192 at 4 / 6
-    # stages
-    wide = {(i.variant, i.tile, i.stages) for i in found if i.tile[1] == 192}
+    # 160- and 192-column rings (wgmma m64n160k16 / m64n192k16; 160: forward only)
+    wide = {(i.variant, i.tile, i.stages) for i in found if i.tile[1] in (160, 192)}
     assert wide == {
         (Variant.BACKWARD_WEIGHT, t, s)
-        for t, s in (((128, 192, 64), 4), ((64, 192, 64), 4), ((64, 192, 64), 6))
+        for t, s in (
+            ((128, 192, 64), 3),
+            ((128, 192, 64), 4),
+            ((64, 192, 64), 4),
+            ((64, 192, 64), 6),
+        )
+    } | {
+        (Variant.FORWARD, (64, 160, 64), 6),
+        (Variant.FORWARD, (128, 160, 64), 4),
+        (Variant.FORWARD, (128, 192, 64), 3),
+        (Variant.BACKWARD_DATA, (128, 192, 64), 3),
     }
     assert all(
         i.k_batch == 0 and i.stage is Stage.ONE

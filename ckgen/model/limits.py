@@ -33,7 +33,11 @@ TMA_MATH_WAVES = (4, 8)
 # Ping-pong: waves (4, 1, 1) with twice the math waves: two warpgroups take turns on the
 # block's units, each with the whole tile (TmaTraits::kPingPong).
 TMA_PINGPONG_WAVES = (4, 1, 1)
+# Tile N: backward_data's and backward_weight's N-major B operands are copied as 64-column blocks;
+# forward's B (the filters, K-major) is one box of tile-N rows, so it also takes 160 (K = 144 / 160
+# / 320 layers in one column of tiles, wgmma m64n160).
 TMA_TILE_N = (64, 128, 192, 256)
+TMA_FORWARD_TILE_N = (64, 128, 160, 192, 256)
 # swap_ab's pixels per warpgroup (the instruction's N) and the plain wavelet pipeline's wgmma N
 # (mma_wgmma.hpp WarpWgmma): the widths those paths implement; 192 is the copy engine's alone.
 TMA_SWAP_PIXELS = (64, 128, 256)
@@ -200,6 +204,8 @@ CXX_LIMITS: tuple[tuple[str, int | tuple[int, ...], str], ...] = (
         DIRECT_COMBINE_PAD,
         "direct backward_weight: floats of padding per row of the combining buffer",
     ),
+    ("kTmaTileN", TMA_TILE_N, "wavelet_tma: tile N of backward_data / backward_weight"),
+    ("kTmaForwardTileN", TMA_FORWARD_TILE_N, "wavelet_tma: tile N of forward"),
     ("kDirectWindowWidths", DIRECT_WINDOW_WIDTHS, "direct row windows: the filter widths compiled"),
     (
         "kDirectWindowMaxSmem",

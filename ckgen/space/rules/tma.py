@@ -6,6 +6,7 @@ from __future__ import annotations
 from ckgen.model.arch import ArchSpec
 from ckgen.model.instance import KernelInstance
 from ckgen.model.limits import (
+    TMA_FORWARD_TILE_N,
     TMA_LOAD_WAVES,
     TMA_MATH_WAVES,
     TMA_MAX_TILE_M,
@@ -101,6 +102,10 @@ def _window(i: KernelInstance) -> str | None:
     return None
 
 
+def _tile_n(i: KernelInstance) -> tuple[int, ...]:
+    return TMA_FORWARD_TILE_N if i.variant is Variant.FORWARD else TMA_TILE_N
+
+
 def check_wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
     """What TmaTraits (pipeline/tma_ws.hpp) accepts, as one list of reasons. Any ndim: a 3D instance
     runs a problem whose depth is one tap (filter 1, stride 1, no depth padding) as 2D over N x D
@@ -123,8 +128,9 @@ def check_wavelet_tma(i: KernelInstance, a: ArchSpec) -> str | None:
             "swap_ab",
         ),
         (
-            i.swap_ab or (tn in TMA_TILE_N and i.warp_tile == (64, tn, 16)),
-            f"wavelet_tma needs tile N in {TMA_TILE_N} and warp tile (64, tile N, 16)",
+            i.swap_ab or (tn in _tile_n(i) and i.warp_tile == (64, tn, 16)),
+            f"wavelet_tma needs tile N in {TMA_TILE_N} (forward: {TMA_FORWARD_TILE_N}) and warp "
+            "tile (64, tile N, 16)",
         ),
         (
             i.swap_ab

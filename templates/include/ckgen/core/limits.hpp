@@ -41,6 +41,10 @@ inline constexpr int kDirectBwdLinearMaxPixels = 2;
 inline constexpr int kDirectCombineFloats = 5 * 1024;
 // direct backward_weight: floats of padding per row of the combining buffer
 inline constexpr int kDirectCombinePad = 4;
+// wavelet_tma: tile N of backward_data / backward_weight
+inline constexpr int kTmaTileN[] = {64, 128, 192, 256};
+// wavelet_tma: tile N of forward
+inline constexpr int kTmaForwardTileN[] = {64, 128, 160, 192, 256};
 // direct row windows: the filter widths compiled
 inline constexpr int kDirectWindowWidths[] = {3, 5, 7, 11};
 // direct row windows: most bytes of staged filter (forward / backward_data)

@@ -181,8 +181,8 @@ struct TmaTraits {
   static_assert(!kSwap || (BN == 64 && !kWeightGrad && !kStaged && (PN == 64 || PN == 128 || PN == 256)),
                 "ckgen: swap_ab needs forward / backward_data, Tile N 64, Tile M / warpgroups 64, 128 or 256, "
                 "epilogue default");
-  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256,
-                "ckgen: wavelet_tma needs Tile N 64, 128, 192 or 256");
+  static_assert(kBNMajor ? one_of(kTmaTileN, BN) : one_of(kTmaForwardTileN, BN),
+                "ckgen: wavelet_tma needs Tile N in kTmaTileN (forward: kTmaForwardTileN; core/limits.hpp)");
   static_assert(kSwap || (BM % (64 * kMathGroups) == 0 && RepM >= 1 && RepM <= 3),
                 "ckgen: wavelet_tma needs Tile M = 64, 128 or 192 per math warpgroup");
   static_assert(BM <= 256, "ckgen: an im2col box holds at most 256 pixels");
