@@ -17,6 +17,7 @@ picks is looked up in the measurements and compared with the best measured row o
             `ckgen tune` writes and the dispatcher loads) from the measurements of the OTHER
             models only: every problem the held-out model runs is left out of it, also when
             another model shares it, so no held-out layer is an exact match;
+  db        select() with the tuning database --db (e.g. a shipped one: configs/tuning);
   topk      the fastest measured of the cost model's first --topk (instance, k_batch) candidates
             (Registry.candidates with no database: what autotune times; --topk defaults to
             autotune's CKGEN_AUTOTUNE_TOPK default).
@@ -472,6 +473,12 @@ def run(a: argparse.Namespace) -> int:
                 )
             )
             print(f"top{a.topk}: done in {time.perf_counter() - t0:.1f} s", flush=True)
+        if "db" in methods:
+            if a.db is None:
+                raise SystemExit("heuristic_eval: the db method needs --db FILE")
+            emit(score("db", layers, timings, picker.with_db(a.db), variants, datatypes))
+            picker.with_db(None)
+            print(f"db: done in {time.perf_counter() - t0:.1f} s", flush=True)
         if "lomo_db" in methods:
             models = sorted({x.model for x in layers})
             keep_rows = [r for r in rows if r["variant"] in variants and r["datatype"] in datatypes]
@@ -487,7 +494,9 @@ def run(a: argparse.Namespace) -> int:
                     t1 = time.perf_counter()
                     shapes = lomo_shapes(layers, m)
                     fold = [r for r in keep_rows if r["shape"] in shapes]
-                    db = build_db(fold, list(problems.values()), picker.reg.arch)
+                    db = build_db(
+                        fold, list(problems.values()), picker.reg.arch, keep=a.ranking_keep or None
+                    )
                     path = Path(tmp) / f"db_{m}.json"
                     write_db(path, db)
                     pick = picker.with_db(path)
@@ -523,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--map", type=Path, required=True, help="corpus_map.csv (corpus_shapes.py)")
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--methods", default="cost,topk,lomo_db")
+    ap.add_argument("--db", type=Path, help="tuning database of the db method")
     ap.add_argument("--topk", type=int, default=DEFAULT_TOPK)
     ap.add_argument("--tol", type=float, default=0.10)
     ap.add_argument("--tight", type=float, default=0.03)
@@ -538,12 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="keep only the N best (instance, k_batch) of each database entry (0: all)",
     )
-    args = ap.parse_args(argv)
-    if args.ranking_keep > 0:
-        import ckgen.tuning.tune as tune
-
-        tune.RANKING_KEEP = args.ranking_keep
-    return run(args)
+    return run(ap.parse_args(argv))
 
 
 if __name__ == "__main__":

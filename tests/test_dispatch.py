@@ -202,7 +202,7 @@ def test_select_tuning_db(reg, tmp_path: Path) -> None:
             "variant": "forward",
             "datatype": "fp16",
             "instance": FWD_V8,
-            "ms": "0.2",
+            "ms": "10",
             "verified": "pass",
             "k_batch": "0",
             "best": "0",
@@ -226,7 +226,8 @@ def test_select_tuning_db(reg, tmp_path: Path) -> None:
     # exact: the fastest *registered* entry of the ranking (the unbuilt kernel is skipped)
     s = r.select(tuned, "forward", "fp16")
     assert s.source == "tuning-db-exact" and s.name == FWD_V1, s.why
-    # nearest: a similar 3x3 (different spatial size) borrows the choice
+    # nearest: a similar 3x3 (different spatial size) borrows the choice (a measured contrast
+    # far beyond the cost model's: one shape's residuals are shrunk towards the cost model)
     near = Problem.make(N=2, C=64, K=64, input=(100, 100), filter=(3, 3), pad=1)
     s = r.select(near, "forward", "fp16")
     assert s.source == "tuning-db-nearest" and s.name == FWD_V1 and "r50_l1_3x3_64_64" in s.why

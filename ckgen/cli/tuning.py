@@ -55,6 +55,12 @@ from ckgen.model.vocab import DataType, Variant
     "--verify", type=click.Choice(["none", "cpu", "gpu", "auto"]), default="gpu", show_default=True
 )
 @click.option("--timeout", type=click.IntRange(1), default=3600, show_default=True)
+@click.option(
+    "--keep",
+    type=click.IntRange(1),
+    default=None,
+    help="Keep each shape's N fastest (instance, k_batch) (default: every one timed).",
+)
 def tune_cmd(
     out: Path,
     shapes: Path,
@@ -68,6 +74,7 @@ def tune_cmd(
     k_batch: list[int],
     verify: str,
     timeout: int,
+    keep: int | None,
 ) -> None:
     """Time every instance (and split count) per shape and write the tuning database
     the dispatcher reads (load it with CKGEN_TUNING_DB=FILE or KernelLibrary.load_tuning_db)."""
@@ -101,7 +108,7 @@ def tune_cmd(
                 f"[yellow]warning:[/] {s.variant} on GPU {s.device}: exit {s.rc} (log "
                 f"{escape(str(s.log))})"
             )
-    db = build_db(rows, problems, arch=arch.name, shapes=names)
+    db = build_db(rows, problems, arch=arch.name, shapes=names, keep=keep)
     path = db_path or out / "tuning_db.json"
     write_db(path, db)
     click.echo(f"{path}: {len(db['entries'])} entries ({part} shapes of {shapes.name})")

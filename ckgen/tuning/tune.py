@@ -40,8 +40,10 @@ def build_db(
     arch: str = "",
     shapes: Sequence[str] | None = None,
     sm_count: int = 0,
+    keep: int | None = RANKING_KEEP,
 ) -> dict[str, Any]:
-    """Tuning DB from profiler rows; only shapes named in `shapes` when given."""
+    """Tuning DB from profiler rows; only shapes named in `shapes` when given; each shape's
+    ranking cut to its `keep` fastest (None: every timed instance)."""
     by_name = {p.name: p for p in problems}
     groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
     gpu = ""
@@ -65,7 +67,7 @@ def build_db(
                 continue
             seen.add(k)
             ranking.append({"kernel": k[0], "k_batch": k[1], "ms": float(r["ms"])})
-            if RANKING_KEEP is not None and len(ranking) == RANKING_KEEP:
+            if keep is not None and len(ranking) == keep:
                 break
         entries.append(
             {

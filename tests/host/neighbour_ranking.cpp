@@ -93,16 +93,30 @@ int main(int argc, char** argv) {
     pts[1].shape_distance = 1.0, pts[1].residual = 3.0;
     pts[2].shape_distance = 9.0, pts[2].residual = 100.0;
     int used = -1;
-    const double r = residual_estimate(pts, SplitFeatures{}, 2, 1.0, 1.0, 0.0, 0.0, &used);
+    const double r = residual_estimate(pts, SplitFeatures{}, 2, 1.0, 1.0, 0.0, 0.0, 0.0, &used);
     const double want = (1.0 + std::exp(-1.0) * 3.0) / (1.0 + std::exp(-1.0));
     check(used == 2 && std::fabs(r - want) < 1e-12, "residual_estimate k nearest, weighted",
           std::to_string(r) + " vs " + std::to_string(want));
-    const double none = residual_estimate({}, SplitFeatures{}, 4, 1.0, 1.0, 1.0, 1.0, &used);
+    // the cost model's own estimate: one more point, residual 0, of weight prior_w
+    const double rp = residual_estimate(pts, SplitFeatures{}, 2, 1.0, 1.0, 0.0, 0.0, 0.5, &used);
+    const double want_p = (1.0 + std::exp(-1.0) * 3.0) / (1.0 + std::exp(-1.0) + 0.5);
+    check(used == 2 && std::fabs(rp - want_p) < 1e-12, "residual_estimate prior weight",
+          std::to_string(rp) + " vs " + std::to_string(want_p));
+    // a lone far point corrects the estimate less than a near one with the same residual
+    std::vector<ResidualPoint> lone(1);
+    lone[0].residual = 1.0;
+    lone[0].shape_distance = 0.2;
+    const double near_r = residual_estimate(lone, SplitFeatures{}, 1, 1.0, 1.0, 0.0, 0.0, 0.3);
+    lone[0].shape_distance = 4.0;
+    const double far_r = residual_estimate(lone, SplitFeatures{}, 1, 1.0, 1.0, 0.0, 0.0, 0.3);
+    check(far_r < 0.1 && near_r > 0.7 && far_r < near_r, "residual_estimate shrinks far points to the cost model",
+          std::to_string(near_r) + " / " + std::to_string(far_r));
+    const double none = residual_estimate({}, SplitFeatures{}, 4, 1.0, 1.0, 1.0, 1.0, 0.3, &used);
     check(none == 0.0 && used == 0, "residual_estimate without points");
     SplitFeatures far;
     far.log_blocks_per_cu = 5.0;  // the feature distance outweighs the shape distance
     pts[0].f = far;
-    const double r2 = residual_estimate(pts, SplitFeatures{}, 1, 1.0, 1.0, 1.0, 0.0, &used);
+    const double r2 = residual_estimate(pts, SplitFeatures{}, 1, 1.0, 1.0, 1.0, 0.0, 0.0, &used);
     check(r2 == 3.0, "residual_estimate feature distance", std::to_string(r2));
   }
 
@@ -136,14 +150,27 @@ int main(int argc, char** argv) {
     s = d.select(target, DataType::FP16, Variant::Forward);
     check(s.kernel->name() == pref, "agreeing residuals keep the cost model's pick", s.why);
     // only `other` measured, faster than its estimate by half the cost model's margin; `pref`
-    // untimed: scored with the nearby residuals of the other instances plus kUntimedPenalty, so it
-    // keeps its margin over `other` less the penalty (an untimed instance scored by the bare cost
-    // model would lose)
+    // untimed: scored with the nearby residuals of the other instances plus kUntimedPenalty (an
+    // untimed instance scored by the bare cost model would lose)
     const double ratio = est_ms(pref, target) / est_ms(other, target);  // < 1: the cost model's margin
     write_db(db, {entry_json("forward", "tuned", tuned, {{other, 0, 0.5 * ratio * est_ms(other, tuned)}})});
     d.load_tuning_db(db);
     s = d.select(target, DataType::FP16, Variant::Forward);
-    const std::string want = std::log(ratio) + TuningDb::kUntimedPenalty < 0 ? pref : other;
+    auto feat = [&](const std::string& n, const ConvProblem& p) {
+      const KernelKey& k = reg.all()[size_t(d.index_of(n))]->key();
+      return split_features(Variant::Forward, k.tile_m, k.tile_n, 1, p, 1, d.arch().compute_units);
+    };
+    std::vector<ResidualPoint> pt(1);
+    pt[0].shape_distance = problem_distance(Variant::Forward, tuned, target);
+    pt[0].f = feat(other, tuned);
+    pt[0].residual = std::log(0.5 * ratio);
+    auto calibrated = [&](const std::string& n) {
+      return std::log(est_ms(n, target)) +
+             residual_estimate(pt, feat(n, target), TuningDb::kNeighbourPoints, TuningDb::kBandwidth,
+                               TuningDb::kShapeWeight, TuningDb::kBlocksWeight, TuningDb::kSplitWeight,
+                               TuningDb::kPriorWeight);
+    };
+    const std::string want = calibrated(pref) + TuningDb::kUntimedPenalty < calibrated(other) ? pref : other;
     check(ratio < 1 && s.kernel->name() == want, "untimed instance scored from other instances' residuals",
           std::to_string(ratio) + " " + s.why);
     if (want == pref)
@@ -151,39 +178,6 @@ int main(int argc, char** argv) {
     // the exact shape keeps its own ranking
     s = d.select(tuned, DataType::FP16, Variant::Forward);
     check(s.source == "tuning-db-exact" && s.kernel->name() == other, "exact match first", s.why);
-  }
-
-  // --- an instance the database timed but that never won is not a candidate ---------------------
-  {
-    // The cost model scales the two instances differently from the tuned shape to the target;
-    // `dom` is the one it favours more at the target. On the tuned shape `dom` ran just slower than
-    // `best`, by less than that scaling: its residual-corrected score wins at the target, but it
-    // never won a tuned shape.
-    const ConvProblem tuned = conv(2, 256, 256, 64), target = conv(2, 256, 256, 20);
-    const double g = (est_ms("fwd_a", target) / est_ms("fwd_a", tuned)) /
-                     (est_ms("fwd_b", target) / est_ms("fwd_b", tuned));
-    check(std::fabs(std::log(g)) > 0.02, "the cost model scales the two instances differently", std::to_string(g));
-    const std::string dom = g < 1 ? "fwd_a" : "fwd_b", best = g < 1 ? "fwd_b" : "fwd_a";
-    const double gd = g < 1 ? g : 1 / g;  // < 1
-    const double m_best = est_ms(best, tuned), m_dom = m_best * (1 + 0.5 * (1 / gd - 1));
-    const double score_dom = std::log(est_ms(dom, target)) + std::log(m_dom / est_ms(dom, tuned));
-    const double score_best = std::log(est_ms(best, target)) + std::log(m_best / est_ms(best, tuned));
-    check(m_dom > m_best && score_dom < score_best, "dom: slower on the tuned shape, better scored at the target",
-          std::to_string(score_dom) + " vs " + std::to_string(score_best));
-    write_db(db, {entry_json("forward", "tuned", tuned, {{best, 0, m_best}, {dom, 0, m_dom}})});
-    d.load_tuning_db(db);
-    Selection s = d.select(target, DataType::FP16, Variant::Forward);
-    check(s.source == "tuning-db-nearest" && s.kernel->name() == best &&
-              s.why.find("no instance that won") == std::string::npos,
-          "an instance that never won a tuned shape is left out", s.why);
-    // once it wins a tuned shape (far from the target: no residual point there) it is back
-    const ConvProblem other_shape = conv(64, 8, 8, 7, 1);
-    write_db(db, {entry_json("forward", "tuned", tuned, {{best, 0, m_best}, {dom, 0, m_dom}}),
-                  entry_json("forward", "other", other_shape, {{best, 0, 1.0}, {dom, 0, 0.5}})});
-    d.load_tuning_db(db);
-    s = d.select(target, DataType::FP16, Variant::Forward);
-    check(s.kernel->name() == dom && s.why.find("1 tuned shape(s)") != std::string::npos,
-          "a winner elsewhere is a candidate again", s.why);
   }
 
   // --- backward_weight: the split count is matched by blocks per CU, not copied ----------------

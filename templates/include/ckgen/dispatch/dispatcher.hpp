@@ -21,9 +21,8 @@
 //        (split_features: the split count is matched by the parallelism and the work per split
 //        it gives on each shape, not copied), weights exp(-distance / kBandwidth). An instance
 //        no tuned shape timed takes the nearest points of any instance plus kUntimedPenalty.
-//        Instances the database timed that were never the best on any of its shapes (of the
-//        variant / datatype / ndim) are left out while another candidate remains.
-//        The lowest score wins.
+//        The mean residual is shrunk towards 0 (the bare cost model) as the tuned shapes lie
+//        farther away (kPriorWeight). The lowest score wins.
 //   2. Cost model (dispatch/cost_model.hpp) when the database has nothing near.
 //
 // Every decision carries a one-line explanation (Selection::why).
@@ -471,7 +470,6 @@ class Dispatcher {
   // Neighbour ranking (see the header comment): the cost model's estimate of each supported
   // (instance, k_batch), corrected by the residuals measured for that instance on the tuned
   // shapes nearby. False when no candidate supports the problem.
-  // Instances the database marks dominated (TuningDb::dominated) lose to any other candidate.
   // A fused request (ops) ranks its instances by their plain twins' measurements (TwinIndex).
   bool rank_by_neighbours(const TuningDb& db, const std::vector<std::pair<double, const TunedEntry*>>& near,
                           const ConvProblem& p, DataType dt, Variant v, const EpilogueOps& ops,
@@ -519,21 +517,20 @@ class Dispatcher {
     }
     double best_score = 0, best_est = 0, best_r = 0;
     int best_used = 0;
-    bool best_timed = false, best_dominated = false;
+    bool best_timed = false;
     for (const CostCandidate& c : cs) {
       if (!(c.cost.us > 0) || c.cost.us >= 1e29) continue;
-      const bool dominated = db.dominated(v, dt, p.ndim, plain_twin_name(all[size_t(c.index)]->key()));
-      if (s.kernel && dominated && !best_dominated) continue;
       const KernelKey& k = all[size_t(c.index)]->key();
       const SplitFeatures f = features_of(k, p, c.k_batch);
       auto pit = points.find(c.index);
       const bool timed = pit != points.end() && !pit->second.empty();
       int used = 0;
       double r = residual_estimate(timed ? pit->second : any, f, TuningDb::kNeighbourPoints, TuningDb::kBandwidth,
-                                   TuningDb::kShapeWeight, TuningDb::kBlocksWeight, TuningDb::kSplitWeight, &used);
+                                   TuningDb::kShapeWeight, TuningDb::kBlocksWeight, TuningDb::kSplitWeight,
+                                   TuningDb::kPriorWeight, &used);
       if (!timed) r += TuningDb::kUntimedPenalty;
       const double score = std::log(c.cost.us) + r;
-      if (s.kernel && dominated == best_dominated && score >= best_score) continue;
+      if (s.kernel && score >= best_score) continue;
       s.kernel = all[size_t(c.index)].get();
       s.index = c.index;
       s.k_batch = c.k_batch;
@@ -543,7 +540,6 @@ class Dispatcher {
       best_r = r;
       best_used = used;
       best_timed = timed;
-      best_dominated = dominated;
     }
     if (!s.kernel) return false;
     s.source = "tuning-db-nearest";
@@ -560,7 +556,6 @@ class Dispatcher {
          << TuningDb::kUntimedPenalty << ")";
     os << ", k_batch " << s.k_batch;
     if (ops.fused()) os << "; ranked as its plain twin " << plain_twin_name(s.kernel->key());
-    if (best_dominated) os << "; no instance that won a tuned shape supports the problem";
     s.why = os.str();
     return true;
   }

@@ -55,8 +55,12 @@ inline SplitFeatures split_features(Variant v, int tile_m, int tile_n, int group
 
 // One measured point of the neighbour ranking and the calibrated score of a candidate: the
 // weighted mean residual of the `k` points nearest to (shape_distance, features), weights
-// exp(-distance / bandwidth); ties in distance break on the smaller residual. `used` (optional)
-// gets the number of points averaged. Returns 0 with used = 0 when there are no points.
+// exp(-distance / bandwidth), shrunk towards the cost model's own estimate (residual 0) by how far
+// the points' shapes are: times S / (S + prior_w), S the sum of their shape weights
+// exp(-shape_w * shape_distance / bandwidth). Points of the problem's own neighbourhood keep
+// their say; a few shapes far away correct the estimate little. Ties in distance break on the
+// smaller residual. `used` (optional) gets the number of points averaged. Returns 0 with used = 0
+// when there are no points.
 struct ResidualPoint {
   double shape_distance = 0;
   SplitFeatures f;
@@ -64,23 +68,30 @@ struct ResidualPoint {
 };
 inline double residual_estimate(const std::vector<ResidualPoint>& pts, const SplitFeatures& f, int k,
                                 double bandwidth, double shape_w, double blocks_w, double split_w,
-                                int* used = nullptr) {
-  std::vector<std::pair<double, double>> d;  // (distance, residual)
+                                double prior_w, int* used = nullptr) {
+  struct Near {
+    double distance, residual, shape;
+    bool operator<(const Near& o) const {
+      return distance != o.distance ? distance < o.distance : residual < o.residual;
+    }
+  };
+  std::vector<Near> d;
   d.reserve(pts.size());
   for (const ResidualPoint& q : pts)
-    d.emplace_back(shape_w * q.shape_distance + blocks_w * std::fabs(q.f.log_blocks_per_cu - f.log_blocks_per_cu) +
-                       split_w * std::fabs(q.f.log_k_per_split - f.log_k_per_split),
-                   q.residual);
+    d.push_back({shape_w * q.shape_distance + blocks_w * std::fabs(q.f.log_blocks_per_cu - f.log_blocks_per_cu) +
+                     split_w * std::fabs(q.f.log_k_per_split - f.log_k_per_split),
+                 q.residual, shape_w * q.shape_distance});
   const size_t n = std::min(d.size(), size_t(std::max(0, k)));
   std::partial_sort(d.begin(), d.begin() + std::ptrdiff_t(n), d.end());
-  double sw = 0, sr = 0;
+  double sw = 0, sr = 0, ss = 0;
   for (size_t i = 0; i < n; ++i) {
-    const double w = std::exp(-d[i].first / bandwidth);
+    const double w = std::exp(-d[i].distance / bandwidth);
     sw += w;
-    sr += w * d[i].second;
+    sr += w * d[i].residual;
+    ss += std::exp(-d[i].shape / bandwidth);
   }
   if (used) *used = int(n);
-  return sw > 0 ? sr / sw : 0.0;
+  return sw > 0 ? sr / sw * ss / (ss + prior_w) : 0.0;
 }
 
 }  // namespace ckgen

@@ -1,16 +1,13 @@
 // The tuning database (JSON written by `ckgen tune`): per tuned problem, a ranking of
-// (instance, k_batch, measured time); and the set of instances that never won a shape.
+// (instance, k_batch, measured time).
 #pragma once
 
 #include <cstdint>
 #include <exception>
 #include <fstream>
-#include <map>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "ckgen/core/names.hpp"
@@ -91,10 +88,9 @@ class TuningDb {
   static constexpr double kBlocksWeight = 3.0;    // |dlog| blocks per compute unit
   static constexpr double kSplitWeight = 0.5;     // |dlog| reduction length per split
   static constexpr double kUntimedPenalty = 0.1;  // log-time handicap of an instance nobody timed
-  // Instances the database timed but that were never within this fraction of the best on any
-  // of its shapes (of the variant / datatype / ndim) are dominated: not candidates while a winner
-  // supports the problem.
-  static constexpr double kWinnerSlack = 0.0;
+  // Shape weight of the cost model's own estimate (residual 0) against the measured points'
+  // (residual_estimate): tuned shapes far from the problem correct its estimate only a little.
+  static constexpr double kPriorWeight = 1.0;
 
   // Loads `path`; throws std::runtime_error with the reason.
   void load(const std::string& path) {
@@ -123,33 +119,10 @@ class TuningDb {
     }
     entries_ = std::move(out);
     path_ = path;
-    // The winner set, once per load: per (variant, datatype, ndim), the instances timed on some
-    // shape and those within kWinnerSlack of a shape's best.
-    std::map<std::tuple<Variant, DataType, int>, std::pair<std::set<std::string>, std::set<std::string>>> sets;
-    for (const TunedEntry& e : entries_) {
-      auto& [timed, won] = sets[{e.variant, e.datatype, e.problem.ndim}];
-      double best = 0;
-      for (const TunedChoice& c : e.ranking)
-        if (c.ms > 0 && (best == 0 || c.ms < best)) best = c.ms;
-      for (const TunedChoice& c : e.ranking) {
-        if (!(c.ms > 0)) continue;
-        timed.insert(c.kernel);
-        if (c.ms <= best * (1.0 + kWinnerSlack)) won.insert(c.kernel);
-      }
-    }
-    dominated_.clear();
-    for (const auto& [key, tw] : sets)
-      for (const std::string& n : tw.first)
-        if (!tw.second.count(n)) dominated_[key].insert(n);
   }
   const std::vector<TunedEntry>& entries() const { return entries_; }
   const std::string& path() const { return path_; }
   bool empty() const { return entries_.empty(); }
-  // Timed on some shape of (variant, datatype, ndim) and never within kWinnerSlack of its best.
-  bool dominated(Variant v, DataType dt, int ndim, const std::string& name) const {
-    auto it = dominated_.find({v, dt, ndim});
-    return it != dominated_.end() && it->second.count(name) > 0;
-  }
 
  private:
   // Appends entry e (a tuned problem and its ranking) to out; entries of an unknown variant or
@@ -194,7 +167,6 @@ class TuningDb {
 
   std::vector<TunedEntry> entries_;
   std::string path_;
-  std::map<std::tuple<Variant, DataType, int>, std::set<std::string>> dominated_;
 };
 
 }  // namespace ckgen
