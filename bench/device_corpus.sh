@@ -5,6 +5,8 @@
 #
 #   bash bench/device_corpus.sh                                     # fp16: (A) and (B)
 #   DTYPES=bf16 bash bench/device_corpus.sh                         # bf16: (A) and, time left, (B)
+#   SHAPES_CSV=r.csv MAP_CSV=r_map.csv METHODS=cost,db EVAL_DB=configs/tuning/sm_90a_H200.json \
+#     bash bench/device_corpus.sh          # random layers (bench/random_layers.py --map), shipped db
 #   VARIANTS=forward DTYPES="fp16 bf16" PHASES="build peer profile report" bash bench/device_corpus.sh
 #
 # Phases (PHASES, default all):
@@ -44,6 +46,10 @@ EVAL_DTYPES=${EVAL_DTYPES:-$DTYPES}
 NDIMS=${NDIMS:-}    # e.g. "2 3"; default every ndim of the corpus
 MODELS=${MODELS:-}  # e.g. resnet50,vgg16_bn; default every model
 KERNELS=${KERNELS:-}  # name globs (space-separated) for `ckgen generate --kernels`; default all
+SHAPES_CSV=${SHAPES_CSV:-}  # a shapes CSV to run instead of the corpus, with MAP_CSV (its corpus map)
+MAP_CSV=${MAP_CSV:-}
+METHODS=${METHODS:-cost,topk,lomo_db}  # bench/heuristic_eval.py methods; "db" needs EVAL_DB
+EVAL_DB=${EVAL_DB:-}        # a tuning database for the "db" method (e.g. configs/tuning/<arch>_<gpu>.json)
 ARCH=${ARCH:-sm_90a}
 TARGETS=${TARGETS:-90a}
 JOBS=${JOBS:-$(nproc)}
@@ -82,7 +88,12 @@ log "ckgen $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) arch=$ARCH varia
 corpus_args=()
 [ -n "$NDIMS" ] && corpus_args+=(--ndim "$(comma $NDIMS)")
 [ -n "$MODELS" ] && corpus_args+=(--models "$MODELS")
-python3 "$ROOT/bench/corpus_shapes.py" --out-dir "$CORPUS" "${corpus_args[@]}" 2>&1 | tee -a "$OUT/summary.txt"
+if [ -n "$SHAPES_CSV" ]; then  # another problem set as the corpus (e.g. bench/random_layers.py --map)
+  cp "$SHAPES_CSV" "$CORPUS/corpus.csv" && cp "$MAP_CSV" "$CORPUS/corpus_map.csv" || exit 1
+  log "corpus: $SHAPES_CSV, map $MAP_CSV"
+else
+  python3 "$ROOT/bench/corpus_shapes.py" --out-dir "$CORPUS" "${corpus_args[@]}" 2>&1 | tee -a "$OUT/summary.txt"
+fi
 SHAPES=$CORPUS/corpus.csv
 [ -s "$SHAPES" ] || { log "no corpus shapes"; exit 1; }
 
@@ -167,7 +178,7 @@ if has eval; then
   else
     timeout $((el + 20)) python3 "$ROOT/bench/heuristic_eval.py" --lib "$GEN/build" --shapes "$SHAPES" \
       --map "$CORPUS/corpus_map.csv" --out-dir "$WORK/eval" --datatypes "$(comma $EVAL_DTYPES)" \
-      --time-limit "$el" "${files[@]}" > "$LOGS/eval.log" 2>&1
+      --methods "$METHODS" ${EVAL_DB:+--db "$EVAL_DB"} --time-limit "$el" "${files[@]}" > "$LOGS/eval.log" 2>&1
     log "eval rc=$? in $((SECONDS - t0)) s (time box $el s)"
     cp -f "$WORK/eval/summary.md" "$OUT/lomo_$TAG.md" 2> /dev/null
     cp -f "$WORK/eval/outcomes.csv" "$OUT/lomo_$TAG.csv" 2> /dev/null
@@ -178,7 +189,7 @@ fi
 
 if has report; then
   t0=$SECONDS
-  timeout 60 python3 "$ROOT/bench/corpus_shapes.py" --out-dir "$CORPUS" --check "$GEN/build" \
+  [ -z "$SHAPES_CSV" ] && timeout 60 python3 "$ROOT/bench/corpus_shapes.py" --out-dir "$CORPUS" --check "$GEN/build" \
     --datatype "$(comma $DTYPES)" "${corpus_args[@]}" 2>&1 | grep "no default instance" | tee -a "$OUT/summary.txt"
   profs=("$PROF"/*.csv.gz)
   if [ -s "$OUT/cudnn_$TAG.csv" ] && [ -e "${profs[0]}" ]; then

@@ -2,6 +2,11 @@
 on layers nobody tuned on (issue 50).
 
     python3 bench/random_layers.py --seed 1 --count 100 -o bench/shapes/random_seed1.csv
+    python3 bench/random_layers.py --seed 7 -o rand.csv --map rand_map.csv   # + a corpus map
+
+--map writes the layers as a corpus map (bench/corpus_shapes.py's corpus_map.csv: shape, row,
+model, count), each layer its own row and its family and ndim the "model" (dense_2d, ...), so
+bench/device_corpus.sh (SHAPES_CSV / MAP_CSV) and bench/heuristic_eval.py take them as a corpus.
 
 Families: dense (one group), grouped (2..64 channels per group), depthwise (1 channel per group,
 channel multiplier 1 or 2) and pointwise (1x1); 1D, 2D and 3D; filter 1..11 per dimension
@@ -236,12 +241,23 @@ def csv_text(seed: int, count: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def map_text(seed: int, count: int) -> str:
+    lines = ["shape,row,model,count"]
+    for i, layer in enumerate(generate(seed, count)):
+        n = name(seed, i, layer)
+        lines.append(f"{n},{n},{layer.family}_{layer.ndim}d,1")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("-o", "--out", type=Path, help="CSV to write (default: stdout)")
+    ap.add_argument("--map", type=Path, help="also write the layers as a corpus map")
     a = ap.parse_args(argv)
+    if a.map:
+        a.map.write_text(map_text(a.seed, a.count))
     text = csv_text(a.seed, a.count)
     if a.out:
         a.out.write_text(text)
