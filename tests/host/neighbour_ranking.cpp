@@ -565,6 +565,37 @@ int main(int argc, char** argv) {
               freg.all()[size_t(cs[1].index)]->name() == "fwd_a_bias_relu",
           "fused candidates follow the plain twins' ranking", std::to_string(cs.size()));
   }
+  // --- bf16 requests read a database of fp16 measurements (sibling_datatype) ------------------
+  {
+    auto typed = [&](const std::string& name, int tm, DataType dt) {
+      KernelKey k = key(name, Variant::Forward, tm, 64, 32);
+      k.datatype = dt;
+      return k;
+    };
+    Registry sreg;
+    sreg.add(std::make_unique<FakeKernel>(typed("conv_bf16_a", 128, DataType::BF16)));
+    sreg.add(std::make_unique<FakeKernel>(typed("conv_bf16_b", 64, DataType::BF16)));
+    sreg.add(std::make_unique<FakeKernel>(typed("conv_fp16_a", 128, DataType::FP16)));
+    Dispatcher sd(sreg);
+    check(with_datatype("conv_fp16_a", DataType::FP16, DataType::BF16) == "conv_bf16_a" &&
+              sibling_datatype(DataType::BF16) == DataType::FP16 && sibling_datatype(DataType::FP32) == DataType::FP32,
+          "sibling datatypes and names");
+    const ConvProblem tuned = conv(2, 256, 256, 52);
+    // fp16 entries only: the bf16 request takes the ranking of its twins' fp16 names
+    write_db(db, {entry_json("forward", "tuned", tuned, {{"conv_fp16_b", 0, 1.0}, {"conv_fp16_a", 0, 2.0}})});
+    sd.load_tuning_db(db);
+    Selection b = sd.select(tuned, DataType::BF16, Variant::Forward);
+    check(b.source == "tuning-db-exact" && b.kernel->name() == "conv_bf16_b" &&
+              b.why.find("fp16 measurements for bf16") != std::string::npos,
+          "a bf16 request reads the fp16 entries", b.kernel ? b.kernel->name() + " | " + b.why : b.why);
+    b = sd.select(conv(2, 256, 256, 56), DataType::BF16, Variant::Forward);
+    check(b.source == "tuning-db-nearest" && b.why.find("fp16 measurements for bf16") != std::string::npos,
+          "and ranks its neighbours by them", b.why);
+    // an fp16 request keeps the fp16 names
+    b = sd.select(tuned, DataType::FP16, Variant::Forward);
+    check(b.source == "tuning-db-exact" && b.kernel->name() == "conv_fp16_a", "fp16 reads its own entries",
+          b.kernel ? b.kernel->name() + " | " + b.why : b.why);
+  }
   std::printf("all %s\n", failures ? "failed" : "passed");
   return failures ? 1 : 0;
 }

@@ -23,6 +23,8 @@
 //        no tuned shape timed takes the nearest points of any instance plus kUntimedPenalty.
 //        The mean residual is shrunk towards 0 (the bare cost model) as the tuned shapes lie
 //        farther away (kPriorWeight). The lowest score wins.
+//      A database with no entry of the request's variant and datatype reads those of its
+//      sibling datatype (fp16 for bf16 and back: sibling_datatype), each standing for its twin.
 //   2. Cost model (dispatch/cost_model.hpp) when the database has nothing near.
 //
 // Every decision carries a one-line explanation (Selection::why).
@@ -440,14 +442,17 @@ class Dispatcher {
 
   bool from_db(const TuningDb& db, const ConvProblem& p, DataType dt, Variant v, Selection& s,
                const EpilogueOps& ops) const {
-    const TwinIndex twins(reg_, v, dt, ops);
+    // entries of dt, else of its sibling (fp16 / bf16) standing for dt's twins
+    const DataType named = db.has(v, dt) ? dt : sibling_datatype(dt);
+    const TwinIndex twins(reg_, v, dt, ops, named);
+    const std::string as = named == dt ? "" : std::string(" (") + to_string(named) + " measurements for " + to_string(dt) + ")";
     std::vector<std::pair<double, const TunedEntry*>> near;
     for (const TunedEntry& e : db.entries()) {
-      if (e.variant != v || e.datatype != dt || e.problem.ndim != p.ndim) continue;
+      if (e.variant != v || e.datatype != named || e.problem.ndim != p.ndim) continue;
       if (same_problem(e.problem, p)) {
         if (try_entry(e, p, twins, s)) {
           s.source = "tuning-db-exact";
-          s.why = "tuning db " + db.path() + ": exact match '" + e.shape + "'";
+          s.why = "tuning db " + db.path() + ": exact match '" + e.shape + "'" + as;
           if (ops.fused()) s.why += " (ranked as its plain twin " + plain_twin_name(s.kernel->key()) + ")";
           return true;
         }
@@ -459,7 +464,9 @@ class Dispatcher {
     std::stable_sort(near.begin(), near.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     if (near.empty()) return false;
-    return rank_by_neighbours(db, near, p, dt, v, ops, twins, s);
+    if (!rank_by_neighbours(db, near, p, dt, v, ops, twins, s)) return false;
+    s.why += as;
+    return true;
   }
 
   SplitFeatures features_of(const KernelKey& k, const ConvProblem& p, int kb) const {

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <exception>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ckgen/core/names.hpp"
@@ -119,7 +121,11 @@ class TuningDb {
     }
     entries_ = std::move(out);
     path_ = path;
+    measured_.clear();
+    for (const TunedEntry& e : entries_) measured_.insert({e.variant, e.datatype});
   }
+  // Whether some entry is of (variant, datatype).
+  bool has(Variant v, DataType dt) const { return measured_.count({v, dt}) > 0; }
   const std::vector<TunedEntry>& entries() const { return entries_; }
   const std::string& path() const { return path_; }
   bool empty() const { return entries_.empty(); }
@@ -167,6 +173,7 @@ class TuningDb {
 
   std::vector<TunedEntry> entries_;
   std::string path_;
+  std::set<std::pair<Variant, DataType>> measured_;
 };
 
 }  // namespace ckgen
