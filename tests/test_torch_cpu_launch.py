@@ -114,6 +114,31 @@ def test_default_registry_per_device(monkeypatch) -> None:
         ct.default_registry()
 
 
+def test_default_registry_applies_the_shipped_database(monkeypatch, tmp_path) -> None:
+    # CKGEN_TORCH_LIB's library selects with the database shipped for this GPU, unless
+    # CKGEN_TUNING_DB names one (the dispatcher reads that on its first select)
+    from ckgen.runtime.library import KernelLibrary
+
+    calls: list[bool] = []
+
+    class Lib:
+        def load_shipped_tuning_db(self, force=None, quiet=False):
+            calls.append(quiet)
+
+    monkeypatch.setattr(KernelLibrary, "load", classmethod(lambda cls, path: Lib()))
+    monkeypatch.setenv("CKGEN_TORCH_LIB", str(tmp_path))
+    monkeypatch.delenv("CKGEN_TUNING_DB", raising=False)
+    monkeypatch.setattr(ops, "_defaults", {})
+    assert isinstance(ct.default_registry(), Lib) and calls == [True]
+    ct.default_registry()  # loaded once
+    assert calls == [True]
+    monkeypatch.setattr(ops, "_defaults", {})
+    monkeypatch.setenv("CKGEN_TUNING_DB", str(tmp_path / "mine.json"))
+    ct.default_registry()
+    assert calls == [True]
+    monkeypatch.setattr(ops, "_defaults", {})
+
+
 def test_make_problem() -> None:
     p = ct.make_problem((2, 64, 28, 28), (128, 32, 3, 3), stride=2, padding=1, groups=2)
     assert (p.G, p.N, p.C, p.K, p.ndim) == (2, 2, 32, 64, 2)

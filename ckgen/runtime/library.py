@@ -134,10 +134,10 @@ class KernelLibrary:
             raise CkgenRuntimeError(self._last_error(), code=3)
         return int(n)
 
-    def load_shipped_tuning_db(self, force: bool | None = None) -> Path | None:
+    def load_shipped_tuning_db(self, force: bool | None = None, quiet: bool = False) -> Path | None:
         """Loads the shipped tuning database (configs/tuning/<arch>_*.json) measured on this GPU
-        (name and SM count); None, with a warning naming what ships, when none matches (with
-        force: the first one of the arch)."""
+        (name and SM count); None, with a warning naming what ships (none when quiet), when none
+        matches (with force: the first one of the arch)."""
         from ckgen.resources import tuning_dir
         from ckgen.runtime.autotune import FORCE_DB_ENV, env_flag
 
@@ -151,6 +151,8 @@ class KernelLibrary:
             self.load_tuning_db(shipped[0], force=True)
             return shipped[0]
         dev = self._device_info()
+        if quiet:
+            return None
         warnings.warn(
             f"no shipped tuning database for {dev[0] if dev else 'this machine (no GPU)'} "
             f"({self.arch}; shipped: {', '.join(f.name for f in shipped) or 'none'}): "

@@ -85,7 +85,8 @@ def set_default_registry(registry: Any, device: Any = None) -> None:
 
 def default_registry(device: Any = None) -> Any:
     """The default library of a device: set_default_registry's, else CKGEN_TORCH_LIB (a built
-    libckgen_dispatch.so or its build directory), loaded once."""
+    libckgen_dispatch.so or its build directory), loaded once; that one selects with the tuning
+    database shipped for this GPU (configs/tuning) unless CKGEN_TUNING_DB names another."""
     idx = _device_index(device)
     reg = _defaults.get(idx) if idx is not None else None
     if reg is None:
@@ -100,6 +101,8 @@ def default_registry(device: Any = None) -> Any:
         from ckgen.runtime.library import KernelLibrary
 
         reg = _defaults[None] = KernelLibrary.load(lib)
+        if not os.environ.get("CKGEN_TUNING_DB"):
+            reg.load_shipped_tuning_db(quiet=True)
     return reg
 
 
