@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ckgen.errors import ConfigError
 from ckgen.model.arch import load_arch_specs
 from ckgen.model.instance import INSTANCE_FIELDS
 from ckgen.model.naming import parse_instance_name
@@ -113,6 +114,30 @@ def test_an_entry_s_name_filter_leaves_the_candidate_to_other_entries(tmp_path: 
     exp = expand(load_configs([base, extra]), load_arch_specs()["sm_90a"])
     assert sorted(i.tile for i in exp.instances) == [(64, 64, 32), (128, 64, 32)]
     assert (exp.candidates, exp.filtered, exp.duplicates) == (4, 1, 1)
+
+
+def test_not_on_leaves_a_space_out_on_those_targets(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "variant: forward\n"
+        "defaults: {ndim: 2, warp_tile: auto, datatype: fp16, waves: [2, 2, 1]}\n"
+        "spaces:\n"
+        "  - tile: [64, 64, 32]\n"
+        "  - tile: [128, 64, 32]\n"
+        "    not_on: [sm_90a]\n"
+    )
+    specs = load_arch_specs()
+    on_90 = expand(load_configs([cfg]), specs["sm_90a"]).instances
+    on_80 = expand(load_configs([cfg]), specs["sm_80"]).instances
+    assert {i.tile for i in on_90} == {(64, 64, 32)}
+    assert {i.tile for i in on_80} == {(64, 64, 32), (128, 64, 32)}
+    # the shipped default set: no plain wavelet on sm_90a, the mma.sync ones stay on sm_80
+    default = load_configs(default_config_paths(list(Variant), "default"))
+    assert not [i for i in expand(default, specs["sm_90a"]).instances if "_wavelet" in i.name]
+    assert [i for i in expand(default, specs["sm_80"]).instances if "_wavelet" in i.name]
+    cfg.write_text(cfg.read_text().replace("[sm_90a]", "[sm90a]"))
+    with pytest.raises(ConfigError, match=r"c\.yaml:6: spaces\[1\]\.not_on\[0\]: unknown target"):
+        load_configs([cfg])
 
 
 @pytest.mark.parametrize("arch", ALL_ARCHS)

@@ -13,6 +13,7 @@ A file::
         pipeline: [basic, multistage]
         stages: [1, 2, 3]
         include: ["*_ms*"]      # name globs applied to this space
+        not_on: [sm_90a]        # targets this space does not expand for (arch_specs.json names)
     include: []                 # name globs applied to the whole file
     exclude: []
 
@@ -39,7 +40,7 @@ from ckgen.errors import ConfigError, Where, brief, did_you_mean, non_ascii_key,
 from ckgen.model.vocab import Variant
 
 TOP_KEYS = ("variant", "description", "defaults", "instances", "spaces", "include", "exclude")
-SPACE_EXTRA_KEYS = ("include", "exclude")
+SPACE_EXTRA_KEYS = ("include", "exclude", "not_on")
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Entry:
     origin: str
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
+    not_on: list[str] = field(default_factory=list)  # targets the entry does not expand for
     explicit: bool = False  # from 'instances:' (the user named this one configuration)
     keypath: str = ""  # 'spaces[2]', 'instances[0]'
     line: int = 0
@@ -68,6 +70,27 @@ class ConfigFile:
 
 def _where(path: Path, line: int | None, keypath: str) -> Where:
     return Where(path, line, keypath)
+
+
+def _targets(path: Path, raw: Any, line: int, keypath: str) -> list[str]:
+    """A space's not_on: target names of arch_specs.json."""
+    from ckgen.model.arch import load_arch_specs
+
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not items:
+        raise ConfigError(
+            _where(path, line, keypath), f"expected a list of target names, got {shown(raw)}"
+        )
+    known = sorted(load_arch_specs())
+    for idx, t in enumerate(items):
+        if t not in known:
+            ln = raw.item_lines[idx] if isinstance(raw, LineList) else line
+            raise ConfigError(
+                _where(path, ln, f"{keypath}[{idx}]"),
+                f"unknown target {shown(t)}{did_you_mean(str(t), known)}; allowed: "
+                + ", ".join(known),
+            )
+    return list(items)
 
 
 def _globs(path: Path, raw: Any, line: int, keypath: str) -> list[str]:
@@ -125,6 +148,7 @@ def _entry(
     values = dict(base)
     inc: list[str] = []
     exc: list[str] = []
+    not_on: list[str] = []
     allowed = list(FIELDS) + (list(SPACE_EXTRA_KEYS) if many else [])
     for key, val in raw.items():
         kl = raw.key_lines.get(key, line) if isinstance(raw, LineDict) else line
@@ -135,6 +159,8 @@ def _entry(
             inc = _globs(path, val, kl, kp)
         elif key == "exclude":
             exc = _globs(path, val, kl, kp)
+        elif key == "not_on":
+            not_on = _targets(path, val, kl, kp)
         else:
             values[key] = _field_values(path, key, val, kl, kp, many)
     return Entry(
@@ -144,6 +170,7 @@ def _entry(
         line=line,
         include=inc,
         exclude=exc,
+        not_on=not_on,
         explicit=not many,
     )
 

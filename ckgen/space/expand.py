@@ -199,6 +199,8 @@ def expand(
             check_entry_size(cfg, entry, arch)
     for cfg in configs:
         for entry in cfg.entries:
+            if arch.name in entry.not_on:  # a space this target does not take
+                continue
             include, exclude = entry.include + cfg.include, entry.exclude + cfg.exclude
             for inst in _candidates(entry, cfg.variant, arch):
                 out.candidates += 1
