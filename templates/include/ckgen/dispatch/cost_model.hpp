@@ -284,7 +284,8 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
     inner.channel_pad = 0;
     const ChannelPadPlan plan = channel_pad_plan(k.variant, p, k.channel_pad);
     CostEstimate c = estimate_cost(inner, plan.padded, k_batch, a);
-    c.us += channel_pad_bytes(plan, elem_bytes(k.datatype)) / (a.bandwidth_gbs * 1e9) * 1e6 + kPadLaunchUs * plan.count;
+    c.us += channel_pad_bytes(plan, elem_bytes(k.datatype)) / (a.bandwidth_gbs * 1e9) * 1e6 +
+            kPadLaunchUs * plan.count;
     return c;
   }
   if (k.pipeline == Pipeline::Direct) return estimate_direct_cost(k, p, k_batch, a);

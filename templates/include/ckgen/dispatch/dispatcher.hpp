@@ -445,7 +445,8 @@ class Dispatcher {
     // entries of dt, else of its sibling (fp16 / bf16) standing for dt's twins
     const DataType named = db.has(v, dt) ? dt : sibling_datatype(dt);
     const TwinIndex twins(reg_, v, dt, ops, named);
-    const std::string as = named == dt ? "" : std::string(" (") + to_string(named) + " measurements for " + to_string(dt) + ")";
+    const std::string as =
+        named == dt ? "" : std::string(" (") + to_string(named) + " measurements for " + to_string(dt) + ")";
     std::vector<std::pair<double, const TunedEntry*>> near;
     for (const TunedEntry& e : db.entries()) {
       if (e.variant != v || e.datatype != named || e.problem.ndim != p.ndim) continue;

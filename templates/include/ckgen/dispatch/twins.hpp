@@ -37,7 +37,8 @@ inline DataType sibling_datatype(DataType dt) {
 
 // An instance name with its datatype token (`_<dt>_`, the first one) spelled as `to`'s.
 inline std::string with_datatype(std::string name, DataType dt, DataType to) {
-  const std::string a = std::string("_") + to_string(dt) + "_", b = std::string("_") + to_string(to) + "_";
+  const std::string a = std::string("_") + to_string(dt) + "_";
+  const std::string b = std::string("_") + to_string(to) + "_";
   if (const size_t at = name.find(a); at != std::string::npos) name.replace(at, a.size(), b);
   return name;
 }
@@ -49,12 +50,14 @@ inline std::string with_datatype(std::string name, DataType dt, DataType to) {
 // sibling_datatype), a name stands for its twin of the request's datatype.
 class TwinIndex {
  public:
-  TwinIndex(const Registry& reg, Variant v, DataType dt, const EpilogueOps& ops) : TwinIndex(reg, v, dt, ops, dt) {}
+  TwinIndex(const Registry& reg, Variant v, DataType dt, const EpilogueOps& ops)
+      : TwinIndex(reg, v, dt, ops, dt) {}
   TwinIndex(const Registry& reg, Variant v, DataType dt, const EpilogueOps& ops, DataType named) {
     const auto& all = reg.all();
     for (size_t i = 0; i < all.size(); ++i) {
       const KernelKey& k = all[i]->key();
-      if (serves_request(k, v, dt, ops)) by_twin_.emplace(with_datatype(plain_twin_name(k), dt, named), int(i));
+      if (serves_request(k, v, dt, ops))
+        by_twin_.emplace(with_datatype(plain_twin_name(k), dt, named), int(i));
     }
   }
   int operator()(const std::string& plain) const {
