@@ -55,6 +55,18 @@ def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     assert out.stdout.count("\nok ") >= 14, out.stdout
 
 
+def test_twins_host_only(tmp_path: Path) -> None:
+    """The dispatcher's twins without a GPU: tests/host/twins.cpp. A fused request ranks its
+    candidates by their plain twins' database entries (exact and nearest), passes over a ranked
+    instance without a fused twin, and lists fused candidates in the plain twins' order; a bf16
+    request reads a database that holds fp16 entries only, each name standing for its bf16 twin,
+    while an fp16 request keeps its own names."""
+    exe = build_dispatch_host_test("twins", tmp_path)
+    out = subprocess.run([str(exe), str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "all passed" in out.stdout, out.stdout + out.stderr
+    assert out.stdout.count("\nok ") >= 8, out.stdout
+
+
 def test_channel_pad_faces_host_only(tmp_path: Path) -> None:
     """Channel-padding faces (kernel/channel_pad.hpp) without a GPU: tests/host/channel_pad.cpp runs
     a face over a fake fp32 instance that computes the reference on the problem it is given and

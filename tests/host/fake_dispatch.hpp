@@ -1,15 +1,18 @@
-// What the host-only dispatcher checks (neighbour_ranking.cpp, selection_cache.cpp) and the fake C
-// API registry (fake_library.cpp: fake_key) share: fake
-// instances that stand in for compiled kernels (only their keys and is_supported() matter to
-// select()), their keys, 2D problems and the check that prints "ok <check>", or
-// "FAIL <check>: ..." and exits 1.
+// What the host-only dispatcher checks (neighbour_ranking.cpp, twins.cpp, selection_cache.cpp) and
+// the fake C API registry (fake_library.cpp: fake_key) share: fake instances that stand in for
+// compiled kernels (only their keys and is_supported() matter to select()), their keys, 2D
+// problems, tuning database files and the check that prints "ok <check>", or "FAIL <check>: ..."
+// and exits 1.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ckgen/dispatch/dispatcher.hpp"
 
@@ -66,6 +69,47 @@ inline ConvProblem conv(int64_t N, int64_t C, int64_t K, int64_t hw, int64_t f =
   p.pad_l[1] = p.pad_l[2] = p.pad_r[1] = p.pad_r[2] = f / 2;
   p.compute_output();
   return p;
+}
+
+// fake_key with the variant's usual k_batch (backward_weight 0: the instance chooses) and stage.
+inline KernelKey key(const std::string& name, Variant v, int tm, int tn, int tk, Stage st = Stage::One) {
+  KernelKey k = fake_key(name, v, tm, tn, tk);
+  k.k_batch = v == Variant::BackwardWeight ? 0 : 1;
+  k.stage = st;
+  return k;
+}
+
+// Tuning databases for the dispatcher checks: a 2D problem, an entry (fp16) and the file.
+inline std::string problem_json(const ConvProblem& p) {
+  std::ostringstream os;
+  os << "{\"ndim\": 2, \"G\": " << p.G << ", \"N\": " << p.N << ", \"C\": " << p.C << ", \"K\": " << p.K
+     << ", \"in\": [1, " << p.in[1] << ", " << p.in[2] << "], \"filter\": [1, " << p.filter[1] << ", "
+     << p.filter[2] << "], \"stride\": [1, 1, 1], \"dilation\": [1, 1, 1], \"pad_l\": [0, " << p.pad_l[1] << ", "
+     << p.pad_l[2] << "], \"pad_r\": [0, " << p.pad_r[1] << ", " << p.pad_r[2] << "]}";
+  return os.str();
+}
+
+struct Timed {
+  std::string kernel;
+  int k_batch;
+  double ms;
+};
+inline std::string entry_json(const char* variant, const std::string& shape, const ConvProblem& p,
+                              const std::vector<Timed>& ts) {
+  std::ostringstream os;
+  os << "{\"variant\": \"" << variant << "\", \"datatype\": \"fp16\", \"shape\": \"" << shape
+     << "\", \"problem\": " << problem_json(p) << ", \"ranking\": [";
+  for (size_t i = 0; i < ts.size(); ++i)
+    os << (i ? ", " : "") << "{\"kernel\": \"" << ts[i].kernel << "\", \"k_batch\": " << ts[i].k_batch
+       << ", \"ms\": " << ts[i].ms << "}";
+  os << "]}";
+  return os.str();
+}
+inline void write_db(const std::string& path, const std::vector<std::string>& entries) {
+  std::ofstream f(path);
+  f << "{\"ckgen_tuning_db\": 1, \"entries\": [";
+  for (size_t i = 0; i < entries.size(); ++i) f << (i ? ", " : "") << entries[i];
+  f << "]}\n";
 }
 
 inline void check(bool ok, const char* what, const std::string& detail = "") {

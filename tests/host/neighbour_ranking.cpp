@@ -6,9 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "ckgen/dispatch/dispatcher.hpp"
@@ -19,13 +17,6 @@ using namespace ckgen_test;
 
 namespace {
 
-KernelKey key(const std::string& name, Variant v, int tm, int tn, int tk, Stage st = Stage::One) {
-  KernelKey k = fake_key(name, v, tm, tn, tk);
-  k.k_batch = v == Variant::BackwardWeight ? 0 : 1;
-  k.stage = st;
-  return k;
-}
-
 // p at H and W stride 2.
 ConvProblem s2_of(ConvProblem p) {
   p.stride[1] = p.stride[2] = 2;
@@ -34,38 +25,6 @@ ConvProblem s2_of(ConvProblem p) {
 }
 
 int failures = 0;
-
-std::string problem_json(const ConvProblem& p) {
-  std::ostringstream os;
-  os << "{\"ndim\": 2, \"G\": " << p.G << ", \"N\": " << p.N << ", \"C\": " << p.C << ", \"K\": " << p.K
-     << ", \"in\": [1, " << p.in[1] << ", " << p.in[2] << "], \"filter\": [1, " << p.filter[1] << ", "
-     << p.filter[2] << "], \"stride\": [1, 1, 1], \"dilation\": [1, 1, 1], \"pad_l\": [0, " << p.pad_l[1] << ", "
-     << p.pad_l[2] << "], \"pad_r\": [0, " << p.pad_r[1] << ", " << p.pad_r[2] << "]}";
-  return os.str();
-}
-
-struct Timed {
-  std::string kernel;
-  int k_batch;
-  double ms;
-};
-std::string entry_json(const char* variant, const std::string& shape, const ConvProblem& p,
-                       const std::vector<Timed>& ts) {
-  std::ostringstream os;
-  os << "{\"variant\": \"" << variant << "\", \"datatype\": \"fp16\", \"shape\": \"" << shape
-     << "\", \"problem\": " << problem_json(p) << ", \"ranking\": [";
-  for (size_t i = 0; i < ts.size(); ++i)
-    os << (i ? ", " : "") << "{\"kernel\": \"" << ts[i].kernel << "\", \"k_batch\": " << ts[i].k_batch
-       << ", \"ms\": " << ts[i].ms << "}";
-  os << "]}";
-  return os.str();
-}
-void write_db(const std::string& path, const std::vector<std::string>& entries) {
-  std::ofstream f(path);
-  f << "{\"ckgen_tuning_db\": 1, \"entries\": [";
-  for (size_t i = 0; i < entries.size(); ++i) f << (i ? ", " : "") << entries[i];
-  f << "]}\n";
-}
 
 }  // namespace
 
@@ -510,91 +469,6 @@ int main(int argc, char** argv) {
     const detail::TmaWindowWeightGrid many = detail::tma_window_weight_grid(200, 132, nullptr, 6, 64);
     check(many.cluster == 1 && many.bpg == 1 && many.group_stride == 132,
           "backward_weight windows: 200 groups, one block a group, no cluster");
-  }
-  // --- fused requests rank as their plain twins ----------------------------------------------
-  {
-    // fwd_a / fwd_b plain and fused (bias_relu, and fwd_a's bias_relu_res): a fused request's
-    // candidates are ranked with their plain twins' database entries, exactly as the plain request
-    auto fused_key = [&](const std::string& plain, int tm, ChannelOp op, Activation act, bool res) {
-      KernelKey k = key(plain, Variant::Forward, tm, 64, 32);
-      k.name = plain + (op == ChannelOp::Bias ? "_bias" : "") + (act == Activation::Relu ? "_relu" : "") +
-               (res ? "_res" : "");
-      k.channel_op = op, k.activation = act, k.residual = res;
-      return k;
-    };
-    Registry freg;
-    freg.add(std::make_unique<FakeKernel>(key("fwd_a", Variant::Forward, 128, 64, 32)));
-    freg.add(std::make_unique<FakeKernel>(key("fwd_b", Variant::Forward, 64, 64, 32)));
-    freg.add(std::make_unique<FakeKernel>(fused_key("fwd_a", 128, ChannelOp::Bias, Activation::Relu, false)));
-    freg.add(std::make_unique<FakeKernel>(fused_key("fwd_b", 64, ChannelOp::Bias, Activation::Relu, false)));
-    freg.add(std::make_unique<FakeKernel>(fused_key("fwd_a", 128, ChannelOp::Bias, Activation::Relu, true)));
-    Dispatcher fd(freg);
-    const KernelKey& res_key = freg.all()[size_t(fd.index_of("fwd_a_bias_relu_res"))]->key();
-    check(plain_twin_name(res_key) == "fwd_a" && plain_twin_name(freg.all()[0]->key()) == "fwd_a",
-          "plain_twin_name drops the fused epilogue's tokens", plain_twin_name(res_key));
-    const EpilogueOps br{ChannelOp::Bias, Activation::Relu, false};
-    const ConvProblem tuned = conv(2, 256, 256, 52), target = conv(2, 256, 256, 56);
-    const Selection c = fd.by_cost(target, DataType::FP16, Variant::Forward);
-    const std::string pref = c.kernel->name(), other = pref == "fwd_a" ? "fwd_b" : "fwd_a";
-    const Selection cf = fd.by_cost(target, DataType::FP16, Variant::Forward, br);
-    check(cf.kernel->name() == pref + "_bias_relu", "the cost model ranks fused twins as their plain ones",
-          cf.kernel->name());
-    // the cost model's favourite ran 3x its estimate on a nearby shape: both requests turn
-    auto est = [&](const std::string& n, const ConvProblem& p) {
-      return estimate_cost(freg.all()[size_t(fd.index_of(n))]->key(), p, 1, fd.arch()).us * 1e-3;
-    };
-    write_db(db, {entry_json("forward", "tuned", tuned, {{other, 0, est(other, tuned)}, {pref, 0, 3 * est(pref, tuned)}})});
-    fd.load_tuning_db(db);
-    Selection s = fd.select(target, DataType::FP16, Variant::Forward);
-    Selection f = fd.select(target, DataType::FP16, Variant::Forward, br);
-    check(s.kernel->name() == other && f.source == "tuning-db-nearest" && f.kernel->name() == other + "_bias_relu" &&
-              f.why.find("plain twin " + other) != std::string::npos,
-          "a fused request takes the neighbour ranking of its plain twins", f.kernel->name() + " | " + f.why);
-    f = fd.select(tuned, DataType::FP16, Variant::Forward, br);
-    check(f.source == "tuning-db-exact" && f.kernel->name() == other + "_bias_relu",
-          "a fused request takes its plain twins' exact ranking", f.kernel->name() + " | " + f.why);
-    // the exact ranking's winner has no twin with the operations: the next twin that has one
-    const EpilogueOps brr{ChannelOp::Bias, Activation::Relu, true};
-    write_db(db, {entry_json("forward", "tuned", tuned, {{"fwd_b", 0, 1.0}, {"fwd_a", 0, 2.0}})});
-    fd.load_tuning_db(db);
-    f = fd.select(tuned, DataType::FP16, Variant::Forward, brr);
-    check(f.source == "tuning-db-exact" && f.kernel->name() == "fwd_a_bias_relu_res",
-          "a ranked instance without a fused twin is passed over", f.kernel->name() + " | " + f.why);
-    const std::vector<Dispatcher::CostCandidate> cs = fd.candidates(tuned, DataType::FP16, Variant::Forward, 4, br);
-    check(cs.size() == 2 && freg.all()[size_t(cs[0].index)]->name() == "fwd_b_bias_relu" &&
-              freg.all()[size_t(cs[1].index)]->name() == "fwd_a_bias_relu",
-          "fused candidates follow the plain twins' ranking", std::to_string(cs.size()));
-  }
-  // --- bf16 requests read a database of fp16 measurements (sibling_datatype) ------------------
-  {
-    auto typed = [&](const std::string& name, int tm, DataType dt) {
-      KernelKey k = key(name, Variant::Forward, tm, 64, 32);
-      k.datatype = dt;
-      return k;
-    };
-    Registry sreg;
-    sreg.add(std::make_unique<FakeKernel>(typed("conv_bf16_a", 128, DataType::BF16)));
-    sreg.add(std::make_unique<FakeKernel>(typed("conv_bf16_b", 64, DataType::BF16)));
-    sreg.add(std::make_unique<FakeKernel>(typed("conv_fp16_a", 128, DataType::FP16)));
-    Dispatcher sd(sreg);
-    check(with_datatype("conv_fp16_a", DataType::FP16, DataType::BF16) == "conv_bf16_a" &&
-              sibling_datatype(DataType::BF16) == DataType::FP16 && sibling_datatype(DataType::FP32) == DataType::FP32,
-          "sibling datatypes and names");
-    const ConvProblem tuned = conv(2, 256, 256, 52);
-    // fp16 entries only: the bf16 request takes the ranking of its twins' fp16 names
-    write_db(db, {entry_json("forward", "tuned", tuned, {{"conv_fp16_b", 0, 1.0}, {"conv_fp16_a", 0, 2.0}})});
-    sd.load_tuning_db(db);
-    Selection b = sd.select(tuned, DataType::BF16, Variant::Forward);
-    check(b.source == "tuning-db-exact" && b.kernel->name() == "conv_bf16_b" &&
-              b.why.find("fp16 measurements for bf16") != std::string::npos,
-          "a bf16 request reads the fp16 entries", b.kernel ? b.kernel->name() + " | " + b.why : b.why);
-    b = sd.select(conv(2, 256, 256, 56), DataType::BF16, Variant::Forward);
-    check(b.source == "tuning-db-nearest" && b.why.find("fp16 measurements for bf16") != std::string::npos,
-          "and ranks its neighbours by them", b.why);
-    // an fp16 request keeps the fp16 names
-    b = sd.select(tuned, DataType::FP16, Variant::Forward);
-    check(b.source == "tuning-db-exact" && b.kernel->name() == "conv_fp16_a", "fp16 reads its own entries",
-          b.kernel ? b.kernel->name() + " | " + b.why : b.why);
   }
   std::printf("all %s\n", failures ? "failed" : "passed");
   return failures ? 1 : 0;
