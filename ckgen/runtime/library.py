@@ -150,9 +150,9 @@ class KernelLibrary:
         if forced and shipped:
             self.load_tuning_db(shipped[0], force=True)
             return shipped[0]
-        dev = self._device_info()
         if quiet:
             return None
+        dev = self._device_info()
         warnings.warn(
             f"no shipped tuning database for {dev[0] if dev else 'this machine (no GPU)'} "
             f"({self.arch}; shipped: {', '.join(f.name for f in shipped) or 'none'}): "

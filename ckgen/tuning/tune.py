@@ -28,10 +28,6 @@ from ckgen.model.problem import Problem, load_shapes
 from ckgen.tuning.profile import FAILED, is_fused_instance
 
 DB_VERSION = 1
-# Every timed (instance, k_batch) of a shape is kept: the dispatcher's neighbour ranking scores
-# an instance by its time relative to the best on each nearby tuned shape, so a truncated
-# ranking would hide how slow the rest are.
-RANKING_KEEP: int | None = None
 
 
 def build_db(
@@ -40,10 +36,12 @@ def build_db(
     arch: str = "",
     shapes: Sequence[str] | None = None,
     sm_count: int = 0,
-    keep: int | None = RANKING_KEEP,
+    keep: int | None = None,
 ) -> dict[str, Any]:
-    """Tuning DB from profiler rows; only shapes named in `shapes` when given; each shape's
-    ranking cut to its `keep` fastest (None: every timed instance)."""
+    """Tuning DB from profiler rows; only shapes named in `shapes` when given. Every timed
+    (instance, k_batch) of a shape is kept unless `keep` cuts the ranking to its fastest: the
+    dispatcher's neighbour ranking scores an instance by its time relative to the best on each
+    nearby tuned shape, so a short ranking hides how slow the rest are."""
     by_name = {p.name: p for p in problems}
     groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
     gpu = ""
