@@ -14,6 +14,7 @@ import pytest
 from ckgen.model.arch import load_arch_specs
 from ckgen.model.epilogue import C_EPILOGUE_ARGS_FIELDS, Epilogue
 from ckgen.model.instance import KernelInstance
+from ckgen.model.limits import TMA_BIAS_GRAD_ONES_BYTES
 from ckgen.model.naming import parse_instance_name
 from ckgen.model.vocab import (
     GRAD_MASKS,
@@ -22,9 +23,11 @@ from ckgen.model.vocab import (
     DataType,
     Pipeline,
     Reduction,
+    Specialization,
     Variant,
     parse_fusion,
 )
+from ckgen.space.estimate.lds import lds_bytes
 from ckgen.space.rules import check
 
 from conftest import REPO, cli
@@ -98,6 +101,44 @@ def test_backward_fusion_rule_rejects(inst: KernelInstance, reason: str) -> None
     assert bad is not None and bad[0] == "fusion" and reason in bad[1], bad
 
 
+TMA_WEIGHT = KernelInstance(
+    variant=Variant.BACKWARD_WEIGHT,
+    datatype=DataType.FP16,
+    ndim=2,
+    tile=(64, 64, 64),
+    waves=(4, 1, 1),
+    warp_tile=(64, 64, 16),
+    pipeline=Pipeline.WAVELET_TMA,
+    stages=4,
+    load_waves=1,
+    math_waves=4,
+    vec_a=8,
+    vec_b=8,
+    vec_c=8,
+    k_batch=0,
+    channel_op=ChannelOp.BIAS_GRAD,
+)
+
+
+def test_wavelet_tma_sums_bias_grad_in_backward_weights_default_form() -> None:
+    assert check(replace(TMA_WEIGHT, channel_op=ChannelOp.NONE), SM90) is None
+    assert check(TMA_WEIGHT, SM90) is None
+    for bad_inst in (
+        replace(TMA_WEIGHT, activation=Activation.DRELU),
+        replace(TMA_WEIGHT, channel_op=ChannelOp.NONE, activation=Activation.DRELU),
+        replace(TMA_WEIGHT, specialization=Specialization.STRIDE1, tile=(64, 192, 64),
+                warp_tile=(64, 192, 16)),
+    ):  # fmt: skip
+        bad = check(bad_inst, SM90)
+        assert bad is not None and bad[0] == "fusion", bad
+        assert "wavelet_tma fuses bias_grad" in bad[1], bad
+
+
+def test_bias_grad_adds_its_ones_to_the_shared_memory_estimate() -> None:
+    plain = replace(TMA_WEIGHT, channel_op=ChannelOp.NONE)
+    assert lds_bytes(TMA_WEIGHT, SM90) - lds_bytes(plain, SM90) == TMA_BIAS_GRAD_ONES_BYTES
+
+
 def test_backward_fusion_rule_rejects_merged_groups() -> None:
     merged = replace(BWD_DATA, groups_to_merge=2, vec_a=1, vec_b=1, vec_c=1)
     bad = check(merged, SM90)
@@ -114,9 +155,19 @@ def _fused_names(variant: str) -> list[str]:
 
 def test_the_tests_sets_hold_one_backward_fusion_per_path() -> None:
     data = [parse_instance_name(n) for n in _fused_names("backward_data")]
-    weight = [parse_instance_name(n) for n in _fused_names("backward_weight")]
+    every_weight = [parse_instance_name(n) for n in _fused_names("backward_weight")]
+    weight = [i for i in every_weight if i.pipeline is Pipeline.BASIC]
+    tma = [i for i in every_weight if i.pipeline is Pipeline.WAVELET_TMA]
     assert 2 <= len(data) <= 4 and 3 <= len(weight) <= 5, [i.name for i in data + weight]
-    assert all(i.pipeline is Pipeline.BASIC for i in data + weight)
+    assert all(i.pipeline is Pipeline.BASIC for i in data)
+    # wavelet_tma's bias_grad: one and two warpgroups, ping-pong, split sums, both epilogues, 1D-3D
+    assert 4 <= len(tma) <= 8 and all(i.channel_op is ChannelOp.BIAS_GRAD for i in tma)
+    assert {i.ndim for i in tma} == {1, 2, 3} and {i.datatype for i in tma} == set(DataType) - {
+        DataType.FP32
+    }
+    assert {i.math_waves for i in tma} >= {4, 8} and {i.waves[0] for i in tma} >= {4, 8}
+    assert {i.epilogue.value for i in tma} == {"default", "cshuffle"}
+    assert {i.k_batch for i in tma} >= {0, 1}
     assert {i.activation for i in data} == set(GRAD_MASKS)
     assert {i.vec_a for i in data} >= {1, 8} and {i.vec_a for i in weight} >= {1, 8}
     assert any(i.k_batch != 1 for i in data)

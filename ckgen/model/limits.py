@@ -67,6 +67,9 @@ TMA_WINDOW_WEIGHT_TAPS = 3  # a filter row's taps: the warp tile's N = 3 x 64
 TMA_WINDOW_WEIGHT_PART_BYTES = 64 * (9 * 64 + 8) * 4
 # cshuffle epilogue: a slab of 16 rows x 40 elements per math warp.
 TMA_SLAB_ELEMS_PER_WARP = 16 * 40
+# bias_grad (backward_weight): the all-ones B operand of the m64n8k16 row sums of dy (two
+# 8 x 16-byte core matrices of 1.0), after the slabs (epilogue/tma_ws_bias_grad.hpp).
+TMA_BIAS_GRAD_ONES_BYTES = 256
 
 # --- the direct kernel ------------------------------------------------------------------------
 # The direct kernel, templates/include/ckgen/depthwise.hpp: depthwise problems (C = K = 1 per
@@ -206,6 +209,11 @@ CXX_LIMITS: tuple[tuple[str, int | tuple[int, ...], str], ...] = (
     ),
     ("kTmaTileN", TMA_TILE_N, "wavelet_tma: tile N of backward_data / backward_weight"),
     ("kTmaForwardTileN", TMA_FORWARD_TILE_N, "wavelet_tma: tile N of forward"),
+    (
+        "kTmaBiasGradOnesBytes",
+        TMA_BIAS_GRAD_ONES_BYTES,
+        "wavelet_tma bias_grad: shared bytes of the all-ones operand of dy's row sums",
+    ),
     ("kDirectWindowWidths", DIRECT_WINDOW_WIDTHS, "direct row windows: the filter widths compiled"),
     (
         "kDirectWindowMaxSmem",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ckgen.model.instance import KernelInstance
 from ckgen.model.limits import (
+    TMA_BIAS_GRAD_ONES_BYTES,
     TMA_PATCH_BUFFERS,
     TMA_ROW_BYTES,
     TMA_SLAB_ELEMS_PER_WARP,
@@ -13,7 +14,7 @@ from ckgen.model.limits import (
     TMA_WINDOW_COLUMNS,
     TMA_WINDOW_WEIGHT_PART_BYTES,
 )
-from ckgen.model.vocab import DATATYPE_BYTES, Epilogue, Variant
+from ckgen.model.vocab import DATATYPE_BYTES, ChannelOp, Epilogue, Variant
 from ckgen.space.forms import is_patch, is_window
 
 
@@ -41,7 +42,8 @@ def window_lds_bytes(i: KernelInstance, taps: int = 9, reach: int = 2) -> int:
 def tma_lds_bytes(i: KernelInstance) -> int:
     """A wavelet_tma instance: a ring of A and B tiles of one 128-byte row per tile row (the
     patch form: a ring of B tiles beside staged input patches; the window form: its own layout),
-    an mbarrier pair per stage, the cshuffle slabs of the math warps, and the alignment slack."""
+    an mbarrier pair per stage, the cshuffle slabs of the math warps, bias_grad's all-ones
+    operand, and the alignment slack."""
     if is_window(i):
         return window_lds_bytes(i)
     e = DATATYPE_BYTES[i.datatype]
@@ -56,4 +58,5 @@ def tma_lds_bytes(i: KernelInstance) -> int:
             + slabs
             + TMA_SMEM_SLACK
         )
-    return i.stages * (tm + tn) * TMA_ROW_BYTES + 16 * i.stages + slabs + TMA_SMEM_SLACK
+    ones = TMA_BIAS_GRAD_ONES_BYTES if i.channel_op is ChannelOp.BIAS_GRAD else 0
+    return i.stages * (tm + tn) * TMA_ROW_BYTES + 16 * i.stages + slabs + ones + TMA_SMEM_SLACK

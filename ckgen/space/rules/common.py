@@ -127,6 +127,18 @@ def check_backward_fusion(i: KernelInstance) -> str | None:
         return f"fusion {f}: {i.channel_op.value} is a forward epilogue operation"
     if i.channel_op is ChannelOp.BIAS_GRAD and i.variant is not Variant.BACKWARD_WEIGHT:
         return f"fusion {f}: bias_grad is a backward_weight operation"
+    if i.pipeline is Pipeline.WAVELET_TMA:
+        # backward_weight's default form sums db from the A tiles (tma_ws_bias_grad.hpp)
+        if (
+            i.channel_op is ChannelOp.BIAS_GRAD
+            and i.activation is Activation.NONE
+            and i.specialization is Specialization.DEFAULT
+        ):
+            return None
+        return (
+            f"fusion {f}: wavelet_tma fuses bias_grad alone, in backward_weight's default "
+            "specialization; gradient masks are applied as the basic pipeline stages dy"
+        )
     if i.pipeline is not Pipeline.BASIC:
         return f"fusion {f}: the backward fusions are applied as the basic pipeline stages dy"
     if i.groups_to_merge != 1:

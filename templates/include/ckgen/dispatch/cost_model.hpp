@@ -341,7 +341,8 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
   const int stages = k.pipeline != Pipeline::Basic ? std::max(1, k.stages) : 1;
   const int pad = std::max(16 / eb, 1);
   const double smem = tma ? double(detail::tma_smem_bytes(k.tile_m, k.tile_n, stages, math_warps, eb,
-                                                         k.epilogue == Epilogue::CShuffle))
+                                                         k.epilogue == Epilogue::CShuffle,
+                                                         k.channel_op == ChannelOp::BiasGrad))
                           : double(stages) * double((k.tile_m + k.tile_n) * (k.tile_k + pad)) * eb;
   const int acc_regs = (k.tile_m * k.tile_n) / (warps * a.warp_size);
   const int regs = std::min(255, acc_regs + 48);

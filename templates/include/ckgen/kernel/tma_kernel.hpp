@@ -372,10 +372,12 @@ class TmaConvKernel final : public HostFace<Cfg> {
                                     gpuStream_t stream, const RunOptions& opts);
   // One launch of the weight-gradient GEMM over dy (rows of dy_row elements: G*K, or K padded)
   // and x into dw, or (ws not null) adding into the fp32 sums ws, with split sp. late_wait:
-  // after_kernel where that kernel only zeroed ws (TmaConvArgs::late_wait).
+  // after_kernel where that kernel only zeroed ws (TmaConvArgs::late_wait). ep: bias_grad's db,
+  // which it clears first where the units add into it, unless db_clear is false (cleared).
   static gpuError_t launch_weight_grad(const ConvProblem& p, const void* dy, int64_t dy_row, const void* x,
                                        void* dw, float* ws, const Split& sp, gpuStream_t stream,
-                                       bool after_kernel, bool late_wait = false);
+                                       bool after_kernel, bool late_wait = false, const EpilogueArgs& ep = {},
+                                       bool db_clear = true);
 
   // Blocks that clusters of c (index 2..8) keep resident on the device (occupancy query once;
   // 0 where a cluster of c cannot launch).

@@ -240,13 +240,18 @@ gpuError_t TmaConvKernel<Cfg>::run_weight_grad(const ConvProblem& p, const ConvT
     chained = true;
   }
   bool clear_first = false;  // the clear is the call's first launch (nothing else precedes)
+  bool db_clear = Cfg::kBiasGrad;  // bias_grad's db still to clear where the units add into it
   if (ws != nullptr && !pad_clears) {
     clear_first = !chained;
-    if (gpuError_t e = launch_clear_sums(ws, q.weight_elems(), stream, chained); e != gpuSuccess) return e;
+    if (gpuError_t e = launch_clear_sums(ws, q.weight_elems(), stream, chained, db_clear ? t.ep.db : nullptr,
+                                         db_clear ? q.G * q.K : 0);
+        e != gpuSuccess)
+      return e;
     chained = true;
+    db_clear = false;
   }
   if (gpuError_t e = launch_weight_grad(q, dy, kp > 0 ? kp : q.G * q.K, x, dw, ws, sp, stream, chained,
-                                        clear_first);
+                                        clear_first, t.ep, db_clear);
       e != gpuSuccess)
     return e;
   if (ws != nullptr)
@@ -262,7 +267,7 @@ gpuError_t TmaConvKernel<Cfg>::run_weight_grad(const ConvProblem& p, const ConvT
 template <class Cfg>
 gpuError_t TmaConvKernel<Cfg>::launch_weight_grad(const ConvProblem& p, const void* dy, int64_t dy_row, const void* x,
     void* dw, float* ws, const Split& sp, gpuStream_t stream,
-    bool after_kernel, bool late_wait) {
+    bool after_kernel, bool late_wait, const EpilogueArgs& ep, bool db_clear) {
   if (!detail::aligned16({dy, x, dw})) return cudaErrorMisalignedAddress;
   if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
   TmaConvArgs a{};
@@ -309,6 +314,14 @@ gpuError_t TmaConvKernel<Cfg>::launch_weight_grad(const ConvProblem& p, const vo
   a.ld_row = p.filter_spatial() * p.C;
   a.ws = ws;
   a.late_wait = late_wait && after_kernel && ws != nullptr ? 1 : 0;
+  a.ep = ep;
+  // bias_grad where several units add into db: cleared first unless the split's clear did (a
+  // clear of zeros only: the launch after it may still read its inputs early, late_wait)
+  if constexpr (Cfg::kBiasGrad)
+    if (db_clear && a.bias_grad_adds()) {
+      if (gpuError_t e = launch_clear_sums(ep.db, p.G * p.K, stream, after_kernel); e != gpuSuccess) return e;
+      after_kernel = true;
+    }
   return launch(a, stream, after_kernel);
 }
 

@@ -84,6 +84,10 @@ struct TmaConvArgs : ConvGeometry2D {
       by_do, by_yx, by_c, by_segs, by_p;
   // A fused epilogue's operands (epilogue/fusion.hpp, forward); read only by fused instances.
   EpilogueArgs ep;
+  // backward_weight's bias_grad (epilogue/tma_ws_bias_grad.hpp): several units add to a channel's
+  // db (its columns x taps share the sums, or the reduction is split), which the call then
+  // clears first; else the one unit stores it.
+  CKGEN_HOST_DEVICE bool bias_grad_adds() const { return tiles_n * taps > 1 || k_split > 1; }
   void set_divisors() {
     by_segs.init(row_segs);
     by_p.init(P);
@@ -132,10 +136,12 @@ struct TmaTraits {
   static constexpr int kSlabCols = 32, kSlabStride = 40;
   static constexpr int kSlabBytes = 16 * kSlabStride * int(sizeof(Raw));
   // Ring, 2 mbarriers per stage, slabs, slack to align the ring to the 1024-byte swizzle atom.
+  // bias_grad: the all-ones operand of dy's row sums after the slabs (tma_ws_bias_grad.hpp).
+  static constexpr int kOnesBytes = Cfg::kBiasGrad ? kTmaBiasGradOnesBytes : 0;
   static constexpr int kSmemBytes = detail::tma_smem_bytes(BM, BN, S, kMathThreads / 32,
-                                                           int(sizeof(Raw)), kStaged);
+                                                           int(sizeof(Raw)), kStaged, Cfg::kBiasGrad);
   static_assert(kSmemBytes == S * kStageBytes + 2 * S * 8 +
-                                  (kStaged ? (kMathThreads / 32) * kSlabBytes : 0) + 1024,
+                                  (kStaged ? (kMathThreads / 32) * kSlabBytes : 0) + kOnesBytes + 1024,
                 "ckgen: TmaTraits' layout and detail::tma_smem_bytes disagree");
   static constexpr bool kBF16 = Cfg::kDataType == DataType::BF16;
   static constexpr bool kWeightGrad = Cfg::kVariant == Variant::BackwardWeight;

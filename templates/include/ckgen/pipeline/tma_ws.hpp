@@ -48,7 +48,8 @@
 // (SplitReduce::Cluster, one unit per block): each block leaves its fp32 partial tile in its
 // ring, and after a cluster barrier block r sums rows [r*BM/c, (r+1)*BM/c) over the c tiles
 // through distributed shared memory and stores them as 16-byte vectors (no workspace, no
-// clear or convert launch, the same sums every run).
+// clear or convert launch, the same sums every run). backward_weight with bias_grad also sums
+// dy per channel into db on the tensor cores (epilogue/tma_ws_bias_grad.hpp).
 #pragma once
 
 #include "ckgen/core/portability.hpp"
@@ -57,6 +58,7 @@
 
 #include "ckgen/block/tma_ptx.hpp"
 #include "ckgen/core/chain.hpp"
+#include "ckgen/epilogue/tma_ws_bias_grad.hpp"
 #include "ckgen/epilogue/tma_ws_epilogue.hpp"
 #include "ckgen/pipeline/tma_traits.hpp"
 #include "ckgen/pipeline/tma_ws_maps.hpp"
@@ -101,6 +103,9 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   auto decode = [&](int unit) { return tma_ws::decode_unit<Cfg>(p, unit, k_range); };
 
   tma_ws::init_barriers<Cfg>(tid, full, empty, pfull, pempty);
+  // bias_grad's all-ones operand, after the slabs
+  unsigned char* ones = slabs + (Tr::kStaged ? (Tr::kMathThreads / 32) * Tr::kSlabBytes : 0);
+  tma_ws::BiasGradSums<Cfg>::fill_ones(ones, tid);
   if constexpr (Tr::kBNMajor && !Tr::kWeightGrad) tma_ws::zero_b_rows<Cfg>(p, smem, tid);
   __syncthreads();
   // A launch chained to the call's previous kernel (the copy of dy, the clear of the sums:
@@ -180,10 +185,34 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       const int next = unit + Tr::kConsumers * gridDim.x;
       if (next < num_units) tma_ws::prefetch_residual<Cfg>(p, decode(next), wg, warp, lane);
     }
-    tma_ws::mma_unit<Op, Cfg>(p, acc, fence_acc, u, t, pc, tap, fy, fx, full, empty, pfull, pempty, ring,
-                              patches, a_row, wg, lane);
-    tma_ws::pingpong_arrive<Cfg>(consumer, unit, num_units);
-    tma_ws::finish_unit<Cfg>(p, fence_acc, empty, pempty, t, pc, lane);
+    tma_ws::BiasGradSums<Cfg> db;  // bias_grad: dy's channel sums from the A tiles
+    if constexpr (tma_ws::BiasGradSums<Cfg>::kOn) {
+      db.start(p, u);
+      // A main loop per count of bias_grad steps, each to its last wgmma's completion (wgmma
+      // under a branch, or a join of loops before their completion, are serialized).
+      auto run_unit = [&](auto on_stage) {
+        tma_ws::mma_unit<Op, Cfg>(p, acc, fence_acc, u, t, pc, tap, fy, fx, full, empty, pfull, pempty, ring,
+                                  patches, a_row, wg, lane, on_stage);
+        tma_ws::pingpong_arrive<Cfg>(consumer, unit, num_units);
+        tma_ws::finish_unit<Cfg>(p, fence_acc, empty, pempty, t, pc, lane);
+      };
+      const uint32_t ones_addr = mbar::addr(ones);
+      if (db.steps == 4)
+        run_unit([&](uint32_t a0) { db.template issue<4>(a0, ones_addr); });
+      else if (db.steps == 2)
+        run_unit([&](uint32_t a0) { db.template issue<2>(a0, ones_addr); });
+      else if (db.steps == 1)
+        run_unit([&](uint32_t a0) { db.template issue<1>(a0, ones_addr); });
+      else
+        run_unit(tma_ws::NoStage{});
+    } else {
+      tma_ws::NoStage none;
+      tma_ws::mma_unit<Op, Cfg>(p, acc, fence_acc, u, t, pc, tap, fy, fx, full, empty, pfull, pempty, ring,
+                                patches, a_row, wg, lane, none);
+      tma_ws::pingpong_arrive<Cfg>(consumer, unit, num_units);
+      tma_ws::finish_unit<Cfg>(p, fence_acc, empty, pempty, t, pc, lane);
+    }
+    db.flush(p, g, m0, wg, warp, lane);
     if (Tr::kPingPong && unit + int(gridDim.x) < num_units)
       t += unit_k_tiles(unit + gridDim.x);  // the other's
 

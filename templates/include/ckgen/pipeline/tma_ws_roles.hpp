@@ -9,6 +9,7 @@
 #include "ckgen/core/portability.hpp"
 
 #include <cstdint>
+#include <type_traits>
 
 #include "ckgen/block/tma_ptx.hpp"
 #include "ckgen/core/chain.hpp"
@@ -23,6 +24,11 @@ namespace ckgen {
 #if defined(CKGEN_NVIDIA) && defined(CKGEN_HAS_TMA)
 
 namespace tma_ws {
+
+// mma_unit's on_stage when a unit issues nothing more.
+struct NoStage {
+  CKGEN_DEVICE CKGEN_FORCEINLINE void operator()(uint32_t) const {}
+};
 
 // The ring's barriers (full: the stage's copies landed, empty: the math warps are done with it)
 // and stride1's patch barriers, set up by thread 0 and made visible to the async proxy.
@@ -132,13 +138,14 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void load_role(const TmaConvArgs& p, const int ti
 
 // A math warpgroup's main loop over unit u's k tiles (ring slots from t on): wait for the stage
 // (stride1: and, at a chunk's first tap, its patch), the wgmma instructions, then release the
-// previous stage; t and (stride1) pc, tap, fy, fx step on.
-template <class Op, class Cfg, class Acc, class Fence, class U>
+// previous stage; t and (stride1) pc, tap, fy, fx step on. on_stage(a0) issues more wgmma on
+// each stage into its commit group (a0: this warpgroup's A tile; the bias_grad sums).
+template <class Op, class Cfg, class Acc, class Fence, class U, class OnStage>
 CKGEN_DEVICE CKGEN_FORCEINLINE void mma_unit(const TmaConvArgs& p, Acc& acc, Fence& fence_acc, const U& u, int& t,
                                              int& pc, int& tap, int& fy, int& fx, uint64_t* full,
                                              uint64_t* empty, uint64_t* pfull, uint64_t* pempty,
                                              const uint32_t ring, const uint32_t patches, const int a_row,
-                                             const int wg, const int lane) {
+                                             const int wg, const int lane, OnStage& on_stage) {
   using Tr = TmaTraits<Cfg>;
   for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
     const int s = t % Tr::S;
@@ -154,6 +161,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_unit(const TmaConvArgs& p, Acc& acc, Fen
                                    : ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
     const uint32_t b0 = ring + s * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes);
     tma_ws::mma_stage<Op, Cfg>(p, acc, ring, s, a0, b0);
+    if constexpr (!std::is_same_v<OnStage, NoStage>) on_stage(a0);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
     fence_acc();

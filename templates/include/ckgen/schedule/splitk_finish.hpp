@@ -4,6 +4,7 @@
 // applies the epilogue's operations to each one-slice sum before the conversion.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "ckgen/core/chain.hpp"
@@ -133,22 +134,25 @@ gpuError_t launch_splitk_finish_fused(const float* ws, typename DataTypeTraits<C
 }
 
 // The clear of a split's n fp32 sums as a kernel (a memset is not a kernel, so the launch after
-// it cannot be chained to it): 16-byte stores when n % 4 == 0 and ws is 16-byte aligned.
+// it cannot be chained to it): 16-byte stores when n % 4 == 0 and ws is 16-byte aligned; and of
+// n2 more floats at ws2 (bias_grad's db) in the same launch.
 template <class F>
-CKGEN_GLOBAL void clear_sums_kernel(F* __restrict__ ws, int64_t n) {
+CKGEN_GLOBAL void clear_sums_kernel(F* __restrict__ ws, int64_t n, F* __restrict__ ws2, int64_t n2) {
   chain_wait();
   chain_release();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t vecs = n % 4 == 0 && reinterpret_cast<uintptr_t>(ws) % 16 == 0 ? n / 4 : 0;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs; i += step)
-    reinterpret_cast<float4*>(ws)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int64_t i = vecs * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) ws[i] = F(0);
+  for (int64_t i = first; i < vecs; i += step) reinterpret_cast<float4*>(ws)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int64_t i = vecs * 4 + first; i < n; i += step) ws[i] = F(0);
+  for (int64_t i = first; i < n2; i += step) ws2[i] = F(0);
 }
-inline gpuError_t launch_clear_sums(float* ws, int64_t n, gpuStream_t stream, bool after_kernel) {
+inline gpuError_t launch_clear_sums(float* ws, int64_t n, gpuStream_t stream, bool after_kernel,
+                                    float* ws2 = nullptr, int64_t n2 = 0) {
   constexpr int kThreads = 256;
-  const int64_t blocks = detail::grid_stride_blocks((n + 3) / 4, kThreads, 8);
+  const int64_t blocks = detail::grid_stride_blocks(std::max((n + 3) / 4, n2), kThreads, 8);
   return launch_chained(clear_sums_kernel<float>, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, after_kernel, nullptr,
-                        ws, n);
+                        ws, n, ws2, n2);
 }
 #endif
 

@@ -28,6 +28,30 @@ namespace ckgen {
 namespace wgmma_detail {
 template <int N, bool BF16, int TA, int TB>
 struct Op;
+// m64n8k16: four accumulators a lane (the bias_grad row sums of tma_ws_bias_grad.hpp).
+template <bool BF16, int TA, int TB>
+struct Op8 {
+  // accumulate 0: d = A * B (no instruction before it defines d)
+  CKGEN_DEVICE CKGEN_FORCEINLINE static void run(float (&d)[4], uint64_t da, uint64_t db, int accumulate) {
+#if defined(CKGEN_HAS_WGMMA)
+    if constexpr (BF16) {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, %4, %5, p, 1, 1, %7, %8;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+          : "l"(da), "l"(db), "r"(accumulate), "n"(TA), "n"(TB));
+    } else {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, %4, %5, p, 1, 1, %7, %8;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+          : "l"(da), "l"(db), "r"(accumulate), "n"(TA), "n"(TB));
+    }
+#else
+    (void)d; (void)da; (void)db; (void)accumulate;
+#endif
+  }
+};
 template <int TA, int TB>
 struct Op<64, false, TA, TB> {
   CKGEN_DEVICE CKGEN_FORCEINLINE static void run(float (&d)[32], uint64_t da, uint64_t db) {
