@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "ckgen/dispatch/cost_model.hpp"
+#include "ckgen/dispatch/db_select.hpp"
 #include "ckgen/dispatch/neighbours.hpp"
 #include "ckgen/dispatch/selection_cache.hpp"
 #include "ckgen/dispatch/tuning_db.hpp"
@@ -60,16 +61,6 @@ namespace ckgen {
 // ------------------------------------------------------------------------------------------
 // Dispatcher
 // ------------------------------------------------------------------------------------------
-struct Selection {
-  const KernelBase* kernel = nullptr;
-  int index = -1;       // index into registry().all()
-  int k_batch = 0;      // what to pass as RunOptions::k_batch
-  std::string source;   // "tuning-db-exact", "tuning-db-nearest", "cost-model"
-  std::string why;      // explanation, or the reason nothing was selected
-  double estimate_us = 0;
-  explicit operator bool() const { return kernel != nullptr; }
-};
-
 class Dispatcher {
  public:
   explicit Dispatcher(const Registry& reg = registry()) : reg_(reg) {}
@@ -148,12 +139,7 @@ class Dispatcher {
     return serves_request(k, v, dt, ops);
   }
 
-  // One supported (instance, k_batch) and the cost model's estimate for it.
-  struct CostCandidate {
-    int index = -1;
-    int k_batch = 0;
-    CostEstimate cost;
-  };
+  using CostCandidate = ckgen::CostCandidate;
 
   // select() (cost_only: by_cost()) through the selection cache; `device` is part of the key (the
   // caller's current device). `hit` (may be null) tells whether the cache answered.
@@ -424,148 +410,17 @@ class Dispatcher {
   }
 
  private:
-  bool try_entry(const TunedEntry& e, const ConvProblem& p, const TwinIndex& twins, Selection& s) const {
-    for (const TunedChoice& c : e.ranking) {
-      const int i = twins(c.kernel);
-      if (i < 0) continue;
-      const KernelBase& k = *reg_.all()[size_t(i)];
-      RunOptions o;
-      o.k_batch = c.k_batch;
-      if (!k.is_supported(p, o).empty()) continue;
-      s.kernel = &k;
-      s.index = i;
-      s.k_batch = c.k_batch;
-      return true;
-    }
-    return false;
-  }
-
+  // The tuning database's answer (dispatch/db_select.hpp) with this dispatcher's candidates.
   bool from_db(const TuningDb& db, const ConvProblem& p, DataType dt, Variant v, Selection& s,
                const EpilogueOps& ops) const {
-    // entries of dt, else of its sibling (fp16 / bf16) standing for dt's twins
-    const DataType named = db.has(v, dt) ? dt : sibling_datatype(dt);
-    const TwinIndex twins(reg_, v, dt, ops, named);
-    const std::string as =
-        named == dt ? "" : std::string(" (") + to_string(named) + " measurements for " + to_string(dt) + ")";
-    std::vector<std::pair<double, const TunedEntry*>> near;
-    for (const TunedEntry& e : db.entries()) {
-      if (e.variant != v || e.datatype != named || e.problem.ndim != p.ndim) continue;
-      if (same_problem(e.problem, p)) {
-        if (try_entry(e, p, twins, s)) {
-          s.source = "tuning-db-exact";
-          s.why = "tuning db " + db.path() + ": exact match '" + e.shape + "'" + as;
-          if (ops.fused()) s.why += " (ranked as its plain twin " + plain_twin_name(s.kernel->key()) + ")";
-          return true;
-        }
-        continue;
-      }
-      const double d = problem_distance(v, e.problem, p);
-      if (d <= TuningDb::kMaxDistance) near.emplace_back(d, &e);
-    }
-    std::stable_sort(near.begin(), near.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    if (near.empty()) return false;
-    if (!rank_by_neighbours(db, near, p, dt, v, ops, twins, s)) return false;
-    s.why += as;
-    return true;
-  }
-
-  SplitFeatures features_of(const KernelKey& k, const ConvProblem& p, int kb) const {
-    return split_features(k.variant, k.tile_m, k.tile_n, k.groups_to_merge, p, effective_k_batch(k, p, kb),
-                          arch_.compute_units);
-  }
-
-  // Neighbour ranking (see the header comment): the cost model's estimate of each supported
-  // (instance, k_batch), corrected by the residuals measured for that instance on the tuned
-  // shapes nearby. False when no candidate supports the problem.
-  // A fused request (ops) ranks its instances by their plain twins' measurements (TwinIndex).
-  bool rank_by_neighbours(const TuningDb& db, const std::vector<std::pair<double, const TunedEntry*>>& near,
-                          const ConvProblem& p, DataType dt, Variant v, const EpilogueOps& ops,
-                          const TwinIndex& twins, Selection& s) const {
-    const auto& all = reg_.all();
-    std::map<int, std::vector<ResidualPoint>> points;  // registry index -> measured points
-    std::vector<ResidualPoint> any;                      // every point (for untimed instances)
-    std::vector<std::pair<int, int>> timed_pairs;        // (index, k_batch) timed nearby
-    std::map<std::string, int> index_cache;
-    for (const auto& [d, e] : near) {
-      for (const TunedChoice& c : e->ranking) {
-        if (c.ms <= 0) continue;
-        auto it = index_cache.find(c.kernel);
-        if (it == index_cache.end()) it = index_cache.emplace(c.kernel, twins(c.kernel)).first;
-        if (it->second < 0) continue;
-        const KernelKey& k = all[size_t(it->second)]->key();
-        if (k.ndim != p.ndim) continue;
-        const int kb = effective_k_batch(k, e->problem, c.k_batch);
-        const double est = estimate_cost(k, e->problem, kb, arch_).us;
-        if (!(est > 0)) continue;
-        ResidualPoint q;
-        q.shape_distance = d;
-        q.f = split_features(k.variant, k.tile_m, k.tile_n, k.groups_to_merge, e->problem, kb, arch_.compute_units);
-        q.residual = std::log(c.ms * 1e3 / est);
-        points[it->second].push_back(q);
-        any.push_back(q);
-        timed_pairs.emplace_back(it->second, c.k_batch);
-      }
-    }
-    // Candidates: every supported (instance, k_batch) the cost model tries, plus the split counts
-    // the neighbours timed.
-    std::vector<CostCandidate> cs = cost_candidates(p, dt, v, nullptr, nullptr, nullptr, ops);
-    std::sort(timed_pairs.begin(), timed_pairs.end());
-    timed_pairs.erase(std::unique(timed_pairs.begin(), timed_pairs.end()), timed_pairs.end());
-    for (const auto& [i, kb] : timed_pairs) {
-      bool have = false;
-      for (const CostCandidate& c : cs)
-        if (c.index == i && c.k_batch == kb) have = true;
-      if (have) continue;
-      const KernelBase& k = *all[size_t(i)];
-      RunOptions o;
-      o.k_batch = kb;
-      if (!k.is_supported(p, o).empty()) continue;
-      cs.push_back({i, kb, estimate_cost(k.key(), p, effective_k_batch(k.key(), p, kb), arch_)});
-    }
-    double best_score = 0, best_est = 0, best_r = 0;
-    int best_used = 0;
-    bool best_timed = false;
-    for (const CostCandidate& c : cs) {
-      if (!(c.cost.us > 0) || c.cost.us >= 1e29) continue;
-      const KernelKey& k = all[size_t(c.index)]->key();
-      const SplitFeatures f = features_of(k, p, c.k_batch);
-      auto pit = points.find(c.index);
-      const bool timed = pit != points.end() && !pit->second.empty();
-      int used = 0;
-      double r = residual_estimate(timed ? pit->second : any, f, TuningDb::kNeighbourPoints, TuningDb::kBandwidth,
-                                   TuningDb::kShapeWeight, TuningDb::kBlocksWeight, TuningDb::kSplitWeight,
-                                   TuningDb::kPriorWeight, &used);
-      if (!timed) r += TuningDb::kUntimedPenalty;
-      const double score = std::log(c.cost.us) + r;
-      if (s.kernel && score >= best_score) continue;
-      s.kernel = all[size_t(c.index)].get();
-      s.index = c.index;
-      s.k_batch = c.k_batch;
-      s.estimate_us = c.cost.us * std::exp(r);
-      best_score = score;
-      best_est = c.cost.us;
-      best_r = r;
-      best_used = used;
-      best_timed = timed;
-    }
-    if (!s.kernel) return false;
-    s.source = "tuning-db-nearest";
-    std::ostringstream os;
-    os << "tuning db " << db.path() << ": " << near.size() << " tuned shape(s) within distance "
-       << TuningDb::kMaxDistance << ", nearest";
-    for (size_t i = 0; i < near.size() && i < 3; ++i)
-      os << " '" << near[i].second->shape << "' (" << near[i].first << ")";
-    os << "; cost model " << best_est << " us x " << std::exp(best_r) << " = " << s.estimate_us << " us";
-    if (best_timed)
-      os << " (calibrated by " << best_used << " measured point(s) of this instance)";
-    else
-      os << " (untimed by the neighbours: calibrated by " << best_used << " point(s) of other instances + penalty "
-         << TuningDb::kUntimedPenalty << ")";
-    os << ", k_batch " << s.k_batch;
-    if (ops.fused()) os << "; ranked as its plain twin " << plain_twin_name(s.kernel->key());
-    s.why = os.str();
-    return true;
+    const DbContext c{reg_, arch_,
+                      [this](const ConvProblem& q, DataType d, Variant w, const EpilogueOps& o) {
+                        return cost_candidates(q, d, w, nullptr, nullptr, nullptr, o);
+                      },
+                      [this](const KernelKey& k, const ConvProblem& q, int kb) {
+                        return effective_k_batch(k, q, kb);
+                      }};
+    return select_from_db(c, db, p, dt, v, s, ops);
   }
 
   const Registry& reg_;
