@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The backward fusions on the GPU machine, in one call: the GoogleTests (and the seeded sweep) of
+# the tests set's bias_grad instances, then configs/backward_weight/fused.yaml's fp16 2D bias_grad
+# twins against their plain default tiles over the corpus layers (bench/fused_pairs.py shapes:
+# batch 32, 2D, no depthwise), side by side in one profiler run, and the per-layer report
+# (bench/fused_pairs.py report). $OUT: summary.txt, test.log, prof.csv, pairs.csv, build logs.
+#
+#   bash bench/device_fused_backward.sh
+#   VERIFY=gpu bash bench/device_fused_backward.sh   # also check every timed run (slower)
+#
+# Needs nvcc, cmake, ninja, python3 with click/jinja2/pyyaml; GoogleTest from Debian's
+# libgtest-dev .deb carried in .gtest/.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-/tmp/ckgen-fused-bwd-out}
+WORK=${WORK:-/tmp/ckgen-fused-bwd-work}
+JOBS=${JOBS:-$(nproc)}
+VERIFY=${VERIFY:-none}
+TILES=${TILES:-"t64x64x64_w4x1x1_wt64x64x16_wltma4_lm1x4 t64x64x64_w4x1x1_wt64x64x16_wltma8_lm1x4
+  t64x128x64_w4x1x1_wt64x128x16_wltma8_lm1x4 t128x128x64_w8x1x1_wt64x128x16_wltma4_lm1x8
+  t128x192x64_w8x1x1_wt64x192x16_wltma4_lm1x8 t128x256x64_w8x1x1_wt64x256x16_wltma4_lm1x8"}
+mkdir -p "$OUT" "$WORK"
+export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
+cd "$ROOT" || exit 1
+ck() { python3 -m ckgen.cli "$@"; }
+log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
+: > "$OUT/summary.txt"
+log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+GT=$WORK/gtest
+[ -d "$GT/usr" ] || { mkdir -p "$GT" && for f in "$ROOT"/.gtest/*.deb; do dpkg -x "$f" "$GT"; done; }
+
+build() {  # build <dir> <tests ON|OFF> [ckgen generate arguments]
+  local d=$1 t=$2 name
+  name=$(basename "$1")
+  shift 2
+  ck generate --arch sm_90a "$@" -o "$d" -q || return 1
+  ck emit-cmake -o "$d" --platform nvidia --gpu-targets 90a > /dev/null || return 1
+  cmake -S "$d" -B "$d/build" -G Ninja -DGTest_ROOT="$GT/usr" -DCMAKE_PREFIX_PATH="$GT/usr" \
+    -DCKGEN_BUILD_TESTS="$t" > "$OUT/cmake_$name.log" 2>&1 || { tail -20 "$OUT/cmake_$name.log"; return 1; }
+  ninja -C "$d/build" -j "$JOBS" > "$OUT/build_$name.log" 2>&1 || { grep -m20 -B2 -A8 error "$OUT/build_$name.log"; return 1; }
+}
+
+GLOBS=()
+for t in $TILES; do
+  GLOBS+=(--kernels "grouped_conv_bwd_weight_fp16_2d_${t}_cshuffle_v8x8x8"
+    --kernels "grouped_conv_bwd_weight_fp16_2d_${t}_cshuffle_v8x8x8_bgrad")
+done
+t0=$SECONDS
+build "$WORK/tests" ON --set tests --variant backward_weight --kernels '*bgrad*' & p1=$!
+build "$WORK/pairs" OFF --variant backward_weight --config configs/backward_weight/default.yaml \
+  --config configs/backward_weight/fused.yaml "${GLOBS[@]}" & p2=$!
+wait $p1; r1=$?
+wait $p2; r2=$?
+log "build rc $r1 $r2 in $((SECONDS - t0)) s"
+
+t0=$SECONDS
+CKGEN_SWEEP_SEED=${CKGEN_SWEEP_SEED:-$RANDOM} timeout "${TEST_TIMEOUT:-200}" \
+  "$WORK/tests/build/bin/test_grouped_conv_backward_weight" --gtest_brief=1 > "$OUT/test.log" 2>&1
+log "test rc $? in $((SECONDS - t0)) s: $(grep -E '^\[  (PASSED|FAILED)' "$OUT/test.log" | tr '\n' ' ')"
+grep -E "^\[  FAILED|seed" "$OUT/test.log" | head -20 | tee -a "$OUT/summary.txt"
+
+python3 bench/fused_pairs.py shapes --out "$WORK/shapes.csv" | tee -a "$OUT/summary.txt"
+t0=$SECONDS
+timeout "${BENCH_TIMEOUT:-240}" "$WORK/pairs/build/bin/ckgen_profiler_backward_weight" \
+  --shapes "$WORK/shapes.csv" --datatype fp16 --verify "$VERIFY" --warmup 3 --repeat 10 \
+  --csv "$OUT/prof.csv" > "$OUT/prof.log" 2>&1
+log "profile rc $? in $((SECONDS - t0)) s"
+gzip -f "$OUT/prof.log"
+python3 bench/fused_pairs.py report "$OUT/prof.csv" --out "$OUT/pairs.csv" | tee -a "$OUT/summary.txt"

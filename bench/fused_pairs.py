@@ -1,0 +1,132 @@
+"""Fused backward instances against their plain tiles, from one profiler run that timed both
+(bench/device_fused_backward.sh).
+
+    python3 bench/fused_pairs.py shapes --out shapes.csv [--models a,b] [--ndim 2] [--batch 32]
+    python3 bench/fused_pairs.py report prof.csv --suffix _bgrad --out pairs.csv
+
+`shapes`: the unique layers of bench/shapes/models.csv of the given models, ndim and batch, without
+the depthwise ones (they run the direct kernels), in the profiler's shape format.
+`report`: per layer the best fused instance (name ending in --suffix) against the best plain one
+and the best plain one's own twin, written to --out; prints the geomean of best fused / best
+plain over all layers and over those whose plain time is above 20 us, and the spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from pathlib import Path
+
+SHAPE_COLS = (
+    "name", "ndim", "G", "N", "C", "K", "input", "filter", "stride", "dilation", "pad_left",
+    "pad_right",
+)  # fmt: skip
+MODELS = (
+    "resnet50", "resnext50_32x4d", "vgg16_bn", "mobilenet_v2", "densenet121",
+    "retinanet_resnet50_fpn",
+)  # fmt: skip
+CORPUS = Path(__file__).with_name("shapes") / "models.csv"
+BIG_MS = 0.02
+
+
+def corpus_shapes(
+    corpus: Path, models: tuple[str, ...], ndim: int, batch: int
+) -> list[dict[str, str]]:
+    """The unique non-depthwise layers of `models` with this ndim and batch, first name kept."""
+    lines = [line for line in corpus.read_text().splitlines() if not line.startswith("#")]
+    out, seen = [], set()
+    for r in csv.DictReader(lines):
+        if r["model"] not in models or int(r["ndim"]) != ndim or int(r["N"]) != batch:
+            continue
+        if r["C"] == "1" and r["K"] == "1":
+            continue
+        key = tuple(r[c] for c in SHAPE_COLS[1:])
+        if key not in seen:
+            seen.add(key)
+            out.append({c: r[c] for c in SHAPE_COLS})
+    return out
+
+
+def _geomean(v: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
+
+
+def pairs(rows: list[dict[str, str]], suffix: str) -> list[dict[str, str]]:
+    """Per shape with both kinds timed: best plain, best fused, the best plain's twin."""
+    by_shape: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r.get("ms"):
+            by_shape.setdefault(r["shape"], {})[r["instance"]] = float(r["ms"])
+    out = []
+    for shape, t in sorted(by_shape.items()):
+        plain = {n: ms for n, ms in t.items() if not n.endswith(suffix)}
+        fused = {n: ms for n, ms in t.items() if n.endswith(suffix)}
+        if not plain or not fused:
+            continue
+        bp = min(plain, key=lambda n: plain[n])
+        bf = min(fused, key=lambda n: fused[n])
+        twin = t.get(bp + suffix)
+        out.append({
+            "shape": shape,
+            "plain_instance": bp,
+            "plain_ms": f"{plain[bp]:.5f}",
+            "fused_instance": bf,
+            "fused_ms": f"{fused[bf]:.5f}",
+            "twin_ms": f"{twin:.5f}" if twin is not None else "",
+            "best_fused_over_best_plain": f"{fused[bf] / plain[bp]:.4f}",
+        })  # fmt: skip
+    return out
+
+
+def summary(out: list[dict[str, str]]) -> str:
+    r = sorted(float(o["best_fused_over_best_plain"]) for o in out)
+    if not r:
+        return "no layer has both a fused and a plain time"
+    big = [float(o["best_fused_over_best_plain"]) for o in out if float(o["plain_ms"]) > BIG_MS]
+    return (
+        f"{len(r)} layers: best fused / best plain {_geomean(r):.3f} (median {r[len(r) // 2]:.3f}, "
+        f"worst {r[-1]:.3f}, best {r[0]:.3f}); plain > {BIG_MS * 1e3:.0f} us: {len(big)} layers, "
+        f"{_geomean(big):.3f}; > 5 % slower: {sum(x > 1.05 for x in r)}, > 10 %: "
+        f"{sum(x > 1.10 for x in r)}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("shapes", help="corpus layers in the profiler's shape format")
+    s.add_argument("--out", required=True)
+    s.add_argument("--models", default=",".join(MODELS))
+    s.add_argument("--ndim", type=int, default=2)
+    s.add_argument("--batch", type=int, default=32)
+    r = sub.add_parser("report", help="best fused against best plain per layer")
+    r.add_argument("profile")
+    r.add_argument("--suffix", default="_bgrad", help="name suffix of the fused instances")
+    r.add_argument("--out", default="")
+    a = ap.parse_args(argv)
+    if a.cmd == "shapes":
+        rows = corpus_shapes(CORPUS, tuple(a.models.split(",")), a.ndim, a.batch)
+        if not rows:
+            print("fused_pairs: no corpus layer matches", file=sys.stderr)
+            return 2
+        with open(a.out, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(SHAPE_COLS))
+            w.writeheader()
+            w.writerows(rows)
+        print(f"{len(rows)} layers -> {a.out}")
+        return 0
+    with open(a.profile, newline="") as fh:
+        out = pairs(list(csv.DictReader(fh)), a.suffix)
+    if a.out and out:
+        with open(a.out, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(out[0]))
+            w.writeheader()
+            w.writerows(out)
+    print(summary(out))
+    return 0 if out else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""bench/fused_pairs.py without a GPU: the corpus layers it profiles and the per-layer report of
+fused twins against their plain tiles on made-up profiler rows."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import fused_pairs as fp
+
+
+def test_corpus_shapes_are_unique_and_leave_out_depthwise() -> None:
+    rows = fp.corpus_shapes(fp.CORPUS, fp.MODELS, 2, 32)
+    assert len(rows) > 100
+    keys = [tuple(r[c] for c in fp.SHAPE_COLS[1:]) for r in rows]
+    assert len(keys) == len(set(keys))
+    assert all(r["ndim"] == "2" and r["N"] == "32" for r in rows)
+    assert not any(r["C"] == "1" and r["K"] == "1" for r in rows)
+    assert fp.corpus_shapes(fp.CORPUS, ("no_such_model",), 2, 32) == []
+
+
+def _row(shape: str, inst: str, ms: float) -> dict[str, str]:
+    return {"shape": shape, "instance": inst, "ms": str(ms)}
+
+
+def test_pairs_take_the_best_of_each_kind_and_the_twin() -> None:
+    rows = [
+        _row("a", "t1", 1.0), _row("a", "t2", 2.0), _row("a", "t1_bgrad", 1.2),
+        _row("a", "t2_bgrad", 1.1), _row("b", "t1", 3.0),  # b: no fused time, left out
+    ]  # fmt: skip
+    out = fp.pairs(rows, "_bgrad")
+    assert [o["shape"] for o in out] == ["a"]
+    o = out[0]
+    assert (o["plain_instance"], o["fused_instance"]) == ("t1", "t2_bgrad")
+    assert o["twin_ms"] == "1.20000" and o["best_fused_over_best_plain"] == "1.1000"
+    assert "1 layers: best fused / best plain 1.100" in fp.summary(out)
+    assert fp.summary([]) == "no layer has both a fused and a plain time"
+
+
+def test_cli_report_writes_the_pairs(tmp_path: Path, capsys) -> None:
+    prof = tmp_path / "prof.csv"
+    with prof.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["shape", "instance", "ms"])
+        w.writeheader()
+        w.writerows([_row("a", "t1", 0.05), _row("a", "t1_bgrad", 0.0525)])
+    out = tmp_path / "pairs.csv"
+    assert fp.main(["report", str(prof), "--out", str(out)]) == 0
+    assert "plain > 20 us: 1 layers, 1.050" in capsys.readouterr().out
+    assert next(csv.DictReader(out.open()))["best_fused_over_best_plain"] == "1.0500"
+    assert fp.main(["shapes", "--out", str(tmp_path / "s.csv"), "--models", "nope"]) == 2
