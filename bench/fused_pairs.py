@@ -19,34 +19,32 @@ import math
 import sys
 from pathlib import Path
 
-SHAPE_COLS = (
-    "name", "ndim", "G", "N", "C", "K", "input", "filter", "stride", "dilation", "pad_left",
-    "pad_right",
-)  # fmt: skip
+from corpus_shapes import CorpusRow, dedupe, read_corpus, write_shapes
+
+from ckgen.model.problem import SHAPE_COLUMNS
+
 MODELS = (
     "resnet50", "resnext50_32x4d", "vgg16_bn", "mobilenet_v2", "densenet121",
     "retinanet_resnet50_fpn",
 )  # fmt: skip
-CORPUS = Path(__file__).with_name("shapes") / "models.csv"
 BIG_MS = 0.02
+_N, _C, _K = (SHAPE_COLUMNS.index(c) - 1 for c in ("N", "C", "K"))  # in CorpusRow.cells
 
 
-def corpus_shapes(
-    corpus: Path, models: tuple[str, ...], ndim: int, batch: int
-) -> list[dict[str, str]]:
-    """The unique non-depthwise layers of `models` with this ndim and batch, first name kept."""
-    lines = [line for line in corpus.read_text().splitlines() if not line.startswith("#")]
-    out, seen = [], set()
-    for r in csv.DictReader(lines):
-        if r["model"] not in models or int(r["ndim"]) != ndim or int(r["N"]) != batch:
-            continue
-        if r["C"] == "1" and r["K"] == "1":
-            continue
-        key = tuple(r[c] for c in SHAPE_COLS[1:])
-        if key not in seen:
-            seen.add(key)
-            out.append({c: r[c] for c in SHAPE_COLS})
-    return out
+def corpus_layers(
+    rows: list[CorpusRow], models: tuple[str, ...], ndim: int, batch: int
+) -> list[CorpusRow]:
+    """The unique problems (corpus_shapes.dedupe) of the corpus rows of `models` with this ndim
+    and batch, depthwise rows left out."""
+    keep = [
+        r
+        for r in rows
+        if r.model in models
+        and r.ndim == ndim
+        and int(r.cells[_N]) == batch
+        and not (r.cells[_C] == "1" and r.cells[_K] == "1")
+    ]
+    return dedupe(keep)[0]
 
 
 def _geomean(v: list[float]) -> float:
@@ -107,14 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", default="")
     a = ap.parse_args(argv)
     if a.cmd == "shapes":
-        rows = corpus_shapes(CORPUS, tuple(a.models.split(",")), a.ndim, a.batch)
+        rows = corpus_layers(read_corpus(), tuple(a.models.split(",")), a.ndim, a.batch)
         if not rows:
             print("fused_pairs: no corpus layer matches", file=sys.stderr)
             return 2
-        with open(a.out, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(SHAPE_COLS))
-            w.writeheader()
-            w.writerows(rows)
+        write_shapes(Path(a.out), rows)
         print(f"{len(rows)} layers -> {a.out}")
         return 0
     with open(a.profile, newline="") as fh:

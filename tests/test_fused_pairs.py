@@ -7,16 +7,18 @@ import csv
 from pathlib import Path
 
 import fused_pairs as fp
+from corpus_shapes import read_corpus
 
 
 def test_corpus_shapes_are_unique_and_leave_out_depthwise() -> None:
-    rows = fp.corpus_shapes(fp.CORPUS, fp.MODELS, 2, 32)
+    corpus = read_corpus()
+    rows = fp.corpus_layers(corpus, fp.MODELS, 2, 32)
     assert len(rows) > 100
-    keys = [tuple(r[c] for c in fp.SHAPE_COLS[1:]) for r in rows]
+    keys = [r.cells for r in rows]
     assert len(keys) == len(set(keys))
-    assert all(r["ndim"] == "2" and r["N"] == "32" for r in rows)
-    assert not any(r["C"] == "1" and r["K"] == "1" for r in rows)
-    assert fp.corpus_shapes(fp.CORPUS, ("no_such_model",), 2, 32) == []
+    assert all(r.ndim == 2 and int(r.cells[fp._N]) == 32 for r in rows)
+    assert not any(r.cells[fp._C] == "1" and r.cells[fp._K] == "1" for r in rows)
+    assert fp.corpus_layers(corpus, ("no_such_model",), 2, 32) == []
 
 
 def _row(shape: str, inst: str, ms: float) -> dict[str, str]:
