@@ -74,8 +74,8 @@ struct BiasGradSums {
   template <int N>
   CKGEN_DEVICE CKGEN_FORCEINLINE void issue(const uint32_t a0, const uint32_t ones) {
     if constexpr (kOn) {
-      // no swizzle, K-major: core matrices 128 bytes apart along K (LBO), one along N
-      const uint64_t db = uint64_t((ones & 0x3FFFF) >> 4) | (uint64_t(128 >> 4) << 16) | (uint64_t(256 >> 4) << 32);
+      // no swizzle, K-major: core matrices 128 bytes apart along K, one along N
+      const uint64_t db = wgmma_detail::plain_desc(ones, 128, 256);
 #pragma unroll
       for (int j = 0; j < N; ++j) {
         const uint32_t kk = uint32_t(kk0 + j * stride);

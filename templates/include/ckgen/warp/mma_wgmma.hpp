@@ -26,6 +26,12 @@ namespace ckgen {
 #endif
 
 namespace wgmma_detail {
+// The descriptor of an operand tile at shared address `addr` without swizzle: core matrices (8
+// rows x 16 bytes) lbo bytes apart along K, sbo bytes apart along M / N.
+CKGEN_HOST_DEVICE constexpr uint64_t plain_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32);
+}
+
 template <int N, bool BF16, int TA, int TB>
 struct Op;
 // m64n8k16: four accumulators a lane (the bias_grad row sums of tma_ws_bias_grad.hpp).
@@ -224,8 +230,7 @@ struct WarpWgmma {
     const uint32_t a = 0; (void)p;
 #endif
     (void)k_major;  // same convention for K-major and M/N-major (tnsp) tiles, GPU-verified
-    const uint32_t lbo = kCore, sbo = kRow8;
-    return uint64_t((a & 0x3FFFF) >> 4) | (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32);
+    return wgmma_detail::plain_desc(a, kCore, kRow8);
   }
 
   template <class Acc>
