@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from test_wavelet_tma import tma
 
 from ckgen.model.arch import load_arch_specs
 from ckgen.model.epilogue import C_EPILOGUE_ARGS_FIELDS, Epilogue
@@ -101,23 +102,7 @@ def test_backward_fusion_rule_rejects(inst: KernelInstance, reason: str) -> None
     assert bad is not None and bad[0] == "fusion" and reason in bad[1], bad
 
 
-TMA_WEIGHT = KernelInstance(
-    variant=Variant.BACKWARD_WEIGHT,
-    datatype=DataType.FP16,
-    ndim=2,
-    tile=(64, 64, 64),
-    waves=(4, 1, 1),
-    warp_tile=(64, 64, 16),
-    pipeline=Pipeline.WAVELET_TMA,
-    stages=4,
-    load_waves=1,
-    math_waves=4,
-    vec_a=8,
-    vec_b=8,
-    vec_c=8,
-    k_batch=0,
-    channel_op=ChannelOp.BIAS_GRAD,
-)
+TMA_WEIGHT = tma(Variant.BACKWARD_WEIGHT, k_batch=0, channel_op=ChannelOp.BIAS_GRAD)
 
 
 def test_wavelet_tma_sums_bias_grad_in_backward_weights_default_form() -> None:
@@ -127,7 +112,7 @@ def test_wavelet_tma_sums_bias_grad_in_backward_weights_default_form() -> None:
         replace(TMA_WEIGHT, activation=Activation.DRELU),
         replace(TMA_WEIGHT, channel_op=ChannelOp.NONE, activation=Activation.DRELU),
         replace(TMA_WEIGHT, specialization=Specialization.STRIDE1, tile=(64, 192, 64),
-                warp_tile=(64, 192, 16)),
+                waves=(4, 1, 1), math_waves=4, warp_tile=(64, 192, 16)),
     ):  # fmt: skip
         bad = check(bad_inst, SM90)
         assert bad is not None and bad[0] == "fusion", bad
