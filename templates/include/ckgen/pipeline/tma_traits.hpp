@@ -135,13 +135,13 @@ struct TmaTraits {
   // CShuffle slab per math warp: 16 rows x kSlabCols columns, rows kSlabStride elements apart.
   static constexpr int kSlabCols = 32, kSlabStride = 40;
   static constexpr int kSlabBytes = 16 * kSlabStride * int(sizeof(Raw));
+  static constexpr int kSlabsBytes = kStaged ? (kMathThreads / 32) * kSlabBytes : 0;  // all math warps'
   // Ring, 2 mbarriers per stage, slabs, slack to align the ring to the 1024-byte swizzle atom.
   // bias_grad: the all-ones operand of dy's row sums after the slabs (tma_ws_bias_grad.hpp).
   static constexpr int kOnesBytes = Cfg::kBiasGrad ? kTmaBiasGradOnesBytes : 0;
   static constexpr int kSmemBytes = detail::tma_smem_bytes(BM, BN, S, kMathThreads / 32,
                                                            int(sizeof(Raw)), kStaged, Cfg::kBiasGrad);
-  static_assert(kSmemBytes == S * kStageBytes + 2 * S * 8 +
-                                  (kStaged ? (kMathThreads / 32) * kSlabBytes : 0) + kOnesBytes + 1024,
+  static_assert(kSmemBytes == S * kStageBytes + 2 * S * 8 + kSlabsBytes + kOnesBytes + 1024,
                 "ckgen: TmaTraits' layout and detail::tma_smem_bytes disagree");
   static constexpr bool kBF16 = Cfg::kDataType == DataType::BF16;
   static constexpr bool kWeightGrad = Cfg::kVariant == Variant::BackwardWeight;
@@ -165,8 +165,7 @@ struct TmaTraits {
   static constexpr int kRowBlock = (BM + BN - kRowPos) * kRowBytes;
   static constexpr int kPatchBuffers = 2;
   static constexpr int kRingStage = kPatch ? kBBytes : kStageBytes;
-  static constexpr int kPatchFixedBytes = S * kBBytes + 2 * (S + kPatchBuffers) * 8 +
-                                          (kStaged ? (kMathThreads / 32) * kSlabBytes : 0) + 1024;
+  static constexpr int kPatchFixedBytes = S * kBBytes + 2 * (S + kPatchBuffers) * 8 + kSlabsBytes + 1024;
   // Cluster reduction: a block's fp32 partial tile in the ring (free once its one unit is
   // done), rows kPartLd floats apart (8 floats of padding: a half-warp's 8-byte stores of four
   // rows fall in distinct banks).

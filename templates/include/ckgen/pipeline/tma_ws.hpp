@@ -104,7 +104,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
 
   tma_ws::init_barriers<Cfg>(tid, full, empty, pfull, pempty);
   // bias_grad's all-ones operand, after the slabs
-  unsigned char* ones = slabs + (Tr::kStaged ? (Tr::kMathThreads / 32) * Tr::kSlabBytes : 0);
+  unsigned char* ones = slabs + Tr::kSlabsBytes;
   tma_ws::BiasGradSums<Cfg>::fill_ones(ones, tid);
   if constexpr (Tr::kBNMajor && !Tr::kWeightGrad) tma_ws::zero_b_rows<Cfg>(p, smem, tid);
   __syncthreads();
