@@ -38,11 +38,12 @@ except ImportError as _ex:  # pragma: no cover - depends on the environment
     raise ImportError("ckgen.torch needs PyTorch (pip install torch)") from _ex
 
 from ckgen.torch import checks as _ck
+from ckgen.torch import fused_grad as _fused_grad  # noqa: F401  (conv_fused's gradient)
 from ckgen.torch import native as _native
 from ckgen.torch import ops as _ops
 from ckgen.torch.checks import ConvDeviceError, ConvTypeError, ConvValueError
 from ckgen.torch.convert import Conv1d, Conv2d, Conv3d, Decision, convert, report
-from ckgen.torch.fused_modules import FusedConv, FusedResidual
+from ckgen.torch.fused_modules import FusedConv, FusedResidual, FusedTrainConv
 from ckgen.torch.fused_op import FusedGradientError
 from ckgen.torch.ops import _ENV_AUTOTUNE as _ENV_AUTOTUNE
 from ckgen.torch.ops import (
@@ -70,6 +71,7 @@ __all__ = [
     "FusedConv",
     "FusedGradientError",
     "FusedResidual",
+    "FusedTrainConv",
     "LaunchError",
     "NoKernelError",
     "UnsupportedProblemError",
@@ -271,11 +273,15 @@ def conv_fused(
 ) -> Any:
     """y = act(op(conv(x, weight)) + beta * residual) in one kernel (ckgen::conv_fused), fusion
     e.g. 'bias_relu_residual': bias (and scale, for scale_shift) fp32, one per output channel;
-    residual of the output's shape and dtype; alpha: leaky_relu's slope. Inference only."""
+    residual of the output's shape and dtype; alpha: leaky_relu's slope. Differentiable where
+    the gradient follows from the output (bias, relu / relu6 / leaky_relu, residual: see
+    ckgen.torch.fused_grad); other fusions are inference only."""
     from ckgen.torch import fused_op
 
     conf = _conf(_nd(x), weight, stride, padding, dilation, groups, registry, padding_right)
-    if fast(x, weight) and not (_grad_enabled() and (x.requires_grad or weight.requires_grad)):
+    operands = (x, weight, bias, scale, residual)
+    needs = _grad_enabled() and any(t is not None and t.requires_grad for t in operands)
+    if fast(x, weight) and not needs:
         return fused_op.fused(x, weight, bias, scale, residual, beta, alpha, fusion, conf)
     return torch.ops.ckgen.conv_fused(x, weight, bias, scale, residual, beta, alpha, fusion, *conf)
 

@@ -214,10 +214,13 @@ def convert(
     converted before .half()). With a registry, modules whose dtype / ndim it has no kernel for
     are left to PyTorch. verbose prints one line per convolution; report(model) returns them.
 
-    fuse=True (inference, model.eval()): first fold each Conv + BatchNorm (+ activation), and
-    the residual tail of torchvision's ResNet / MobileNetV2 blocks, into FusedConv modules
-    (ckgen::conv_fused; folded copies of the weights, no gradient); see ckgen.torch.fuse. The
-    convolutions it cannot fuse go through the plain pass, the reason beside them."""
+    fuse=True first fuses the patterns of ckgen.torch.fuse. With model.eval() (inference): each
+    Conv + BatchNorm (+ activation), and the residual tail of torchvision's ResNet / MobileNetV2
+    blocks, into FusedConv modules (ckgen::conv_fused; folded copies of the weights, no
+    gradient). With model.train(): each Conv + relu / relu6 / leaky_relu, and each Conv with a
+    bias, into a FusedTrainConv (the same Parameters; bias and activation in the forward kernel,
+    db in the backward_weight kernel). The convolutions it cannot fuse go through the plain
+    pass, the reason beside them."""
     decisions: list[Decision] = []
     left: dict[str, str] = {}
     if fuse:

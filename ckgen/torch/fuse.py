@@ -1,9 +1,16 @@
-"""convert(model, fuse=True)'s pattern pass (inference): over each nn.Sequential's children in
-order, Conv → BatchNorm → activation (either optional, at least one) becomes one FusedConv; the
-residual blocks of torchvision (ResNet's Bottleneck and BasicBlock, MobileNetV2's
-InvertedResidual with its shortcut) become a FusedResidual whose last convolution adds the
-shortcut (and applies ReLU) in its epilogue. What cannot be fused is left as it was, with the
-reason, for the plain pass of convert()."""
+"""convert(model, fuse=True)'s pattern pass, over each nn.Sequential's children in order.
+
+Inference (model.eval()): Conv → BatchNorm → activation (either optional, at least one) becomes
+one FusedConv; the residual blocks of torchvision (ResNet's Bottleneck and BasicBlock,
+MobileNetV2's InvertedResidual with its shortcut) become a FusedResidual whose last convolution
+adds the shortcut (and applies ReLU) in its epilogue.
+
+Training (model.train()): Conv → activation, and a Conv with a bias alone, become a
+FusedTrainConv (the bias and activation in the forward epilogue, db in the backward_weight
+kernel); an activation whose gradient needs its input (silu, gelu) stays separate. A BatchNorm in
+training mode needs the convolution's output for its batch statistics: its convolution is left.
+
+What cannot be fused is left as it was, with the reason, for the plain pass of convert()."""
 
 from __future__ import annotations
 
@@ -16,7 +23,8 @@ from torch import nn
 
 from ckgen.torch import checks as ck
 from ckgen.torch.convert import _NDIM, _TWINS, _summary, _why_not
-from ckgen.torch.fused_modules import FusedConv, FusedResidual
+from ckgen.torch.fused_grad import why_not_differentiable
+from ckgen.torch.fused_modules import FusedConv, FusedResidual, FusedTrainConv
 
 _NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 # containers whose forward() runs their children in order, like nn.Sequential
@@ -32,6 +40,10 @@ class FuseResult:
 
     fused: dict[str, str] = field(default_factory=dict)
     left: dict[str, str] = field(default_factory=dict)
+
+
+def _is_norm(m: Any) -> bool:
+    return isinstance(m, _NORMS) or type(m).__name__ == "FrozenBatchNorm2d"
 
 
 def norm_why_not(m: Any, conv: Any) -> str:
@@ -71,7 +83,9 @@ def _is_conv(m: Any) -> bool:
     return type(m) in _TWINS
 
 
-def _has_fused_kernel(registry: Any, dt: str, nd: int, fusion: str) -> bool:
+def _has_fused_kernel(
+    registry: Any, dt: str, nd: int, fusion: str, variant: str = "forward"
+) -> bool:
     find = getattr(registry, "find", None)
     if find is None:
         return True
@@ -80,29 +94,37 @@ def _has_fused_kernel(registry: Any, dt: str, nd: int, fusion: str) -> bool:
             return True
     except (TypeError, ValueError):
         return True
-    return bool(find(variant="forward", datatype=dt, ndim=nd, fusion=fusion))
+    return bool(find(variant=variant, datatype=dt, ndim=nd, fusion=fusion))
 
 
 class Fuser:
     """One pass over a model (registry, dtype: as convert() takes them)."""
 
-    def __init__(self, registry: Any, dtype: Any) -> None:
-        self.registry, self.dtype = registry, dtype
+    def __init__(self, registry: Any, dtype: Any, training: bool = False) -> None:
+        self.registry, self.dtype, self.training = registry, dtype, training
         self.result = FuseResult()
 
-    def make(self, conv: Any, norm: Any, act: Any, residual: bool, path: str) -> FusedConv | None:
-        """The FusedConv of conv (+ norm) (+ act) (+ a residual add), or None with the reason
-        noted under path."""
+    def make(
+        self, conv: Any, norm: Any, act: Any, residual: bool, path: str
+    ) -> FusedConv | FusedTrainConv | None:
+        """The FusedConv of conv (+ norm) (+ act) (+ a residual add), in training the
+        FusedTrainConv of conv (+ act), or None with the reason noted under path."""
         why = _why_not(conv, self.registry, self.dtype)
         if not why and norm is not None:
             why = norm_why_not(norm, conv)
         spelled = activation(act) if act is not None else ("none", 0.01)
         if not why and spelled is None:
             why = f"{type(act).__name__} is not an epilogue activation"
+        if not why and self.training and spelled is not None:
+            why = why_not_differentiable(spelled[0], spelled[1])
         if why or spelled is None:
             self.result.left[path] = why
             return None
-        fc = FusedConv(conv, norm, spelled[0], spelled[1], residual, self.registry)
+        fc: FusedConv | FusedTrainConv
+        if self.training:
+            fc = FusedTrainConv(conv, spelled[0], spelled[1], self.registry)
+        else:
+            fc = FusedConv(conv, norm, spelled[0], spelled[1], residual, self.registry)
         dt = ck.DTYPES[str(self.dtype or conv.weight.dtype).replace("torch.", "")]
         nd = _NDIM[type(conv)]
         if not _has_fused_kernel(self.registry, dt, nd, fc.fusion):
@@ -110,6 +132,11 @@ class Fuser:
             return None
         parts = [type(m).__name__ for m in (norm, act) if m is not None]
         what = f"fused {fc.fusion}" + (f" ({' + '.join(parts)} folded in)" if parts else "")
+        if self.training:
+            db = _has_fused_kernel(self.registry, dt, nd, "bias_grad", "backward_weight")
+            what += ", training: db " + (
+                "in the backward_weight kernel" if db else "summed apart (no bias_grad kernel)"
+            )
         what += f": {_summary(conv)}"
         self.result.fused[path] = what
         return fc
@@ -127,14 +154,20 @@ class Fuser:
                 i += 1
                 continue
             j, norm, act = i + 1, None, None
-            why = norm_why_not(mods[names[j]], conv) if j < len(names) else "last"
-            if not why:
-                norm, j = mods[names[j]], j + 1
-            elif j < len(names) and isinstance(mods[names[j]], _NORMS):  # one that cannot fold
-                self.result.left[_join(prefix, names[i])] = why
+            nxt = mods[names[j]] if j < len(names) else None
+            if nxt is not None and _is_norm(nxt):
+                why = norm_why_not(nxt, conv)
+                if self.training:
+                    why = f"{type(nxt).__name__} follows: training needs the convolution's output"
+                if why:  # one that cannot fold: the convolution stays
+                    self.result.left[_join(prefix, names[i])] = why
+                    i = j
+                    continue
+                norm, j = nxt, j + 1
             if j < len(names) and activation(mods[names[j]]) is not None:
                 act, j = mods[names[j]], j + 1
-            if norm is not None or act is not None:
+            alone = self.training and conv.bias is not None
+            if norm is not None or act is not None or alone:
                 fc = self.make(conv, norm, act, False, _join(prefix, names[i]))
                 if fc is not None:
                     mods[names[i]] = fc
@@ -144,7 +177,9 @@ class Fuser:
 
     def residual_block(self, m: Any, path: str) -> FusedResidual | None:
         """m as a FusedResidual when it is one of torchvision's residual blocks whose last
-        convolution fuses, else None."""
+        convolution fuses (inference), else None."""
+        if self.training:
+            return None
         cls = type(m)
         name, mod = cls.__name__, cls.__module__
         if mod == "torchvision.models.resnet" and name in ("Bottleneck", "BasicBlock"):
@@ -188,7 +223,7 @@ class Fuser:
         elif (cls.__module__, cls.__name__) in _STEMS:
             self.sequential(mod, prefix, _STEMS[cls.__module__, cls.__name__])
         for name, child in list(mod._modules.items()):
-            if child is None or isinstance(child, (FusedConv, FusedResidual)):
+            if child is None or isinstance(child, (FusedConv, FusedResidual, FusedTrainConv)):
                 continue
             path = _join(prefix, name)
             block = self.residual_block(child, path)
@@ -203,13 +238,10 @@ def _join(prefix: str, name: str) -> str:
 
 
 def fuse_model(model: Any, registry: Any = None, dtype: Any = None) -> tuple[Any, FuseResult]:
-    """The pattern pass over model (in place; returns the model and what it did). The model must
-    be in eval mode: BatchNorm folds with its running statistics."""
-    if model.training:
-        raise ck.ConvValueError(
-            "convert(model, fuse=True) folds BatchNorm for inference: call model.eval() first"
-        )
-    fuser = Fuser(registry, dtype)
+    """The pattern pass over model (in place; returns the model and what it did): the inference
+    patterns in eval mode (BatchNorm folds with its running statistics), the training ones in
+    train mode."""
+    fuser = Fuser(registry, dtype, training=bool(getattr(model, "training", False)))
     if isinstance(model, nn.Module):
         block = fuser.residual_block(model, "")
         if block is not None:

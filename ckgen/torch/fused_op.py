@@ -5,9 +5,9 @@ spelling such as ``bias_relu_residual``; op ``bias`` adds ``bias``, ``scale_shif
 value per output channel, residual a tensor of the output's shape and dtype.
 
 Registered with torch.library like the plain ops (real and fake implementation), so
-torch.compile traces it and CUDA graphs capture it. Inference only: a call that would need a
-gradient raises FusedGradientError (ckgen.torch.convert(model, fuse=True) is for model.eval()).
-reference() is the same computation in PyTorch (fp32, then the output's dtype).
+torch.compile traces it and CUDA graphs capture it; its gradient, for the fusions that have one,
+is fused_grad's (which registers the op's Autograd kernel). reference() is the same computation
+in PyTorch (fp32, then the output's dtype).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from ckgen.model.epilogue import Epilogue
 from ckgen.runtime.capi import CkgenRuntimeError, UnsupportedProblem
 from ckgen.torch import checks as ck
-from ckgen.torch import ops, registration
+from ckgen.torch import ops
 from ckgen.torch.layout import empty_channels_last
 
 SCHEMA = (
@@ -33,7 +33,7 @@ SCHEMA = (
 
 
 class FusedGradientError(RuntimeError):
-    """A gradient was asked of ckgen::conv_fused, which has none (inference only)."""
+    """A gradient was asked of ckgen::conv_fused that it cannot give (fused_grad)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -115,6 +115,25 @@ def _prepared(
     return pr
 
 
+def run_selection(
+    pr: ops.Prepared, what: str, pa: int, pb: int, pc: int, ws: Any, **operands: Any
+) -> None:
+    """pr's selection run on the pointers pa, pb, pc (the variant's input, weight and output
+    roles) with workspace ws and the epilogue's operands (pointers, beta, alpha), on the current
+    stream of pr's device; what names the op in errors."""
+    other = ops._get_device() != pr.dev_index
+    with torch.cuda.device(pr.dev_index) if other else contextlib.nullcontext():
+        try:
+            pr.selection.run(
+                pr.problem, pa, pb, pc, 0 if ws is None else ws.data_ptr(),
+                ops._stream(pr.dev_index), **operands,
+            )  # fmt: skip
+        except UnsupportedProblem as ex:
+            raise ops.UnsupportedProblemError(ex.kernel, ex.reason) from None
+        except CkgenRuntimeError as ex:
+            raise ops.LaunchError(f"ckgen::{what}: {ex}", code=ex.code) from None
+
+
 def launch(
     pr: ops.Prepared, x: Any, w: Any, y: Any, operands: tuple, beta: float, alpha: float
 ) -> None:
@@ -122,23 +141,14 @@ def launch(
     current stream of pr's device (the selection's run(): the epilogue's operands are checked
     against the kernel before the launch)."""
     bias, scale, residual = operands
-    px, pw = x.data_ptr(), w.data_ptr()
     ws = torch.empty(pr.ws_bytes, dtype=torch.uint8, device=pr.device) if pr.ws_bytes else None
-    other = ops._get_device() != pr.dev_index
-    with torch.cuda.device(pr.dev_index) if other else contextlib.nullcontext():
-        try:
-            pr.selection.run(
-                pr.problem, px, pw, y.data_ptr(), 0 if ws is None else ws.data_ptr(),
-                ops._stream(pr.dev_index),
-                bias=None if bias is None else bias.data_ptr(),
-                scale=None if scale is None else scale.data_ptr(),
-                residual=None if residual is None else residual.data_ptr(),
-                beta=float(beta), alpha=float(alpha),
-            )  # fmt: skip
-        except UnsupportedProblem as ex:
-            raise ops.UnsupportedProblemError(ex.kernel, ex.reason) from None
-        except CkgenRuntimeError as ex:
-            raise ops.LaunchError(f"ckgen::conv_fused: {ex}", code=ex.code) from None
+    run_selection(
+        pr, "conv_fused", x.data_ptr(), w.data_ptr(), y.data_ptr(), ws,
+        bias=None if bias is None else bias.data_ptr(),
+        scale=None if scale is None else scale.data_ptr(),
+        residual=None if residual is None else residual.data_ptr(),
+        beta=float(beta), alpha=float(alpha),
+    )  # fmt: skip
 
 
 def fused(
@@ -180,21 +190,6 @@ def _fused_fake(
     conf = (stride, pl, pr_, dil, groups, lid)
     info, _ = check_fused(x, w, bias, scale, residual, fusion, conf)
     return empty_channels_last(info["out_shape"], x.dtype, x.device)
-
-
-def _fused_autograd(keyset, *args):
-    x, w, bias, scale, residual = args[:5]
-    if torch.is_grad_enabled() and registration._any_requires_grad(x, w, bias, scale, residual):
-        raise FusedGradientError(
-            "ckgen::conv_fused is inference only (no gradient): run the model under "
-            "torch.no_grad() / torch.inference_mode(), or convert it without fuse=True to train"
-        )
-    if registration._direct(keyset):
-        return _impl(*args)
-    return registration._redispatch(conv_fused_op, keyset, args)
-
-
-_lib.impl("conv_fused", _fused_autograd, "Autograd", with_keyset=True)
 
 
 # ---------------------------------------------------------------------- reference

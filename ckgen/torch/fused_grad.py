@@ -1,0 +1,203 @@
+"""Training through the fused forward op: the gradient of ``ckgen::conv_fused`` and the op
+``ckgen::conv_backward_weight_bias``, which computes dw and the bias gradient db in one kernel.
+
+conv_fused has a gradient where the epilogue's follows from its saved output y: operation
+``bias`` (or none), activation none, relu, relu6 or leaky_relu with a slope >= 0 (the sign of y
+is the sign of the activation's input), an optional residual add; not ``scale_shift`` (its
+gradient needs the convolution before the scale) nor silu / gelu_tanh (theirs needs the
+activation's input). Its backward:
+
+- g = dy times the activation's derivative, read from y (PyTorch's own backward kernels of the
+  activation, applied to y: relu's and relu6's masks and leaky_relu's slopes are the same there);
+- dx = ckgen::conv_backward_data(g, w); d residual = beta * g;
+- (dw, db) = ckgen::conv_backward_weight_bias(x, g): a bias_grad kernel of the library where one
+  runs the problem (the kernel sums g per channel while it reads it for dw), else the plain
+  backward_weight kernel and a sum of g.
+
+Other fusions, and a second derivative, raise FusedGradientError.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ckgen.model.epilogue import Epilogue
+from ckgen.model.vocab import Activation, ChannelOp
+from ckgen.torch import checks as ck
+from ckgen.torch import fused_op, ops, registration
+from ckgen.torch.fused_op import FusedGradientError
+from ckgen.torch.layout import empty_channels_last
+
+BIAS_GRAD = Epilogue.parse("bias_grad")
+# the activations whose derivative is a function of their output, and that function
+_ACT_GRAD = {
+    Activation.NONE: lambda dy, y, a: dy,
+    Activation.RELU: lambda dy, y, a: torch.ops.aten.threshold_backward(dy, y, 0),
+    Activation.RELU6: lambda dy, y, a: torch.ops.aten.hardtanh_backward(dy, y, 0.0, 6.0),
+    Activation.LEAKY_RELU: lambda dy, y, a: torch.ops.aten.leaky_relu_backward(dy, y, a, True),
+}
+
+
+def why_not_differentiable(fusion: str | Epilogue, alpha: float = 0.01) -> str:
+    """'' when conv_fused has a gradient for this fusion (and leaky_relu slope), else the
+    reason."""
+    ep = Epilogue.parse(fusion)
+    if ep.channel_op is ChannelOp.SCALE_SHIFT:
+        return "scale_shift has no gradient here (its gradient needs the unscaled convolution)"
+    if ep.activation not in _ACT_GRAD:
+        return (
+            f"{ep.activation} has no gradient here (it needs the activation's input; "
+            f"these do: {', '.join(str(a) for a in _ACT_GRAD)})"
+        )
+    if ep.activation is Activation.LEAKY_RELU and alpha < 0:
+        return f"leaky_relu with a negative slope ({alpha}) has no gradient from its output"
+    return ""
+
+
+def activation_grad(fusion: str | Epilogue, dy: Any, y: Any, alpha: float) -> Any:
+    """dy times the derivative of the fusion's activation, read from its output y."""
+    return _ACT_GRAD[Epilogue.parse(fusion).activation](dy, y, alpha)
+
+
+# ---------------------------------------------------------------------- dw and db
+_no_bias_grad: set[tuple] = set()  # signatures whose library has no bias_grad kernel for them
+
+
+def _bias_grad_prepared(x: Any, dy: Any, size: tuple, conf: tuple) -> ops.Prepared | None:
+    key = ("bias_grad", x.shape, dy.shape, size, x.dtype, dy.dtype, x.device, dy.device, conf)
+    pr = ops._cache.get(key)
+    if pr is not None or key in _no_bias_grad:
+        return pr
+    info = ck.check_backward_weight(x, dy, size, *conf[:5])
+    try:
+        return ops._prepare(
+            key, "backward_weight", info, x.shape, size, size, x.device, conf[5], False, x.dtype,
+            fusion=BIAS_GRAD,
+        )  # fmt: skip
+    except ops.NoKernelError:
+        _no_bias_grad.add(key)
+        return None
+
+
+def weight_bias_grad(x: Any, dy: Any, weight_size: Any, conf: tuple) -> tuple[Any, Any]:
+    """(dw, db): dw as ops.backward_weight computes it, db the fp32 sum of dy per output channel
+    (conf as ops takes it)."""
+    size = tuple(int(s) for s in weight_size)
+    pr = _bias_grad_prepared(x, dy, size, conf)
+    if pr is None:
+        dw = ops.backward_weight(x, dy, size, conf)
+        return dw, dy.sum(dim=[0, *range(2, dy.dim())], dtype=torch.float32)
+    db = torch.empty(int(dy.shape[1]), dtype=torch.float32, device=pr.device)
+    if pr.empty:
+        db.zero_()
+        return torch.zeros(pr.out_shape, dtype=pr.dtype, device=pr.device), db
+    dw = torch.empty_strided(pr.out_shape, pr.out_strides, dtype=pr.dtype, device=pr.device)
+    x, px = ops._input(x, pr.fmt)
+    dy, pdy = ops._input(dy, pr.fmt)
+    ws = torch.empty(pr.ws_bytes, dtype=torch.uint8, device=pr.device) if pr.ws_bytes else None
+    pdw, pdb = dw.data_ptr(), db.data_ptr()
+    fused_op.run_selection(pr, "conv_backward_weight_bias", px, pdw, pdy, ws, db=pdb)
+    return dw, db
+
+
+def _impl(x, dy, weight_size, stride, pl, pr_, dil, groups, lid):
+    return weight_bias_grad(x, dy, weight_size, ops.conf_of(stride, pl, pr_, dil, groups, lid))
+
+
+SCHEMA = (
+    "(Tensor x, Tensor dy, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, "
+    "SymInt[] padding_right, SymInt[] dilation, SymInt groups, int library) -> (Tensor, Tensor)"
+)
+_lib = torch.library.Library("ckgen", "FRAGMENT")
+_lib.define("conv_backward_weight_bias" + SCHEMA)
+_lib.impl("conv_backward_weight_bias", _impl, "CompositeExplicitAutograd")
+conv_backward_weight_bias_op = torch.ops.ckgen.conv_backward_weight_bias.default
+
+
+@torch.library.register_fake("ckgen::conv_backward_weight_bias", lib=_lib)
+def _weight_bias_fake(x, dy, weight_size, stride, pl, pr_, dil, groups, lid):
+    ck.check_backward_weight(x, dy, weight_size, stride, pl, pr_, dil, groups)
+    db = torch.empty(int(dy.shape[1]), dtype=torch.float32, device=dy.device)
+    return empty_channels_last(weight_size, x.dtype, x.device), db
+
+
+def _weight_bias_autograd(keyset, x, dy, weight_size, stride, pl, pr_, dil, groups, lid):
+    args = (x, dy, weight_size, stride, pl, pr_, dil, groups, lid)
+    if registration._grad_enabled() and registration._any_requires_grad(x, dy):
+        raise FusedGradientError(
+            "ckgen::conv_backward_weight_bias has no derivative (no second derivative of a "
+            "convolution)"
+        )
+    if registration._direct(keyset):
+        return _impl(*args)
+    return registration._redispatch(conv_backward_weight_bias_op, keyset, args)
+
+
+_lib.impl("conv_backward_weight_bias", _weight_bias_autograd, "Autograd", with_keyset=True)
+
+
+def _op_weight_bias_grad(x: Any, dy: Any, size: Any, conf: tuple) -> tuple[Any, Any]:
+    if not registration._grad_enabled() and registration.fast(x, dy):
+        return weight_bias_grad(x, dy, size, ops.conf_of(*conf))
+    return torch.ops.ckgen.conv_backward_weight_bias(x, dy, list(size), *conf)
+
+
+# ---------------------------------------------------------------------- conv_fused's gradient
+class _FusedOp(torch.autograd.Function):
+    """conv_fused's Autograd kernel where a gradient is needed (the last input is the call's
+    dispatch key set)."""
+
+    @staticmethod
+    def forward(ctx, x, w, bias, scale, residual, beta, alpha, fusion, *conf_keyset):
+        *conf, keyset = conf_keyset
+        args = (x, w, bias, scale, residual, beta, alpha, fusion, *conf)
+        if registration._direct(keyset):
+            y = fused_op._impl(*args)
+        else:
+            y = registration._redispatch(fused_op.conv_fused_op, keyset, args)
+        ctx.save_for_backward(x, w, y)
+        ctx.conf, ctx.beta, ctx.alpha, ctx.fusion = tuple(conf), beta, alpha, fusion
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, dy: Any) -> tuple:
+        if torch.is_grad_enabled():
+            raise FusedGradientError(
+                "ckgen::conv_fused has no second derivative (create_graph=True)"
+            )
+        x, w, y = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        g = activation_grad(ctx.fusion, dy, y, ctx.alpha)
+        dx = registration._op_data_grad(g, w, x.shape, ctx.conf) if needs[0] else None
+        dw = db = None
+        if needs[2]:
+            dw, db = _op_weight_bias_grad(x, g, w.shape, ctx.conf)
+            dw = dw if needs[1] else None
+        elif needs[1]:
+            dw = registration._op_weight_grad(x, g, w.shape, ctx.conf)
+        dres = g * ctx.beta if needs[4] else None
+        return (dx, dw, db, None, dres) + (None,) * (3 + len(ctx.conf) + 1)
+
+
+def _fused_autograd(keyset, *args):
+    x, w, bias, scale, residual, beta, alpha, fusion = args[:8]
+    if registration._grad_enabled() and registration._any_requires_grad(
+        x, w, bias, scale, residual
+    ):
+        why = why_not_differentiable(fused_op.epilogue(fusion), alpha)
+        if not why and scale is not None and scale.requires_grad:
+            why = "scale has no gradient here"
+        if why:
+            raise FusedGradientError(
+                f"ckgen::conv_fused with fusion={fusion!r} cannot be trained through: {why}. Run "
+                "it under torch.no_grad() / torch.inference_mode(), or train without that fusion"
+            )
+        return _FusedOp.apply(*args, keyset)
+    if registration._direct(keyset):
+        return fused_op._impl(*args)
+    return registration._redispatch(fused_op.conv_fused_op, keyset, args)
+
+
+fused_op._lib.impl("conv_fused", _fused_autograd, "Autograd", with_keyset=True)
