@@ -3,12 +3,17 @@
 
     python3 bench/fused_pairs.py shapes --out shapes.csv [--models a,b] [--ndim 2] [--batch 32]
     python3 bench/fused_pairs.py report prof.csv --suffix _bgrad --out pairs.csv
+    python3 bench/fused_pairs.py torch-report layers.csv shapes.csv [--arch sm_90a]
 
 `shapes`: the unique layers of bench/shapes/models.csv of the given models, ndim and batch, without
 the depthwise ones (they run the direct kernels), in the profiler's shape format.
 `report`: per layer the best fused instance (name ending in --suffix) against the best plain one
 and the best plain one's own twin, written to --out; prints the geomean of best fused / best
 plain over all layers and over those whose plain time is above 20 us, and the spread.
+`torch-report`: bench/train_fused.py's layers CSV (dw + db through ckgen.torch) with the shapes it
+ran: the bias_grad kernel against the plain kernel plus PyTorch's sum of dy, and against the plain
+kernel plus the least time any separate sum can take (dy's bytes at the target's bandwidth,
+arch_specs.json): the bound no unfused kernel pair beats.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from pathlib import Path
 
 from corpus_shapes import CorpusRow, dedupe, read_corpus, write_shapes
 
-from ckgen.model.problem import SHAPE_COLUMNS
+from ckgen.model.arch import get_arch
+from ckgen.model.problem import SHAPE_COLUMNS, load_shapes
+from ckgen.model.vocab import DATATYPE_BYTES, DataType
 
 MODELS = (
     "resnet50", "resnext50_32x4d", "vgg16_bn", "mobilenet_v2", "densenet121",
@@ -91,6 +98,35 @@ def summary(out: list[dict[str, str]]) -> str:
     )
 
 
+def torch_report(rows: list[dict[str, str]], shapes: Path, arch: str) -> str:
+    """The summary of train_fused.py's layer rows: fused / (plain + PyTorch's sum) and fused /
+    (plain + dy's bytes at the bandwidth of arch)."""
+    gbs = get_arch(arch).bandwidth_gbs
+    probs = {p.name: p for p in load_shapes(shapes)}
+    torch_sum, bound, big = [], [], []
+    for r in rows:
+        if not r.get("fused_ms") or r["shape"] not in probs:
+            continue
+        p = probs[r["shape"]]
+        dy = p.N * p.G * p.K * math.prod(p.output) * DATATYPE_BYTES[DataType(r["datatype"])]
+        fused, plain = float(r["fused_ms"]), float(r["plain_ms"])
+        least = plain + dy / (gbs * 1e6)
+        torch_sum.append(fused / float(r["unfused_ms"]))
+        bound.append(fused / least)
+        if plain > BIG_MS:
+            big.append(fused / least)
+    if not bound:
+        return "no layer has a fused time"
+    b = sorted(bound)
+    return (
+        f"{len(b)} layers, dw + db: bias_grad kernel / (plain kernel + PyTorch's sum) "
+        f"{_geomean(torch_sum):.3f}; / (plain kernel + dy read once at {gbs:.0f} GB/s) "
+        f"{_geomean(b):.3f} (median {b[len(b) // 2]:.3f}, worst {b[-1]:.3f}, slower: "
+        f"{sum(x > 1.0 for x in b)}); plain > {BIG_MS * 1e3:.0f} us: {_geomean(big):.3f} "
+        f"({len(big)} layers)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -103,7 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("profile")
     r.add_argument("--suffix", default="_bgrad", help="name suffix of the fused instances")
     r.add_argument("--out", default="")
+    t = sub.add_parser("torch-report", help="train_fused.py's layers against the unfused ops")
+    t.add_argument("layers")
+    t.add_argument("shapes", type=Path)
+    t.add_argument("--arch", default="sm_90a")
     a = ap.parse_args(argv)
+    if a.cmd == "torch-report":
+        with open(a.layers, newline="") as fh:
+            print(torch_report(list(csv.DictReader(fh)), a.shapes, a.arch))
+        return 0
     if a.cmd == "shapes":
         rows = corpus_layers(read_corpus(), tuple(a.models.split(",")), a.ndim, a.batch)
         if not rows:

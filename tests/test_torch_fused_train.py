@@ -32,15 +32,25 @@ def _at(ptr: int, shape: tuple, dtype) -> torch.Tensor:
     return torch.frombuffer((ctypes.c_byte * size).from_address(ptr), dtype=dtype).view(shape)
 
 
+class _Estimate:
+    def __init__(self, us: float) -> None:
+        self.us = us
+
+    def estimate_us(self, problem, k_batch) -> float:
+        return self.us
+
+
 class _Kernel:
     """forward (with its epilogue), backward_data or backward_weight (with bias_grad) of a 2D
-    problem, computed from raw CPU pointers in fp32."""
+    problem, computed from raw CPU pointers in fp32; `kernel` answers the cost model's estimate
+    where one is given."""
 
-    k_batch, kernel = 1, None
+    k_batch = 1
 
-    def __init__(self, log: list, variant: str, datatype: str, ep: Epilogue) -> None:
+    def __init__(self, log: list, variant: str, datatype: str, ep: Epilogue, us=None) -> None:
         self.log, self.variant, self.dt, self.ep = log, variant, DT[datatype], ep
         self.name = f"fake_{variant}_{ep}"
+        self.kernel = None if us is None else _Estimate(us)
 
     def workspace_bytes(self, p) -> int:
         return 0
@@ -80,17 +90,20 @@ class _Kernel:
 class _Library:
     """Every fusion has a kernel but bias_grad, which has one when bias_grad=True."""
 
-    def __init__(self, bias_grad: bool = True) -> None:
+    def __init__(self, bias_grad: bool = True, estimates: dict | None = None) -> None:
         self.runs: list[str] = []
         self.selects: list[tuple] = []
         self.bias_grad = bias_grad
+        self.estimates = estimates or {}  # fusion -> the cost model's us (none: no estimates)
+        if estimates:
+            self.arch = "sm_90a"
 
     def select(self, problem, variant="forward", datatype="fp16", fusion=None):
         ep = Epilogue.parse(fusion)
         self.selects.append((variant, str(ep)))
         if ep.needs_db and not self.bias_grad:
             raise NoKernel("no bias_grad kernel")
-        return _Kernel(self.runs, variant, datatype, ep)
+        return _Kernel(self.runs, variant, datatype, ep, self.estimates.get(str(ep)))
 
     def find(self, variant=None, datatype=None, ndim=None, fusion=None):
         return [] if fusion == "bias_grad" and not self.bias_grad else ["k"]
@@ -154,6 +167,38 @@ def test_gradients_match_the_unfused_ops(cpu_as_cuda, fusion, bias_grad) -> None
     # the bias gradient comes from the bias_grad kernel when there is one, else a plain dw
     assert ("backward_weight", "bias_grad") in lib.selects
     assert ("fake_backward_weight_bias_grad" in lib.runs) is bias_grad
+
+
+@pytest.mark.parametrize("fused_us", [10.0, 30.0])
+def test_cost_model_decides_between_bias_grad_and_plain_plus_sum(cpu_as_cuda, fused_us) -> None:
+    """The bias_grad kernel runs where its estimate is at most the plain kernel's plus dy's bytes
+    at the target's bandwidth (here 10 us + about 0 us)."""
+    lib = _Library(estimates={"bias_grad": fused_us, "none": 10.0})
+    x, w = _cl(torch.randn(2, 8, 9, 9)), _leaf(_cl(torch.randn(12, 8, 3, 3)))
+    b = _leaf(torch.randn(12))
+    y = ct.conv_fused(x, w, b, fusion="bias_relu", padding=1, registry=lib)
+    y.sum().backward()
+    ref_b = F.relu(F.conv2d(x, w.detach(), b.detach(), padding=1)).gt(0).float().sum((0, 2, 3))
+    torch.testing.assert_close(b.grad, ref_b)
+    assert ("backward_weight", "bias_grad") in lib.selects
+    assert ("fake_backward_weight_bias_grad" in lib.runs) is (fused_us == 10.0)
+    assert ("fake_backward_weight_none" in lib.runs) is (fused_us == 30.0)
+
+
+@pytest.mark.parametrize("policy", ["always", "never", "sometimes"])
+def test_bias_grad_policy(cpu_as_cuda, monkeypatch, policy) -> None:
+    monkeypatch.setattr(fused_grad, "BIAS_GRAD_POLICY", policy)
+    lib = _Library(estimates={"bias_grad": 30.0, "none": 10.0})  # auto would sum apart
+    x, w = _cl(torch.randn(2, 8, 9, 9)), _leaf(_cl(torch.randn(12, 8, 3, 3)))
+    b = _leaf(torch.randn(12))
+    y = ct.conv_fused(x, w, b, fusion="bias", padding=1, registry=lib)
+    if policy == "sometimes":
+        with pytest.raises(ct.ConvValueError, match="one of auto, always, never"):
+            y.sum().backward()
+        return
+    y.sum().backward()
+    assert ("fake_backward_weight_bias_grad" in lib.runs) is (policy == "always")
+    assert (("backward_weight", "bias_grad") in lib.selects) is (policy == "always")
 
 
 def test_weight_grad_alone_takes_the_plain_kernel(cpu_as_cuda) -> None:

@@ -10,9 +10,11 @@ activation's input). Its backward:
 - g = dy times the activation's derivative, read from y (PyTorch's own backward kernels of the
   activation, applied to y: relu's and relu6's masks and leaky_relu's slopes are the same there);
 - dx = ckgen::conv_backward_data(g, w); d residual = beta * g;
-- (dw, db) = ckgen::conv_backward_weight_bias(x, g): a bias_grad kernel of the library where one
-  runs the problem (the kernel sums g per channel while it reads it for dw), else the plain
-  backward_weight kernel and a sum of g.
+- (dw, db) = ckgen::conv_backward_weight_bias(x, g): a bias_grad kernel of the library (it sums g
+  per channel while it reads it for dw) where one runs the problem and the cost model puts it no
+  slower than the plain backward_weight kernel plus the least time of a separate sum; else that
+  plain kernel and a sum of g. BIAS_GRAD_POLICY overrides the choice ("always": the bias_grad
+  kernel wherever one runs the problem; "never": the plain kernel and a sum).
 
 Other fusions, and a second derivative, raise FusedGradientError.
 """
@@ -23,14 +25,18 @@ from typing import Any
 
 import torch
 
+from ckgen.model.arch import get_arch
 from ckgen.model.epilogue import Epilogue
 from ckgen.model.vocab import Activation, ChannelOp
+from ckgen.runtime.capi import CkgenRuntimeError
 from ckgen.torch import checks as ck
 from ckgen.torch import fused_op, ops, registration
 from ckgen.torch.fused_op import FusedGradientError
-from ckgen.torch.layout import empty_channels_last
+from ckgen.torch.layout import channel_sum, empty_channels_last
 
 BIAS_GRAD = Epilogue.parse("bias_grad")
+BIAS_GRAD_POLICIES = ("auto", "always", "never")
+BIAS_GRAD_POLICY = "auto"  # one of BIAS_GRAD_POLICIES; read when a signature is first prepared
 # the activations whose derivative is a function of their output, and that function
 _ACT_GRAD = {
     Activation.NONE: lambda dy, y, a: dy,
@@ -62,23 +68,60 @@ def activation_grad(fusion: str | Epilogue, dy: Any, y: Any, alpha: float) -> An
 
 
 # ---------------------------------------------------------------------- dw and db
-_no_bias_grad: set[tuple] = set()  # signatures whose library has no bias_grad kernel for them
+_no_bias_grad: set[tuple] = set()  # signatures that take the plain kernel and a sum
+
+
+def _estimate_us(pr: ops.Prepared) -> float | None:
+    """The cost model's time of pr's selection, None where the library gives none."""
+    try:
+        return float(pr.selection.kernel.estimate_us(pr.problem, pr.selection.k_batch))
+    except (AttributeError, CkgenRuntimeError):
+        return None
+
+
+def _sum_us(pr: ops.Prepared, dy: Any) -> float | None:
+    """The least time a separate sum of dy takes: its bytes at the target's bandwidth."""
+    try:
+        gbs = get_arch(pr.library.arch).bandwidth_gbs
+    except (AttributeError, KeyError, ValueError):
+        return None
+    return dy.numel() * dy.element_size() / (gbs * 1e3)
 
 
 def _bias_grad_prepared(x: Any, dy: Any, size: tuple, conf: tuple) -> ops.Prepared | None:
+    """The prepared bias_grad launch, or None where the plain kernel and a sum are to run (the
+    library has no bias_grad kernel for the problem, or the cost model puts it slower)."""
     key = ("bias_grad", x.shape, dy.shape, size, x.dtype, dy.dtype, x.device, dy.device, conf)
     pr = ops._cache.get(key)
     if pr is not None or key in _no_bias_grad:
         return pr
     info = ck.check_backward_weight(x, dy, size, *conf[:5])
+    if BIAS_GRAD_POLICY not in BIAS_GRAD_POLICIES:
+        raise ck.ConvValueError(
+            f"ckgen.torch.fused_grad.BIAS_GRAD_POLICY={BIAS_GRAD_POLICY!r}: one of "
+            f"{', '.join(BIAS_GRAD_POLICIES)}"
+        )
+    if BIAS_GRAD_POLICY == "never":
+        _no_bias_grad.add(key)
+        return None
     try:
-        return ops._prepare(
+        pr = ops._prepare(
             key, "backward_weight", info, x.shape, size, size, x.device, conf[5], False, x.dtype,
             fusion=BIAS_GRAD,
         )  # fmt: skip
     except ops.NoKernelError:
+        pr = None
+    auto = BIAS_GRAD_POLICY == "auto"
+    fused_us = _estimate_us(pr) if auto and pr is not None and not pr.empty else None
+    sum_us = _sum_us(pr, dy) if pr is not None and fused_us is not None else None
+    if fused_us is not None and sum_us is not None:
+        plain_us = _estimate_us(ops._prepared("backward_weight", x, dy, size, size, conf))
+        if plain_us is not None and fused_us > plain_us + sum_us:
+            ops._cache.pop(key, None)
+            pr = None
+    if pr is None:
         _no_bias_grad.add(key)
-        return None
+    return pr
 
 
 def weight_bias_grad(x: Any, dy: Any, weight_size: Any, conf: tuple) -> tuple[Any, Any]:
@@ -88,7 +131,7 @@ def weight_bias_grad(x: Any, dy: Any, weight_size: Any, conf: tuple) -> tuple[An
     pr = _bias_grad_prepared(x, dy, size, conf)
     if pr is None:
         dw = ops.backward_weight(x, dy, size, conf)
-        return dw, dy.sum(dim=[0, *range(2, dy.dim())], dtype=torch.float32)
+        return dw, channel_sum(dy)
     db = torch.empty(int(dy.shape[1]), dtype=torch.float32, device=pr.device)
     if pr.empty:
         db.zero_()

@@ -21,6 +21,27 @@ def channels_last_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(strides)
 
 
+def channel_sum(t: Any) -> Any:
+    """The fp32 sum of t (N, C, *spatial) over everything but the channels (a bias gradient).
+    Where t is an fp16 / bf16 CUDA tensor laid out channels-last, a product of ones and its
+    (N * spatial, C) view (a bandwidth-bound cuBLAS call, several times faster than PyTorch's
+    strided sum over that layout); else the sum."""
+    c = int(t.shape[1])
+    flat = t.permute(0, *range(2, t.dim()), 1)
+    if (
+        t.is_cuda
+        and t.dtype in (torch.float16, torch.bfloat16)
+        and t.numel()
+        and flat.is_contiguous()
+    ):
+        ones = torch.ones(1, t.numel() // c, dtype=t.dtype, device=t.device)
+        try:
+            return torch.mm(ones, flat.view(-1, c), out_dtype=torch.float32).view(c)
+        except TypeError:  # a PyTorch whose mm has no out_dtype
+            pass
+    return t.sum(dim=[0, *range(2, t.dim())], dtype=torch.float32)
+
+
 def empty_channels_last(shape: Sequence[int], dtype: Any, device: Any) -> Any:
     return torch.empty_strided(
         tuple(shape), channels_last_strides(shape), dtype=dtype, device=device

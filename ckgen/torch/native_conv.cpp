@@ -233,6 +233,27 @@ struct FirstOrderOnly : public torch::autograd::Function<FirstOrderOnly> {
   }
 };
 
+// dy summed over everything but the channels (the bias gradient, in dy's dtype), as
+// ckgen.torch.layout.channel_sum: a product of ones and the (N * spatial, C) view where dy is an
+// fp16 / bf16 CUDA tensor laid out channels-last (cuBLAS, bandwidth-bound), else the sum.
+at::Tensor channel_sum(const at::Tensor& dy) {
+  std::vector<int64_t> perm{0}, dims{0};
+  for (int64_t i = 2; i < dy.dim(); ++i) {
+    perm.push_back(i);
+    dims.push_back(i);
+  }
+  perm.push_back(1);
+  const at::Tensor flat = dy.permute(perm);
+  const auto st = dy.scalar_type();
+  if (dy.is_cuda() && (st == at::kHalf || st == at::kBFloat16) && dy.numel() > 0 &&
+      flat.is_contiguous()) {
+    const int64_t c = dy.size(1);
+    const at::Tensor ones = at::ones({1, dy.numel() / c}, dy.options());
+    return at::mm(ones, flat.view({-1, c})).view({c});
+  }
+  return dy.sum(dims);
+}
+
 struct ConvFunction : public torch::autograd::Function<ConvFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
                             const c10::optional<at::Tensor>& b, int64_t conf_id, bool autotune) {
@@ -261,11 +282,7 @@ struct ConvFunction : public torch::autograd::Function<ConvFunction> {
       if (dx.defined()) dx = FirstOrderOnly::apply(dx, dy, w);
       if (dw.defined()) dw = FirstOrderOnly::apply(dw, x, dy);
     }
-    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) {
-      std::vector<int64_t> dims{0};
-      for (int64_t i = 2; i < dy.dim(); ++i) dims.push_back(i);
-      db = dy.sum(dims);
-    }
+    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = channel_sum(dy);
     return {dx, dw, db, at::Tensor(), at::Tensor()};
   }
 };

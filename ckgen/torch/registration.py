@@ -14,7 +14,7 @@ import torch
 
 from ckgen.torch import native, ops
 from ckgen.torch.checks import check_backward_data, check_backward_weight, check_forward
-from ckgen.torch.layout import empty_channels_last
+from ckgen.torch.layout import channel_sum, empty_channels_last
 from ckgen.torch.ops import autotune_enabled
 
 # ---------------------------------------------------------------------- registration
@@ -96,12 +96,12 @@ def _grads(
     ctx: Any, dy: Any, data_grad: Callable[..., Any], weight_grad: Callable[..., Any]
 ) -> tuple:
     """conv_forward's input gradients (dx, dw, db): dx = data_grad(dy, w, x.shape, conf) and
-    dw = weight_grad(x, dy, w.shape, conf) where needed, db summed from dy."""
+    dw = weight_grad(x, dy, w.shape, conf) where needed, db summed from dy (layout.channel_sum)."""
     x, w = ctx.saved_tensors
     needs = ctx.needs_input_grad
     dx = data_grad(dy, w, x.shape, ctx.conf) if needs[0] else None
     dw = weight_grad(x, dy, w.shape, ctx.conf) if needs[1] else None
-    db = dy.sum(dim=[0, *range(2, dy.dim())]) if ctx.has_bias and needs[2] else None
+    db = channel_sum(dy).to(ctx.bias_dtype) if ctx.bias_dtype is not None and needs[2] else None
     return dx, dw, db
 
 
@@ -131,7 +131,7 @@ class _ForwardOp(torch.autograd.Function):
     def forward(ctx, x, w, b, stride, pl, pr_, dil, groups, lid, keyset):
         ctx.save_for_backward(x, w)
         ctx.conf = (stride, pl, pr_, dil, groups, lid)
-        ctx.has_bias = b is not None
+        ctx.bias_dtype = None if b is None else b.dtype
         if _direct(keyset):
             return ops.forward(x, w, b, ops.conf_of(stride, pl, pr_, dil, groups, lid))
         return _redispatch(conv_forward_op, keyset, (x, w, b, stride, pl, pr_, dil, groups, lid))
@@ -211,7 +211,7 @@ class ConvFunction(torch.autograd.Function):
     def forward(ctx: Any, x: Any, w: Any, b: Any, conf: tuple) -> Any:
         ctx.save_for_backward(x, w)
         ctx.conf = conf
-        ctx.has_bias = b is not None
+        ctx.bias_dtype = None if b is None else b.dtype
         return ops.forward(x, w, b, conf)
 
     @staticmethod
