@@ -6,7 +6,7 @@
 #             Registry.build (-j JOBS, 4 instances per translation unit), cached in $WORK/jit;
 #   2. tests  tests/test_torch_fused_train_gpu.py (forward and gradients of ckgen::conv_fused
 #             against fp32 autograd, a CUDA graph and torch.compile of a training step) and
-#             tests/test_torch_op.py (the plain ops) on that library;
+#             tests/test_torch_op.py, test_torch_native.py (the plain ops) on that library;
 #   3. layers bench/train_fused.py layers: per corpus layer (bench/fused_pairs.py shapes), dw + db
 #             by the bias_grad kernel against the plain kernel plus a sum of dy, and cuDNN's;
 #   4. nets   bench/train_fused.py nets: training steps of Conv + bias + ReLU networks, cuDNN /
@@ -72,7 +72,8 @@ export CKGEN_TORCH_LIB=$LIB
 # --- 2. tests ----------------------------------------------------------------------------------
 if has tests; then
   run_limited $(($(left) - 60)) python3 -m pytest -q -rs -p no:cacheprovider \
-    tests/test_torch_fused_train_gpu.py tests/test_torch_op.py > "$OUT/tests.log" 2>&1
+    tests/test_torch_fused_train_gpu.py tests/test_torch_op.py tests/test_torch_native.py \
+    > "$OUT/tests.log" 2>&1
   log "tests rc=$?: $(tail -1 "$OUT/tests.log")"
   grep -E "^(FAILED|ERROR|E  +[A-Za-z]+Error)" "$OUT/tests.log" | cut -c1-220 | head -40 \
     | tee -a "$OUT/summary.txt"
