@@ -5,7 +5,8 @@
 #              default set restricted to CKGEN_KERNELS (default: every variant of DTYPES for the
 #              ndims of MODELS, e.g. grouped_conv_*_fp16_2d_*), -j JOBS, cached in $WORK/jit (a
 #              later call on the same warm machine finds it built; a build cut by BUILD_TIMEOUT
-#              goes on where it stopped);
+#              goes on where it stopped); FUSED=1 adds configs/forward/fused.yaml and
+#              configs/backward_weight/fused.yaml (the ckgen_fused backend's kernels);
 #   2. models  CKGEN_TORCH_LIB=<that library> bench/models.py over MODELS x PHASES x MODES x
 #              DTYPES x BACKENDS with what is left of the budget (--budget-s: the rows that do not
 #              fit are written with status=skipped); rows go to $OUT/models.csv as they are
@@ -34,7 +35,7 @@ MODELS=${MODELS:-all}
 DTYPES=${DTYPES:-fp16}
 PHASES=${PHASES:-train,infer}
 MODES=${MODES:-eager,graph,compile}
-BACKENDS=${BACKENDS:-all}
+BACKENDS=${BACKENDS:-cudnn_bench,cudnn,ckgen,ckgen_tune}  # all: ckgen_fused too
 COMPILE_MODELS=${COMPILE_MODELS:-resnet50}  # models with compile rows: 1-2 min of compiling per row
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-330}
 CKGEN_KERNELS=${CKGEN_KERNELS:-}  # space-separated kernel name globs (default: from MODELS and DTYPES)
@@ -58,6 +59,7 @@ fi
 log "build: $CKGEN_KERNELS (arch $ARCH, -j $JOBS, at most $BUILD_TIMEOUT s)"
 t0=$SECONDS
 cat > "$WORK/build_lib.py" << 'EOF'
+import os
 import sys
 import time
 
@@ -65,7 +67,11 @@ from ckgen import Registry
 
 arch, jobs, globs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 t = time.perf_counter()
-reg = Registry.build("default", arch=arch, kernels=globs, max_workers=jobs, shard_size=4)
+configs = "default"
+if os.environ.get("FUSED") == "1":  # the training fusions' kernels too
+    configs = [f"configs/{v}/default.yaml" for v in ("forward", "backward_data", "backward_weight")]
+    configs += ["configs/forward/fused.yaml", "configs/backward_weight/fused.yaml"]
+reg = Registry.build(configs, arch=arch, kernels=globs, max_workers=jobs, shard_size=4)
 print(f"{len(reg)} kernels in {time.perf_counter() - t:.0f} s (cached={reg.cached})")
 print(f"LIB {reg.lib_path}")
 EOF

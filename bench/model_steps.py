@@ -59,10 +59,13 @@ def to_channels_last(model: nn.Module, family: str) -> nn.Module:
 
 
 def conv_grads(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Each convolution's weight gradient by module path (ckgen's FusedTrainConv, which takes a
+    convolution's place and Parameters, included)."""
     return {
         path: m.weight.grad.detach().float().clone()
         for path, m in model.named_modules()
-        if isinstance(m, CONV_TYPES) and m.weight.grad is not None
+        if (isinstance(m, CONV_TYPES) or type(m).__name__ == "FusedTrainConv")
+        and m.weight.grad is not None
     }
 
 
@@ -255,12 +258,14 @@ class Entry:
         return ref
 
     # --------------------------------------------------------------- ckgen twin
-    def ckgen(self, dtype: str, reg: Any, runs: list[tuple[int, bool]]) -> tuple:
+    def ckgen(
+        self, dtype: str, reg: Any, runs: list[tuple[int, bool]], fuse: bool = False
+    ) -> tuple:
         """(model, converted, left, notes): a copy of the model through ckgen.torch.convert for
-        dtype; a conv whose problem (in any of runs, (batch, training); backward variants where
-        training needs them) the library has no kernel for is put back to PyTorch, with the
-        reason."""
-        hit = self._ck.get(dtype)
+        dtype (fuse: convert(fuse=True) in train mode, the training fusions first); a conv whose
+        problem (in any of runs, (batch, training); backward variants where training needs
+        them) the library has no kernel for is put back to PyTorch, with the reason."""
+        hit = self._ck.get((dtype, fuse))
         if hit is not None:
             return hit
         import ckgen.torch as ct
@@ -270,7 +275,7 @@ class Entry:
         model = copy.deepcopy(self.base)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            model = ct.convert(model, registry=reg, dtype=DTYPES[dtype])
+            model = ct.convert(model.train(), registry=reg, dtype=DTYPES[dtype], fuse=fuse)
         notes = [str(d) for d in ct.report(model) if not d.converted]
         shapes = self._conv_inputs(runs)
         dt = dtype
@@ -295,10 +300,11 @@ class Entry:
             if why:
                 _set_module(model, path, copy.deepcopy(self.base.get_submodule(path)))
                 notes.append(f"PyTorch {path}: no ckgen kernel for {why}")
-        n = sum(isinstance(m, CONV_TYPES) for m in model.modules())
-        conv = sum(isinstance(m, _CkgenConvMixin) for m in model.modules())
-        self._ck[dtype] = (model, conv, n - conv, notes)
-        return self._ck[dtype]
+        fused = sum(isinstance(m, ct.FusedTrainConv) for m in model.modules())
+        n = sum(isinstance(m, CONV_TYPES) for m in model.modules()) + fused
+        conv = sum(isinstance(m, _CkgenConvMixin) for m in model.modules()) + fused
+        self._ck[dtype, fuse] = (model, conv, n - conv, notes)
+        return self._ck[dtype, fuse]
 
     def _conv_inputs(self, runs: list[tuple[int, bool]]) -> dict[str, set[tuple]]:
         """Per conv module path: (input shape, input needs a gradient, training) of each call, from
@@ -432,7 +438,10 @@ def measure(entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Callabl
             raise RowError("error: ckgen needs a CUDA device")
         if reg is None:
             raise RowError(f"skipped: no ckgen library ({args.lib_error})")
-        model, conv, left, notes = entry.ckgen(key.dtype, reg, args.runs[entry.name])
+        fuse = key.backend == "ckgen_fused"
+        if fuse and not train:
+            raise RowError("skipped: ckgen_fused is the training fusion (convert(fuse=True))")
+        model, conv, left, notes = entry.ckgen(key.dtype, reg, args.runs[entry.name], fuse)
         row["converted"], row["left"] = conv, left
         if conv == 0:
             raise RowError("no_ckgen_convs")

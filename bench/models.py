@@ -10,6 +10,9 @@ backend:
   cudnn        PyTorch's convs, cudnn.benchmark = False (cuDNN's default heuristics)
   ckgen        ckgen.torch.convert(model): ckgen kernels chosen by the library's heuristic
   ckgen_tune   the same with ckgen.torch.benchmark = True (first calls autotune)
+  ckgen_fused  ckgen.torch.convert(model.train(), fuse=True): Conv + bias + activation fused for
+               training (training rows only; the library needs the fused configs, FUSED=1 in
+               bench/device_models.sh)
 
 (ckgen rows keep cudnn.benchmark on for the convs ckgen leaves to PyTorch.) Models are
 channels-last. Times: CUDA events around back-to-back warmed-up steps, median of --repeats.
@@ -55,8 +58,12 @@ COLUMNS = (
     "cudnn_grad_err", "layer_grad_err", "cudnn_layer_grad_err", "graph_breaks", "ckgen_breaks",
     "converted", "left", "status", "gpu",
 )  # fmt: skip
-BACKENDS = ("cudnn_bench", "cudnn", "ckgen", "ckgen_tune")  # the order each key runs them
-CKGEN = ("ckgen", "ckgen_tune")
+BACKENDS = ("cudnn_bench", "cudnn", "ckgen", "ckgen_tune", "ckgen_fused")  # the order each key runs
+DEFAULT_BACKENDS = BACKENDS[
+    :4
+]  # ckgen_fused when asked for (its kernels are not the default set's)
+CKGEN = ("ckgen", "ckgen_tune")  # the backends the user-path targets are about
+LIBRARY = (*CKGEN, "ckgen_fused")  # the backends that need a ckgen library
 REFERENCE = "cudnn_bench"
 ERR = ("grad_err", "layer_grad_err")  # each beside cudnn_bench's: cudnn_grad_err, ...
 MODES = ("eager", "graph", "compile")
@@ -117,7 +124,7 @@ def parse_args(argv: list[str] | None = None, names: Iterable[str] | None = None
     ap.add_argument("--dtypes", type=_list("dtypes", DTYPES), default=list(DTYPES))
     ap.add_argument("--phases", type=_list("phases", PHASES), default=list(PHASES))
     ap.add_argument("--modes", type=_list("modes", MODES), default=list(MODES))
-    ap.add_argument("--backends", type=_list("backends", BACKENDS), default=list(BACKENDS))
+    ap.add_argument("--backends", type=_list("backends", BACKENDS), default=list(DEFAULT_BACKENDS))
     ap.add_argument("--image-batch", type=int, default=32, help="training batch, image models")
     ap.add_argument("--clip-batch", type=int, default=8, help="training batch, video and audio")
     ap.add_argument("--infer-batches", type=lambda s: [int(v) for v in s.split(",")], default=[1])
@@ -219,7 +226,7 @@ def measure_all(args: Any, writer: Writer, log: Callable[[str], None] = print) -
         raise SystemExit("no CUDA device visible to PyTorch (--device cpu: a dry run, cuDNN rows)")
     gpu = torch.cuda.get_device_name() if cuda else "cpu"
     reg, args.lib_error = None, ""
-    if cuda and any(b in CKGEN for b in args.backends):
+    if cuda and any(b in LIBRARY for b in args.backends):
         try:
             import ckgen.torch as ct
             from ckgen.runtime.library import KernelLibrary
@@ -380,7 +387,7 @@ def summary(rows: list[dict]) -> str:
     def g(v: Any) -> str:
         return "-" if num(v) is None else f"{num(v):.3g}"
 
-    errs = [r for r in rows if r["backend"] in CKGEN and num(r.get("grad_err")) is not None]
+    errs = [r for r in rows if r["backend"] in LIBRARY and num(r.get("grad_err")) is not None]
     if errs:
         lines.append(
             "conv weight gradients vs fp32, worst layer's ||g - g32|| / ||g32||, ckgen / cuDNN"

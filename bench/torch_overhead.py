@@ -46,18 +46,26 @@ LAYERS = [  # N, C, K, HW, filter, stride, pad (small: the GPU work never limits
 ]
 
 
-def _host_us(fn, calls: int = 200, reps: int = 7) -> float:
-    """Median host microseconds per call of fn, with the GPU busy so nothing waits on it."""
+def _host_us(fn, calls: int = 40, reps: int = 9) -> float:
+    """Median host microseconds per call of fn, with the GPU busy so nothing waits on it.
+
+    A batch is `calls` calls: few enough that their launches (a training call makes several) stay
+    well inside the launch queue, whose filling would block the host on the GPU. A sample whose
+    batch outlasted the sleep queued ahead of it waited on the GPU: ValueError."""
     for _ in range(20):
         fn()
     torch.cuda.synchronize()
     samples = []
     for _ in range(reps):
         torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time queued ahead of the calls
+        slept = torch.cuda.Event()
+        slept.record()
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
         samples.append((time.perf_counter() - t0) / calls * 1e6)
+        if slept.query():
+            raise ValueError(f"the GPU finished its sleep before {calls} calls were queued")
         torch.cuda.synchronize()
     return statistics.median(samples)
 

@@ -50,3 +50,19 @@ def test_cli_report_writes_the_pairs(tmp_path: Path, capsys) -> None:
     assert "plain > 20 us: 1 layers, 1.050" in capsys.readouterr().out
     assert next(csv.DictReader(out.open()))["best_fused_over_best_plain"] == "1.0500"
     assert fp.main(["shapes", "--out", str(tmp_path / "s.csv"), "--models", "nope"]) == 2
+
+
+def test_torch_report_against_the_sum_and_the_bandwidth_bound(tmp_path: Path) -> None:
+    """dy of 2 x 64 x 10 x 10 fp16 = 25,600 bytes: at sm_90a's 4,800 GB/s, 0.0053 us."""
+    shapes = tmp_path / "s.csv"
+    shapes.write_text(
+        "name,ndim,G,N,C,K,input,filter,stride,dilation,pad_left,pad_right\n"
+        "a,2,1,2,32,64,10x10,3x3,1x1,1x1,1x1,1x1\n"
+    )
+    row = {"shape": "a", "datatype": "fp16", "fused_ms": "0.010", "unfused_ms": "0.020",
+           "plain_ms": "0.010"}  # fmt: skip
+    text = fp.torch_report([row, {"shape": "a", "fused_ms": ""}], shapes, "sm_90a")
+    assert "1 layers" in text and "(plain kernel + PyTorch's sum) 0.500" in text
+    bound = 0.010 / (0.010 + 25600 / 4.8e12 * 1e3)
+    assert f"at 4800 GB/s) {bound:.3f}" in text and "slower: 0" in text
+    assert fp.torch_report([], shapes, "sm_90a") == "no layer has a fused time"
