@@ -312,3 +312,36 @@ def test_convert_eval_model_then_train_raises(cpu_as_cuda) -> None:
     x = _leaf(_cl(torch.randn(1, 4, 5, 5)))
     with pytest.raises(ct.FusedGradientError, match="convert\\(model.train\\(\\), fuse=True\\)"):
         model(x)
+
+
+def test_eager_fast_path_same_gradients(cpu_as_cuda, monkeypatch) -> None:
+    """FusedTrainConv on plain tensors takes fused_grad.train_eager (no dispatcher): the same
+    forward and gradients as through the op."""
+    from ckgen.torch import registration
+
+    torch.manual_seed(2)
+    lib = _Library()
+    conv = nn.Conv2d(4, 8, 3, padding=1)
+    mods = [ct.FusedTrainConv(conv, "relu", registry=lib) for _ in range(2)]
+    x = _cl(torch.randn(2, 4, 6, 6))
+    grads = []
+    for fast in (False, True):
+        monkeypatch.setattr(registration, "fast", lambda *a, _f=fast: _f)
+        seen = []
+        monkeypatch.setattr(fused_grad, "train_eager", _spy(fused_grad.train_eager, seen))
+        conv.weight.grad = conv.bias.grad = None
+        xs = _leaf(x)
+        y = mods[fast](xs)
+        y.backward(torch.ones_like(y))
+        assert bool(seen) is fast
+        grads.append((y.detach(), xs.grad, conv.weight.grad.clone(), conv.bias.grad.clone()))
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def _spy(fn, seen: list):
+    def wrapped(*a, **k):
+        seen.append(1)
+        return fn(*a, **k)
+
+    return wrapped

@@ -190,13 +190,13 @@ def _op_weight_bias_grad(x: Any, dy: Any, size: Any, conf: tuple) -> tuple[Any, 
 # ---------------------------------------------------------------------- conv_fused's gradient
 class _FusedOp(torch.autograd.Function):
     """conv_fused's Autograd kernel where a gradient is needed (the last input is the call's
-    dispatch key set)."""
+    dispatch key set; None: the eager fast path, plain tensors, nothing traces)."""
 
     @staticmethod
     def forward(ctx, x, w, bias, scale, residual, beta, alpha, fusion, *conf_keyset):
         *conf, keyset = conf_keyset
         args = (x, w, bias, scale, residual, beta, alpha, fusion, *conf)
-        if registration._direct(keyset):
+        if keyset is None or registration._direct(keyset):
             y = fused_op._impl(*args)
         else:
             y = registration._redispatch(fused_op.conv_fused_op, keyset, args)
@@ -222,6 +222,13 @@ class _FusedOp(torch.autograd.Function):
             dw = registration._op_weight_grad(x, g, w.shape, ctx.conf)
         dres = g * ctx.beta if needs[4] else None
         return (dx, dw, db, None, dres) + (None,) * (3 + len(ctx.conf) + 1)
+
+
+def train_eager(x: Any, w: Any, bias: Any, alpha: float, fusion: str, conf: tuple) -> Any:
+    """conv_fused with its gradient on the eager fast path (registration.fast(x, w): plain
+    tensors, nothing traces), without the dispatcher's host time; fusion one that has a gradient
+    (why_not_differentiable), conf as ops takes it."""
+    return _FusedOp.apply(x, w, bias, None, None, 1.0, alpha, fusion, *conf, None)
 
 
 def _fused_autograd(keyset, *args):

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ckgen.torch import fused_op, ops, registration
+from ckgen.torch import fused_grad, fused_op, ops, registration
 from ckgen.torch.convert import conv_params
 from ckgen.torch.layout import to_channels_last
 
@@ -156,6 +156,10 @@ class FusedTrainConv(_FusedBase):
         if x.is_cuda and torch.is_autocast_enabled("cuda"):
             dt = torch.get_autocast_dtype("cuda")
             x, w = x.to(dt), w.to(dt)
+        if registration.fast(x, w, b):  # eager: the implementations, no dispatcher
+            if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or b.requires_grad):
+                return fused_grad.train_eager(x, w, b, self.alpha, self.fusion, self.conf)
+            return fused_op.fused(x, w, b, None, None, 1.0, self.alpha, self.fusion, self.conf)
         return torch.ops.ckgen.conv_fused(
             x, w, b, None, None, 1.0, self.alpha, self.fusion, *self.conf
         )
