@@ -71,7 +71,9 @@ export CKGEN_TORCH_LIB=$LIB
 
 # --- 2. tests ----------------------------------------------------------------------------------
 if has tests; then
-  run_limited $(($(left) - 60)) python3 -m pytest -q -rs -p no:cacheprovider \
+  reserve=10  # seconds kept for the steps after the tests
+  if has layers || has nets; then reserve=90; fi
+  run_limited $(($(left) - reserve)) python3 -m pytest -q -rs -p no:cacheprovider \
     tests/test_torch_fused_train_gpu.py tests/test_torch_op.py tests/test_torch_native.py \
     > "$OUT/tests.log" 2>&1
   log "tests rc=$?: $(tail -1 "$OUT/tests.log")"
