@@ -39,15 +39,9 @@ MODES=${MODES:-all}
 BATCHES=${BATCHES:-32,1}
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-240}
 BENCH_ARGS=${BENCH_ARGS:---repeats 3 --target-ms 200}  # more bench/fused_inference.py arguments
-mkdir -p "$OUT" "$WORK"
-export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1 NO_COLOR=1
-export CKGEN_CACHE_DIR=$WORK/jit CKGEN_AUTOTUNE=0 TORCHINDUCTOR_CACHE_DIR=$WORK/inductor
-cd "$ROOT" || exit 1
 # shellcheck source=bench/device_lib.sh
-source "$ROOT/bench/device_lib.sh"  # log, left, run_limited
-
-: > "$OUT/summary.txt"
-log "$(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
+source "$ROOT/bench/device_lib.sh"  # start_run, log, left, run_limited
+start_run
 [ "${FRESH:-0}" = 1 ] && rm -f "$WORK/fused.csv"
 log "ckgen $(git rev-parse --short HEAD 2> /dev/null) torch $(python3 -c 'import torch, torchvision; print(torch.__version__, torchvision.__version__)' 2>&1 | tail -1)"
 

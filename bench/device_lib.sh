@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Shared by the device scripts (source it after OUT and BUDGET are set):
+# Shared by the device scripts (source it after ROOT, OUT, WORK and BUDGET are set):
+#   start_run              the common start: $OUT and $WORK made; PYTHONPATH=$ROOT, unbuffered,
+#                          no colour; the JIT, autotune and inductor caches under $WORK, autotune
+#                          off; cd $ROOT; $OUT/summary.txt emptied and the GPU logged
 #   log MSG...             a timestamped line to stdout and $OUT/summary.txt
 #   left                   seconds left of $BUDGET
 #   run_limited SECS CMD   CMD in its own process group, all of it (a build's compilers too)
@@ -7,6 +10,16 @@
 
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
 left() { echo $((BUDGET - SECONDS)); }
+
+start_run() {
+  mkdir -p "$OUT" "$WORK"
+  export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1 NO_COLOR=1
+  export CKGEN_CACHE_DIR=$WORK/jit CKGEN_AUTOTUNE_DIR=$WORK/autotune CKGEN_AUTOTUNE=0
+  export TORCHINDUCTOR_CACHE_DIR=$WORK/inductor
+  cd "$ROOT" || exit 1
+  : > "$OUT/summary.txt"
+  log "$(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
+}
 
 run_limited() {
   local limit=$1 pid watcher rc

@@ -40,15 +40,9 @@ COMPILE_MODELS=${COMPILE_MODELS:-resnet50}  # models with compile rows: 1-2 min 
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-330}
 CKGEN_KERNELS=${CKGEN_KERNELS:-}  # space-separated kernel name globs (default: from MODELS and DTYPES)
 MODELS_ARGS=${MODELS_ARGS:-}      # more bench/models.py arguments, e.g. "--infer-batches 1,32"
-mkdir -p "$OUT" "$WORK"
-export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1 NO_COLOR=1
-export CKGEN_CACHE_DIR=$WORK/jit CKGEN_AUTOTUNE_DIR=$WORK/autotune CKGEN_AUTOTUNE=0
-cd "$ROOT" || exit 1
 # shellcheck source=bench/device_lib.sh
-source "$ROOT/bench/device_lib.sh"  # log, left, run_limited
-
-: > "$OUT/summary.txt"
-log "$(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
+source "$ROOT/bench/device_lib.sh"  # start_run, log, left, run_limited
+start_run
 log "ckgen $(git rev-parse --short HEAD 2> /dev/null) torch $(python3 -c 'import torch; print(torch.__version__)' 2>&1 | tail -1)"
 [ "${FRESH:-0}" = 1 ] && rm -f "$WORK/models.csv"
 

@@ -27,15 +27,9 @@ JOBS=${JOBS:-$(nproc)}
 DTYPES=${DTYPES:-fp16}
 STEPS=${STEPS:-tests,layers,nets}
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-300}
-mkdir -p "$OUT" "$WORK"
-export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1 NO_COLOR=1
-export CKGEN_CACHE_DIR=$WORK/jit CKGEN_AUTOTUNE=0 TORCHINDUCTOR_CACHE_DIR=$WORK/inductor
-cd "$ROOT" || exit 1
 # shellcheck source=bench/device_lib.sh
-source "$ROOT/bench/device_lib.sh"  # log, left, run_limited
-
-: > "$OUT/summary.txt"
-log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+source "$ROOT/bench/device_lib.sh"  # start_run, log, left, run_limited
+start_run
 log "ckgen $(git rev-parse --short HEAD 2> /dev/null) steps $STEPS dtypes $DTYPES"
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 

@@ -191,3 +191,21 @@ def torch_registry():
     return Registry.build(
         "default", arch="sm_90a", kernels=TORCH_TEST_KERNELS, max_workers=os.cpu_count() or 4
     )
+
+
+@pytest.fixture
+def cpu_as_cuda(monkeypatch):
+    """ckgen.torch with CPU tensors standing in for CUDA ones (PyTorch tests without a GPU): they
+    pass the device checks, device and stream queries answer 0, no prepared launch is carried
+    in or out."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    import ckgen.torch as ct
+    from ckgen.torch import checks, ops
+
+    monkeypatch.setattr(checks, "TRACE_DEVICES", (*checks.TRACE_DEVICES, "cpu"))
+    monkeypatch.setattr(ops, "_get_device", lambda: 0)
+    monkeypatch.setattr(ops, "_raw_stream", lambda i: 0)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    ct.clear_cache()
+    yield
+    ct.clear_cache()

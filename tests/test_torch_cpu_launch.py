@@ -175,14 +175,8 @@ class _RunReg:
 
 
 @pytest.fixture
-def cpu_as_cuda(monkeypatch):
-    """CPU tensors pass the device checks; device and stream queries answer 0."""
-    from ckgen.torch import checks
-
-    monkeypatch.setattr(checks, "TRACE_DEVICES", (*checks.TRACE_DEVICES, "cpu"))
-    monkeypatch.setattr(ops, "_get_device", lambda: 0)
-    monkeypatch.setattr(ops, "_raw_stream", lambda i: 0)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+def cpu_as_cuda(cpu_as_cuda, monkeypatch):
+    """conftest's cpu_as_cuda, yielding the names of the argument checks as they run."""
     checked = []
     for name in ("check_forward", "check_backward_data", "check_backward_weight"):
         real = getattr(ops, name)

@@ -19,7 +19,7 @@ from torch import nn  # noqa: E402
 
 import ckgen.torch as ct  # noqa: E402
 from ckgen.model.epilogue import Epilogue  # noqa: E402
-from ckgen.torch import fused_op, ops  # noqa: E402
+from ckgen.torch import fused_op  # noqa: E402
 
 CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 TORCH_DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
@@ -80,19 +80,6 @@ class _FakeLibrary:
 
     def find(self, variant=None, datatype=None, ndim=None, fusion=None):
         return ["k"] if self.fusions is None or fusion in (None, *self.fusions) else []
-
-
-@pytest.fixture
-def cpu_as_cuda(monkeypatch):
-    from ckgen.torch import checks
-
-    monkeypatch.setattr(checks, "TRACE_DEVICES", (*checks.TRACE_DEVICES, "cpu"))
-    monkeypatch.setattr(ops, "_get_device", lambda: 0)
-    monkeypatch.setattr(ops, "_raw_stream", lambda i: 0)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    ct.clear_cache()
-    yield
-    ct.clear_cache()
 
 
 def _cl(t):

@@ -19,7 +19,7 @@ from torch import nn  # noqa: E402
 import ckgen.torch as ct  # noqa: E402
 from ckgen.model.epilogue import Epilogue  # noqa: E402
 from ckgen.runtime.capi import NoKernel  # noqa: E402
-from ckgen.torch import fused_grad, fused_op, ops  # noqa: E402
+from ckgen.torch import fused_grad, fused_op  # noqa: E402
 
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -107,21 +107,6 @@ class _Library:
 
     def find(self, variant=None, datatype=None, ndim=None, fusion=None):
         return [] if fusion == "bias_grad" and not self.bias_grad else ["k"]
-
-
-@pytest.fixture
-def cpu_as_cuda(monkeypatch):
-    from ckgen.torch import checks
-
-    monkeypatch.setattr(checks, "TRACE_DEVICES", (*checks.TRACE_DEVICES, "cpu"))
-    monkeypatch.setattr(ops, "_get_device", lambda: 0)
-    monkeypatch.setattr(ops, "_raw_stream", lambda i: 0)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    ct.clear_cache()
-    fused_grad._no_bias_grad.clear()
-    yield
-    ct.clear_cache()
-    fused_grad._no_bias_grad.clear()
 
 
 def _cl(t):

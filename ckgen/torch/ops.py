@@ -182,11 +182,14 @@ _cache: dict[tuple, Prepared] = {}
 
 def clear_cache() -> None:
     """Forget every prepared launch (the next call of each problem checks and selects again),
-    the native path's too."""
+    the native path's too, and fused_grad's choices of the plain kernel and a sum."""
     _cache.clear()
     native = sys.modules.get("ckgen.torch.native")
     if native is not None:
         native.clear()
+    fused_grad = sys.modules.get("ckgen.torch.fused_grad")
+    if fused_grad is not None:
+        fused_grad._no_bias_grad.clear()
 
 
 def cache_info() -> dict[tuple, Prepared]:
