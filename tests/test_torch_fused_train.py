@@ -267,12 +267,14 @@ def test_convert_train_fuses_conv_bias_activation(cpu_as_cuda, bias_grad) -> Non
     assert type(out.conv1) is ct.FusedTrainConv and out.conv1.fusion == "bias_relu"
     assert ("db in the backward_weight kernel" in why["conv1"].reason) is bias_grad
     assert type(out.conv2).__name__ == "Conv2d" and "BatchNorm2d follows" in why["conv2"].reason
-    assert type(out.conv3).__name__ == "Conv2d" and "silu" in why["conv3"].reason
-    assert type(out.conv3) is not nn.Conv2d  # still served by the plain pass
+    # SiLU's gradient needs its input: the bias alone is fused, the SiLU stays after it
+    assert type(out.conv3) is ct.FusedTrainConv and out.conv3.fusion == "bias"
+    assert "act3 stays apart: silu" in why["conv3"].reason
     assert type(out.conv4) is ct.FusedTrainConv and out.conv4.fusion == "bias_relu6"
     assert out.conv4.bias is None and out.conv4.zero_bias.dtype == torch.float32
     assert type(out.conv5) is ct.FusedTrainConv and out.conv5.fusion == "bias"
     assert type(out.act1) is nn.Identity and type(out.act3) is nn.SiLU
+    assert type(out.conv2).__name__ == "Conv2d" and type(out.conv2) is not nn.Conv2d  # plain pass
     # the same Parameter objects: an optimizer made before convert() keeps training them
     assert all(p is params[n] for n, p in out.named_parameters())
     assert "fusion=bias_relu, training" in repr(out.conv1)

@@ -164,15 +164,22 @@ class Fuser:
                     i = j
                     continue
                 norm, j = nxt, j + 1
-            if j < len(names) and activation(mods[names[j]]) is not None:
+            spelled = activation(mods[names[j]]) if j < len(names) else None
+            apart = ""  # training: an activation left beside the fused convolution, and why
+            if spelled is not None and self.training:
+                apart = why_not_differentiable(*spelled)
+            if spelled is not None and not apart:
                 act, j = mods[names[j]], j + 1
             alone = self.training and conv.bias is not None
             if norm is not None or act is not None or alone:
-                fc = self.make(conv, norm, act, False, _join(prefix, names[i]))
+                path = _join(prefix, names[i])
+                fc = self.make(conv, norm, act, False, path)
                 if fc is not None:
                     mods[names[i]] = fc
                     for k in names[i + 1 : j]:
                         mods[k] = nn.Identity()
+                    if apart:
+                        self.result.fused[path] += f" ({names[j]} stays apart: {apart})"
             i = j
 
     def residual_block(self, m: Any, path: str) -> FusedResidual | None:
