@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import csv
 import datetime
 import math
 import sys
 from pathlib import Path
 from typing import Any
 
+import result_rows
 import torch
 from model_steps import capture, time_ms
 from torch import nn
@@ -74,17 +74,15 @@ NET_COLUMNS = (
 )  # fmt: skip
 
 
-class Writer:
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    return f"{v:.5f}" if isinstance(v, float) else str(v)
+
+
+def writer(path: Path, columns: tuple[str, ...]) -> Any:
     """Rows written as they are measured (a run cut short keeps what it measured)."""
-
-    def __init__(self, path: Path, columns: tuple[str, ...]) -> None:
-        self.fh = open(path, "w", newline="")  # noqa: SIM115
-        self.w = csv.DictWriter(self.fh, fieldnames=list(columns))
-        self.w.writeheader()
-
-    def __call__(self, row: dict[str, Any]) -> None:
-        self.w.writerow({k: f"{v:.5f}" if isinstance(v, float) else v for k, v in row.items()})
-        self.fh.flush()
+    return result_rows.Writer(path, None, columns, key=lambda r: id(r), fmt=_fmt).write
 
 
 def layer_rows(shapes: Path, dtype: str, out: Any, log: Any = print) -> list[dict[str, Any]]:
@@ -225,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.shapes is None:
             ap.error("layers needs a shapes CSV")
         rows = layer_rows(
-            a.shapes, a.dtype, Writer(a.out_dir / f"{stem}_layers.csv", LAYER_COLUMNS)
+            a.shapes, a.dtype, writer(a.out_dir / f"{stem}_layers.csv", LAYER_COLUMNS)
         )
         r = [x["fused_over_unfused"] for x in rows if "fused_over_unfused" in x]
         big = [x["fused_over_unfused"] for x in rows if x.get("unfused_ms", 0) > 0.02]
@@ -235,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             f"({len(big)}); slower than unfused: {sum(x > 1.0 for x in r)}"
         )
     else:
-        net_rows(a.dtype, a.batch, Writer(a.out_dir / f"{stem}_nets.csv", NET_COLUMNS))
+        net_rows(a.dtype, a.batch, writer(a.out_dir / f"{stem}_nets.csv", NET_COLUMNS))
     return 0
 
 
