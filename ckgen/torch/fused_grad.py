@@ -79,13 +79,20 @@ def _estimate_us(pr: ops.Prepared) -> float | None:
         return None
 
 
-def _sum_us(pr: ops.Prepared, dy: Any) -> float | None:
-    """The least time a separate sum of dy takes: its bytes at the target's bandwidth."""
+def _fused_pays(fused: ops.Prepared, x: Any, dy: Any, size: tuple, conf: tuple) -> bool:
+    """Whether the cost model puts the bias_grad launch `fused` at no more than the plain
+    kernel plus the least time a separate sum of dy takes (its bytes at the target's
+    bandwidth). True where the library gives no estimate or no target."""
+    fused_us = _estimate_us(fused)
+    if fused_us is None:
+        return True
     try:
-        gbs = get_arch(pr.library.arch).bandwidth_gbs
+        gbs = get_arch(fused.library.arch).bandwidth_gbs
     except (AttributeError, KeyError, ValueError):
-        return None
-    return dy.numel() * dy.element_size() / (gbs * 1e3)
+        return True
+    plain_us = _estimate_us(ops._prepared("backward_weight", x, dy, size, size, conf))
+    sum_us = dy.numel() * dy.element_size() / (gbs * 1e3)
+    return plain_us is None or fused_us <= plain_us + sum_us
 
 
 def _bias_grad_prepared(x: Any, dy: Any, size: tuple, conf: tuple) -> ops.Prepared | None:
@@ -112,13 +119,9 @@ def _bias_grad_prepared(x: Any, dy: Any, size: tuple, conf: tuple) -> ops.Prepar
     except ops.NoKernelError:
         pr = None
     auto = BIAS_GRAD_POLICY == "auto"
-    fused_us = _estimate_us(pr) if auto and pr is not None and not pr.empty else None
-    sum_us = _sum_us(pr, dy) if pr is not None and fused_us is not None else None
-    if fused_us is not None and sum_us is not None:
-        plain_us = _estimate_us(ops._prepared("backward_weight", x, dy, size, size, conf))
-        if plain_us is not None and fused_us > plain_us + sum_us:
-            ops._cache.pop(key, None)
-            pr = None
+    if auto and pr is not None and not pr.empty and not _fused_pays(pr, x, dy, size, conf):
+        ops._cache.pop(key, None)
+        pr = None
     if pr is None:
         _no_bias_grad.add(key)
     return pr
@@ -139,9 +142,8 @@ def weight_bias_grad(x: Any, dy: Any, weight_size: Any, conf: tuple) -> tuple[An
     dw = torch.empty_strided(pr.out_shape, pr.out_strides, dtype=pr.dtype, device=pr.device)
     x, px = ops._input(x, pr.fmt)
     dy, pdy = ops._input(dy, pr.fmt)
-    ws = torch.empty(pr.ws_bytes, dtype=torch.uint8, device=pr.device) if pr.ws_bytes else None
     pdw, pdb = dw.data_ptr(), db.data_ptr()
-    fused_op.run_selection(pr, "conv_backward_weight_bias", px, pdw, pdy, ws, db=pdb)
+    fused_op.run_selection(pr, "conv_backward_weight_bias", px, pdw, pdy, db=pdb)
     return dw, db
 
 

@@ -115,12 +115,11 @@ def _prepared(
     return pr
 
 
-def run_selection(
-    pr: ops.Prepared, what: str, pa: int, pb: int, pc: int, ws: Any, **operands: Any
-) -> None:
+def run_selection(pr: ops.Prepared, what: str, pa: int, pb: int, pc: int, **operands: Any) -> None:
     """pr's selection run on the pointers pa, pb, pc (the variant's input, weight and output
-    roles) with workspace ws and the epilogue's operands (pointers, beta, alpha), on the current
-    stream of pr's device; what names the op in errors."""
+    roles) with a workspace of its size and the epilogue's operands (pointers, beta, alpha), on
+    the current stream of pr's device; what names the op in errors."""
+    ws = torch.empty(pr.ws_bytes, dtype=torch.uint8, device=pr.device) if pr.ws_bytes else None
     other = ops._get_device() != pr.dev_index
     with torch.cuda.device(pr.dev_index) if other else contextlib.nullcontext():
         try:
@@ -141,9 +140,8 @@ def launch(
     current stream of pr's device (the selection's run(): the epilogue's operands are checked
     against the kernel before the launch)."""
     bias, scale, residual = operands
-    ws = torch.empty(pr.ws_bytes, dtype=torch.uint8, device=pr.device) if pr.ws_bytes else None
     run_selection(
-        pr, "conv_fused", x.data_ptr(), w.data_ptr(), y.data_ptr(), ws,
+        pr, "conv_fused", x.data_ptr(), w.data_ptr(), y.data_ptr(),
         bias=None if bias is None else bias.data_ptr(),
         scale=None if scale is None else scale.data_ptr(),
         residual=None if residual is None else residual.data_ptr(),
