@@ -193,6 +193,29 @@ def torch_registry():
     )
 
 
+def torch_dtype(datatype: str):
+    """The torch dtype of a ckgen datatype name (fp16, bf16, fp32)."""
+    import torch
+
+    from ckgen.torch.checks import DTYPES
+
+    return getattr(torch, next(k for k, v in DTYPES.items() if v == datatype))
+
+
+def tensor_at(ptr: int, shape: tuple, dtype):
+    """The tensor of `shape` and torch `dtype` over the CPU memory at the address ptr: what a
+    fake kernel reads and writes from the pointers it is handed."""
+    import ctypes
+
+    import torch
+
+    size = torch.empty((), dtype=dtype).element_size()
+    for s in shape:
+        size *= s
+    buf = (ctypes.c_byte * size).from_address(ptr)
+    return torch.frombuffer(buf, dtype=dtype).view(shape)
+
+
 @pytest.fixture
 def cpu_as_cuda(monkeypatch):
     """ckgen.torch with CPU tensors standing in for CUDA ones (PyTorch tests without a GPU): they

@@ -7,7 +7,6 @@ library that computes each convolution and epilogue with PyTorch from the pointe
 from __future__ import annotations
 
 import copy
-import ctypes
 from collections import OrderedDict
 
 import pytest
@@ -21,24 +20,16 @@ import ckgen.torch as ct  # noqa: E402
 from ckgen.model.epilogue import Epilogue  # noqa: E402
 from ckgen.torch import fused_op  # noqa: E402
 
+from conftest import tensor_at, torch_dtype  # noqa: E402
+
 CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
-TORCH_DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-
-
-def _at(ptr: int, shape: tuple, dtype) -> torch.Tensor:
-    n = 1
-    for s in shape:
-        n *= s
-    size = n * torch.empty((), dtype=dtype).element_size()
-    buf = (ctypes.c_byte * size).from_address(ptr)
-    return torch.frombuffer(buf, dtype=dtype).view(shape)
 
 
 class _Kernel:
     """A 'kernel' computing the convolution and the epilogue from raw CPU pointers."""
 
     def __init__(self, log: list, datatype: str, ep: Epilogue) -> None:
-        self.log, self.dt, self.ep = log, TORCH_DT[datatype], ep
+        self.log, self.dt, self.ep = log, torch_dtype(datatype), ep
         self.k_batch, self.kernel = 1, None
         self.name = f"fake_{datatype}_{ep}"
 
@@ -51,21 +42,21 @@ class _Kernel:
         sp_in, flt, out = tuple(p.input)[lo:], tuple(p.filter)[lo:], tuple(p.output)[lo:]
         gc, gk = p.G * p.C, p.G * p.K
         perm = (0, nd + 1, *range(1, nd + 1))  # channels-last memory -> (N, C, *spatial)
-        x = _at(px, (p.N, *sp_in, gc), self.dt).permute(perm).float()
-        w = _at(pw, (gk, *flt, p.C), self.dt).permute(perm).float()
+        x = tensor_at(px, (p.N, *sp_in, gc), self.dt).permute(perm).float()
+        w = tensor_at(pw, (gk, *flt, p.C), self.dt).permute(perm).float()
         pad = [
             v for lr in zip(reversed(p.pad_l[lo:]), reversed(p.pad_r[lo:]), strict=True) for v in lr
         ]
         y = CONV[nd](F.pad(x, pad), w, None, p.stride[lo:], 0, p.dilation[lo:], p.G)
         view = (1, -1) + (1,) * nd
         if scale is not None:
-            y = y * _at(scale, (gk,), torch.float32).view(view)
+            y = y * tensor_at(scale, (gk,), torch.float32).view(view)
         if bias is not None:
-            y = y + _at(bias, (gk,), torch.float32).view(view)
+            y = y + tensor_at(bias, (gk,), torch.float32).view(view)
         if residual is not None:
-            y = y + beta * _at(residual, (p.N, *out, gk), self.dt).permute(perm).float()
+            y = y + beta * tensor_at(residual, (p.N, *out, gk), self.dt).permute(perm).float()
         y = fused_op._ACT[str(self.ep.activation)](y, alpha)
-        dst = _at(py, (p.N, *out, gk), self.dt)
+        dst = tensor_at(py, (p.N, *out, gk), self.dt)
         dst.copy_(y.permute(0, *range(2, nd + 2), 1).to(self.dt))
         self.log.append(str(self.ep))
 

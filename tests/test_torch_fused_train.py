@@ -6,7 +6,6 @@ stand in for CUDA ones), so the gradients check the pointer roles too."""
 
 from __future__ import annotations
 
-import ctypes
 from collections import OrderedDict
 
 import pytest
@@ -21,15 +20,7 @@ from ckgen.model.epilogue import Epilogue  # noqa: E402
 from ckgen.runtime.capi import NoKernel  # noqa: E402
 from ckgen.torch import fused_grad, fused_op  # noqa: E402
 
-DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-
-
-def _at(ptr: int, shape: tuple, dtype) -> torch.Tensor:
-    n = 1
-    for s in shape:
-        n *= s
-    size = n * torch.empty((), dtype=dtype).element_size()
-    return torch.frombuffer((ctypes.c_byte * size).from_address(ptr), dtype=dtype).view(shape)
+from conftest import tensor_at, torch_dtype  # noqa: E402
 
 
 class _Estimate:
@@ -48,7 +39,7 @@ class _Kernel:
     k_batch = 1
 
     def __init__(self, log: list, variant: str, datatype: str, ep: Epilogue, us=None) -> None:
-        self.log, self.variant, self.dt, self.ep = log, variant, DT[datatype], ep
+        self.log, self.variant, self.dt, self.ep = log, variant, torch_dtype(datatype), ep
         self.name = f"fake_{variant}_{ep}"
         self.kernel = None if us is None else _Estimate(us)
 
@@ -62,28 +53,28 @@ class _Kernel:
         to_nchw, to_nhwc = (0, 3, 1, 2), (0, 2, 3, 1)
         xs, ws, ys = (p.N, *hi, p.G * p.C), (p.G * p.K, *fl, p.C), (p.N, *ho, p.G * p.K)
         if self.variant == "forward":
-            x = _at(pa, xs, self.dt).permute(to_nchw).float()
-            w = _at(pb, ws, self.dt).permute(to_nchw).float()
+            x = tensor_at(pa, xs, self.dt).permute(to_nchw).float()
+            w = tensor_at(pb, ws, self.dt).permute(to_nchw).float()
             y = F.conv2d(x, w, None, **kw)
             if operands.get("bias") is not None:
-                y = y + _at(operands["bias"], (p.G * p.K,), torch.float32).view(1, -1, 1, 1)
+                y = y + tensor_at(operands["bias"], (p.G * p.K,), torch.float32).view(1, -1, 1, 1)
             if operands.get("residual") is not None:
-                r = _at(operands["residual"], ys, self.dt).permute(to_nchw).float()
+                r = tensor_at(operands["residual"], ys, self.dt).permute(to_nchw).float()
                 y = y + operands.get("beta", 1.0) * r
             y = fused_op._ACT[str(self.ep.activation)](y, operands.get("alpha", 0.01))
-            _at(pc, ys, self.dt).copy_(y.permute(to_nhwc).to(self.dt))
+            tensor_at(pc, ys, self.dt).copy_(y.permute(to_nhwc).to(self.dt))
         elif self.variant == "backward_data":
-            w = _at(pb, ws, self.dt).permute(to_nchw).float()
-            dy = _at(pc, ys, self.dt).permute(to_nchw).float()
+            w = tensor_at(pb, ws, self.dt).permute(to_nchw).float()
+            dy = tensor_at(pc, ys, self.dt).permute(to_nchw).float()
             dx = torch.nn.grad.conv2d_input((p.N, p.G * p.C, *hi), w, dy, **kw)
-            _at(pa, xs, self.dt).copy_(dx.permute(to_nhwc).to(self.dt))
+            tensor_at(pa, xs, self.dt).copy_(dx.permute(to_nhwc).to(self.dt))
         else:
-            x = _at(pa, xs, self.dt).permute(to_nchw).float()
-            dy = _at(pc, ys, self.dt).permute(to_nchw).float()
+            x = tensor_at(pa, xs, self.dt).permute(to_nchw).float()
+            dy = tensor_at(pc, ys, self.dt).permute(to_nchw).float()
             dw = torch.nn.grad.conv2d_weight(x, (p.G * p.K, p.C, *fl), dy, **kw)
-            _at(pb, ws, self.dt).copy_(dw.permute(to_nhwc).to(self.dt))
+            tensor_at(pb, ws, self.dt).copy_(dw.permute(to_nhwc).to(self.dt))
             if operands.get("db") is not None:
-                _at(operands["db"], (p.G * p.K,), torch.float32).copy_(dy.sum((0, 2, 3)))
+                tensor_at(operands["db"], (p.G * p.K,), torch.float32).copy_(dy.sum((0, 2, 3)))
         self.log.append(self.name)
 
 
