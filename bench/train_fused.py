@@ -49,19 +49,14 @@ def _geomean(v: list[float]) -> float:
 
 
 def graph_ms(fn: Any, reps: int = 1) -> float:
-    """ms per fn() call, by replaying one CUDA graph of `reps` calls (after warm-up calls made
+    """ms per fn() call, by replaying one CUDA graph of `reps` calls (model_steps.capture: warm-up
     outside the capture, so selections are not made while capturing)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+
+    def calls() -> None:
         for _ in range(reps):
             fn()
-    return time_ms(g.replay, 3, 200, 3, 20.0, True) / reps
+
+    return time_ms(capture(calls, [], warm=2).replay, 3, 200, 3, 20.0, True) / reps
 
 
 LAYER_COLUMNS = (
