@@ -143,3 +143,47 @@ def test_native_cache_clears(registry, native) -> None:
     assert native._mod.cache_size() == 0
     ct.conv(x, w, registry=registry)
     assert native._mod.cache_size() == 1
+
+
+def test_registered_ops_run_in_cpp(registry, native) -> None:
+    """Once the native module is loaded, the registered ops' CUDA calls (what compiled graphs
+    make) run its C++ kernels: no Python but the autotune flag's lookup; values and gradients
+    as the eager path's, a second derivative refused."""
+    import sys
+
+    import ckgen.torch as ct
+    from ckgen.torch import ops
+
+    for key in ("CUDA", "AutogradCUDA"):
+        assert torch._C._dispatch_has_kernel_for_dispatch_key("ckgen::conv_forward", key)
+    gen = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
+    x = _cl(torch.randn(2, 64, 12, 12, device="cuda", generator=gen).half())
+    w = _cl((torch.randn(64, 64, 3, 3, device="cuda", generator=gen) * 0.1).half())
+    conf = ([1, 1], [1, 1], [1, 1], [1, 1], 1, ops.library_id(registry))
+    fwd = torch.ops.ckgen.conv_forward
+    fwd(x, w, None, *conf)  # prepares the launch
+    calls: list[str] = []
+    pkg = os.path.dirname(ct.__file__)
+
+    def watch(frame, event, arg):  # Python functions of ckgen.torch that run
+        if event == "call" and frame.f_code.co_filename.startswith(pkg):
+            calls.append(frame.f_code.co_name)
+
+    sys.setprofile(watch)
+    try:
+        y = fwd(x, w, None, *conf)
+    finally:
+        sys.setprofile(None)
+    assert set(calls) <= {"autotune_enabled"}, calls
+    _close(y, ct.conv(x, w, None, 1, 1, registry=registry), 64 * 9)
+    xs, ws = x.clone().requires_grad_(), w.clone().requires_grad_()
+    dy = _cl(torch.randn(y.shape, device="cuda", generator=gen).half())
+    y2 = fwd(xs, ws, None, *conf)
+    y2.backward(dy)
+    ref = _step(registry, x, w, None, dy, 1, 1, 1)
+    _close(xs.grad, ref[1], 64 * 9)
+    _close(ws.grad, ref[2], 2 * 144)
+    xs.grad = None
+    (gx,) = torch.autograd.grad(fwd(xs, ws, None, *conf).float().sum(), xs, create_graph=True)
+    with pytest.raises(RuntimeError, match="no derivative|no second derivative|autograd formula"):
+        gx.float().sum().backward()

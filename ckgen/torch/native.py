@@ -7,8 +7,9 @@ Python (with the GIL) in the backward pass; the registered ops (what compiled gr
 into Python for their Autograd kernel and pay the Python implementation on top. The native path
 builds a launch's key from the tensors' sizes, finds the prepared launch (made once per
 signature by ops._prepared: checks and selection stay in Python) and calls ckgen_run, forward
-and backward, without Python; the ops' Autograd kernels call its op_forward / op_backward_data /
-op_backward_weight where nothing traces.
+and backward, without Python. Loading it also registers the ops' CUDA and AutogradCUDA kernels
+in C++, so that a compiled graph's call runs no Python either; until it loads, the Python
+Autograd kernels call its op_forward / op_backward_data / op_backward_weight.
 
 CKGEN_TORCH_NATIVE=0 turns it off (the Python path serves every call); a build that fails warns
 once and leaves the Python path in place.
@@ -63,7 +64,10 @@ def module() -> Any:
             stacklevel=3,
         )
         return None
+    from ckgen.torch import registration
+
     mod.set_miss(_miss)
+    mod.set_python(ops.autotune_enabled, registration.grad_forward, registration.grad_backward)
     _mod = mod
     return mod
 

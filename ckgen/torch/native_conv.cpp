@@ -12,7 +12,9 @@
 
 #include <torch/extension.h>
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
+#include <torch/library.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -337,6 +339,107 @@ void set_miss(py::object fn) {
   *g_miss = std::move(fn);
 }
 
+// ---------------------------------------------------------------- the registered ops' kernels
+// ckgen::conv_forward / conv_backward_data / conv_backward_weight for CUDA tensors, registered for
+// the CUDA and AutogradCUDA dispatch keys when this module loads (they take precedence over the
+// Python kernels that ckgen.torch.registration registers for CompositeExplicitAutograd and
+// Autograd, which keep serving other devices and a Python-only setup). A compiled graph's call
+// thus runs no Python but the autotune flag's lookup. Where a gradient is needed the Autograd
+// kernel calls back into Python (registration.grad_forward / grad_backward: the ops' autograd
+// functions, as tracing and the fake kernels see them); elsewhere it redispatches below autograd.
+using SymInts = c10::SymIntArrayRef;
+using ForwardSig = at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&,
+                              SymInts, SymInts, SymInts, SymInts, c10::SymInt, int64_t);
+using BackwardSig = at::Tensor(const at::Tensor&, const at::Tensor&, SymInts, SymInts, SymInts,
+                               SymInts, SymInts, c10::SymInt, int64_t);
+
+// Python callables, set once by ckgen.torch.native (set_python); never destroyed (see g_miss).
+py::object* g_autotune = nullptr;       // ckgen.torch.ops.autotune_enabled
+py::object* g_grad_forward = nullptr;   // registration.grad_forward
+py::object* g_grad_backward = nullptr;  // registration.grad_backward
+
+void set_python(py::object autotune, py::object grad_forward, py::object grad_backward) {
+  g_autotune = new py::object(std::move(autotune));
+  g_grad_forward = new py::object(std::move(grad_forward));
+  g_grad_backward = new py::object(std::move(grad_backward));
+}
+
+bool autotune_now() {
+  py::gil_scoped_acquire gil;
+  return g_autotune && (*g_autotune)().cast<bool>();
+}
+
+std::vector<int64_t> ints(SymInts s) {
+  std::vector<int64_t> v;
+  v.reserve(s.size());
+  for (const c10::SymInt& i : s) v.push_back(i.guard_int(__FILE__, __LINE__));
+  return v;
+}
+
+Conf sym_conf(SymInts stride, SymInts pl, SymInts pr, SymInts dil, const c10::SymInt& groups,
+              int64_t library) {
+  return op_conf(ints(stride), ints(pl), ints(pr), ints(dil), groups.guard_int(__FILE__, __LINE__),
+                 library);
+}
+
+at::Tensor cuda_forward(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& b,
+                        SymInts stride, SymInts pl, SymInts pr, SymInts dil, c10::SymInt groups,
+                        int64_t library) {
+  return run_forward(x, w, b, sym_conf(stride, pl, pr, dil, groups, library), autotune_now());
+}
+
+at::Tensor cuda_backward_data(const at::Tensor& dy, const at::Tensor& w, SymInts size, SymInts stride,
+                              SymInts pl, SymInts pr, SymInts dil, c10::SymInt groups, int64_t library) {
+  return run_backward_data(dy, w, ints(size), sym_conf(stride, pl, pr, dil, groups, library),
+                           autotune_now());
+}
+
+at::Tensor cuda_backward_weight(const at::Tensor& x, const at::Tensor& dy, SymInts size, SymInts stride,
+                                SymInts pl, SymInts pr, SymInts dil, c10::SymInt groups,
+                                int64_t library) {
+  return run_backward_weight(x, dy, ints(size), sym_conf(stride, pl, pr, dil, groups, library),
+                             autotune_now());
+}
+
+bool needs_grad(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& c = {}) {
+  return at::GradMode::is_enabled() &&
+         (a.requires_grad() || b.requires_grad() || (c && c->defined() && c->requires_grad()));
+}
+
+at::Tensor autograd_forward(c10::DispatchKeySet ks, const at::Tensor& x, const at::Tensor& w,
+                            const c10::optional<at::Tensor>& b, SymInts stride, SymInts pl, SymInts pr,
+                            SymInts dil, c10::SymInt groups, int64_t library) {
+  if (needs_grad(x, w, b)) {
+    py::gil_scoped_acquire gil;
+    if (!g_grad_forward) throw std::runtime_error("ckgen native path: not initialised (set_python)");
+    return (*g_grad_forward)(x, w, b, stride, pl, pr, dil, groups, library).cast<at::Tensor>();
+  }
+  static const auto op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("ckgen::conv_forward", "").typed<ForwardSig>();
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.redispatch(ks & c10::after_ADInplaceOrView_keyset, x, w, b, stride, pl, pr, dil, groups,
+                       library);
+}
+
+template <const char* Name>
+at::Tensor autograd_backward(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b,
+                             SymInts size, SymInts stride, SymInts pl, SymInts pr, SymInts dil,
+                             c10::SymInt groups, int64_t library) {
+  if (needs_grad(a, b)) {
+    py::gil_scoped_acquire gil;
+    if (!g_grad_backward) throw std::runtime_error("ckgen native path: not initialised (set_python)");
+    return (*g_grad_backward)(Name, a, b, size, stride, pl, pr, dil, groups, library)
+        .cast<at::Tensor>();
+  }
+  static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(Name, "").typed<BackwardSig>();
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.redispatch(ks & c10::after_ADInplaceOrView_keyset, a, b, size, stride, pl, pr, dil, groups,
+                       library);
+}
+
+constexpr char kBackwardDataOp[] = "ckgen::conv_backward_data";
+constexpr char kBackwardWeightOp[] = "ckgen::conv_backward_weight";
+
 void clear() {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_cache.clear();
@@ -356,6 +459,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("op_backward_data", &op_backward_data, "the conv_backward_data op on CUDA tensors");
   m.def("op_backward_weight", &op_backward_weight, "the conv_backward_weight op on CUDA tensors");
   m.def("set_miss", &set_miss);
+  m.def("set_python", &set_python, "autotune flag, grad_forward, grad_backward (Python callables)");
   m.def("clear", &clear);
   m.def("cache_size", &cache_size);
+}
+
+TORCH_LIBRARY_IMPL(ckgen, CUDA, m) {
+  m.impl("conv_forward", &cuda_forward);
+  m.impl("conv_backward_data", &cuda_backward_data);
+  m.impl("conv_backward_weight", &cuda_backward_weight);
+}
+
+TORCH_LIBRARY_IMPL(ckgen, AutogradCUDA, m) {
+  m.impl("conv_forward", &autograd_forward);
+  m.impl("conv_backward_data", &autograd_backward<kBackwardDataOp>);
+  m.impl("conv_backward_weight", &autograd_backward<kBackwardWeightOp>);
 }

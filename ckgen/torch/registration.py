@@ -125,16 +125,20 @@ _NONE7 = (None,) * 7  # the gradients of stride ... library and of the key set
 class _ForwardOp(torch.autograd.Function):
     """conv_forward's Autograd kernel where a gradient is needed: forward below autograd (the
     implementation, or the redispatch when something traces), backward through the backward ops.
-    The last input is the call's dispatch key set."""
+    The last input is the call's dispatch key set (None: call the op, which the gradient mode
+    being off inside forward sends below autograd)."""
 
     @staticmethod
     def forward(ctx, x, w, b, stride, pl, pr_, dil, groups, lid, keyset):
         ctx.save_for_backward(x, w)
         ctx.conf = (stride, pl, pr_, dil, groups, lid)
         ctx.bias_dtype = None if b is None else b.dtype
+        args = (x, w, b, stride, pl, pr_, dil, groups, lid)
+        if keyset is None:  # from the native Autograd kernel: the op again, gradient off
+            return conv_forward_op(*args)
         if _direct(keyset):
             return ops.forward(x, w, b, ops.conf_of(stride, pl, pr_, dil, groups, lid))
-        return _redispatch(conv_forward_op, keyset, (x, w, b, stride, pl, pr_, dil, groups, lid))
+        return _redispatch(conv_forward_op, keyset, args)
 
     @staticmethod
     def backward(ctx: Any, dy: Any) -> tuple:
@@ -159,6 +163,8 @@ class _NoDerivative(torch.autograd.Function):
     @staticmethod
     def forward(ctx, op, a, b, size, stride, pl, pr_, dil, groups, lid, keyset):
         ctx.op = op
+        if keyset is None:  # from the native Autograd kernel (see _ForwardOp)
+            return op(a, b, size, stride, pl, pr_, dil, groups, lid)
         if _direct(keyset):
             fn = ops.backward_data if op is conv_backward_data_op else ops.backward_weight
             return fn(a, b, size, ops.conf_of(stride, pl, pr_, dil, groups, lid))
@@ -200,6 +206,23 @@ _lib.impl(
     "Autograd",
     with_keyset=True,
 )
+
+
+# What the native Autograd kernels (native_conv.cpp, registered for AutogradCUDA when the native
+# module loads) call where a gradient is needed: the same autograd functions.
+def grad_forward(x, w, b, stride, pl, pr_, dil, groups, lid):
+    return _ForwardOp.apply(x, w, b, stride, pl, pr_, dil, groups, lid, None)
+
+
+_BACKWARD_OPS = {
+    "ckgen::conv_backward_data": conv_backward_data_op,
+    "ckgen::conv_backward_weight": conv_backward_weight_op,
+}
+
+
+def grad_backward(name, a, b, size, stride, pl, pr_, dil, groups, lid):
+    op = _BACKWARD_OPS[name]
+    return _NoDerivative.apply(op, a, b, size, stride, pl, pr_, dil, groups, lid, None)
 
 
 # ---------------------------------------------------------------------- eager fast path

@@ -1,0 +1,188 @@
+"""Host time of model steps, ckgen against cuDNN: where a step is host-bound (eager, and
+torch.compile without CUDA graphs), its wall time depends on the CPU's state, which drifts by tens
+of percent over a minute on a shared machine. So every (mode, backend) step of a model is built
+and warmed first, then timed in interleaved rounds (each step `--steps` times per round, the
+backends one after the other), and the ratio is that of the medians. Then, per step, the GPU's
+busy time and kernels per step (torch.profiler), the profiler's tables (self CPU time, device
+time) and cProfile's functions by own time (the Python the op tables do not show).
+
+    python3 bench/profile_step.py --models resnet50 --modes eager,compile,graph \\
+        --backends cudnn_bench,ckgen --out /tmp/prof
+
+Writes OUT/profile_steps.csv (model, dtype, mode, backend, wall_ms, wall_min_ms, rounds,
+speedup_vs_cudnn, gpu_busy_ms, kernels, cpu_ops, status, gpu) and OUT/<model>_<mode>_<backend>.txt.
+Same models, precision, training step and backends as bench/models.py (bench/model_steps.py);
+the ckgen library from --lib or CKGEN_TORCH_LIB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import csv
+import io
+import pstats
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import model_steps as ms
+import torch
+
+COLUMNS = ("model", "dtype", "mode", "backend", "wall_ms", "wall_min_ms", "rounds",
+           "speedup_vs_cudnn", "gpu_busy_ms", "kernels", "cpu_ops", "status", "gpu")  # fmt: skip
+REFERENCE = "cudnn_bench"
+
+
+def _spec(name: str) -> Any:
+    from model_shapes import MODELS
+
+    for s in MODELS:
+        if s.name == name:
+            return s
+    raise SystemExit(f"--models {name}: not a corpus model ({', '.join(m.name for m in MODELS)})")
+
+
+def _wall_ms(fn: Any, steps: int) -> float:
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) * 1e3 / steps
+
+
+def _profile(fn: Any, steps: int) -> tuple[float, int, int, str]:
+    """(GPU busy ms per step, kernels per step, CPU ops per step, the two tables)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    with profile(activities=acts) as prof:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    events = prof.events()
+    dev = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
+    busy_us = sum(e.device_time for e in dev)  # kernels and copies, as the GPU ran them
+    cpu_ops = sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CPU)
+    avg = prof.key_averages()
+    tables = (
+        "self CPU time\n"
+        + avg.table(sort_by="self_cpu_time_total", row_limit=30, max_name_column_width=70)
+        + "\n\ndevice time\n"
+        + avg.table(sort_by="self_device_time_total", row_limit=30, max_name_column_width=70)
+    )
+    return busy_us / 1e3 / steps, round(len(dev) / steps), round(cpu_ops / steps), tables
+
+
+def _python_profile(fn: Any, steps: int) -> str:
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(steps):
+        fn()
+    torch.cuda.synchronize()
+    prof.disable()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(35)
+    return out.getvalue()
+
+
+def _select(backend: str) -> None:
+    """cuDNN's benchmark flag as ms.set_backend sets it for this backend, without its clearing
+    of ckgen's caches (each warmed step keeps its prepared launches between rounds)."""
+    torch.backends.cudnn.benchmark = backend != "cudnn"
+
+
+def _make_step(entry: Any, mode: str, backend: str, reg: Any, a: Any) -> Any:
+    """The warmed step of (mode, backend): eager, a compiled model, or a CUDA graph's replay."""
+    ms.set_backend(backend, reg)
+    model = entry.base
+    if backend.startswith("ckgen"):
+        runs = [(a.batch, True)]
+        model = entry.ckgen(a.dtype, reg, runs, backend == "ckgen_fused")[0]
+    model.load_state_dict(entry.init)
+    model.train(True)
+    if mode == "compile":
+        model = torch.compile(model)
+    fn = entry.step(model, a.batch, a.dtype, True, 1e-4)
+    if mode == "graph":
+        params = [p for p in model.parameters() if p.requires_grad]
+        fn = ms.capture(fn, params).replay
+    for _ in range(3):
+        fn()
+    return fn
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--models", default="resnet50", help="corpus models (comma-separated)")
+    ap.add_argument("--dtype", default="fp16", choices=sorted(ms.DTYPES))
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--modes", default="eager,compile", help="eager, compile, graph")
+    ap.add_argument("--backends", default="cudnn_bench,ckgen")
+    ap.add_argument("--steps", type=int, default=10, help="steps per round, and profiled")
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
+    ap.add_argument("--no-profile", action="store_true", help="timing rounds only")
+    ap.add_argument(
+        "--lib", help="libckgen_dispatch.so or its build dir (default: CKGEN_TORCH_LIB)"
+    )
+    ap.add_argument("--out", type=Path, default=Path("profile-out"))
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    backends = a.backends.split(",")
+    reg = None
+    if any(b.startswith("ckgen") for b in backends):
+        import ckgen.torch as ct
+        from ckgen.runtime.library import KernelLibrary
+
+        reg = KernelLibrary.load(a.lib) if a.lib else ct.default_registry()
+    rows: list[dict[str, Any]] = []
+    for name in a.models.split(","):
+        entry = ms.Entry(_spec(name), "cuda")
+        for mode in a.modes.split(","):
+            steps: dict[str, Any] = {}
+            for backend in backends:
+                row = {"model": name, "dtype": a.dtype, "mode": mode, "backend": backend,
+                       "gpu": torch.cuda.get_device_name()}  # fmt: skip
+                rows.append(row)
+                try:
+                    steps[backend] = _make_step(entry, mode, backend, reg, a)
+                    row["status"] = "ok"
+                except Exception as ex:  # noqa: BLE001 - the row's status
+                    row["status"] = ms.short(ex)
+            times: dict[str, list[float]] = {b: [] for b in steps}
+            for _ in range(a.rounds):
+                for backend, fn in steps.items():
+                    _select(backend)
+                    times[backend].append(_wall_ms(fn, a.steps))
+            mine = rows[-len(backends) :]
+            ref = statistics.median(times[REFERENCE]) if times.get(REFERENCE) else None
+            for row in mine:
+                t = times.get(row["backend"])
+                if not t:
+                    print(",".join(str(row.get(c, "")) for c in COLUMNS), flush=True)
+                    continue
+                row.update(wall_ms=round(statistics.median(t), 3), wall_min_ms=round(min(t), 3))
+                row["rounds"] = len(t)
+                if ref:
+                    row["speedup_vs_cudnn"] = round(ref / statistics.median(t), 4)
+                if not a.no_profile:
+                    fn = steps[row["backend"]]
+                    _select(row["backend"])
+                    busy, kernels, cpu_ops, tables = _profile(fn, a.steps)
+                    row.update(gpu_busy_ms=round(busy, 3), kernels=kernels, cpu_ops=cpu_ops)
+                    tables += "\n\nPython (cProfile)\n" + _python_profile(fn, a.steps)
+                    (a.out / f"{name}_{mode}_{row['backend']}.txt").write_text(tables)
+                print(",".join(str(row.get(c, "")) for c in COLUMNS), flush=True)
+            del steps
+            torch._dynamo.reset()
+    with open(a.out / "profile_steps.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
