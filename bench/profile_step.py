@@ -24,11 +24,9 @@ import io
 import pstats
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import model_steps as ms
-import torch
 
 COLUMNS = ("model", "dtype", "mode", "backend", "wall_ms", "wall_min_ms", "rounds",
            "speedup_vs_cudnn", "gpu_busy_ms", "kernels", "cpu_ops", "status", "gpu")  # fmt: skip
@@ -44,17 +42,48 @@ def _spec(name: str) -> Any:
     raise SystemExit(f"--models {name}: not a corpus model ({', '.join(m.name for m in MODELS)})")
 
 
-def _wall_ms(fn: Any, steps: int) -> float:
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(steps):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t) * 1e3 / steps
+def interleaved_ms(
+    steps: dict[str, Callable[[], Any]],
+    rounds: int,
+    n: int,
+    before: Callable[[str], None],
+    sync: Callable[[], None],
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, list[float]]:
+    """Milliseconds per call of each step, one sample a round: each round runs every step n
+    times, one after the other in the dict's order (before(name) first, sync() around)."""
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, fn in steps.items():
+            before(name)
+            sync()
+            t = clock()
+            for _ in range(n):
+                fn()
+            sync()
+            times[name].append((clock() - t) * 1e3 / n)
+    return times
+
+
+def summary(times: dict[str, list[float]], reference: str) -> dict[str, dict[str, float]]:
+    """Per step: wall_ms (median), wall_min_ms, rounds and speedup_vs_cudnn (the reference's
+    median over this one's; absent without a reference)."""
+    ref = statistics.median(times[reference]) if times.get(reference) else None
+    out: dict[str, dict[str, float]] = {}
+    for name, t in times.items():
+        if not t:
+            continue
+        med = statistics.median(t)
+        row = {"wall_ms": round(med, 3), "wall_min_ms": round(min(t), 3), "rounds": len(t)}
+        if ref:
+            row["speedup_vs_cudnn"] = round(ref / med, 4)
+        out[name] = row
+    return out
 
 
 def _profile(fn: Any, steps: int) -> tuple[float, int, int, str]:
     """(GPU busy ms per step, kernels per step, CPU ops per step, the two tables)."""
+    import torch
     from torch.profiler import ProfilerActivity, profile
 
     acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
@@ -77,6 +106,8 @@ def _profile(fn: Any, steps: int) -> tuple[float, int, int, str]:
 
 
 def _python_profile(fn: Any, steps: int) -> str:
+    import torch
+
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(steps):
@@ -91,11 +122,16 @@ def _python_profile(fn: Any, steps: int) -> str:
 def _select(backend: str) -> None:
     """cuDNN's benchmark flag as ms.set_backend sets it for this backend, without its clearing
     of ckgen's caches (each warmed step keeps its prepared launches between rounds)."""
+    import torch
+
     torch.backends.cudnn.benchmark = backend != "cudnn"
 
 
 def _make_step(entry: Any, mode: str, backend: str, reg: Any, a: Any) -> Any:
     """The warmed step of (mode, backend): eager, a compiled model, or a CUDA graph's replay."""
+    import model_steps as ms
+    import torch
+
     ms.set_backend(backend, reg)
     model = entry.base
     if backend.startswith("ckgen"):
@@ -117,7 +153,7 @@ def _make_step(entry: Any, mode: str, backend: str, reg: Any, a: Any) -> Any:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--models", default="resnet50", help="corpus models (comma-separated)")
-    ap.add_argument("--dtype", default="fp16", choices=sorted(ms.DTYPES))
+    ap.add_argument("--dtype", default="fp16", help="fp16 or bf16")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--modes", default="eager,compile", help="eager, compile, graph")
     ap.add_argument("--backends", default="cudnn_bench,ckgen")
@@ -129,6 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, default=Path("profile-out"))
     a = ap.parse_args(argv)
+    import model_steps as ms
+    import torch
+
+    if a.dtype not in ms.DTYPES:
+        ap.error(f"--dtype {a.dtype}: choose from {', '.join(ms.DTYPES)}")
     a.out.mkdir(parents=True, exist_ok=True)
     backends = a.backends.split(",")
     reg = None
@@ -151,22 +192,13 @@ def main(argv: list[str] | None = None) -> int:
                     row["status"] = "ok"
                 except Exception as ex:  # noqa: BLE001 - the row's status
                     row["status"] = ms.short(ex)
-            times: dict[str, list[float]] = {b: [] for b in steps}
-            for _ in range(a.rounds):
-                for backend, fn in steps.items():
-                    _select(backend)
-                    times[backend].append(_wall_ms(fn, a.steps))
-            mine = rows[-len(backends) :]
-            ref = statistics.median(times[REFERENCE]) if times.get(REFERENCE) else None
-            for row in mine:
-                t = times.get(row["backend"])
-                if not t:
+            times = interleaved_ms(steps, a.rounds, a.steps, _select, torch.cuda.synchronize)
+            stats = summary(times, REFERENCE)
+            for row in rows[-len(backends) :]:
+                if row["backend"] not in stats:
                     print(",".join(str(row.get(c, "")) for c in COLUMNS), flush=True)
                     continue
-                row.update(wall_ms=round(statistics.median(t), 3), wall_min_ms=round(min(t), 3))
-                row["rounds"] = len(t)
-                if ref:
-                    row["speedup_vs_cudnn"] = round(ref / statistics.median(t), 4)
+                row.update(stats[row["backend"]])
                 if not a.no_profile:
                     fn = steps[row["backend"]]
                     _select(row["backend"])
