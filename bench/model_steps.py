@@ -1,7 +1,7 @@
 """The PyTorch side of bench/models.py: builds a corpus model (bench/model_shapes.py) on the GPU in
 channels-last memory, its ckgen twin (ckgen.torch.convert, with every conv whose problem the
 library has no kernel for put back to PyTorch), one training step or inference forward, run
-eagerly, captured in a CUDA graph or through torch.compile, timed with CUDA events, and the conv
+eagerly, captured in a CUDA graph or through torch.compile, timed side by side, and the conv
 weight gradients against an fp32 cuDNN reference of the same step.
 
 Precision: torch.autocast (AMP, the standard PyTorch recipe): parameters, BatchNorm and its
@@ -334,17 +334,19 @@ class Entry:
 
 
 # ------------------------------------------------------------------- timing and modes
-def set_backend(backend: str, reg: Any) -> None:
+def set_backend(backend: str, reg: Any, clear: bool = True) -> None:
     """cuDNN's benchmark flag (on but for backend 'cudnn'; the convs ckgen leaves use it too),
-    ckgen.torch.benchmark (autotune) for 'ckgen_tune', and no cached ckgen selection carried
-    from one backend to the next (an autotuned pick must not become the heuristic's)."""
+    ckgen.torch.benchmark (autotune) for 'ckgen_tune', and (clear) no cached ckgen selection
+    carried from one backend to the next (an autotuned pick must not become the heuristic's).
+    clear=False switches between steps already warmed, each keeping its prepared launches."""
     torch.backends.cudnn.benchmark = backend != "cudnn"
     if reg is not None:
         import ckgen.torch as ct
 
         ct.benchmark = backend == "ckgen_tune"
-        ct.clear_cache()
-        reg.clear_selection_cache()
+        if clear:
+            ct.clear_cache()
+            reg.clear_selection_cache()
 
 
 def time_ms(
@@ -427,9 +429,19 @@ def short(ex: BaseException) -> str:
     return f"{type(ex).__name__}: {msg[0][:160] if msg else ''}"
 
 
-def measure(entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Callable) -> None:
-    """Fills row (ms, grad_err, graph_breaks, ckgen_breaks, converted, left, status) for one
-    (model, batch, phase, dtype, mode, backend) key."""
+def check_breaks(entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Callable) -> None:
+    """A compile row's graph breaks (graph_breaks, ckgen_breaks): torch._dynamo.explain over the
+    row's model. It resets dynamo, so a group's checks all run before any of its compiles."""
+    model = _row_model(entry, key, row, reg, args, log)
+    n, n_ck, reasons = graph_breaks(model, entry.input(key.batch), key.dtype, key.phase == "train")
+    row["graph_breaks"], row["ckgen_breaks"] = n, n_ck
+    for r in reasons[:5]:
+        log(f"    graph break: {r}")
+
+
+def _row_model(entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Callable) -> Any:
+    """The row's model (the base, or its ckgen twin; converted / left noted in row), with the
+    initial weights, in the row's train / eval mode, the backend's flags set."""
     cuda = entry.device.startswith("cuda")
     set_backend(key.backend, reg if cuda else None)
     train = key.phase == "train"
@@ -456,23 +468,28 @@ def measure(entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Callabl
         raise RowError("error: CUDA graphs need a CUDA device")
     model.load_state_dict(entry.init)
     model.train(train)
+    return model
+
+
+def prepare(
+    entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Callable
+) -> Callable[[], Any]:
+    """The row's step, warmed (args.warmup calls; a compile row compiled, a graph row captured),
+    with the gradient errors of an eager training row in row; the compile row's graph breaks
+    must be in row already (check_breaks)."""
+    model = _row_model(entry, key, row, reg, args, log)
+    train = key.phase == "train"
     if train and key.mode == "eager":
         ref = entry.reference(key.batch)
         layers: dict[str, torch.Tensor] = {}
         grads = entry.check_grads(model, key.batch, key.dtype, layers)
         row["grad_err"] = grad_error(grads, ref)
         row["layer_grad_err"] = grad_error(grads, layers)
+        model.load_state_dict(entry.init)
         model.train(train)
     params = [p for p in model.parameters() if p.requires_grad]
     fn: Callable[[], Any]
     if key.mode == "compile":
-        torch._dynamo.reset()
-        n, n_ck, reasons = graph_breaks(model, entry.input(key.batch), key.dtype, train)
-        row["graph_breaks"], row["ckgen_breaks"] = n, n_ck
-        for r in reasons[:5]:
-            log(f"    graph break: {r}")
-        model.load_state_dict(entry.init)
-        model.train(train)
         cm = torch.compile(model, mode=args.compile_mode or None)
         fn = entry.step(cm, key.batch, key.dtype, train, args.lr)
         try:
@@ -485,5 +502,25 @@ def measure(entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Callabl
         fn = g.replay
     else:
         fn = entry.step(model, key.batch, key.dtype, train, args.lr)
-    row["ms"] = time_ms(fn, args.warmup, args.iters, args.repeats, args.target_ms, cuda)
-    row["status"] = "ok"
+    for _ in range(args.warmup):
+        fn()
+    return fn
+
+
+def interleaved_ms(
+    steps: dict[str, Callable[[], Any]], args: Any, before: Callable[[str], None], cuda: bool
+) -> dict[str, float]:
+    """Median ms per call of each warmed step, timed in args.repeats interleaved rounds (each
+    round runs every step n times, one after the other: host-bound steps drift with the CPU's
+    state, so backends are compared within a round); n: about args.target_ms of the slowest step
+    per round, between 3 and args.iters."""
+    from timing import interleaved_ms as rounds_ms
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
+    est = max(rounds_ms(steps, 1, 1, before, sync)[name][0] for name in steps)
+    n = max(3, min(args.iters, math.ceil(args.target_ms / max(est, 1e-3))))
+    times = rounds_ms(steps, args.repeats, n, before, sync)
+    return {name: statistics.median(t) for name, t in times.items()}

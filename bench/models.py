@@ -15,7 +15,9 @@ backend:
                bench/device_models.sh)
 
 (ckgen rows keep cudnn.benchmark on for the convs ckgen leaves to PyTorch.) Models are
-channels-last. Times: CUDA events around back-to-back warmed-up steps, median of --repeats.
+channels-last. Times: the backends of a model, batch, phase, dtype and mode are warmed up
+together, then timed side by side in --repeats interleaved rounds (bench/timing.py: host-bound
+steps drift with the CPU by tens of percent within a minute); a row's time is its median.
 Gradients (train, eager; one step, no update, dropout off): the worst conv layer's normalised L2
 error ||g - g32|| / ||g32|| of the weight gradients, grad_err against an fp32 cuDNN step (TF32
 off) on the same weights, input and upstream gradient (a random-init network can amplify
@@ -24,7 +26,7 @@ fp32 from the very inputs the low-precision step gave it (the kernels' own error
 cudnn_bench's errors of the same model and dtype.
 compile rows count graph breaks (torch._dynamo.explain) and those inside ckgen.
 
-Every row goes to --csv as soon as it is measured; --resume FILE skips the rows FILE already
+Every row goes to --csv as soon as its group is measured; --resume FILE skips the rows FILE already
 holds (measured or failed; not those whose status begins with "skipped": out of budget, no ckgen
 library, CUDA failed earlier) and appends the new ones to it. Order:
 phase, mode, model, batch, dtype, backend (training rows first: the targets are about them).
@@ -132,9 +134,10 @@ def parse_args(argv: list[str] | None = None, names: Iterable[str] | None = None
                     help="training batch of one model (repeatable)")  # fmt: skip
     ap.add_argument("--lr", type=float, default=1e-4, help="SGD step size (0: no update)")
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--iters", type=int, default=20, help="most steps per timed repeat")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--target-ms", type=float, default=1000.0, help="time per repeat (fewer iters)")
+    ap.add_argument("--iters", type=int, default=20, help="most steps of a backend per round")
+    ap.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds")
+    ap.add_argument("--target-ms", type=float, default=300.0,
+                    help="time of the slowest backend per round (fewer iters)")  # fmt: skip
     ap.add_argument("--compile-mode", default="", help="torch.compile mode (default: default)")
     ap.add_argument("--budget-s", type=float, default=0.0, help="wall-clock budget (0: none)")
     ap.add_argument("--csv", type=Path, default=Path("models.csv"))
@@ -180,6 +183,19 @@ def plan(args: Any, specs: list[Any]) -> Iterator[Key]:
                             yield Key(s.name, b, phase, dt, mode, be)
 
 
+def groups(keys: Iterable[Key]) -> Iterator[list[Key]]:
+    """The plan's rows in groups that share a cuDNN reference (consecutive in plan order): the
+    backends of one model, batch, phase, dtype and mode, timed side by side."""
+    group: list[Key] = []
+    for k in keys:
+        if group and k.group() != group[0].group():
+            yield group
+            group = []
+        group.append(k)
+    if group:
+        yield group
+
+
 def kernel_globs(args: Any, specs: list[Any]) -> list[str]:
     nds = sorted({NDIM[s.family] for s in specs if s.name in args.models})
     return [f"grouped_conv_*_{dt}_{nd}d_*" for dt in args.dtypes for nd in nds]
@@ -192,8 +208,9 @@ class Budget:
         self.seconds, self.clock, self.t0 = seconds, clock, clock()
         self.est = dict(EST_S)
 
-    def allows(self, mode: str) -> bool:
-        return not self.seconds or self.clock() - self.t0 + self.est[mode] <= self.seconds
+    def allows(self, mode: str, rows: int = 1) -> bool:
+        """Whether `rows` rows of mode (a group's first `rows`) fit in what is left."""
+        return not self.seconds or self.clock() - self.t0 + rows * self.est[mode] <= self.seconds
 
     def record(self, mode: str, seconds: float) -> None:
         self.est[mode] = seconds
@@ -246,29 +263,23 @@ def measure_all(args: Any, writer: Writer, log: Callable[[str], None] = print) -
         for s in specs.values()
     }
     entries: dict[str, Any] = {}
-    budget = Budget(args.budget_s)
-    dead = ""  # a CUDA error the context does not survive: the rows after it are not run
-    for key in plan(args, list(specs.values())):
-        if key in writer.done:
-            continue
-        row: dict[str, Any] = {**key._asdict(), "gpu": gpu, "status": "skipped"}
-        if dead or not budget.allows(key.mode):
-            if dead:
-                row["status"] = f"skipped: CUDA failed before ({dead})"
-            writer.write(row)
-            continue
-        t0 = time.monotonic()
+
+    def entry_of(model: str) -> Any:
+        entry = entries.get(model)
+        if entry is None:
+            log(f"[{time.strftime('%H:%M:%S')}] {model}: building")
+            try:
+                entry = entries[model] = ms.Entry(specs[model], args.device)
+            except Exception as ex:  # noqa: BLE001 - every row of the model says why
+                entry = entries[model] = ms.RowError("error: build: " + ms.short(ex))
+        if isinstance(entry, ms.RowError):
+            raise entry
+        return entry
+
+    def guarded(key: Key, row: dict, fn: Callable[[], Any]) -> Any:
+        """fn's value; None where it raised, with the row's status saying what."""
         try:
-            entry = entries.get(key.model)
-            if entry is None:
-                log(f"[{time.strftime('%H:%M:%S')}] {key.model}: building")
-                try:
-                    entry = entries[key.model] = ms.Entry(specs[key.model], args.device)
-                except Exception as ex:  # noqa: BLE001 - every row of the model says why
-                    entry = entries[key.model] = ms.RowError("error: build: " + ms.short(ex))
-            if isinstance(entry, ms.RowError):
-                raise entry
-            ms.measure(entry, key, row, reg, args, log)
+            return fn()
         except ms.RowError as ex:
             row["status"] = str(ex)
         except torch.cuda.OutOfMemoryError:
@@ -276,31 +287,78 @@ def measure_all(args: Any, writer: Writer, log: Callable[[str], None] = print) -
         except Exception as ex:  # noqa: BLE001 - the row records it, the run goes on
             kind = "compile_error: " if key.mode == "compile" else "error: "
             row["status"] = kind + ms.short(ex)
+        return None
+
+    budget = Budget(args.budget_s)
+    dead = ""  # a CUDA error the context does not survive: the rows after it are not run
+    for group in groups(plan(args, list(specs.values()))):
+        todo = [k for k in group if k not in writer.done]
+        if not todo:
+            continue
+        t0 = time.monotonic()
+        rows = {k: {**k._asdict(), "gpu": gpu, "status": "skipped"} for k in todo}
+        live: list[Key] = []
+        for k in todo:
+            if dead:
+                rows[k]["status"] = f"skipped: CUDA failed before ({dead})"
+            elif budget.allows(k.mode, len(live) + 1):
+                live.append(k)
+        if live and live[0].mode == "compile":  # each check resets dynamo: all before compiling
+            for k in live:
+                guarded(k, rows[k], lambda k=k: ms.check_breaks(entry_of(k.model), k, rows[k],
+                                                                reg, args, log))  # fmt: skip
+        steps: dict[str, Callable[[], Any]] = {}
+        for k in live:
+            if rows[k]["status"] != "skipped":
+                continue  # its break check failed
+            fn = guarded(k, rows[k], lambda k=k: ms.prepare(entry_of(k.model), k, rows[k], reg,
+                                                             args, log))  # fmt: skip
+            if fn is not None:
+                steps[k.backend] = fn
+        if steps:
+            timed = [k for k in live if k.backend in steps]
+            switch = lambda b: ms.set_backend(b, reg if cuda else None, clear=False)  # noqa: E731
+            times = guarded(timed[0], rows[timed[0]],
+                            lambda: ms.interleaved_ms(steps, args, switch, cuda))  # fmt: skip
+            for k in timed:
+                if times is None:
+                    rows[k]["status"] = rows[timed[0]]["status"]
+                else:
+                    rows[k]["ms"], rows[k]["status"] = times[k.backend], "ok"
+        steps.clear()
         try:
-            if key.mode == "compile":
+            if live and live[0].mode == "compile":
                 torch._dynamo.reset()
             if cuda:
                 torch.cuda.synchronize()
                 torch.cuda.empty_cache()
         except Exception as ex:  # noqa: BLE001 - e.g. an illegal address: the context is gone
             dead = ms.short(ex)
-            row["status"] = f"error: {dead}"
-        budget.record(key.mode, time.monotonic() - t0)
-        ms_ = num(row.get("ms"))
-        if key.backend == REFERENCE:
-            ref_ms[key.group()] = ms_
-            if key.mode == "eager" and key.phase == "train":
-                for c in ERR:
-                    ref_err[(key.model, key.dtype, c)] = num(row.get(c))
-        ref = ref_ms.get(key.group())
-        if ms_ and ref:
-            row["speedup_vs_cudnn"] = ref / ms_
-        for c in ERR:
-            if row.get(c) is not None:
-                row["cudnn_" + c] = ref_err.get((key.model, key.dtype, c))
-        writer.write(row)
-        cells = [f"{k}={fmt(row[k])}" for k in COLUMNS[:-2] if row.get(k) is not None]
-        log(" ".join(cells) + f" [{row['status']}] ({time.monotonic() - t0:.1f} s)")
+            for k in live:
+                rows[k]["status"] = f"error: {dead}"
+        took = time.monotonic() - t0
+        if live:
+            budget.record(live[0].mode, took / len(live))
+        for key in todo:
+            row = rows[key]
+            ms_ = num(row.get("ms"))
+            if key.backend == REFERENCE:
+                ref_ms[key.group()] = ms_
+                if key.mode == "eager" and key.phase == "train":
+                    for c in ERR:
+                        ref_err[(key.model, key.dtype, c)] = num(row.get(c))
+        for key in todo:
+            row = rows[key]
+            ms_ = num(row.get("ms"))
+            ref = ref_ms.get(key.group())
+            if ms_ and ref:
+                row["speedup_vs_cudnn"] = ref / ms_
+            for c in ERR:
+                if row.get(c) is not None:
+                    row["cudnn_" + c] = ref_err.get((key.model, key.dtype, c))
+            writer.write(row)
+            cells = [f"{k}={fmt(row[k])}" for k in COLUMNS[:-2] if row.get(k) is not None]
+            log(" ".join(cells) + f" [{row['status']}] ({took:.1f} s, group)")
 
 
 # ----------------------------------------------------------------------------- reporting

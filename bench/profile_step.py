@@ -1,18 +1,16 @@
-"""Host time of model steps, ckgen against cuDNN: where a step is host-bound (eager, and
-torch.compile without CUDA graphs), its wall time depends on the CPU's state, which drifts by tens
-of percent over a minute on a shared machine. So every (mode, backend) step of a model is built
-and warmed first, then timed in interleaved rounds (each step `--steps` times per round, the
-backends one after the other), and the ratio is that of the medians. Then, per step, the GPU's
-busy time and kernels per step (torch.profiler), the profiler's tables (self CPU time, device
-time) and cProfile's functions by own time (the Python the op tables do not show).
+"""Where a model step's host time goes, per backend and mode: the steps of bench/models.py
+(model_steps.prepare: built and warmed together), timed side by side in interleaved rounds
+(bench/timing.py), then per step the GPU's busy time and kernels per step (torch.profiler), the
+profiler's tables (self CPU time, device time) and cProfile's functions by own time (the Python
+the op tables do not show; cProfile sees the calling thread only, not the autograd engine's).
 
     python3 bench/profile_step.py --models resnet50 --modes eager,compile,graph \\
         --backends cudnn_bench,ckgen --out /tmp/prof
 
 Writes OUT/profile_steps.csv (model, dtype, mode, backend, wall_ms, wall_min_ms, rounds,
-speedup_vs_cudnn, gpu_busy_ms, kernels, cpu_ops, status, gpu) and OUT/<model>_<mode>_<backend>.txt.
-Same models, precision, training step and backends as bench/models.py (bench/model_steps.py);
-the ckgen library from --lib or CKGEN_TORCH_LIB.
+speedup_vs_cudnn, gpu_busy_ms, kernels, cpu_ops, status, gpu) and
+OUT/<model>_<mode>_<backend>.txt; training steps only; the ckgen library from --lib or
+CKGEN_TORCH_LIB.
 """
 
 from __future__ import annotations
@@ -22,11 +20,11 @@ import cProfile
 import csv
 import io
 import pstats
-import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
+
+from timing import interleaved_ms, summary
 
 COLUMNS = ("model", "dtype", "mode", "backend", "wall_ms", "wall_min_ms", "rounds",
            "speedup_vs_cudnn", "gpu_busy_ms", "kernels", "cpu_ops", "status", "gpu")  # fmt: skip
@@ -40,45 +38,6 @@ def _spec(name: str) -> Any:
         if s.name == name:
             return s
     raise SystemExit(f"--models {name}: not a corpus model ({', '.join(m.name for m in MODELS)})")
-
-
-def interleaved_ms(
-    steps: dict[str, Callable[[], Any]],
-    rounds: int,
-    n: int,
-    before: Callable[[str], None],
-    sync: Callable[[], None],
-    clock: Callable[[], float] = time.perf_counter,
-) -> dict[str, list[float]]:
-    """Milliseconds per call of each step, one sample a round: each round runs every step n
-    times, one after the other in the dict's order (before(name) first, sync() around)."""
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(rounds):
-        for name, fn in steps.items():
-            before(name)
-            sync()
-            t = clock()
-            for _ in range(n):
-                fn()
-            sync()
-            times[name].append((clock() - t) * 1e3 / n)
-    return times
-
-
-def summary(times: dict[str, list[float]], reference: str) -> dict[str, dict[str, float]]:
-    """Per step: wall_ms (median), wall_min_ms, rounds and speedup_vs_cudnn (the reference's
-    median over this one's; absent without a reference)."""
-    ref = statistics.median(times[reference]) if times.get(reference) else None
-    out: dict[str, dict[str, float]] = {}
-    for name, t in times.items():
-        if not t:
-            continue
-        med = statistics.median(t)
-        row = {"wall_ms": round(med, 3), "wall_min_ms": round(min(t), 3), "rounds": len(t)}
-        if ref:
-            row["speedup_vs_cudnn"] = round(ref / med, 4)
-        out[name] = row
-    return out
 
 
 def _profile(fn: Any, steps: int) -> tuple[float, int, int, str]:
@@ -119,37 +78,6 @@ def _python_profile(fn: Any, steps: int) -> str:
     return out.getvalue()
 
 
-def _select(backend: str) -> None:
-    """cuDNN's benchmark flag as ms.set_backend sets it for this backend, without its clearing
-    of ckgen's caches (each warmed step keeps its prepared launches between rounds)."""
-    import torch
-
-    torch.backends.cudnn.benchmark = backend != "cudnn"
-
-
-def _make_step(entry: Any, mode: str, backend: str, reg: Any, a: Any) -> Any:
-    """The warmed step of (mode, backend): eager, a compiled model, or a CUDA graph's replay."""
-    import model_steps as ms
-    import torch
-
-    ms.set_backend(backend, reg)
-    model = entry.base
-    if backend.startswith("ckgen"):
-        runs = [(a.batch, True)]
-        model = entry.ckgen(a.dtype, reg, runs, backend == "ckgen_fused")[0]
-    model.load_state_dict(entry.init)
-    model.train(True)
-    if mode == "compile":
-        model = torch.compile(model)
-    fn = entry.step(model, a.batch, a.dtype, True, 1e-4)
-    if mode == "graph":
-        params = [p for p in model.parameters() if p.requires_grad]
-        fn = ms.capture(fn, params).replay
-    for _ in range(3):
-        fn()
-    return fn
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--models", default="resnet50", help="corpus models (comma-separated)")
@@ -167,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     import model_steps as ms
     import torch
+
+    # what model_steps.prepare reads of bench/models.py's arguments
+    a.warmup, a.lr, a.compile_mode, a.lib_error = 3, 1e-4, "", ""
+    a.runs = {m: [(a.batch, True)] for m in a.models.split(",")}
 
     if a.dtype not in ms.DTYPES:
         ap.error(f"--dtype {a.dtype}: choose from {', '.join(ms.DTYPES)}")
@@ -187,12 +119,15 @@ def main(argv: list[str] | None = None) -> int:
                 row = {"model": name, "dtype": a.dtype, "mode": mode, "backend": backend,
                        "gpu": torch.cuda.get_device_name()}  # fmt: skip
                 rows.append(row)
+                key = SimpleNamespace(model=name, batch=a.batch, phase="train", dtype=a.dtype,
+                                      mode=mode, backend=backend)  # fmt: skip
                 try:
-                    steps[backend] = _make_step(entry, mode, backend, reg, a)
+                    steps[backend] = ms.prepare(entry, key, row, reg, a, lambda s: None)
                     row["status"] = "ok"
                 except Exception as ex:  # noqa: BLE001 - the row's status
                     row["status"] = ms.short(ex)
-            times = interleaved_ms(steps, a.rounds, a.steps, _select, torch.cuda.synchronize)
+            switch = lambda b: ms.set_backend(b, reg, clear=False)  # noqa: E731
+            times = interleaved_ms(steps, a.rounds, a.steps, switch, torch.cuda.synchronize)
             stats = summary(times, REFERENCE)
             for row in rows[-len(backends) :]:
                 if row["backend"] not in stats:
@@ -201,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 row.update(stats[row["backend"]])
                 if not a.no_profile:
                     fn = steps[row["backend"]]
-                    _select(row["backend"])
+                    switch(row["backend"])
                     busy, kernels, cpu_ops, tables = _profile(fn, a.steps)
                     row.update(gpu_busy_ms=round(busy, 3), kernels=kernels, cpu_ops=cpu_ops)
                     tables += "\n\nPython (cProfile)\n" + _python_profile(fn, a.steps)
