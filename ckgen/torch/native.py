@@ -8,8 +8,8 @@ into Python for their Autograd kernel and pay the Python implementation on top. 
 builds a launch's key from the tensors' sizes, finds the prepared launch (made once per
 signature by ops._prepared: checks and selection stay in Python) and calls ckgen_run, forward
 and backward, without Python. Loading it also registers the ops' CUDA and AutogradCUDA kernels
-in C++, so that a compiled graph's call runs no Python either; until it loads, the Python
-Autograd kernels call its op_forward / op_backward_data / op_backward_weight.
+in C++, so that a compiled graph's call runs no Python either (the ops' first CUDA call, in the
+Python kernels, loads it).
 
 CKGEN_TORCH_NATIVE=0 turns it off (the Python path serves every call); a build that fails warns
 once and leaves the Python path in place.

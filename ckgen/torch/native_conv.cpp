@@ -298,42 +298,6 @@ at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const c10::optional<at
   return run_forward(x, w, b, Conf{conf_id, {}}, autotune);
 }
 
-// The registered ops' implementations on CUDA tensors (ckgen.torch.registration's Autograd
-// kernels call them where nothing traces): the parameters as the ops' schemas pass them.
-Conf op_conf(const std::vector<int64_t>& stride, const std::vector<int64_t>& pl,
-             const std::vector<int64_t>& pr, const std::vector<int64_t>& dil, int64_t groups,
-             int64_t library) {
-  Conf c;
-  for (const auto* v : {&stride, &pl, &pr, &dil}) {
-    c.values.push_back(int64_t(v->size()));
-    c.values.insert(c.values.end(), v->begin(), v->end());
-  }
-  c.values.push_back(groups);
-  c.values.push_back(library);
-  return c;
-}
-
-at::Tensor op_forward(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& b,
-                      const std::vector<int64_t>& stride, const std::vector<int64_t>& pl,
-                      const std::vector<int64_t>& pr, const std::vector<int64_t>& dil, int64_t groups,
-                      int64_t library, bool autotune) {
-  return run_forward(x, w, b, op_conf(stride, pl, pr, dil, groups, library), autotune);
-}
-
-at::Tensor op_backward_data(const at::Tensor& dy, const at::Tensor& w, const std::vector<int64_t>& size,
-                            const std::vector<int64_t>& stride, const std::vector<int64_t>& pl,
-                            const std::vector<int64_t>& pr, const std::vector<int64_t>& dil, int64_t groups,
-                            int64_t library, bool autotune) {
-  return run_backward_data(dy, w, size, op_conf(stride, pl, pr, dil, groups, library), autotune);
-}
-
-at::Tensor op_backward_weight(const at::Tensor& x, const at::Tensor& dy, const std::vector<int64_t>& size,
-                              const std::vector<int64_t>& stride, const std::vector<int64_t>& pl,
-                              const std::vector<int64_t>& pr, const std::vector<int64_t>& dil,
-                              int64_t groups, int64_t library, bool autotune) {
-  return run_backward_weight(x, dy, size, op_conf(stride, pl, pr, dil, groups, library), autotune);
-}
-
 void set_miss(py::object fn) {
   if (!g_miss) g_miss = new py::object();
   *g_miss = std::move(fn);
@@ -376,10 +340,18 @@ std::vector<int64_t> ints(SymInts s) {
   return v;
 }
 
+// The registered op's parameters as its schema passes them (stride, padding_left, padding_right,
+// dilation, then groups and library): a Conf with id -1.
 Conf sym_conf(SymInts stride, SymInts pl, SymInts pr, SymInts dil, const c10::SymInt& groups,
               int64_t library) {
-  return op_conf(ints(stride), ints(pl), ints(pr), ints(dil), groups.guard_int(__FILE__, __LINE__),
-                 library);
+  Conf c;
+  for (SymInts v : {stride, pl, pr, dil}) {
+    c.values.push_back(int64_t(v.size()));
+    for (const c10::SymInt& i : v) c.values.push_back(i.guard_int(__FILE__, __LINE__));
+  }
+  c.values.push_back(groups.guard_int(__FILE__, __LINE__));
+  c.values.push_back(library);
+  return c;
 }
 
 at::Tensor cuda_forward(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& b,
@@ -455,9 +427,6 @@ size_t cache_size() {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "ckgen.torch's native eager path (autograd node and launches in C++)";
   m.def("conv", &conv, "forward (differentiable) through the prepared launch");
-  m.def("op_forward", &op_forward, "the conv_forward op on CUDA tensors");
-  m.def("op_backward_data", &op_backward_data, "the conv_backward_data op on CUDA tensors");
-  m.def("op_backward_weight", &op_backward_weight, "the conv_backward_weight op on CUDA tensors");
   m.def("set_miss", &set_miss);
   m.def("set_python", &set_python, "autotune flag, grad_forward, grad_backward (Python callables)");
   m.def("clear", &clear);

@@ -15,7 +15,6 @@ import torch
 from ckgen.torch import native, ops
 from ckgen.torch.checks import check_backward_data, check_backward_weight, check_forward
 from ckgen.torch.layout import channel_sum, empty_channels_last
-from ckgen.torch.ops import autotune_enabled
 
 # ---------------------------------------------------------------------- registration
 # The ops are defined with torch.library.Library rather than torch.library.custom_op: a custom_op
@@ -149,9 +148,8 @@ def _forward_autograd(keyset, x, w, b, stride, pl, pr_, dil, groups, lid):
     if _grad_enabled() and _any_requires_grad(x, w, b):
         return _ForwardOp.apply(x, w, b, stride, pl, pr_, dil, groups, lid, keyset)
     if _direct(keyset):
-        nat = native.module() if x.is_cuda else None
-        if nat is not None:
-            return nat.op_forward(x, w, b, stride, pl, pr_, dil, groups, lid, autotune_enabled())
+        if x.is_cuda:
+            native.module()  # loads it: its C++ kernels serve the CUDA calls after this one
         return ops.forward(x, w, b, ops.conf_of(stride, pl, pr_, dil, groups, lid))
     return _redispatch(conv_forward_op, keyset, (x, w, b, stride, pl, pr_, dil, groups, lid))
 
@@ -178,15 +176,13 @@ class _NoDerivative(torch.autograd.Function):
         )
 
 
-def _backward_autograd(op: Any, impl: Callable[..., Any], native_fn: str) -> Callable[..., Any]:
+def _backward_autograd(op: Any, impl: Callable[..., Any]) -> Callable[..., Any]:
     def kernel(keyset, a, b, size, stride, pl, pr_, dil, groups, lid):
         if _grad_enabled() and _any_requires_grad(a, b):
             return _NoDerivative.apply(op, a, b, size, stride, pl, pr_, dil, groups, lid, keyset)
         if _direct(keyset):
-            nat = native.module() if a.is_cuda else None
-            if nat is not None:
-                fn = getattr(nat, native_fn)
-                return fn(a, b, size, stride, pl, pr_, dil, groups, lid, autotune_enabled())
+            if a.is_cuda:
+                native.module()  # as in _forward_autograd
             return impl(a, b, size, ops.conf_of(stride, pl, pr_, dil, groups, lid))
         return _redispatch(op, keyset, (a, b, size, stride, pl, pr_, dil, groups, lid))
 
@@ -196,13 +192,13 @@ def _backward_autograd(op: Any, impl: Callable[..., Any], native_fn: str) -> Cal
 _lib.impl("conv_forward", _forward_autograd, "Autograd", with_keyset=True)
 _lib.impl(
     "conv_backward_data",
-    _backward_autograd(conv_backward_data_op, ops.backward_data, "op_backward_data"),
+    _backward_autograd(conv_backward_data_op, ops.backward_data),
     "Autograd",
     with_keyset=True,
 )
 _lib.impl(
     "conv_backward_weight",
-    _backward_autograd(conv_backward_weight_op, ops.backward_weight, "op_backward_weight"),
+    _backward_autograd(conv_backward_weight_op, ops.backward_weight),
     "Autograd",
     with_keyset=True,
 )
