@@ -439,11 +439,13 @@ def check_breaks(entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Ca
         log(f"    graph break: {r}")
 
 
-def _row_model(entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Callable) -> Any:
+def _row_model(
+    entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Callable, clear: bool = True
+) -> Any:
     """The row's model (the base, or its ckgen twin; converted / left noted in row), with the
-    initial weights, in the row's train / eval mode, the backend's flags set."""
+    initial weights, in the row's train / eval mode, the backend's flags set (set_backend)."""
     cuda = entry.device.startswith("cuda")
-    set_backend(key.backend, reg if cuda else None)
+    set_backend(key.backend, reg if cuda else None, clear)
     train = key.phase == "train"
     if key.backend.startswith("ckgen"):
         if not cuda:
@@ -472,12 +474,15 @@ def _row_model(entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Call
 
 
 def prepare(
-    entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Callable
+    entry: Entry, key: Any, row: dict, reg: Any, args: Any, log: Callable, clear: bool = True
 ) -> Callable[[], Any]:
     """The row's step, warmed (args.warmup calls; a compile row compiled, a graph row captured),
     with the gradient errors of an eager training row in row; the compile row's graph breaks
-    must be in row already (check_breaks)."""
-    model = _row_model(entry, key, row, reg, args, log)
+    must be in row already (check_breaks). clear: ckgen's caches emptied first (set_backend).
+    Steps timed side by side are prepared with clear only for the first: each keeps its prepared
+    launches, keyed by the autotune flag, so 'ckgen' prepared before 'ckgen_tune' keeps the
+    heuristic's picks (a selection made after autotuning would be the autotuned one)."""
+    model = _row_model(entry, key, row, reg, args, log, clear)
     train = key.phase == "train"
     if train and key.mode == "eager":
         ref = entry.reference(key.batch)

@@ -60,7 +60,8 @@ COLUMNS = (
     "cudnn_grad_err", "layer_grad_err", "cudnn_layer_grad_err", "graph_breaks", "ckgen_breaks",
     "converted", "left", "status", "gpu",
 )  # fmt: skip
-BACKENDS = ("cudnn_bench", "cudnn", "ckgen", "ckgen_tune", "ckgen_fused")  # the order each key runs
+# the order each key runs; ckgen before ckgen_tune, whose picks are autotuned (model_steps.prepare)
+BACKENDS = ("cudnn_bench", "cudnn", "ckgen", "ckgen_tune", "ckgen_fused")
 DEFAULT_BACKENDS = BACKENDS[
     :4
 ]  # ckgen_fused when asked for (its kernels are not the default set's)
@@ -311,8 +312,9 @@ def measure_all(args: Any, writer: Writer, log: Callable[[str], None] = print) -
         for k in live:
             if rows[k]["status"] != "skipped":
                 continue  # its break check failed
+            first = not steps  # the first step prepared clears ckgen's caches (ms.prepare)
             fn = guarded(k, rows[k], lambda k=k: ms.prepare(entry_of(k.model), k, rows[k], reg,
-                                                             args, log))  # fmt: skip
+                                                             args, log, first))  # fmt: skip
             if fn is not None:
                 steps[k.backend] = fn
         if steps:

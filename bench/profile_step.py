@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                 key = SimpleNamespace(model=name, batch=a.batch, phase="train", dtype=a.dtype,
                                       mode=mode, backend=backend)  # fmt: skip
                 try:
-                    steps[backend] = ms.prepare(entry, key, row, reg, a, lambda s: None)
+                    steps[backend] = ms.prepare(entry, key, row, reg, a, lambda s: None,
+                                                clear=not steps)  # fmt: skip
                     row["status"] = "ok"
                 except Exception as ex:  # noqa: BLE001 - the row's status
                     row["status"] = ms.short(ex)
