@@ -83,9 +83,14 @@ def test_stats_is_a_cshuffle_forward_operation() -> None:
         tile=(64, 64, 64),
         waves=(4, 1, 1),
         warp_tile=(64, 64, 16),
+        vec_a=8,
+        vec_b=8,
+        vec_c=8,
     )
-    bad = check(tma, SM90)
-    assert bad is not None and "basic / multistage" in bad[1], bad
+    assert check(tma, SM90) is None
+    for change in ({"residual": True}, {"epilogue": Epilogue.DEFAULT}):
+        bad = check(replace(tma, **change), SM90)
+        assert bad is not None and "stats" in bad[1], (change, bad)
 
 
 def test_wavelet_tma_fuses_with_split_k() -> None:
@@ -129,8 +134,8 @@ def _fused_test_names() -> list[str]:
 
 def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -> None:
     fused = [parse_instance_name(n) for n in _fused_test_names()]
-    # one per store path and operation, and three with stats (the CShuffle sums: 16-byte and fp32
-    # vectors, merged groups)
+    # one per store path and operation, and four with stats (the CShuffle sums: 16-byte and fp32
+    # vectors, merged groups, wavelet_tma)
     assert 5 <= len(fused) <= 21, [i.name for i in fused]
     paths = {(i.pipeline, i.epilogue.value, i.swap_ab, i.groups_to_merge > 1) for i in fused}
     assert (Pipeline.MULTISTAGE, "default", False, False) in paths
@@ -149,6 +154,7 @@ def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -
     stats = [i for i in fused if i.stats]
     paths = {(i.datatype.value, i.groups_to_merge > 1) for i in stats}
     assert paths >= {("fp16", False), ("bf16", True)}
+    assert {i.pipeline for i in stats} >= {Pipeline.MULTISTAGE, Pipeline.WAVELET_TMA}
     # wavelet_tma: split-K (the finish applies the epilogue), and the residual read during the main
     # loop (a 64-row ping-pong tile) or pair by pair in the epilogue (a 256-row tile)
     tma = [i for i in fused if i.pipeline is Pipeline.WAVELET_TMA]

@@ -173,14 +173,26 @@ def check_fusion(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None
 
 
 def check_stats(i: KernelInstance, a: ArchSpec) -> str | None:
-    """stats: the CShuffle epilogue sums the staged tile's columns (epilogue/epilogue.hpp), each
-    thread over the rows of one column chunk, then the block's threads per column."""
+    """stats: the CShuffle epilogue sums the columns it stores: basic / multistage each thread
+    over the rows of one column chunk, then the block's threads per column
+    (epilogue/epilogue.hpp); wavelet_tma each lane over its rows of a 32-column chunk, then the
+    warp's lanes by shuffles (tma_ws_epilogue.hpp ChunkStats)."""
     f = i.fusion
-    cshuffle = i.epilogue is Epilogue.CSHUFFLE
-    if i.pipeline not in (Pipeline.BASIC, Pipeline.MULTISTAGE) or not cshuffle:
-        return f"fusion {f}: stats is summed by the CShuffle epilogue of basic / multistage"
+    if i.epilogue is not Epilogue.CSHUFFLE or i.pipeline not in (
+        Pipeline.BASIC,
+        Pipeline.MULTISTAGE,
+        Pipeline.WAVELET_TMA,
+    ):
+        return (
+            f"fusion {f}: stats is summed by the CShuffle epilogue of basic, multistage or "
+            "wavelet_tma"
+        )
     if i.k_batch != 1:
         return f"fusion {f}: stats needs k_batch 1 (a split's partial sums are not the output)"
+    if i.pipeline is Pipeline.WAVELET_TMA:
+        if i.residual or i.swap_ab:
+            return f"fusion {f}: wavelet_tma sums stats without residual or swap_ab"
+        return None
     chunks = i.tile[1] // i.vec_c
     threads = i.waves[0] * i.waves[1] * i.waves[2] * a.warp_size
     if threads % chunks:

@@ -79,11 +79,12 @@ struct Fields : Block {
 };
 
 // stats (a forward's channel statistics) is summed by the CShuffle epilogue of basic /
-// multistage (epilogue/epilogue.hpp); the space's rules (ckgen/space/rules/common.py check_stats)
-// generate no other.
+// multistage (epilogue/epilogue.hpp) and wavelet_tma (tma_ws_epilogue.hpp ChunkStats); the
+// space's rules (ckgen/space/rules/common.py check_stats) generate no other.
 template <class Cfg>
 inline constexpr bool kStatsServed = !Cfg::kStats || ((Cfg::kPipeline == Pipeline::Basic ||
-                                                        Cfg::kPipeline == Pipeline::Multistage) &&
+                                                        Cfg::kPipeline == Pipeline::Multistage ||
+                                                        Cfg::kPipeline == Pipeline::WaveletTma) &&
                                                        Cfg::kEpilogue == Epilogue::CShuffle &&
                                                        Cfg::kVariant == Variant::Forward);
 
@@ -94,7 +95,7 @@ template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int V
 struct Basic : Fields<Pipeline::Basic, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
   static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage forward");
+    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
     return std::make_unique<GroupedConvKernel<Cfg>>();
   }
 };
@@ -103,7 +104,7 @@ template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int V
 struct Multistage : Fields<Pipeline::Multistage, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
   static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage forward");
+    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
     return std::make_unique<GroupedConvKernel<Cfg>>();
   }
 };
@@ -112,7 +113,7 @@ template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int V
 struct Wavelet : Fields<Pipeline::Wavelet, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
   static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage forward");
+    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
     return std::make_unique<GroupedConvKernel<Cfg>>();
   }
 };
@@ -123,7 +124,7 @@ template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int V
 struct TmaWs : Fields<Pipeline::WaveletTma, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
   static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage forward");
+    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
 #if defined(CKGEN_NVIDIA)
     static_assert(Cfg::kSpecialization != Specialization::Window,
                   "ckgen: Specialization::Window composes with pipeline::TmaWindow");
@@ -141,7 +142,7 @@ template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int V
 struct TmaWindow : Fields<Pipeline::WaveletTma, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
   static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage forward");
+    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
 #if defined(CKGEN_NVIDIA)
     static_assert(Cfg::kSpecialization == Specialization::Window,
                   "ckgen: pipeline::TmaWindow serves Specialization::Window");
@@ -162,7 +163,7 @@ template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int V
 struct Direct : Fields<Pipeline::Direct, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
   static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage forward");
+    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
     return std::make_unique<DepthwiseKernel<Cfg>>();
   }
 };
