@@ -63,7 +63,7 @@ BWD_WEIGHT = replace(
     ],
 )
 def test_backward_fusion_spellings_parse_and_name(text: str, parts: tuple) -> None:
-    assert parse_fusion(text) == parts
+    assert parse_fusion(text) == (*parts, False)
     assert Epilogue.parse(text).fusion == text
     inst = replace(BWD_WEIGHT, channel_op=parts[0], activation=parts[1])
     assert parse_instance_name(inst.name) == inst
@@ -184,7 +184,7 @@ def test_cxx_and_c_api_carry_the_backward_operands() -> None:
     vocab = (REPO / "templates" / "include" / "ckgen" / "core" / "vocab.hpp").read_text()
     assert "inline constexpr bool is_grad_mask(Activation v)" in vocab
     assert "inline constexpr bool is_backward_op(ChannelOp v)" in vocab
-    assert [f[0] for f in C_EPILOGUE_ARGS_FIELDS][-2:] == ["y", "db"]
+    assert [f[0] for f in C_EPILOGUE_ARGS_FIELDS][-3:] == ["y", "db", "stats"]
     ep = Epilogue.parse("bias_grad_dleaky_relu")
     assert ep.needs_y and ep.needs_db and not ep.needs_bias and not ep.needs_scale
     assert not Epilogue.parse("bias_relu").needs_y

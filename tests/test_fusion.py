@@ -18,6 +18,7 @@ from ckgen.model.vocab import (
     Activation,
     ChannelOp,
     DataType,
+    Epilogue,
     Pipeline,
     Specialization,
     Variant,
@@ -56,6 +57,40 @@ def test_a_fused_forward_instance_is_valid() -> None:
 def test_fusion_rule_rejects(change: dict, reason: str) -> None:
     bad = check(replace(FUSED, **change), SM90)
     assert bad is not None and bad[0] == "fusion" and reason in bad[1], bad
+
+
+STATS = replace(PLAIN, epilogue=Epilogue.CSHUFFLE, channel_op=ChannelOp.SCALE_SHIFT, stats=True)
+
+
+def test_stats_is_a_cshuffle_forward_operation() -> None:
+    assert check(STATS, SM90) is None
+    assert check(replace(STATS, pipeline=Pipeline.BASIC, stages=1), SM90) is None
+    for change, reason in (
+        ({"epilogue": Epilogue.DEFAULT}, "CShuffle epilogue"),
+        ({"k_batch": 0}, "needs k_batch 1"),
+        ({"variant": Variant.BACKWARD_DATA, "channel_op": ChannelOp.NONE}, "forward operation"),
+        # 128 threads, 96 / 8 = 12 column chunks: a thread's chunk would change between rounds
+        ({"tile": (64, 96, 32), "waves": (2, 2, 1)}, "multiple of the tile's 12 column chunks"),
+    ):
+        bad = check(replace(STATS, **change), SM90)
+        assert bad is not None and reason in bad[1], (change, bad)
+    tma = replace(
+        STATS,
+        pipeline=Pipeline.WAVELET_TMA,
+        stages=4,
+        load_waves=1,
+        math_waves=4,
+        tile=(64, 64, 64),
+        waves=(4, 1, 1),
+        warp_tile=(64, 64, 16),
+        vec_a=8,
+        vec_b=8,
+        vec_c=8,
+    )
+    assert check(tma, SM90) is None
+    for change in ({"residual": True}, {"epilogue": Epilogue.DEFAULT}):
+        bad = check(replace(tma, **change), SM90)
+        assert bad is not None and "stats" in bad[1], (change, bad)
 
 
 def test_wavelet_tma_fuses_with_split_k() -> None:
@@ -99,7 +134,9 @@ def _fused_test_names() -> list[str]:
 
 def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -> None:
     fused = [parse_instance_name(n) for n in _fused_test_names()]
-    assert 5 <= len(fused) <= 18, [i.name for i in fused]
+    # one per store path and operation, and four with stats (the CShuffle sums: 16-byte and fp32
+    # vectors, merged groups, wavelet_tma)
+    assert 5 <= len(fused) <= 21, [i.name for i in fused]
     paths = {(i.pipeline, i.epilogue.value, i.swap_ab, i.groups_to_merge > 1) for i in fused}
     assert (Pipeline.MULTISTAGE, "default", False, False) in paths
     assert (Pipeline.MULTISTAGE, "cshuffle", False, True) in paths
@@ -109,9 +146,15 @@ def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -
     assert (Pipeline.WAVELET_TMA, "cshuffle", False, False) in paths
     assert (Pipeline.WAVELET_TMA, "default", True, False) in paths
     assert (Pipeline.DIRECT, "default", False, False) in paths
-    assert {i.channel_op for i in fused} == set(ChannelOp) - {ChannelOp.NONE, *BACKWARD_CHANNEL_OPS}
-    assert {i.activation for i in fused} == set(Activation) - {Activation.NONE, *GRAD_MASKS}
+    ops = {i.channel_op for i in fused if not i.stats}
+    assert ops == set(ChannelOp) - {ChannelOp.NONE, *BACKWARD_CHANNEL_OPS}
+    acts = {i.activation for i in fused if not i.stats}
+    assert acts == set(Activation) - {Activation.NONE, *GRAD_MASKS}
     assert any(i.residual for i in fused)
+    stats = [i for i in fused if i.stats]
+    paths = {(i.datatype.value, i.groups_to_merge > 1) for i in stats}
+    assert paths >= {("fp16", False), ("bf16", True)}
+    assert {i.pipeline for i in stats} >= {Pipeline.MULTISTAGE, Pipeline.WAVELET_TMA}
     # wavelet_tma: split-K (the finish applies the epilogue), and the residual read during the main
     # loop (a 64-row ping-pong tile) or pair by pair in the epilogue (a 256-row tile)
     tma = [i for i in fused if i.pipeline is Pipeline.WAVELET_TMA]

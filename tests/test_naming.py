@@ -126,6 +126,7 @@ def instances(draw: st.DrawFn) -> KernelInstance:
         channel_op=draw(st.sampled_from(list(ChannelOp))),
         activation=draw(st.sampled_from(list(Activation))),
         residual=draw(st.booleans()),
+        stats=draw(st.booleans()),
     )
 
 
@@ -248,6 +249,9 @@ def test_unfused_names_carry_no_fusion_token() -> None:
         ("scale_shift_relu_residual", "_ss_relu_res"),
         ("relu_residual", "_relu_res"),
         ("residual", "_res"),
+        ("stats", "_stats"),
+        ("scale_shift_relu_stats", "_ss_relu_stats"),
+        ("bias_relu_residual_stats", "_bias_relu_res_stats"),
     ],
 )
 def test_fusion_yaml_to_name_and_back(fusion: str, suffix: str) -> None:
@@ -255,9 +259,9 @@ def test_fusion_yaml_to_name_and_back(fusion: str, suffix: str) -> None:
 
     from ckgen.model.vocab import parse_fusion
 
-    op, act, res = FIELDS["fusion"].parse(fusion)
-    assert (op, act, res) == parse_fusion(fusion)
-    inst = replace(UNFUSED, channel_op=op, activation=act, residual=res)
+    op, act, res, stats = FIELDS["fusion"].parse(fusion)
+    assert (op, act, res, stats) == parse_fusion(fusion)
+    inst = replace(UNFUSED, channel_op=op, activation=act, residual=res, stats=stats)
     assert inst.name == UNFUSED.name + suffix
     assert inst.fusion == fusion
     back = parse_instance_name(inst.name)

@@ -24,6 +24,7 @@ from ckgen.model.vocab import (
     ChannelOp,
     DataType,
     Epilogue,
+    FusionParts,
     Pipeline,
     Reduction,
     Scheduler,
@@ -125,14 +126,15 @@ FIELDS: dict[str, FieldSpec] = {
     ),
     "fusion": FieldSpec(
         fusion,
-        "fused operations: none, or <op>[_<activation>][_residual] with op "
+        "fused operations: none, or <op>[_<activation>][_residual][_stats] with op "
         + ", ".join(ChannelOp.allowed()[1:])
         + " and activation "
         + ", ".join(Activation.allowed()[1:])
         + "; forward: the epilogue act(op(acc) + beta * residual) (e.g. bias_relu,"
-        " scale_shift_relu_residual); backward: a gradient mask on dy (d*) and, backward_weight,"
-        " bias_grad (e.g. drelu, bias_grad_drelu)",
-        (ChannelOp.NONE, Activation.NONE, False),
+        " scale_shift_relu_residual), stats: also the per-channel sum and sum of squares of the"
+        " output for a training BatchNorm; backward: a gradient mask on dy (d*) and,"
+        " backward_weight, bias_grad (e.g. drelu, bias_grad_drelu)",
+        FusionParts(ChannelOp.NONE, Activation.NONE),
     ),
 }
 

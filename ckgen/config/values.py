@@ -8,7 +8,7 @@ from typing import Any
 
 from ckgen.errors import brief, did_you_mean, non_ascii_key, shown
 from ckgen.model.limits import MAX_K_BATCH
-from ckgen.model.vocab import Activation, ChannelOp, Word, parse_fusion
+from ckgen.model.vocab import FusionParts, Word, parse_fusion
 
 
 def word(cls: type[Word]) -> Callable[[Any], Word]:
@@ -103,7 +103,7 @@ def k_batch(v: Any) -> int:
     return integer(0, MAX_K_BATCH)(v)
 
 
-def fusion(v: Any) -> tuple[ChannelOp, Activation, bool]:
+def fusion(v: Any) -> FusionParts:
     if not isinstance(v, str):
         raise ValueError(f"expected a fusion name such as bias_relu, got {shown(v)}")
     return parse_fusion(v)

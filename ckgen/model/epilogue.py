@@ -11,18 +11,19 @@ from dataclasses import dataclass
 from ckgen.model.vocab import GRAD_MASKS, Activation, ChannelOp, fusion_spelling, parse_fusion
 
 # ckgen_epilogue, field by field: C name, C type, array length (0: a scalar). Codes are the
-# members' positions in ChannelOp / Activation (the C++ enums' values); residual 0 or 1.
+# members' positions in ChannelOp / Activation (the C++ enums' values); residual, stats 0 or 1.
 C_EPILOGUE_FIELDS: tuple[tuple[str, str, int], ...] = (
     ("channel_op", "int32_t", 0),
     ("activation", "int32_t", 0),
     ("residual", "int32_t", 0),
-    ("reserved", "int32_t", 0),
+    ("stats", "int32_t", 0),
 )
 
 # ckgen_epilogue_args (ckgen::EpilogueArgs): bias (G*K fp32; scale_shift's shift), scale (G*K
 # fp32), residual (the output's shape, layout and datatype), beta (residual scale), alpha
 # (leaky_relu's and dleaky_relu's slope), y (a gradient mask's saved forward output: dy's shape,
-# layout and datatype), db (bias_grad's G*K fp32 output).
+# layout and datatype), db (bias_grad's G*K fp32 output), stats (the 2*G*K fp32 output of a
+# forward with stats: the sums of y per channel, then the sums of y squared).
 C_EPILOGUE_ARGS_FIELDS: tuple[tuple[str, str, int], ...] = (
     ("bias", "const float*", 0),
     ("scale", "const float*", 0),
@@ -31,19 +32,22 @@ C_EPILOGUE_ARGS_FIELDS: tuple[tuple[str, str, int], ...] = (
     ("alpha", "float", 0),
     ("y", "const void*", 0),
     ("db", "float*", 0),
+    ("stats", "float*", 0),
 )
 
 
 @dataclass(frozen=True)
 class Epilogue:
     """The operations of a fused forward epilogue, ``y = act(op(acc) + beta * residual)``, or of
-    a backward fusion (``drelu``, ``bias_grad_drelu``: dy times a gradient mask, bias_grad).
+    a backward fusion (``drelu``, ``bias_grad_drelu``: dy times a gradient mask, bias_grad);
+    ``stats``: a forward also writes the per-channel sum and sum of squares of its output.
 
     ``Epilogue.parse("bias_relu")``; ``Epilogue()`` is a plain convolution."""
 
     channel_op: ChannelOp = ChannelOp.NONE
     activation: Activation = Activation.NONE
     residual: bool = False
+    stats: bool = False
 
     @staticmethod
     def parse(fusion: str | Epilogue | None) -> Epilogue:
@@ -58,24 +62,27 @@ class Epilogue:
         return Epilogue(*parse_fusion(fusion))
 
     @staticmethod
-    def from_codes(channel_op: int, activation: int, residual: int) -> Epilogue:
-        return Epilogue(list(ChannelOp)[channel_op], list(Activation)[activation], bool(residual))
+    def from_codes(channel_op: int, activation: int, residual: int, stats: int = 0) -> Epilogue:
+        return Epilogue(
+            list(ChannelOp)[channel_op], list(Activation)[activation], bool(residual), bool(stats)
+        )
 
     @property
     def fusion(self) -> str:
-        return fusion_spelling(self.channel_op, self.activation, self.residual)
+        return fusion_spelling(self.channel_op, self.activation, self.residual, self.stats)
 
     @property
     def fused(self) -> bool:
         return self != PLAIN
 
     @property
-    def codes(self) -> tuple[int, int, int]:
-        """(channel_op, activation, residual) as ckgen_epilogue holds them."""
+    def codes(self) -> tuple[int, int, int, int]:
+        """(channel_op, activation, residual, stats) as ckgen_epilogue holds them."""
         return (
             list(ChannelOp).index(self.channel_op),
             list(Activation).index(self.activation),
             int(self.residual),
+            int(self.stats),
         )
 
     @property
@@ -91,6 +98,11 @@ class Epilogue:
     def needs_db(self) -> bool:
         """bias_grad: the G*K fp32 bias gradient it writes."""
         return self.channel_op is ChannelOp.BIAS_GRAD
+
+    @property
+    def needs_stats(self) -> bool:
+        """stats: the 2*G*K fp32 sums (then sums of squares) of the output it writes."""
+        return self.stats
 
     @property
     def needs_scale(self) -> bool:

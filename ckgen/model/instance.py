@@ -49,11 +49,13 @@ class KernelInstance:
     reduction: Reduction = Reduction.SPLITK
     persistent: bool = False
     stage: Stage = Stage.ONE
-    # The fused epilogue (forward): act(op(acc) + beta * residual), in fp32 before conversion;
-    # backward: a gradient mask on dy (the d* activations) and bias_grad (channel_op).
+    # The fused epilogue (forward): act(op(acc) + beta * residual), in fp32 before conversion,
+    # and (stats) the per-channel sum and sum of squares of the written output; backward: a
+    # gradient mask on dy (the d* activations) and bias_grad (channel_op).
     channel_op: ChannelOp = ChannelOp.NONE
     activation: Activation = Activation.NONE
     residual: bool = False
+    stats: bool = False
     # Where it came from (file:line); not part of its identity.
     origin: str = field(default="", compare=False, hash=False)
 
@@ -70,7 +72,7 @@ class KernelInstance:
     @property
     def fusion(self) -> str:
         """The fused epilogue's spelling (``none`` for a plain convolution)."""
-        return fusion_spelling(self.channel_op, self.activation, self.residual)
+        return fusion_spelling(self.channel_op, self.activation, self.residual, self.stats)
 
     @property
     def fused(self) -> bool:

@@ -2,10 +2,11 @@
 
     grouped_conv_<variant>_<dtype>_<ndim>d_t<M>x<N>x<K>_w<M>x<N>x<K>_wt<M>x<N>x<K>_<pipeline>
         [_inter][_lm<load>x<math>][_swapab][_cshuffle]_v<a>x<b>x<c>[_<specialization>][_gm<n>]
-        [_kb<n>][_sklin|_sktree][_persist][_2st][_bias|_ss|_bgrad][_<activation>][_res]
+        [_kb<n>][_sklin|_sktree][_persist][_2st][_bias|_ss|_bgrad][_<activation>][_res][_stats]
 
 The last tokens name a fused epilogue (forward): the channel operation (bias, scale_shift), the
-activation (relu, relu6, lrelu, silu, gelutanh) and the residual add; or a backward fusion:
+activation (relu, relu6, lrelu, silu, gelutanh), the residual add and the output's per-channel
+statistics (stats); or a backward fusion:
 bias_grad (bgrad) and a gradient mask (drelu, drelu6, dlrelu). An unfused instance has none of
 them.
 
@@ -25,6 +26,7 @@ from ckgen.model.instance import KernelInstance, default_k_batch
 from ckgen.model.vocab import (
     RESIDUAL_SHORT,
     SINGLE_STAGE_PIPELINES,
+    STATS_SHORT,
     Activation,
     ChannelOp,
     DataType,
@@ -85,6 +87,8 @@ def instance_name(i: KernelInstance) -> str:
         parts.append(i.activation.short)
     if i.residual:
         parts.append(RESIDUAL_SHORT)
+    if i.stats:
+        parts.append(STATS_SHORT)
     return "_".join(parts)
 
 
@@ -166,6 +170,8 @@ def parse_instance_name(name: str) -> KernelInstance:
                 break
     if take(RESIDUAL_SHORT):
         kw["residual"] = True
+    if take(STATS_SHORT):
+        kw["stats"] = True
     if toks:
         raise ValueError(f"{name!r}: unexpected {'_'.join(toks)!r}")
     inst = KernelInstance(

@@ -10,7 +10,7 @@ test checks that the committed copy is current.
 from __future__ import annotations
 
 import enum
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 
 class Word(enum.Enum):
@@ -150,6 +150,10 @@ BACKWARD_CHANNEL_OPS: frozenset[ChannelOp] = frozenset({ChannelOp.BIAS_GRAD})
 # The residual add's spelling in a fusion value and its name token.
 RESIDUAL = "residual"
 RESIDUAL_SHORT = "res"
+# Forward statistics of the written output for a following training BatchNorm: per output
+# channel the fp32 sum and sum of squares of y over the images and pixels (cuDNN's "genstats").
+STATS = "stats"
+STATS_SHORT = "stats"
 
 
 class Reduction(Word):
@@ -224,24 +228,35 @@ def by_short(cls: type[W], short: str) -> W:
     raise ValueError(f"{short!r} is not a short {cls.__name__.lower()} name")
 
 
-def fusion_spelling(op: ChannelOp, act: Activation, residual: bool) -> str:
-    """The YAML spelling of a fused epilogue: ``<op>[_<activation>][_residual]`` without the
-    parts that are off (``bias_relu``, ``scale_shift_relu_residual``, ``silu``), ``none`` when
-    nothing is fused."""
-    parts = [w.value for w in (op, act) if w.value != "none"] + ([RESIDUAL] if residual else [])
+class FusionParts(NamedTuple):
+    """The parts of a fusion spelling: channel op, activation, residual add, statistics."""
+
+    channel_op: ChannelOp
+    activation: Activation
+    residual: bool = False
+    stats: bool = False
+
+
+def fusion_spelling(op: ChannelOp, act: Activation, residual: bool, stats: bool = False) -> str:
+    """The YAML spelling of a fused epilogue: ``<op>[_<activation>][_residual][_stats]``
+    without the parts that are off (``bias_relu``, ``scale_shift_relu_residual``, ``silu``,
+    ``stats``), ``none`` when nothing is fused."""
+    parts = [w.value for w in (op, act) if w.value != "none"]
+    parts += [RESIDUAL] * residual + [STATS] * stats
     return "_".join(parts) or "none"
 
 
-def parse_fusion(text: str) -> tuple[ChannelOp, Activation, bool]:
-    """(channel op, activation, residual) of a fusion spelling; ValueError otherwise."""
+def parse_fusion(text: str) -> FusionParts:
+    """The parts of a fusion spelling; ValueError otherwise."""
     if text == "none":
-        return ChannelOp.NONE, Activation.NONE, False
+        return FusionParts(ChannelOp.NONE, Activation.NONE)
     rest = text
     found: list[Word | str] = []
     slots: tuple[list[Word | str], ...] = (
         [*list(ChannelOp)[1:]],
         [*list(Activation)[1:]],
         [RESIDUAL],
+        [STATS],
     )
     for options in slots:
         for w in sorted(options, key=lambda w: -len(str(w))):
@@ -251,14 +266,15 @@ def parse_fusion(text: str) -> tuple[ChannelOp, Activation, bool]:
                 break
     op = next((w for w in found if isinstance(w, ChannelOp)), ChannelOp.NONE)
     act = next((w for w in found if isinstance(w, Activation)), Activation.NONE)
-    if rest or not found or fusion_spelling(op, act, RESIDUAL in found) != text:
+    parts = FusionParts(op, act, RESIDUAL in found, STATS in found)
+    if rest or not found or fusion_spelling(*parts) != text:
         raise ValueError(
-            f"{text!r} is not a fusion: none, or <op>[_<activation>][_{RESIDUAL}] with op one of "
-            f"{', '.join(ChannelOp.allowed()[1:])} and activation one of "
+            f"{text!r} is not a fusion: none, or <op>[_<activation>][_{RESIDUAL}][_{STATS}] with "
+            f"op one of {', '.join(ChannelOp.allowed()[1:])} and activation one of "
             f"{', '.join(Activation.allowed()[1:])} (each part optional), e.g. bias_relu, "
-            "bias_grad_drelu"
+            "scale_shift_relu_stats, bias_grad_drelu"
         )
-    return op, act, RESIDUAL in found
+    return parts
 
 
 def render_cpp_header() -> str:

@@ -78,6 +78,7 @@ class Kernel:
         alpha: float = 0.01,
         y: Any = None,
         db: Any = None,
+        stats: Any = None,
     ) -> None:
         """Enqueue on stream (device pointers: ints or tensors). UnsupportedProblem carries the
         is_supported reason; other failures raise CkgenRuntimeError.
@@ -86,8 +87,10 @@ class Kernel:
         (the output's shape, layout and dtype), beta (the residual's scale) and alpha
         (leaky_relu's and dleaky_relu's slope); a backward gradient mask y (the saved forward
         output: dy's shape, layout and dtype) and bias_grad db (G*K fp32, overwritten with the
-        bias gradient); the operands its operations do not read must be None."""
-        operands = (bias, scale, residual, y, db)
+        bias gradient); a forward with stats writes stats (2*G*K fp32: the sums of the output
+        per channel, then the sums of its squares); the operands its operations do not read
+        must be None."""
+        operands = (bias, scale, residual, y, db, stats)
         if self.epilogue.fused or any(o is not None for o in operands):
             self._run_fused(
                 problem,
@@ -148,18 +151,19 @@ class Kernel:
         tensors: tuple[Any, Any, Any, Any],
         stream: Any,
         k_batch: int,
-        operands: tuple[Any, Any, Any, Any, Any],
+        operands: tuple[Any, Any, Any, Any, Any, Any],
         beta: float,
         alpha: float,
     ) -> None:
         lib = self.registry._lib
         x, w, out, ws = tensors
-        bias, scale, residual, saved, db = operands
+        bias, scale, residual, saved, db, stats = operands
         pi, bi, pw, bw, po, bo, pws, bws = self._tensor_args(problem, x, w, out, ws)
         gk = problem.G * problem.K
         pb = _vector_arg(bias, "bias", gk)
         ps = _vector_arg(scale, "scale", gk)
         pd = _vector_arg(db, "db", gk)
+        pst = _vector_arg(stats, "stats", 2 * gk)
         pr, br = tensor_arg(residual, "residual", self.datatype, problem)
         if br >= 0 and bo >= 0 and br != bo:
             raise CkgenRuntimeError(f"residual: {br} bytes, the output has {bo}", code=3)
@@ -168,7 +172,14 @@ class Kernel:
             raise CkgenRuntimeError(f"y: {by} bytes, dy has {bo}", code=3)
         check_devices(lib, x, w, out, ws, *operands)
         args = CEpilogueArgs(
-            pb or None, ps or None, pr or None, float(beta), float(alpha), py or None, pd or None
+            pb or None,
+            ps or None,
+            pr or None,
+            float(beta),
+            float(alpha),
+            py or None,
+            pd or None,
+            pst or None,
         )
         rc = lib.ckgen_run_fused(
             self.index,
@@ -227,7 +238,7 @@ class Selection:
         **epilogue: Any,
     ) -> None:
         """Kernel.run with the selection's k_batch; a fused selection takes the epilogue's
-        operands as keywords (bias, scale, residual, beta, alpha; backward: y, db)."""
+        operands as keywords (bias, scale, residual, beta, alpha, stats; backward: y, db)."""
         self.kernel.run(
             problem, in_ptr, wei_ptr, out_ptr, workspace_ptr, stream, self.k_batch, **epilogue
         )
@@ -251,7 +262,9 @@ def _vector_arg(x: Any, role: str, elems: int) -> int:
     ptr, nbytes = tensor_arg(x, role, "fp32")
     if nbytes >= 0 and nbytes != 4 * elems:
         raise CkgenRuntimeError(
-            f"{role}: {nbytes // 4} fp32 values, the problem needs G*K = {elems}", code=3
+            f"{role}: {nbytes // 4} fp32 values, the problem needs "
+            f"{'2*G*K' if role == 'stats' else 'G*K'} = {elems}",
+            code=3,
         )
     return ptr
 

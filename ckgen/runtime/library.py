@@ -85,7 +85,7 @@ class KernelLibrary:
                     d,
                     int(nd),
                     (int(tm), int(tn), int(tk)),
-                    Epilogue.from_codes(ops.channel_op, ops.activation, ops.residual),
+                    Epilogue.from_codes(ops.channel_op, ops.activation, ops.residual, ops.stats),
                 )
             )
         self._by_name = {k.name: k for k in self.kernels}

@@ -149,7 +149,7 @@ def _candidates(entry: Entry, variant: Variant, arch: ArchSpec) -> Iterator[Kern
                 v = dict(zip(order, combo, strict=False))
                 load, math_w = v["wavelet"]
                 va, vb, vc = v["vector"]
-                op, act, residual = v["fusion"]
+                op, act, residual, stats = v["fusion"]
                 yield KernelInstance(
                     variant=variant,
                     datatype=dtype,
@@ -176,6 +176,7 @@ def _candidates(entry: Entry, variant: Variant, arch: ArchSpec) -> Iterator[Kern
                     channel_op=op,
                     activation=act,
                     residual=residual,
+                    stats=stats,
                     origin=entry.origin,
                 )
 

@@ -11,6 +11,7 @@
 extern "C" int fake_last_run(const void** bias, const void** scale, const void** residual, float* beta,
                              float* alpha);
 extern "C" int fake_last_grad(const void** y, float** db);
+extern "C" int fake_last_stats(float** stats);
 
 namespace {
 
@@ -109,31 +110,31 @@ int main() {
   const float* bias = reinterpret_cast<const float*>(g_buf[3]);
   const float* scale = reinterpret_cast<const float*>(g_buf[4]);
   const void* res = g_buf[5];
-  ckgen_epilogue_args args = {bias, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr};
+  ckgen_epilogue_args args = {bias, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr, nullptr};
   int rc = ckgen_run_fused(br, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   const void *rb = nullptr, *rs = nullptr, *rr = nullptr;
   float beta = 0, alpha = 0;
   const int runs = fake_last_run(&rb, &rs, &rr, &beta, &alpha);
   check(rc == CKGEN_OK && runs == 1 && rb == bias && rs == nullptr && rr == nullptr, "run_fused passes the operands",
         ckgen_last_error());
-  args = {bias, scale, res, 0.5f, 0.2f, nullptr, nullptr};
+  args = {bias, scale, res, 0.5f, 0.2f, nullptr, nullptr, nullptr};
   rc = ckgen_run_fused(ss, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   fake_last_run(&rb, &rs, &rr, &beta, &alpha);
   check(rc == CKGEN_OK && rb == bias && rs == scale && rr == res && beta == 0.5f && alpha == 0.2f,
         "run_fused passes scale, residual, beta and alpha", ckgen_last_error());
-  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr};
+  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr, nullptr};
   rc = ckgen_run_fused(br, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "needs bias vector"), "missing bias refused",
         ckgen_last_error());
   rc = ckgen_run(br, &p, x, w, y, nullptr, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "ckgen_run_fused"),
         "plain run of a fused kernel refused", ckgen_last_error());
-  args = {bias, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr};
+  args = {bias, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr, nullptr};
   rc = ckgen_run_fused(ckgen_select(&p, "forward", "fp16", nullptr, nullptr), &p, x, -1, w, -1, y, -1, &args,
                        nullptr, 0, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "reads no bias"), "bias on a plain kernel refused",
         ckgen_last_error());
-  args = {bias, scale, static_cast<const unsigned char*>(res) + 4, 1.f, 0.01f, nullptr, nullptr};
+  args = {bias, scale, static_cast<const unsigned char*>(res) + 4, 1.f, 0.01f, nullptr, nullptr, nullptr};
   rc = ckgen_run_fused(ss, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "16-byte"), "misaligned residual refused",
         ckgen_last_error());
@@ -141,25 +142,48 @@ int main() {
 
   const void* saved = g_buf[5];
   float* db = reinterpret_cast<float*>(g_buf[4]);
-  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, saved, db};
+  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, saved, db, nullptr};
   rc = ckgen_run_fused(bw, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   const void* ry = nullptr;
   float* rdb = nullptr;
   check(rc == CKGEN_OK && fake_last_grad(&ry, &rdb) == 3 && ry == saved && rdb == db,
         "run_fused passes y and db", ckgen_last_error());
-  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, saved, nullptr};
+  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, saved, nullptr, nullptr};
   rc = ckgen_run_fused(bw, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "needs bias gradient db"), "missing db refused",
         ckgen_last_error());
-  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, saved, db};
+  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, saved, db, nullptr};
   rc = ckgen_run_fused(bd, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "reads no bias gradient db"),
         "db given to a mask-only kernel refused", ckgen_last_error());
-  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, static_cast<const unsigned char*>(saved) + 2, nullptr};
+  args = {nullptr, nullptr, nullptr, 1.f, 0.01f, static_cast<const unsigned char*>(saved) + 2, nullptr, nullptr};
   rc = ckgen_run_fused(bd, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "16-byte"), "misaligned y refused",
         ckgen_last_error());
   check(fake_last_grad(&ry, &rdb) == 3, "refused backward runs launch nothing");
+
+  // stats: a forward operation, selected apart from the same operations without it
+  const ckgen_epilogue br_stats = {CKGEN_CHANNEL_OP_BIAS, CKGEN_ACTIVATION_RELU, 0, 1};
+  const int st = ckgen_select_fused(&p, "forward", "fp16", &br_stats, nullptr, nullptr);
+  ckgen_epilogue se;
+  check(name(st) == "fwd_bias_relu_stats_t64" && ckgen_kernel_epilogue(st, &se) == CKGEN_OK && se.stats == 1 &&
+            ckgen_select_fused(&p, "forward", "fp16", &bias_relu, nullptr, nullptr) == br,
+        "stats selects its own kernel", name(st));
+  check(ckgen_select_fused(&p, "backward_data", "fp16", &br_stats, nullptr, nullptr) == -1,
+        "stats on backward_data refused", ckgen_last_error());
+  float* stats = reinterpret_cast<float*>(g_buf[4]);
+  args = {bias, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr, stats};
+  rc = ckgen_run_fused(st, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
+  float* rst = nullptr;
+  check(rc == CKGEN_OK && fake_last_stats(&rst) == 4 && rst == stats, "run_fused passes stats", ckgen_last_error());
+  args = {bias, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr, nullptr};
+  rc = ckgen_run_fused(st, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
+  check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "needs statistics output stats"),
+        "missing stats refused", ckgen_last_error());
+  args = {bias, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr, stats};
+  rc = ckgen_run_fused(br, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
+  check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "reads no statistics output"),
+        "stats given to a kernel without it refused", ckgen_last_error());
   std::printf("all passed\n");
   return 0;
 }

@@ -33,11 +33,12 @@ struct FakeKernel : KernelBase {
 
 // tile 128x128 (plain) or 64x64 (fused): the cost model would prefer neither by fusion.
 std::unique_ptr<KernelBase> fake(const std::string& name, int tile, ChannelOp op, Activation act, bool res,
-                                 Variant v = Variant::Forward) {
+                                 Variant v = Variant::Forward, bool stats = false) {
   KernelKey k = ckgen_test::fake_key(name, v, tile, tile, 32);
   k.channel_op = op;
   k.activation = act;
   k.residual = res;
+  k.stats = stats;
   return std::make_unique<FakeKernel>(std::move(k));
 }
 
@@ -52,6 +53,7 @@ Registry& registry() {
     x.add(fake("fwd_plain_t64", 64, ChannelOp::Identity, Activation::Identity, false));
     x.add(fake("fwd_ss_silu_res_t64", 64, ChannelOp::ScaleShift, Activation::Silu, true));
     x.add(fake("fwd_bias_relu_t128", 128, ChannelOp::Bias, Activation::Relu, false));
+    x.add(fake("fwd_bias_relu_stats_t64", 64, ChannelOp::Bias, Activation::Relu, false, Variant::Forward, true));
     x.add(fake("bwd_data_drelu_t64", 64, ChannelOp::Identity, Activation::DRelu, false, Variant::BackwardData));
     x.add(fake("bwd_weight_bgrad_drelu_t64", 64, ChannelOp::BiasGrad, Activation::DRelu, false,
                Variant::BackwardWeight));
@@ -77,5 +79,11 @@ extern "C" __attribute__((visibility("default"))) int fake_last_run(const void**
 extern "C" __attribute__((visibility("default"))) int fake_last_grad(const void** y, float** db) {
   *y = g_last.ep.y;
   *db = g_last.ep.db;
+  return g_runs;
+}
+
+// The last run's stats output and the number of runs so far.
+extern "C" __attribute__((visibility("default"))) int fake_last_stats(float** stats) {
+  *stats = g_last.ep.stats;
   return g_runs;
 }

@@ -18,6 +18,7 @@ from ckgen.model.vocab import (
     WAVELET_PIPELINES,
     Activation,
     ChannelOp,
+    Epilogue,
     Pipeline,
     Platform,
     Reduction,
@@ -118,6 +119,8 @@ def check_backward_fusion(i: KernelInstance) -> str | None:
     grad = i.activation in GRAD_MASKS or i.channel_op in BACKWARD_CHANNEL_OPS
     if i.variant is Variant.FORWARD:
         return f"fusion {f}: gradient masks and bias_grad are backward operations" if grad else None
+    if i.stats:
+        return f"fusion {f}: stats (the output's channel statistics) is a forward operation"
     if not grad or i.residual or i.activation not in (Activation.NONE, *GRAD_MASKS):
         return (
             f"fusion {f}: backward instances fuse a gradient mask "
@@ -166,6 +169,37 @@ def check_fusion(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None
         return f"fusion {i.fusion}: the direct matrix path's epilogue applies none (FMA tiles fuse)"
     if i.specialization is Specialization.WINDOW:
         return f"fusion {i.fusion}: the window kernel's epilogue applies none"
+    return check_stats(i, a) if i.stats else None
+
+
+def check_stats(i: KernelInstance, a: ArchSpec) -> str | None:
+    """stats: the CShuffle epilogue sums the columns it stores: basic / multistage each thread
+    over the rows of one column chunk, then the block's threads per column
+    (epilogue/epilogue.hpp); wavelet_tma each lane over its rows of a 32-column chunk, then the
+    warp's lanes by shuffles (tma_ws_epilogue.hpp ChunkStats)."""
+    f = i.fusion
+    if i.epilogue is not Epilogue.CSHUFFLE or i.pipeline not in (
+        Pipeline.BASIC,
+        Pipeline.MULTISTAGE,
+        Pipeline.WAVELET_TMA,
+    ):
+        return (
+            f"fusion {f}: stats is summed by the CShuffle epilogue of basic, multistage or "
+            "wavelet_tma"
+        )
+    if i.k_batch != 1:
+        return f"fusion {f}: stats needs k_batch 1 (a split's partial sums are not the output)"
+    if i.pipeline is Pipeline.WAVELET_TMA:
+        if i.residual or i.swap_ab:
+            return f"fusion {f}: wavelet_tma sums stats without residual or swap_ab"
+        return None
+    chunks = i.tile[1] // i.vec_c
+    threads = i.waves[0] * i.waves[1] * i.waves[2] * a.warp_size
+    if threads % chunks:
+        return (
+            f"fusion {f}: stats needs the block's {threads} threads to be a multiple of the tile's "
+            f"{chunks} column chunks (tile N {i.tile[1]} / vec_c {i.vec_c})"
+        )
     return None
 
 

@@ -214,6 +214,7 @@ int ckgen_run_fused(int index, const ckgen_problem* cp, void* in, int64_t in_byt
     t.ep.alpha = ep->alpha;
     t.ep.y = ep->y;
     t.ep.db = ep->db;
+    t.ep.stats = ep->stats;
   }
   const ckgen::EpilogueOps ops = ckgen::epilogue_ops(k->key());
   if (std::string r = ckgen::epilogue_operands_refusal(ops, t.ep); !r.empty())
@@ -261,7 +262,8 @@ int ckgen_kernel_epilogue(int index, ckgen_epilogue* ops_out) {
   if (!k) return fail(CKGEN_E_INDEX, index_error(index));
   if (!ops_out) return fail(CKGEN_E_INVALID, "ops_out is NULL");
   const ckgen::EpilogueOps ops = ckgen::epilogue_ops(k->key());
-  *ops_out = ckgen_epilogue{int32_t(ops.channel_op), int32_t(ops.activation), ops.residual ? 1 : 0, 0};
+  *ops_out = ckgen_epilogue{int32_t(ops.channel_op), int32_t(ops.activation), ops.residual ? 1 : 0,
+                            ops.stats ? 1 : 0};
   return CKGEN_OK;
 }
 

@@ -79,7 +79,7 @@ typedef struct ckgen_epilogue {
   int32_t channel_op;
   int32_t activation;
   int32_t residual;
-  int32_t reserved;
+  int32_t stats;
 } ckgen_epilogue;
 /* END ckgen_epilogue */
 /* ckgen_epilogue_args: the operands. bias: G*K fp32 (scale_shift's shift), scale: G*K fp32,
@@ -97,6 +97,7 @@ typedef struct ckgen_epilogue_args {
   float alpha;
   const void* y;
   float* db;
+  float* stats;
 } ckgen_epilogue_args;
 /* END ckgen_epilogue_args */
 

@@ -151,14 +151,17 @@ bool to_ops(const ckgen_epilogue* c, ckgen::EpilogueOps& ops, std::string& why) 
   ops = {};
   if (!c) return true;
   if (c->channel_op < 0 || c->channel_op > int(ckgen::ChannelOp::BiasGrad) || c->activation < 0 ||
-      c->activation > int(ckgen::Activation::DLeakyRelu) || c->residual < 0 || c->residual > 1) {
+      c->activation > int(ckgen::Activation::DLeakyRelu) || c->residual < 0 || c->residual > 1 || c->stats < 0 ||
+      c->stats > 1) {
     why = "invalid epilogue: channel_op " + std::to_string(c->channel_op) + ", activation " +
-          std::to_string(c->activation) + ", residual " + std::to_string(c->residual) + " out of range";
+          std::to_string(c->activation) + ", residual " + std::to_string(c->residual) + ", stats " +
+          std::to_string(c->stats) + " out of range";
     return false;
   }
   ops.channel_op = ckgen::ChannelOp(c->channel_op);
   ops.activation = ckgen::Activation(c->activation);
   ops.residual = c->residual != 0;
+  ops.stats = c->stats != 0;
   return true;
 }
 

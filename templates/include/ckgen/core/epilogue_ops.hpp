@@ -16,6 +16,8 @@ struct EpilogueArgs {
   float alpha = 0.01f;             // LeakyRelu's negative slope (and DLeakyRelu's)
   const void* y = nullptr;         // backward gradient masks: the saved forward output (dy's shape)
   float* db = nullptr;             // BiasGrad: G*K fp32 sums of dy, zeroed and written by run()
+  float* stats = nullptr;          // stats: 2*G*K fp32, the sums of y per channel then of y*y,
+                                   // zeroed and written by run()
 };
 
 // The operations of a fused epilogue as a run-time value: what a selection asks for and what an
@@ -24,8 +26,11 @@ struct EpilogueOps {
   ChannelOp channel_op = ChannelOp::Identity;
   Activation activation = Activation::Identity;
   bool residual = false;
+  bool stats = false;
   bool fused() const { return code() != 0; }
-  int code() const { return int(channel_op) * 64 + int(activation) * 2 + (residual ? 1 : 0); }
+  int code() const {
+    return int(channel_op) * 128 + int(activation) * 4 + (residual ? 2 : 0) + (stats ? 1 : 0);
+  }
   friend bool operator==(const EpilogueOps& a, const EpilogueOps& b) { return a.code() == b.code(); }
   friend bool operator!=(const EpilogueOps& a, const EpilogueOps& b) { return a.code() != b.code(); }
 };
@@ -37,6 +42,7 @@ inline const char* epilogue_variant_refusal(Variant v, const EpilogueOps& o) {
   if (!o.fused()) return "";
   const bool grad = is_grad_mask(o.activation) || is_backward_op(o.channel_op);
   if (v == Variant::Forward) return grad ? "gradient masks and bias_grad are backward operations" : "";
+  if (o.stats) return "stats (the output's channel statistics) is a forward operation";
   if (o.residual || (o.activation != Activation::Identity && !is_grad_mask(o.activation)) ||
       (o.channel_op != ChannelOp::Identity && !is_backward_op(o.channel_op)))
     return "backward kernels fuse a gradient mask (and, backward_weight, bias_grad) only";
@@ -47,12 +53,13 @@ inline const char* epilogue_variant_refusal(Variant v, const EpilogueOps& o) {
 
 namespace epilogue {
 // The operations of a fused epilogue, as the epilogue tags (kernel/conv_kernel.hpp) carry them.
-template <ChannelOp Op, Activation Act, bool Residual>
+template <ChannelOp Op, Activation Act, bool Residual, bool Stats = false>
 struct Fused {
   static constexpr ChannelOp kChannelOp = Op;
   static constexpr Activation kActivation = Act;
   static constexpr bool kResidual = Residual;
-  static constexpr bool kFused = Op != ChannelOp::Identity || Act != Activation::Identity || Residual;
+  static constexpr bool kStats = Stats;  // the output's channel statistics (forward)
+  static constexpr bool kFused = Op != ChannelOp::Identity || Act != Activation::Identity || Residual || Stats;
   // Backward: dy is multiplied by the gradient mask as it is loaded (kGradMask); backward_weight
   // also sums it per channel into db (kBiasGrad). The output epilogue then applies nothing.
   static constexpr bool kGradMask = is_grad_mask(Act);

@@ -43,6 +43,7 @@ struct KernelKey {
   ChannelOp channel_op;
   Activation activation;
   bool residual;
+  bool stats;
   const char* arch;
   int channel_pad = 0;  // > 0: a face padding channels to this multiple (kernel/channel_pad.hpp)
 };

@@ -77,7 +77,11 @@ struct EpilogueDefault {
 // memory (float [BM][BN + 4], reusing the main loop's buffers: ConfigTraits::kSmemCBytes), then
 // every thread stores kVecC consecutive columns of one row per access (16-byte stores for
 // 8 x 16-bit), rows in order so a warp writes whole row segments. Output modes other than
-// Direct (split-K workspace) go through the default epilogue.
+// Direct (split-K workspace) go through the default epilogue. With stats (a forward's channel
+// statistics) a thread, whose column chunk is the same in every round (T % kVPR == 0), sums the
+// values it writes (as rounded to the output type) and their squares per column; the block's
+// sums meet in shared memory, then one fp32 atomic per column and statistic adds them to
+// p.ep.stats (sums at c, sums of squares at G*K + c; zeroed by the launch).
 template <class Tr, class View>
 struct EpilogueCShuffle {
   using Raw = typename Tr::Raw;
@@ -88,6 +92,9 @@ struct EpilogueCShuffle {
   static constexpr int kVPR = Tr::BN / V;
   static constexpr int kTotal = Tr::BM * kVPR;
   static constexpr int T = Tr::kThreads;
+  static constexpr bool kStats = Tr::Config::kStats;
+  static_assert(!kStats || T % kVPR == 0, "ckgen: stats needs a fixed column chunk per thread");
+  static_assert(!kStats || 2 * Tr::BN <= Tr::BM * kLd, "ckgen: stats sums in the staged tile's space");
 
   CKGEN_DEVICE CKGEN_FORCEINLINE static void run(const View& v, const ConvArgs& p,
                                                  const typename Gemm::Acc& acc, int m0, int n0,
@@ -112,6 +119,7 @@ struct EpilogueCShuffle {
     }
     __syncthreads();
     const int M = v.M(), N = v.N();
+    float sum[kStats ? V : 1] = {}, sq[kStats ? V : 1] = {};
 #pragma unroll 2
     for (int idx = tid; idx < kTotal; idx += T) {
       const int row = idx / kVPR, col = (idx - row * kVPR) * V;
@@ -128,12 +136,45 @@ struct EpilogueCShuffle {
 #pragma unroll
         for (int q = 0; q < V; ++q) out.v[q] = float_to_raw<Tr::kDataType>(f[q]);
         *reinterpret_cast<Vec<Raw, V>*>(static_cast<Raw*>(p.dst) + off) = out;
+        if constexpr (kStats) {
+#pragma unroll
+          for (int q = 0; q < V; ++q) {
+            const float y = raw_to_float<Tr::kDataType>(out.v[q]);
+            sum[q] += y;
+            sq[q] = fmaf(y, y, sq[q]);
+          }
+        }
         continue;
       }
 #pragma unroll
       for (int q = 0; q < V; ++q) out.v[q] = float_to_raw<Tr::kDataType>(src[q]);
       *reinterpret_cast<Vec<Raw, V>*>(static_cast<Raw*>(p.dst) + v.c_row(m) + n) = out;
     }
+    if constexpr (kStats) flush_stats(v, p, sum, sq, n0, tid, sC);
+  }
+
+  // The block's column sums: sC (free once every thread's stores have read it) holds BN sums
+  // then BN sums of squares; thread tid's chunk is tid % kVPR in every round.
+  CKGEN_DEVICE static void flush_stats(const View& v, const ConvArgs& p, const float (&sum)[V],
+                                       const float (&sq)[V], int n0, int tid, float* sC) {
+    __syncthreads();
+    for (int c = tid; c < 2 * Tr::BN; c += T) sC[c] = 0.f;
+    __syncthreads();
+    const int col = (tid % kVPR) * V;
+#pragma unroll
+    for (int q = 0; q < V; ++q) {
+      atomic_add_f32(sC + col + q, sum[q]);
+      atomic_add_f32(sC + Tr::BN + col + q, sq[q]);
+    }
+    __syncthreads();
+    for (int c = tid; c < Tr::BN; c += T) {
+      const int n = n0 + c;
+      if (n >= v.N()) continue;
+      const int64_t ch = v.c_chan(n);
+      atomic_add_f32(p.ep.stats + ch, sC[c]);
+      atomic_add_f32(p.ep.stats + p.GK + ch, sC[Tr::BN + c]);
+    }
+    __syncthreads();  // the next tile's main loop reuses shared memory
   }
 };
 

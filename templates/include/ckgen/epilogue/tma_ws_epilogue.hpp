@@ -158,6 +158,61 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void prefetch_residual(const TmaConvArgs& p, cons
   }
 }
 
+// stats (a forward's channel statistics) in the CShuffle copy of a 32-column chunk: lane l copies
+// the 8 columns (l % 4) * 8.. of its slab rows, so it sums those values as stored (and their
+// squares) over its rows; at the chunk's end the lanes of one l % 4 combine by shuffles and lanes
+// 0-3 add the chunk's 32 columns into p.ep.stats (sums at g * K + col, squares G * K further).
+template <class Cfg>
+struct ChunkStats {
+  using Tr = TmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  static constexpr bool kOn = Cfg::kStats;
+  static_assert(!kOn || (Tr::kStaged && !Tr::kSwap && !Tr::kWeightGrad && !Cfg::kResidual && Tr::kSlabCols == 32),
+                "ckgen: wavelet_tma sums stats in the CShuffle copy of a forward without residual");
+  float s[kOn ? 8 : 1], q[kOn ? 8 : 1];
+
+  CKGEN_DEVICE CKGEN_FORCEINLINE void clear() {
+#pragma unroll
+    for (int e = 0; e < (kOn ? 8 : 1); ++e) s[e] = q[e] = 0.f;
+  }
+  CKGEN_DEVICE CKGEN_FORCEINLINE void add(const int e, const Raw v) {
+    if constexpr (kOn) {
+      const float f = raw_to_float<Cfg::kDataType>(v);
+      s[e] += f;
+      q[e] = fmaf(f, f, q[e]);
+    }
+  }
+  // The 8 values of one 16-byte vector.
+  CKGEN_DEVICE CKGEN_FORCEINLINE void add(const uint4 v) {
+    if constexpr (kOn) {
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e) add(e, Raw((w[e / 2] >> (16 * (e & 1))) & 0xffffu));
+    }
+  }
+  // Every lane calls it; col: this lane's first column (gcol of its chunk's first).
+  CKGEN_DEVICE CKGEN_FORCEINLINE void flush(const TmaConvArgs& p, const int g, const int col, const int lane) {
+    if constexpr (kOn) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+#pragma unroll
+        for (int o = 4; o < 32; o <<= 1) {
+          s[e] += __shfl_xor_sync(0xffffffffu, s[e], o);
+          q[e] += __shfl_xor_sync(0xffffffffu, q[e], o);
+        }
+      if (lane < 4) {
+        float* dst = p.ep.stats + int64_t(g) * p.K + col;
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (col + e < p.K) {
+            atomicAdd(dst + e, s[e]);
+            atomicAdd(dst + p.GK + e, q[e]);
+          }
+      }
+    }
+  }
+};
+
 // swap_ab: accumulator 4j + 2h + q holds channel warp * 16 + lane / 4 + 8h of pixel
 // wg * PN + 8j + 2 (lane % 4) + q (the m16n8 layout of the transposed tile): 2-byte stores
 // (or 4-byte fp32 reductions into the split workspace), 8 channels x 4 pixels a warp.

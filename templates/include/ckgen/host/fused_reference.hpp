@@ -25,7 +25,7 @@ inline constexpr float kTestResidualBeta = 0.5f;
 inline constexpr float kTestLeakySlope = 0.1f;
 
 inline bool is_fused(const KernelKey& k) {
-  return EpilogueOps{k.channel_op, k.activation, k.residual}.fused();
+  return EpilogueOps{k.channel_op, k.activation, k.residual, k.stats}.fused();
 }
 
 // "bias_relu_residual"-style spelling of a key's fusion (ckgen/model/vocab.py fusion_spelling).
@@ -35,6 +35,7 @@ inline std::string fusion_spelling(const KernelKey& k) {
   if (k.channel_op != ChannelOp::Identity) add(to_string(k.channel_op));
   if (k.activation != Activation::Identity) add(to_string(k.activation));
   if (k.residual) add("residual");
+  if (k.stats) add("stats");
   return s.empty() ? "none" : s;
 }
 
@@ -109,14 +110,31 @@ inline std::vector<double> bias_grad_reference(const ConvProblem& p, const std::
   return db;
 }
 
+// stats: per channel c = i mod (G*K), the sum of the written output (its values as stored) at c
+// and the sum of its squares at G*K + c; `abs` gives their scales instead (sums of |y|, and the
+// sums of squares again), against which the fp32 sums' rounding is judged.
+inline std::vector<double> stats_reference(const ConvProblem& p, const std::vector<double>& y, bool abs = false) {
+  const int64_t gk = p.G * p.K;
+  std::vector<double> s(static_cast<std::size_t>(2 * gk), 0.0);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const std::size_t c = std::size_t(int64_t(i) % gk);
+    s[c] += abs ? std::fabs(y[i]) : y[i];
+    s[std::size_t(gk) + c] += y[i] * y[i];
+  }
+  return s;
+}
+
 // Bytes a fused instance saves against the unfused convolution with separate elementwise
 // kernels. Forward: one kernel of the same operations, its read and write of the output (both
-// read the residual). Backward: the mask kernel's write of the masked dy and the convolution's
+// read the residual); stats: the statistics pass's read of the output. Backward: the mask kernel's write of the masked dy and the convolution's
 // read of it (both read dy and y); bias_grad: the reduction kernel's read of dy.
 inline double fusion_saved_bytes(const KernelKey& k, const ConvProblem& p, std::size_t elem_bytes) {
   if (!is_fused(k)) return 0.0;
   const double out = double(p.output_elems()) * double(elem_bytes);
-  if (!is_backward_fused(k)) return 2.0 * out;
+  if (!is_backward_fused(k)) {
+    const bool elementwise = k.channel_op != ChannelOp::Identity || k.activation != Activation::Identity || k.residual;
+    return (elementwise ? 2.0 * out : 0.0) + (k.stats ? out : 0.0);
+  }
   return (is_grad_mask(k.activation) ? 2.0 * out : 0.0) + (k.channel_op == ChannelOp::BiasGrad ? out : 0.0);
 }
 

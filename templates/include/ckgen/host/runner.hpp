@@ -140,6 +140,7 @@ class Workbench {
     if (key.residual) t.ep.residual = res_.get();
     if (is_grad_mask(key.activation)) t.ep.y = saved_.get();
     if (key.channel_op == ChannelOp::BiasGrad) t.ep.db = static_cast<float*>(db_.get());
+    if (key.stats) t.ep.stats = static_cast<float*>(stats_.get());
     t.ep.beta = kTestResidualBeta;
     t.ep.alpha = kTestLeakySlope;
     return t;
@@ -158,8 +159,10 @@ class Workbench {
     try {
       const int64_t n = written_elems(v_, p_);
       ws_.resize(k.workspace_bytes(p_, opts));
+      const ConvTensors t = tensors(k);
       gpu_check(poison_device(written_ptr(), n, dt_, stream_), "poison");
-      gpu_check(k.run(p_, tensors(k), ws_.get(), stream_, opts), "run");
+      if (t.ep.stats) gpu_check(poison_device(t.ep.stats, 2 * p_.G * p_.K, DataType::FP32, stream_), "poison stats");
+      gpu_check(k.run(p_, t, ws_.get(), stream_, opts), "run");
       gpu_check(gpuStreamSynchronize(stream_), "run (synchronize)");
       gpu_check(gpuGetLastError(), "run (last error)");
       r.ran = true;
@@ -188,6 +191,7 @@ class Workbench {
       }
       r.cmp = compare_result(fused ? fused_ref : ref_, out.data(), dt_, tol);
       if (r.cmp.ok && k.key().channel_op == ChannelOp::BiasGrad) r.cmp = compare_bias_grad(k.key());
+      if (r.cmp.ok && k.key().stats) r.cmp = compare_stats(out);
       r.verified = true;
       r.ok = r.cmp.ok;
     } catch (const GpuFailure& e) {
@@ -335,6 +339,23 @@ class Workbench {
     return r;
   }
 
+  // stats: the sums and sums of squares against those of the output the kernel wrote (already
+  // compared with the reference), each within 2e-5 of its scale (fp32 sums in another order). The
+  // buffer is poisoned first (run() must clear it).
+  CompareResult compare_stats(const std::vector<unsigned char>& out) {
+    const int64_t gk = p_.G * p_.K, n = p_.output_elems();
+    std::vector<float> got(static_cast<std::size_t>(2 * gk));
+    gpu_check(gpuMemcpy(got.data(), stats_.get(), got.size() * sizeof(float), gpuMemcpyDeviceToHost),
+              "stats download");
+    std::vector<double> y(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) y[std::size_t(i)] = load_host(out.data(), i, dt_);
+    const std::vector<double> ref = stats_reference(p_, y);
+    const std::vector<double> scale = stats_reference(p_, y, true);
+    CompareResult r = compare_result(ref, got.data(), DataType::FP32, Tolerance{0.0, 2e-5 * max_abs(scale) + 1e-6});
+    r.label = "statistics (sums, sums of squares)";
+    return r;
+  }
+
   // A fused instance's operands for the current problem: bias and scale (G*K fp32; scale in
   // (0, 1]) and the residual (the output's shape and type), with their host copies.
   void make_epilogue_operands() {
@@ -350,6 +371,7 @@ class Workbench {
     gpu_check(fill_device(res_.get(), n, dt_, init_, tensor_seed(5), stream_), "fill residual");
     saved_.resize(std::size_t(n) * dtype_bytes(dt_));
     db_.resize(std::size_t(gk) * sizeof(float));
+    stats_.resize(std::size_t(2 * gk) * sizeof(float));
     gpu_check(fill_device(saved_.get(), n, dt_, InitMode::Random, tensor_seed(6), stream_), "fill saved y");
     gpu_check(gpuStreamSynchronize(stream_), "fill epilogue operands (synchronize)");
     auto floats = [&](const DeviceBuffer& b, int64_t count) {
@@ -379,6 +401,7 @@ class Workbench {
   // Backward fusions: the saved forward output y, db, the masked dy of the last mask asked for
   // (device and host) and the references per mask (Activation code).
   DeviceBuffer saved_, db_, masked_;
+  DeviceBuffer stats_;  // forward stats: 2*G*K fp32
   std::vector<double> hsaved_, hmasked_;
   std::map<int, std::vector<double>> masked_refs_, masked_host_;
   bool ep_ready_ = false;

@@ -297,6 +297,13 @@ class GroupedConvKernel final : public HostFace<Cfg> {
       if (gpuError_t e = gpuMemsetAsync(t.ep.db, 0, std::size_t(p.G * p.K) * sizeof(float), stream); e != gpuSuccess)
         return e;
     }
+    if constexpr (Cfg::kStats) {  // the CShuffle epilogue adds each block's column sums
+      static_assert(!kStreamK, "ckgen: stats is summed by unsplit blocks");
+      if (kb != 1) return invalid_value();
+      if (gpuError_t e = gpuMemsetAsync(t.ep.stats, 0, std::size_t(2 * p.G * p.K) * sizeof(float), stream);
+          e != gpuSuccess)
+        return e;
+    }
     if constexpr (Cfg::kGradMask)
       static_assert(Cfg::kPipeline == Pipeline::Basic, "ckgen: the gradient mask is applied by the basic pipeline");
     if constexpr (kStreamK) {

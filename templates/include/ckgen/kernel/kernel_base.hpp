@@ -263,7 +263,7 @@ struct ConvTensors {
 };
 
 // The fused operations of an instance (none for a plain convolution).
-inline EpilogueOps epilogue_ops(const KernelKey& k) { return {k.channel_op, k.activation, k.residual}; }
+inline EpilogueOps epilogue_ops(const KernelKey& k) { return {k.channel_op, k.activation, k.residual, k.stats}; }
 
 // Why the fused operands `e` do not fit an instance with the operations `ops` ("" when they do):
 // each vector its operations read is given (the residual 16-byte aligned, as the output), every
@@ -282,9 +282,11 @@ inline std::string epilogue_operands_refusal(const EpilogueOps& ops, const Epilo
   if (std::string r = one(is_grad_mask(ops.activation), e.y, "saved forward output y"); !r.empty()) return r;
   if (std::string r = one(ops.channel_op == ChannelOp::BiasGrad, e.db, "bias gradient db"); !r.empty())
     return r;
+  if (std::string r = one(ops.stats, e.stats, "statistics output stats"); !r.empty()) return r;
   if (reinterpret_cast<uintptr_t>(e.residual) % 16 != 0) return "the residual tensor must be 16-byte aligned";
   if (reinterpret_cast<uintptr_t>(e.y) % 16 != 0) return "the saved forward output y must be 16-byte aligned";
   if (reinterpret_cast<uintptr_t>(e.db) % 4 != 0) return "the bias gradient db must be 4-byte aligned";
+  if (reinterpret_cast<uintptr_t>(e.stats) % 4 != 0) return "the statistics output stats must be 4-byte aligned";
   return {};
 }
 
@@ -292,7 +294,7 @@ namespace detail {
 // The same for the instance configuration Cfg.
 template <class Cfg>
 std::string epilogue_operands_refusal(const EpilogueArgs& e) {
-  return ckgen::epilogue_operands_refusal(EpilogueOps{Cfg::kChannelOp, Cfg::kActivation, Cfg::kResidual}, e);
+  return ckgen::epilogue_operands_refusal(EpilogueOps{Cfg::kChannelOp, Cfg::kActivation, Cfg::kResidual, Cfg::kStats}, e);
 }
 }  // namespace detail
 
@@ -406,6 +408,7 @@ KernelKey config_key() {
   k.channel_op = Cfg::kChannelOp;
   k.activation = Cfg::kActivation;
   k.residual = Cfg::kResidual;
+  k.stats = Cfg::kStats;
   k.arch = Cfg::kArch;
   return k;
 }

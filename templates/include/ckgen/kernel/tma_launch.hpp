@@ -46,6 +46,10 @@ gpuError_t TmaConvKernel<Cfg>::run_2d(const ConvProblem& p, const ConvTensors& t
       w = wp;
       chained = true;
     }
+    if constexpr (Cfg::kStats) {  // the units add their chunks' channel sums (ChunkStats)
+      if (gpuError_t e = launch_clear_sums(t.ep.stats, 2 * p.G * p.K, stream, chained); e != gpuSuccess) return e;
+      chained = true;
+    }
     bool clear_first = false;  // the clear is the call's first launch (nothing else precedes)
     if (ws != nullptr) {
       if (!pad_clears) {

@@ -242,6 +242,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
           tma_ws::stage_chunk<Cfg>(p, acc, slab, i, c0, r0, lane, ch, row_ok, gcol);
           __syncwarp();
+          tma_ws::ChunkStats<Cfg> st;  // stats: this lane's columns of the chunk
+          st.clear();
 #pragma unroll
           for (int q = 0; q < 2; ++q) {  // 16 rows x 4 vectors of 8, two per lane
             const int v = lane + 32 * q, rr = v >> 2, col = gcol(c0 + (v & 3) * 8);
@@ -250,13 +252,23 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
               const Raw* src = slab + rr * Tr::kSlabStride + (v & 3) * 8;
               Raw* dst = y + base[q] + col;  // base[q] is row r0 + rr's
               if (vec && col + 8 <= p.K) {
-                *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+                const uint4 w = *reinterpret_cast<const uint4*>(src);
+                *reinterpret_cast<uint4*>(dst) = w;
+                st.add(w);
+              } else if constexpr (tma_ws::ChunkStats<Cfg>::kOn) {
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                  if (col + e < p.K) {
+                    dst[e] = src[e];
+                    st.add(e, src[e]);
+                  }
               } else {
                 for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = src[e];
               }
             }
           }
           __syncwarp();
+          st.flush(p, g, gcol(c0 + (lane & 3) * 8), lane);
         }
       }
     } else {
