@@ -160,8 +160,12 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void prefetch_residual(const TmaConvArgs& p, cons
 
 // stats (a forward's channel statistics) in the CShuffle copy of a 32-column chunk: lane l copies
 // the 8 columns (l % 4) * 8.. of its slab rows, so it sums those values as stored (and their
-// squares) over its rows; at the chunk's end the lanes of one l % 4 combine by shuffles and lanes
-// 0-3 add the chunk's 32 columns into p.ep.stats (sums at g * K + col, squares G * K further).
+// squares) over its rows (ChunkStats). At the chunk's end a reduce-scatter over the lanes of one
+// l % 4 (three shuffle steps) leaves lane l the warp's sums of column (l % 4) * 8 + l / 4, which
+// it adds to its register for that chunk (UnitStats). The registers carry on over the warp's
+// units while they keep the group and column tile; then one fp32 atomic per lane, chunk and
+// statistic adds them into p.ep.stats (sums at g * K + col, squares G * K further): a column's
+// atomics come from the warps that touched it, not from every 16 rows.
 template <class Cfg>
 struct ChunkStats {
   using Tr = TmaTraits<Cfg>;
@@ -190,25 +194,68 @@ struct ChunkStats {
       for (int e = 0; e < 8; ++e) add(e, Raw((w[e / 2] >> (16 * (e & 1))) & 0xffffu));
     }
   }
-  // Every lane calls it; col: this lane's first column (gcol of its chunk's first).
-  CKGEN_DEVICE CKGEN_FORCEINLINE void flush(const TmaConvArgs& p, const int g, const int col, const int lane) {
+  // Reduce-scatter over the lanes of one lane % 4: lane l ends with column e = l / 4's sums in
+  // s[0], q[0] (step m keeps the half of its columns that lane bit m selects and adds the other
+  // lane's). Every lane calls it.
+  CKGEN_DEVICE CKGEN_FORCEINLINE void reduce(const int lane) {
     if constexpr (kOn) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e)
+      for (int h = 4, m = 16; h >= 1; h /= 2, m /= 2) {
+        const bool hi = (lane & m) != 0;
 #pragma unroll
-        for (int o = 4; o < 32; o <<= 1) {
-          s[e] += __shfl_xor_sync(0xffffffffu, s[e], o);
-          q[e] += __shfl_xor_sync(0xffffffffu, q[e], o);
+        for (int k = 0; k < h; ++k) {
+          const float ks = hi ? s[k + h] : s[k], ss = hi ? s[k] : s[k + h];
+          const float kq = hi ? q[k + h] : q[k], sq = hi ? q[k] : q[k + h];
+          s[k] = ks + __shfl_xor_sync(0xffffffffu, ss, m);
+          q[k] = kq + __shfl_xor_sync(0xffffffffu, sq, m);
         }
-      if (lane < 4) {
-        float* dst = p.ep.stats + int64_t(g) * p.K + col;
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          if (col + e < p.K) {
-            atomicAdd(dst + e, s[e]);
-            atomicAdd(dst + p.GK + e, q[e]);
-          }
       }
+    }
+  }
+};
+
+template <class Cfg>
+struct UnitStats {
+  using Tr = TmaTraits<Cfg>;
+  static constexpr bool kOn = Cfg::kStats;
+  static constexpr int kChunks = kOn ? Tr::BN / 32 : 1;
+  float s[kChunks], q[kChunks];
+  int g = -1, n0 = -1;  // the group and column tile the registers hold
+
+  CKGEN_DEVICE CKGEN_FORCEINLINE void clear() {
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) s[c] = q[c] = 0.f;
+  }
+  // Chunk c's sums of unit (ug, un0), reduced over the warp (ChunkStats::reduce). Every lane
+  // calls it; the registers hold no other unit's (flush_unless ends each run of units).
+  CKGEN_DEVICE CKGEN_FORCEINLINE void take(const int c, ChunkStats<Cfg>& st, const int ug, const int un0,
+                                           const int lane) {
+    if constexpr (kOn) {
+      st.reduce(lane);
+      s[c] += st.s[0];
+      q[c] += st.q[0];
+      g = ug;
+      n0 = un0;
+    }
+  }
+  // The registers into p.ep.stats unless the warp's next unit (next_g, next_n0; -1: none) keeps
+  // their group and column tile. Every lane calls it.
+  template <class GCol>
+  CKGEN_DEVICE CKGEN_FORCEINLINE void flush_unless(const TmaConvArgs& p, const int next_g, const int next_n0,
+                                                   GCol& gcol, const int lane) {
+    if constexpr (kOn) {
+      if (g < 0 || (next_g == g && next_n0 == n0)) return;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const int col = gcol(c * 32 + (lane & 3) * 8 + (lane >> 2));
+        if (col < p.K) {
+          float* dst = p.ep.stats + int64_t(g) * p.K + col;
+          atomicAdd(dst, s[c]);
+          atomicAdd(dst + p.GK, q[c]);
+        }
+      }
+      clear();
+      g = -1;
     }
   }
 };

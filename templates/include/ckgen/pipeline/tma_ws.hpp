@@ -155,6 +155,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     if (unit < num_units) t += unit_k_tiles(unit);
     unit += gridDim.x;
   }
+  tma_ws::UnitStats<Cfg> stats;  // stats: this warp's channel sums over a run of its units
+  stats.clear();
   for (; unit < num_units; unit += Tr::kConsumers * gridDim.x) {
     const Unit u = decode(unit);
     tma_ws::pingpong_wait<Cfg>(consumer, unit);
@@ -268,11 +270,21 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
             }
           }
           __syncwarp();
-          st.flush(p, g, gcol(c0 + (lane & 3) * 8), lane);
+          stats.take(c0 / 32, st, g, n0, lane);
         }
       }
     } else {
       tma_ws::store<Cfg>(p, acc, y, m0, wg, warp, lane, row_ok, row_base, gcol, g);
+    }
+    if constexpr (tma_ws::UnitStats<Cfg>::kOn) {  // the warp's next unit: another group / columns?
+      const int next = unit + Tr::kConsumers * gridDim.x;
+      int next_g = -1, next_n0 = -1;
+      if (next < num_units) {
+        const Unit nu = decode(next);
+        next_g = nu.g;
+        next_n0 = nu.n0;
+      }
+      stats.flush_unless(p, next_g, next_n0, gcol, lane);
     }
   }
 #else
