@@ -88,6 +88,10 @@ def test_stats_is_a_cshuffle_forward_operation() -> None:
         vec_c=8,
     )
     assert check(tma, SM90) is None
+    # 128 accumulators a thread (ping-pong 64 x 256): the channel sums beside them spill
+    wide = replace(tma, tile=(64, 256, 64), warp_tile=(64, 256, 16), math_waves=8)
+    bad = check(wide, SM90)
+    assert bad is not None and "at most 64 accumulators" in bad[1], bad
     for change in ({"residual": True}, {"epilogue": Epilogue.DEFAULT}):
         bad = check(replace(tma, **change), SM90)
         assert bad is not None and "stats" in bad[1], (change, bad)

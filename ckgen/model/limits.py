@@ -70,6 +70,9 @@ TMA_SLAB_ELEMS_PER_WARP = 16 * 40
 # bias_grad (backward_weight): the all-ones B operand of the m64n8k16 row sums of dy (two
 # 8 x 16-byte core matrices of 1.0), after the slabs (epilogue/tma_ws_bias_grad.hpp).
 TMA_BIAS_GRAD_ONES_BYTES = 256
+# wavelet_tma stats: the most fp32 accumulators a math thread may hold beside the warp's channel
+# sums (tma_ws_epilogue.hpp UnitStats); more spill.
+TMA_STATS_MAX_ACC = 64
 
 # --- the direct kernel ------------------------------------------------------------------------
 # The direct kernel, templates/include/ckgen/depthwise.hpp: depthwise problems (C = K = 1 per
@@ -213,6 +216,11 @@ CXX_LIMITS: tuple[tuple[str, int | tuple[int, ...], str], ...] = (
         "kTmaBiasGradOnesBytes",
         TMA_BIAS_GRAD_ONES_BYTES,
         "wavelet_tma bias_grad: shared bytes of the all-ones operand of dy's row sums",
+    ),
+    (
+        "kTmaStatsMaxAcc",
+        TMA_STATS_MAX_ACC,
+        "wavelet_tma stats: most fp32 accumulators a math thread holds beside the channel sums",
     ),
     ("kDirectWindowWidths", DIRECT_WINDOW_WIDTHS, "direct row windows: the filter widths compiled"),
     (

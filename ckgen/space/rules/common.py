@@ -9,6 +9,7 @@ from ckgen.model.limits import (
     MAX_K_BATCH,
     MAX_STAGES,
     MIN_STAGES,
+    TMA_STATS_MAX_ACC,
     WAVELET_RATIOS,
 )
 from ckgen.model.vocab import (
@@ -28,7 +29,7 @@ from ckgen.model.vocab import (
 )
 from ckgen.space.estimate.lds import lds_bytes
 from ckgen.space.estimate.registers import register_estimate
-from ckgen.space.forms import is_direct_mma
+from ckgen.space.forms import is_direct_mma, is_pingpong
 from ckgen.space.rules.context import RuleContext
 from ckgen.space.rules.tma import check_wavelet_tma
 
@@ -192,6 +193,14 @@ def check_stats(i: KernelInstance, a: ArchSpec) -> str | None:
     if i.pipeline is Pipeline.WAVELET_TMA:
         if i.residual or i.swap_ab:
             return f"fusion {f}: wavelet_tma sums stats without residual or swap_ab"
+        # a warp keeps 2 * tile N / 32 sums over its units and 16 over a chunk: beside more
+        # than 64 accumulators a thread, ptxas spills (tiles 256x128 and ping-pong 64x256)
+        acc = i.tile[0] * i.tile[1] // (128 if is_pingpong(i) else i.threads * a.warp_size)
+        if acc > TMA_STATS_MAX_ACC:
+            return (
+                f"fusion {f}: wavelet_tma stats needs at most {TMA_STATS_MAX_ACC} accumulators a "
+                f"math thread ({acc} here)"
+            )
         return None
     chunks = i.tile[1] // i.vec_c
     threads = i.waves[0] * i.waves[1] * i.waves[2] * a.warp_size

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "ckgen/block/tma_ptx.hpp"
+#include "ckgen/core/limits.hpp"
 #include "ckgen/epilogue/fusion.hpp"
 #include "ckgen/pipeline/tma_traits.hpp"
 #include "ckgen/pipeline/tma_ws_maps.hpp"
@@ -219,6 +220,8 @@ struct UnitStats {
   using Tr = TmaTraits<Cfg>;
   static constexpr bool kOn = Cfg::kStats;
   static constexpr int kChunks = kOn ? Tr::BN / 32 : 1;
+  static_assert(!kOn || Tr::kAccRows * Tr::kAccN / 2 <= kTmaStatsMaxAcc,
+                "ckgen: wavelet_tma stats beside more accumulators spills (rule check_stats)");
   float s[kChunks], q[kChunks];
   int g = -1, n0 = -1;  // the group and column tile the registers hold
 
