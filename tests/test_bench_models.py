@@ -163,6 +163,13 @@ def test_grad_error_and_outputs() -> None:
     r = {"a": torch.ones(4), "b": torch.zeros(3)}
     assert ms.grad_error({"a": torch.ones(4) * 1.1, "b": torch.ones(3)}, r) == pytest.approx(0.1)
     assert ms.grad_error({}, r) != ms.grad_error({}, r)  # missing: nan
+    # an element beyond fp16's range: inf (rounded to nearest) and 65504 (saturated) both agree
+    big = {"a": torch.tensor([1.0, 70000.0])}
+    for g in (torch.tensor([1.0, float("inf")]), torch.tensor([1.0, 65504.0])):
+        assert ms.grad_error({"a": g}, big) == pytest.approx(0.0)
+    assert ms.grad_error({"a": torch.tensor([1.0, float("-inf")])}, big) != 0.0  # wrong sign
+    nan = ms.grad_error({"a": torch.tensor([float("inf"), 1.0])}, big)
+    assert nan != nan  # inf where the reference is in range
     t = torch.zeros(1)
     assert ms.outputs({"x": t, "y": (t, [t]), "z": None}) == [t, t, t]
     conv = ms.to_channels_last(torch.nn.Sequential(torch.nn.Conv1d(4, 6, 3)), "audio")[0]
