@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Forward stats (the output's channel statistics, fusion `*_stats`) on the GPU machine, in one
+# call: the GoogleTests (and the seeded sweep) of the tests set's stats instances; then
+# bench/stats_pairs.yaml's stats twins beside their plain twins and the fp16 2D default set over
+# the batch-32 layers of resnet50 and vgg16_bn (bench/fused_pairs.py shapes), verified on part of
+# them and timed side by side (plain + stats, then bias_relu + bias_relu_stats), the per-layer
+# pairs (bench/fused_pairs.py report), and PyTorch's separate statistics pass on the same outputs
+# (bench/bn_stats.py). $OUT: summary.txt, test.log, prof.csv, pairs.csv, pairs_bias_relu.csv,
+# bn.csv, verify.csv.
+#
+#   bash bench/device_stats.sh
+#
+# Needs nvcc, cmake, ninja, python3 with click/jinja2/pyyaml and torch; GoogleTest from Debian's
+# libgtest-dev .deb carried in .gtest/.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-/tmp/ckgen-stats-out}
+WORK=${WORK:-/tmp/ckgen-stats-work}
+JOBS=${JOBS:-$(nproc)}
+MODELS=${MODELS:-resnet50,vgg16_bn}
+mkdir -p "$OUT" "$WORK"
+export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
+cd "$ROOT" || exit 1
+ck() { python3 -m ckgen.cli "$@"; }
+log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
+: > "$OUT/summary.txt"
+log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), ckgen $(git rev-parse --short HEAD 2> /dev/null)"
+GT=$WORK/gtest
+[ -d "$GT/usr" ] || { mkdir -p "$GT" && for f in "$ROOT"/.gtest/*.deb; do dpkg -x "$f" "$GT"; done; }
+build() { # dir, tests ON/OFF, generate arguments...
+  local d=$1 t=$2
+  shift 2
+  ck generate --arch sm_90a "$@" -o "$d" -q || return 1
+  ck emit-cmake -o "$d" --platform nvidia --gpu-targets 90a > /dev/null || return 1
+  cmake -S "$d" -B "$d/build" -G Ninja -DGTest_ROOT="$GT/usr" -DCMAKE_PREFIX_PATH="$GT/usr" \
+    -DCKGEN_BUILD_TESTS="$t" > "$OUT/cmake_$(basename "$d").log" 2>&1 || return 1
+  ninja -C "$d/build" -j "$JOBS" > "$OUT/build_$(basename "$d").log" 2>&1
+}
+t0=$SECONDS
+build "$WORK/gt" ON --set tests --variant forward --kernels '*stats*' &
+p1=$!
+build "$WORK/pf" OFF --variant forward --config configs/forward/default.yaml --config bench/stats_pairs.yaml \
+  --datatype fp16 --ndim 2 &
+p2=$!
+wait $p1
+r1=$?
+wait $p2
+r2=$?
+log "build rc $r1 $r2 in $((SECONDS - t0)) s"
+[ "$r1$r2" = 00 ] || { grep -h -m 10 -B2 -A6 error "$OUT"/build_*.log | tee -a "$OUT/summary.txt"; exit 1; }
+t0=$SECONDS
+CKGEN_SWEEP_SEED=4242 timeout 150 "$WORK/gt/build/bin/test_grouped_conv_forward" --gtest_brief=1 > "$OUT/test.log" 2>&1
+log "tests rc $? in $((SECONDS - t0)) s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/test.log" | tr '\n' ' ')"
+grep -E "^\[  FAILED" "$OUT/test.log" | head -20 | tee -a "$OUT/summary.txt"
+python3 bench/fused_pairs.py shapes --models "$MODELS" --ndim 2 --batch 32 --out "$WORK/shapes.csv" > /dev/null
+P=$WORK/pf/build/bin/ckgen_profiler_forward
+t0=$SECONDS
+timeout 70 "$P" --shapes "$WORK/shapes.csv" --datatype fp16 --fusion stats,bias_relu_stats --verify gpu \
+  --warmup 1 --repeat 1 --csv "$OUT/verify.csv" > /dev/null 2>&1
+log "verify (70 s at most) in $((SECONDS - t0)) s: $(tail -n +2 "$OUT/verify.csv" | cut -d, -f8 | sort | uniq -c | tr '\n' ' ')"
+t0=$SECONDS
+timeout 150 "$P" --shapes "$WORK/shapes.csv" --datatype fp16 --fusion none,stats --verify none --warmup 3 \
+  --repeat 10 --csv "$OUT/prof.csv" > /dev/null 2>&1
+timeout 60 "$P" --shapes "$WORK/shapes.csv" --datatype fp16 --fusion bias_relu,bias_relu_stats --verify none \
+  --warmup 3 --repeat 10 --csv "$OUT/prof_bias_relu.csv" > /dev/null 2>&1
+log "profile in $((SECONDS - t0)) s"
+python3 bench/fused_pairs.py report "$OUT/prof.csv" --suffix _stats --out "$OUT/pairs.csv" | tee -a "$OUT/summary.txt"
+python3 bench/fused_pairs.py report "$OUT/prof_bias_relu.csv" --suffix _stats --out "$OUT/pairs_bias_relu.csv" |
+  tee -a "$OUT/summary.txt"
+timeout 60 python3 bench/bn_stats.py time "$WORK/shapes.csv" --out "$OUT/bn.csv" &&
+  python3 bench/bn_stats.py report "$OUT/pairs.csv" "$OUT/bn.csv" | tee -a "$OUT/summary.txt"
+rm -f "$OUT"/cmake_*.log "$OUT"/build_*.log "$OUT/prof_bias_relu.csv"
+ls -la "$OUT"
