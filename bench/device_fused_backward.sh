@@ -19,26 +19,9 @@ VERIFY=${VERIFY:-none}
 TILES=${TILES:-"t64x64x64_w4x1x1_wt64x64x16_wltma4_lm1x4 t64x64x64_w4x1x1_wt64x64x16_wltma8_lm1x4
   t64x128x64_w4x1x1_wt64x128x16_wltma8_lm1x4 t128x128x64_w8x1x1_wt64x128x16_wltma4_lm1x8
   t128x192x64_w8x1x1_wt64x192x16_wltma4_lm1x8 t128x256x64_w8x1x1_wt64x256x16_wltma4_lm1x8"}
-mkdir -p "$OUT" "$WORK"
-export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
-cd "$ROOT" || exit 1
-ck() { python3 -m ckgen.cli "$@"; }
-log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
-: > "$OUT/summary.txt"
-log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
-GT=$WORK/gtest
-[ -d "$GT/usr" ] || { mkdir -p "$GT" && for f in "$ROOT"/.gtest/*.deb; do dpkg -x "$f" "$GT"; done; }
-
-build() {  # build <dir> <tests ON|OFF> [ckgen generate arguments]
-  local d=$1 t=$2 name
-  name=$(basename "$1")
-  shift 2
-  ck generate --arch sm_90a "$@" -o "$d" -q || return 1
-  ck emit-cmake -o "$d" --platform nvidia --gpu-targets 90a > /dev/null || return 1
-  cmake -S "$d" -B "$d/build" -G Ninja -DGTest_ROOT="$GT/usr" -DCMAKE_PREFIX_PATH="$GT/usr" \
-    -DCKGEN_BUILD_TESTS="$t" > "$OUT/cmake_$name.log" 2>&1 || { tail -20 "$OUT/cmake_$name.log"; return 1; }
-  ninja -C "$d/build" -j "$JOBS" > "$OUT/build_$name.log" 2>&1 || { grep -m20 -B2 -A8 error "$OUT/build_$name.log"; return 1; }
-}
+# shellcheck source=bench/device_lib.sh
+source "$ROOT/bench/device_lib.sh"  # start_run, log, build_project
+start_run
 
 GLOBS=()
 for t in $TILES; do
@@ -46,8 +29,8 @@ for t in $TILES; do
     --kernels "grouped_conv_bwd_weight_fp16_2d_${t}_cshuffle_v8x8x8_bgrad")
 done
 t0=$SECONDS
-build "$WORK/tests" ON --set tests --variant backward_weight --kernels '*bgrad*' & p1=$!
-build "$WORK/pairs" OFF --variant backward_weight --config configs/backward_weight/default.yaml \
+build_project "$WORK/tests" ON --set tests --variant backward_weight --kernels '*bgrad*' & p1=$!
+build_project "$WORK/pairs" OFF --variant backward_weight --config configs/backward_weight/default.yaml \
   --config configs/backward_weight/fused.yaml "${GLOBS[@]}" & p2=$!
 wait $p1; r1=$?
 wait $p2; r2=$?

@@ -7,6 +7,12 @@
 #   left                   seconds left of $BUDGET
 #   run_limited SECS CMD   CMD in its own process group, all of it (a build's compilers too)
 #                          ended when SECS have passed; CMD's exit status
+#   gtest_prefix           GoogleTest from the .deb carried in .gtest/, unpacked under $WORK once;
+#                          prints its usr prefix
+#   build_project DIR TESTS [generate arguments...]
+#                          ckgen generate (sm_90a) + emit-cmake + CMake + ninja -j $JOBS into
+#                          DIR/build, GoogleTests when TESTS is ON; logs $OUT/{cmake,build}_<DIR
+#                          name>.log, the first errors printed on failure
 
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
 left() { echo $((BUDGET - SECONDS)); }
@@ -41,4 +47,23 @@ run_limited() {
   rc=$?
   kill "$watcher" 2> /dev/null
   return $rc
+}
+
+gtest_prefix() {
+  local gt=$WORK/gtest
+  [ -d "$gt/usr" ] || { mkdir -p "$gt" && for f in "$ROOT"/.gtest/*.deb; do dpkg -x "$f" "$gt"; done; }
+  echo "$gt/usr"
+}
+
+build_project() {
+  local d=$1 t=$2 name gt
+  name=$(basename "$1")
+  gt=$(gtest_prefix)
+  shift 2
+  python3 -m ckgen.cli generate --arch sm_90a "$@" -o "$d" -q || return 1
+  python3 -m ckgen.cli emit-cmake -o "$d" --platform nvidia --gpu-targets 90a > /dev/null || return 1
+  cmake -S "$d" -B "$d/build" -G Ninja -DGTest_ROOT="$gt" -DCMAKE_PREFIX_PATH="$gt" \
+    -DCKGEN_BUILD_TESTS="$t" > "$OUT/cmake_$name.log" 2>&1 || { tail -20 "$OUT/cmake_$name.log"; return 1; }
+  ninja -C "$d/build" -j "${JOBS:-$(nproc)}" > "$OUT/build_$name.log" 2>&1 ||
+    { grep -m20 -B2 -A8 error "$OUT/build_$name.log"; return 1; }
 }

@@ -18,28 +18,13 @@ OUT=${OUT:-/tmp/ckgen-stats-out}
 WORK=${WORK:-/tmp/ckgen-stats-work}
 JOBS=${JOBS:-$(nproc)}
 MODELS=${MODELS:-resnet50,vgg16_bn}
-mkdir -p "$OUT" "$WORK"
-export PYTHONPATH=$ROOT PYTHONUNBUFFERED=1
-cd "$ROOT" || exit 1
-ck() { python3 -m ckgen.cli "$@"; }
-log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
-: > "$OUT/summary.txt"
-log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), ckgen $(git rev-parse --short HEAD 2> /dev/null)"
-GT=$WORK/gtest
-[ -d "$GT/usr" ] || { mkdir -p "$GT" && for f in "$ROOT"/.gtest/*.deb; do dpkg -x "$f" "$GT"; done; }
-build() { # dir, tests ON/OFF, generate arguments...
-  local d=$1 t=$2
-  shift 2
-  ck generate --arch sm_90a "$@" -o "$d" -q || return 1
-  ck emit-cmake -o "$d" --platform nvidia --gpu-targets 90a > /dev/null || return 1
-  cmake -S "$d" -B "$d/build" -G Ninja -DGTest_ROOT="$GT/usr" -DCMAKE_PREFIX_PATH="$GT/usr" \
-    -DCKGEN_BUILD_TESTS="$t" > "$OUT/cmake_$(basename "$d").log" 2>&1 || return 1
-  ninja -C "$d/build" -j "$JOBS" > "$OUT/build_$(basename "$d").log" 2>&1
-}
+# shellcheck source=bench/device_lib.sh
+source "$ROOT/bench/device_lib.sh"  # start_run, log, build_project
+start_run
 t0=$SECONDS
-build "$WORK/gt" ON --set tests --variant forward --kernels '*stats*' &
+build_project "$WORK/gt" ON --set tests --variant forward --kernels '*stats*' &
 p1=$!
-build "$WORK/pf" OFF --variant forward --config configs/forward/default.yaml --config bench/stats_pairs.yaml \
+build_project "$WORK/pf" OFF --variant forward --config configs/forward/default.yaml --config bench/stats_pairs.yaml \
   --datatype fp16 --ndim 2 &
 p2=$!
 wait $p1

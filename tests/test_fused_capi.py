@@ -205,3 +205,17 @@ def test_fused_run_checks_tensors(fake_reg: KernelLibrary) -> None:
     br = fake_reg.select(P, "forward", "fp16", fusion="bias_relu")
     with pytest.raises(CkgenRuntimeError, match="GPU memory"):
         br.run(P, 0x1000, 0x2000, 0x3000, bias=torch.zeros(64))
+
+
+def test_stats_selection_runs_with_its_output(fake_reg: KernelLibrary) -> None:
+    sel = fake_reg.select(P, "forward", "fp16", fusion="bias_relu_stats")
+    assert sel.name == "fwd_bias_relu_stats_t64" and sel.epilogue.needs_stats
+    assert fake_reg.select(P, "forward", "fp16", fusion="bias_relu").name != sel.name
+    n0 = _last_run(fake_reg)[0]
+    sel.run(P, 0x1000, 0x2000, 0x3000, bias=0x4000, stats=0x9000)
+    st = ctypes.c_void_p()
+    assert fake_reg._lib.fake_last_stats(ctypes.byref(st)) == n0 + 1 and st.value == 0x9000
+    with pytest.raises(CkgenRuntimeError, match="needs statistics output stats"):
+        sel.run(P, 0x1000, 0x2000, 0x3000, bias=0x4000)
+    with pytest.raises(CkgenRuntimeError, match="stats"):
+        fake_reg.select(P, "backward_data", "fp16", fusion="drelu_stats")
