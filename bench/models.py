@@ -101,13 +101,16 @@ def _models() -> list[Any]:
     return list(MODELS)
 
 
-def _list(kind: str, allowed: Iterable[str]) -> Callable[[str], list[str]]:
+def _list(kind: str, allowed: Iterable[str], none: bool = False) -> Callable[[str], list[str]]:
+    """A comma-separated list of `allowed` values; 'all'; and, with `none`, 'none' (empty)."""
     allowed = tuple(allowed)
 
     def parse(text: str) -> list[str]:
         items = [t.strip() for t in text.split(",") if t.strip()]
         if items == ["all"]:
             return list(allowed)
+        if none and items == ["none"]:
+            return []
         bad = [t for t in items if t not in allowed]
         if bad or not items:
             raise argparse.ArgumentTypeError(
@@ -122,8 +125,9 @@ def parse_args(argv: list[str] | None = None, names: Iterable[str] | None = None
     names = list(names) if names is not None else [m.name for m in _models()]
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--models", type=_list("models", names), default=names)
-    ap.add_argument("--compile-models", type=_list("compile models", names), default=None,
-                    help="models with compile rows (default: all of --models)")  # fmt: skip
+    ap.add_argument("--compile-models", type=_list("compile models", names, none=True),
+                    default=None, help="models with compile rows: all (of --models, the "
+                    "default), none, or a list")  # fmt: skip
     ap.add_argument("--dtypes", type=_list("dtypes", DTYPES), default=list(DTYPES))
     ap.add_argument("--phases", type=_list("phases", PHASES), default=list(PHASES))
     ap.add_argument("--modes", type=_list("modes", MODES), default=list(MODES))

@@ -43,7 +43,13 @@ def test_parse_defaults_and_lists() -> None:
         ["--models", "r3d_18,resnet50", "--backends", "all", "--batch", "r3d_18=2"], names=NAMES
     )
     assert a.models == ["r3d_18", "resnet50"] and a.batches == {"r3d_18": 2}
-    for bad in (["--models", "resnet50,nope"], ["--dtypes", "fp8"], ["--batch", "resnet50"]):
+    assert bm.parse_args(["--compile-models", "none"], names=NAMES).compile_models == []
+    for bad in (
+        ["--models", "resnet50,nope"],
+        ["--dtypes", "fp8"],
+        ["--batch", "resnet50"],
+        ["--models", "none"],
+    ):
         with pytest.raises(SystemExit):
             bm.parse_args(bad, names=NAMES)
 
