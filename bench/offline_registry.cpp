@@ -55,7 +55,8 @@ struct MeasuredKernel : KernelBase {
 KernelKey make_key(const char* name, Variant v, DataType d, int ndim, int tm, int tn, int tk, int wm, int wn, int wk,
                    int im, int in, int ik, Pipeline pipe, int stages, Scheduler sched, int lw, int mw, Epilogue ep,
                    bool swap_ab, int va, int vb, int vc, Specialization spec, int gm, int kb, Reduction red,
-                   bool persistent, Stage stage, ChannelOp op, Activation act, bool res, int channel_pad) {
+                   bool persistent, Stage stage, ChannelOp op, Activation act, bool res, bool stats,
+                   int channel_pad) {
   KernelKey k{};
   k.name = name;
   k.variant = v, k.datatype = d, k.ndim = ndim;
@@ -66,7 +67,7 @@ KernelKey make_key(const char* name, Variant v, DataType d, int ndim, int tm, in
   k.epilogue = ep, k.swap_ab = swap_ab;
   k.vec_a = va, k.vec_b = vb, k.vec_c = vc;
   k.specialization = spec, k.groups_to_merge = gm, k.k_batch = kb, k.reduction = red, k.persistent = persistent;
-  k.stage = stage, k.channel_op = op, k.activation = act, k.residual = res;
+  k.stage = stage, k.channel_op = op, k.activation = act, k.residual = res, k.stats = stats;
   k.arch = "sm_90a";
   k.channel_pad = channel_pad;
   return k;

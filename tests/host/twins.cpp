@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
     const KernelKey& res_key = freg.all()[size_t(fd.index_of("fwd_a_bias_relu_res"))]->key();
     check(plain_twin_name(res_key) == "fwd_a" && plain_twin_name(freg.all()[0]->key()) == "fwd_a",
           "plain_twin_name drops the fused epilogue's tokens", plain_twin_name(res_key));
+    KernelKey stats_key = fused_key("fwd_b", 64, ChannelOp::Bias, Activation::Relu, false);
+    stats_key.name += "_stats";
+    stats_key.stats = true;
+    check(plain_twin_name(stats_key) == "fwd_b", "plain_twin_name drops stats too", plain_twin_name(stats_key));
     const EpilogueOps br{ChannelOp::Bias, Activation::Relu, false};
     const ConvProblem tuned = conv(2, 256, 256, 52), target = conv(2, 256, 256, 56);
     const Selection c = fd.by_cost(target, DataType::FP16, Variant::Forward);
