@@ -56,7 +56,8 @@ def signature(r: dict[str, str]) -> str:
 
 
 def key_line(name: str) -> str:
-    """CKGEN_OFFLINE_KEY(...) of an instance or face name (the fields of KernelKey in order)."""
+    """CKGEN_OFFLINE_KEY(name, k.<field> = <value>, ...) of an instance or face name: an
+    assignment per field of KernelKey (cxx.kernel_key_fields) but name, arch and ping_pong."""
     inner = name[: -len(FACE)] if name.endswith(FACE) else name
     i = parse_instance_name(inner)
     vals: dict[str, str] = {}
@@ -68,16 +69,17 @@ def key_line(name: str) -> str:
         if field in ("name", "arch", "ping_pong"):
             continue
         if field == "channel_pad":
-            args.append(str(16 // DATATYPE_BYTES[i.datatype] if name.endswith(FACE) else 0))
+            value = str(16 // DATATYPE_BYTES[i.datatype] if name.endswith(FACE) else 0)
         elif field in vals:
-            args.append(vals[field])
+            value = vals[field]
         else:
             v = getattr(i, field)
-            args.append(
+            value = (
                 v.cpp_ref
                 if hasattr(v, "cpp_ref")
                 else ("true" if v is True else "false" if v is False else str(v))
             )
+        args.append(f"k.{field} = {value}")
     return f"CKGEN_OFFLINE_KEY({', '.join(args)})"
 
 

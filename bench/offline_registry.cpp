@@ -52,27 +52,6 @@ struct MeasuredKernel : KernelBase {
   }
 };
 
-KernelKey make_key(const char* name, Variant v, DataType d, int ndim, int tm, int tn, int tk, int wm, int wn, int wk,
-                   int im, int in, int ik, Pipeline pipe, int stages, Scheduler sched, int lw, int mw, Epilogue ep,
-                   bool swap_ab, int va, int vb, int vc, Specialization spec, int gm, int kb, Reduction red,
-                   bool persistent, Stage stage, ChannelOp op, Activation act, bool res, bool stats,
-                   int channel_pad) {
-  KernelKey k{};
-  k.name = name;
-  k.variant = v, k.datatype = d, k.ndim = ndim;
-  k.tile_m = tm, k.tile_n = tn, k.tile_k = tk;
-  k.wave_m = wm, k.wave_n = wn, k.wave_k = wk;
-  k.warp_m = im, k.warp_n = in, k.warp_k = ik;
-  k.pipeline = pipe, k.stages = stages, k.scheduler = sched, k.load_waves = lw, k.math_waves = mw;
-  k.epilogue = ep, k.swap_ab = swap_ab;
-  k.vec_a = va, k.vec_b = vb, k.vec_c = vc;
-  k.specialization = spec, k.groups_to_merge = gm, k.k_batch = kb, k.reduction = red, k.persistent = persistent;
-  k.stage = stage, k.channel_op = op, k.activation = act, k.residual = res, k.stats = stats;
-  k.arch = "sm_90a";
-  k.channel_pad = channel_pad;
-  return k;
-}
-
 }  // namespace
 
 namespace ckgen {
@@ -85,7 +64,15 @@ Registry& registry() {
       by_name[m->k.name] = m.get();
       x.add(std::move(m));
     };
-#define CKGEN_OFFLINE_KEY(...) add(make_key(__VA_ARGS__));
+// CKGEN_OFFLINE_KEY(name, k.<field> = <value>, ...): bench/offline_dispatch.py key_line
+#define CKGEN_OFFLINE_KEY(NAME, ...) \
+  {                                  \
+    KernelKey k{};                   \
+    k.name = NAME;                   \
+    k.arch = "sm_90a";               \
+    __VA_ARGS__;                     \
+    add(std::move(k));               \
+  }
 #include "offline_keys.inc"
 #undef CKGEN_OFFLINE_KEY
     std::ifstream f(std::string(CKGEN_OFFLINE_DIR) + "/offline_measured.tsv");
