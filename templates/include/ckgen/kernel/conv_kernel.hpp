@@ -78,44 +78,25 @@ struct Fields : Block {
   static constexpr int kVecB = VecB;
 };
 
-// stats (a forward's channel statistics) is summed by the CShuffle epilogue of basic /
-// multistage (epilogue/epilogue.hpp) and wavelet_tma (tma_ws_epilogue.hpp ChunkStats); the
-// space's rules (ckgen/space/rules/common.py check_stats) generate no other.
-template <class Cfg>
-inline constexpr bool kStatsServed = !Cfg::kStats || ((Cfg::kPipeline == Pipeline::Basic ||
-                                                        Cfg::kPipeline == Pipeline::Multistage ||
-                                                        Cfg::kPipeline == Pipeline::WaveletTma) &&
-                                                       Cfg::kEpilogue == Epilogue::CShuffle &&
-                                                       Cfg::kVariant == Variant::Forward);
-
 // Implicit GEMM, single-buffered (Basic), cp.async ring (Multistage) or warp-specialized with
 // mbarriers (Wavelet): kernel/gemm_device.hpp.
 template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int VecB, bool SwapAB,
           Scheduler S = Scheduler::Intrawave>
 struct Basic : Fields<Pipeline::Basic, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
-  static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
-    return std::make_unique<GroupedConvKernel<Cfg>>();
-  }
+  static std::unique_ptr<KernelBase> make() { return std::make_unique<GroupedConvKernel<Cfg>>(); }
 };
 template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int VecB, bool SwapAB,
           Scheduler S = Scheduler::Intrawave>
 struct Multistage : Fields<Pipeline::Multistage, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
-  static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
-    return std::make_unique<GroupedConvKernel<Cfg>>();
-  }
+  static std::unique_ptr<KernelBase> make() { return std::make_unique<GroupedConvKernel<Cfg>>(); }
 };
 template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int VecB, bool SwapAB,
           Scheduler S = Scheduler::Intrawave>
 struct Wavelet : Fields<Pipeline::Wavelet, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
-  static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
-    return std::make_unique<GroupedConvKernel<Cfg>>();
-  }
+  static std::unique_ptr<KernelBase> make() { return std::make_unique<GroupedConvKernel<Cfg>>(); }
 };
 
 // The TMA warp-specialized main loop of sm_90a (pipeline/tma_ws.hpp).
@@ -124,7 +105,6 @@ template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int V
 struct TmaWs : Fields<Pipeline::WaveletTma, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
   static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
 #if defined(CKGEN_NVIDIA)
     static_assert(Cfg::kSpecialization != Specialization::Window,
                   "ckgen: Specialization::Window composes with pipeline::TmaWindow");
@@ -142,7 +122,6 @@ template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int V
 struct TmaWindow : Fields<Pipeline::WaveletTma, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
   static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
 #if defined(CKGEN_NVIDIA)
     static_assert(Cfg::kSpecialization == Specialization::Window,
                   "ckgen: pipeline::TmaWindow serves Specialization::Window");
@@ -162,10 +141,7 @@ template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int V
           Scheduler S = Scheduler::Intrawave>
 struct Direct : Fields<Pipeline::Direct, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
-  static std::unique_ptr<KernelBase> make() {
-    static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
-    return std::make_unique<DepthwiseKernel<Cfg>>();
-  }
+  static std::unique_ptr<KernelBase> make() { return std::make_unique<DepthwiseKernel<Cfg>>(); }
 };
 }  // namespace pipeline
 
@@ -213,9 +189,20 @@ struct ConvKernel : ProblemT, PipelineT, EpilogueT, ScheduleT {
   using SchedulePart = ScheduleT;
 };
 
+// stats (a forward's channel statistics) is summed by the CShuffle epilogue of basic /
+// multistage (epilogue/epilogue.hpp) and wavelet_tma (tma_ws_epilogue.hpp ChunkStats); the
+// space's rules (ckgen/space/rules/common.py check_stats) generate no other.
+template <class Cfg>
+inline constexpr bool kStatsServed = !Cfg::kStats || ((Cfg::kPipeline == Pipeline::Basic ||
+                                                        Cfg::kPipeline == Pipeline::Multistage ||
+                                                        Cfg::kPipeline == Pipeline::WaveletTma) &&
+                                                       Cfg::kEpilogue == Epilogue::CShuffle &&
+                                                       Cfg::kVariant == Variant::Forward);
+
 // The host face of an instance, as its pipeline part names it.
 template <class Cfg>
 std::unique_ptr<KernelBase> make_kernel() {
+  static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
   return Cfg::PipelinePart::template make<Cfg>();
 }
 
