@@ -101,33 +101,39 @@ inline std::vector<unsigned char> masked_dy(const KernelKey& k, DataType dt, con
   return out;
 }
 
-// db[c] = sum of dy over the images and output pixels, c = i mod (G*K); `abs` sums |dy| instead
-// (the scale of db's rounding error).
-inline std::vector<double> bias_grad_reference(const ConvProblem& p, const std::vector<double>& dy, bool abs = false) {
+// Per channel c = i mod (G*K) of a tensor in NDHWGK order, the sum of f(v[i]) over the images and
+// pixels, appended to `sums`.
+template <class F>
+void append_channel_sums(const ConvProblem& p, const std::vector<double>& v, F f, std::vector<double>& sums) {
   const int64_t gk = p.G * p.K;
-  std::vector<double> db(static_cast<std::size_t>(gk), 0.0);
-  for (std::size_t i = 0; i < dy.size(); ++i) db[std::size_t(int64_t(i) % gk)] += abs ? std::fabs(dy[i]) : dy[i];
+  const std::size_t at = sums.size();
+  sums.resize(at + std::size_t(gk), 0.0);
+  for (std::size_t i = 0; i < v.size(); ++i) sums[at + std::size_t(int64_t(i) % gk)] += f(v[i]);
+}
+
+// db[c] = sum of dy over the images and output pixels; `abs` sums |dy| instead (the scale of db's
+// rounding error).
+inline std::vector<double> bias_grad_reference(const ConvProblem& p, const std::vector<double>& dy, bool abs = false) {
+  std::vector<double> db;
+  append_channel_sums(p, dy, [abs](double x) { return abs ? std::fabs(x) : x; }, db);
   return db;
 }
 
-// stats: per channel c = i mod (G*K), the sum of the written output (its values as stored) at c
-// and the sum of its squares at G*K + c; `abs` gives their scales instead (sums of |y|, and the
-// sums of squares again), against which the fp32 sums' rounding is judged.
+// stats: per channel c, the sum of the written output (its values as stored) at c and the sum of
+// its squares at G*K + c; `abs` gives their scales instead (sums of |y|, and the sums of squares
+// again), against which the fp32 sums' rounding is judged.
 inline std::vector<double> stats_reference(const ConvProblem& p, const std::vector<double>& y, bool abs = false) {
-  const int64_t gk = p.G * p.K;
-  std::vector<double> s(static_cast<std::size_t>(2 * gk), 0.0);
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    const std::size_t c = std::size_t(int64_t(i) % gk);
-    s[c] += abs ? std::fabs(y[i]) : y[i];
-    s[std::size_t(gk) + c] += y[i] * y[i];
-  }
+  std::vector<double> s;
+  append_channel_sums(p, y, [abs](double x) { return abs ? std::fabs(x) : x; }, s);
+  append_channel_sums(p, y, [](double x) { return x * x; }, s);
   return s;
 }
 
 // Bytes a fused instance saves against the unfused convolution with separate elementwise
 // kernels. Forward: one kernel of the same operations, its read and write of the output (both
-// read the residual); stats: the statistics pass's read of the output. Backward: the mask kernel's write of the masked dy and the convolution's
-// read of it (both read dy and y); bias_grad: the reduction kernel's read of dy.
+// read the residual); stats: the statistics pass's read of the output. Backward: the mask
+// kernel's write of the masked dy and the convolution's read of it (both read dy and y);
+// bias_grad: the reduction kernel's read of dy.
 inline double fusion_saved_bytes(const KernelKey& k, const ConvProblem& p, std::size_t elem_bytes) {
   if (!is_fused(k)) return 0.0;
   const double out = double(p.output_elems()) * double(elem_bytes);

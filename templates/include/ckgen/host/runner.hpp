@@ -274,8 +274,12 @@ class Workbench {
   std::vector<double> download(const void* dev, int64_t n) const {
     std::vector<unsigned char> raw(std::size_t(n) * dtype_bytes(dt_));
     gpu_check(gpuMemcpy(raw.data(), dev, raw.size(), gpuMemcpyDeviceToHost), "download");
+    return to_doubles(raw.data(), n);
+  }
+  // n values of the workbench's datatype in host memory, as doubles.
+  std::vector<double> to_doubles(const unsigned char* raw, int64_t n) const {
     std::vector<double> out(static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = load_host(raw.data(), i, dt_);
+    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = load_host(raw, i, dt_);
     return out;
   }
 
@@ -328,31 +332,27 @@ class Workbench {
   // bias_grad: db against the sums of the masked dy (backward_fused_reference ran first), each
   // within 2e-4 of the sum of |dy| over the channel (fp32 accumulation in a different order).
   CompareResult compare_bias_grad(const KernelKey&) {
-    const int64_t gk = p_.G * p_.K;
-    std::vector<float> got(static_cast<std::size_t>(gk));
-    gpu_check(gpuMemcpy(got.data(), db_.get(), got.size() * sizeof(float), gpuMemcpyDeviceToHost),
-              "db download");
-    const std::vector<double> ref = bias_grad_reference(p_, hmasked_);
-    const std::vector<double> scale = bias_grad_reference(p_, hmasked_, true);
-    CompareResult r = compare_result(ref, got.data(), DataType::FP32, Tolerance{0.0, 2e-4 * max_abs(scale) + 1e-6});
-    r.label = "bias gradient db";
-    return r;
+    return compare_sums(db_, bias_grad_reference(p_, hmasked_), bias_grad_reference(p_, hmasked_, true), 2e-4,
+                        "bias gradient db");
   }
 
   // stats: the sums and sums of squares against those of the output the kernel wrote (already
   // compared with the reference), each within 2e-5 of its scale (fp32 sums in another order). The
   // buffer is poisoned first (run() must clear it).
   CompareResult compare_stats(const std::vector<unsigned char>& out) {
-    const int64_t gk = p_.G * p_.K, n = p_.output_elems();
-    std::vector<float> got(static_cast<std::size_t>(2 * gk));
-    gpu_check(gpuMemcpy(got.data(), stats_.get(), got.size() * sizeof(float), gpuMemcpyDeviceToHost),
-              "stats download");
-    std::vector<double> y(static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i) y[std::size_t(i)] = load_host(out.data(), i, dt_);
-    const std::vector<double> ref = stats_reference(p_, y);
-    const std::vector<double> scale = stats_reference(p_, y, true);
-    CompareResult r = compare_result(ref, got.data(), DataType::FP32, Tolerance{0.0, 2e-5 * max_abs(scale) + 1e-6});
-    r.label = "statistics (sums, sums of squares)";
+    const std::vector<double> y = to_doubles(out.data(), p_.output_elems());
+    return compare_sums(stats_, stats_reference(p_, y), stats_reference(p_, y, true), 2e-5,
+                        "statistics (sums, sums of squares)");
+  }
+
+  // The fp32 sums a fusion wrote into `buf` (db, stats) against `ref`, each within `rel` of the
+  // largest of `scale` (the sums of magnitudes).
+  CompareResult compare_sums(const DeviceBuffer& buf, const std::vector<double>& ref, const std::vector<double>& scale,
+                             double rel, const char* label) {
+    std::vector<float> got(ref.size());
+    gpu_check(gpuMemcpy(got.data(), buf.get(), got.size() * sizeof(float), gpuMemcpyDeviceToHost), label);
+    CompareResult r = compare_result(ref, got.data(), DataType::FP32, Tolerance{0.0, rel * max_abs(scale) + 1e-6});
+    r.label = label;
     return r;
   }
 
