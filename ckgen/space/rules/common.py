@@ -190,12 +190,13 @@ def check_stats(i: KernelInstance, a: ArchSpec) -> str | None:
         )
     if i.k_batch != 1:
         return f"fusion {f}: stats needs k_batch 1 (a split's partial sums are not the output)"
+    math_threads = i.waves[0] * i.waves[1] * i.waves[2] * a.warp_size
     if i.pipeline is Pipeline.WAVELET_TMA:
         if i.residual or i.swap_ab:
             return f"fusion {f}: wavelet_tma sums stats without residual or swap_ab"
         # a warp keeps 2 * tile N / 32 sums over its units and 16 over a chunk: beside more
         # than 64 accumulators a thread, ptxas spills (tiles 256x128 and ping-pong 64x256)
-        acc = i.tile[0] * i.tile[1] // (128 if is_pingpong(i) else i.threads * a.warp_size)
+        acc = i.tile[0] * i.tile[1] // (128 if is_pingpong(i) else math_threads)
         if acc > TMA_STATS_MAX_ACC:
             return (
                 f"fusion {f}: wavelet_tma stats needs at most {TMA_STATS_MAX_ACC} accumulators a "
@@ -203,11 +204,10 @@ def check_stats(i: KernelInstance, a: ArchSpec) -> str | None:
             )
         return None
     chunks = i.tile[1] // i.vec_c
-    threads = i.waves[0] * i.waves[1] * i.waves[2] * a.warp_size
-    if threads % chunks:
+    if math_threads % chunks:
         return (
-            f"fusion {f}: stats needs the block's {threads} threads to be a multiple of the tile's "
-            f"{chunks} column chunks (tile N {i.tile[1]} / vec_c {i.vec_c})"
+            f"fusion {f}: stats needs the block's {math_threads} threads to be a multiple of the "
+            f"tile's {chunks} column chunks (tile N {i.tile[1]} / vec_c {i.vec_c})"
         )
     return None
 

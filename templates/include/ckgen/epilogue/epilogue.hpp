@@ -144,11 +144,11 @@ struct EpilogueCShuffle {
             sq[q] = fmaf(y, y, sq[q]);
           }
         }
-        continue;
-      }
+      } else {
 #pragma unroll
-      for (int q = 0; q < V; ++q) out.v[q] = float_to_raw<Tr::kDataType>(src[q]);
-      *reinterpret_cast<Vec<Raw, V>*>(static_cast<Raw*>(p.dst) + v.c_row(m) + n) = out;
+        for (int q = 0; q < V; ++q) out.v[q] = float_to_raw<Tr::kDataType>(src[q]);
+        *reinterpret_cast<Vec<Raw, V>*>(static_cast<Raw*>(p.dst) + v.c_row(m) + n) = out;
+      }
     }
     if constexpr (kStats) flush_stats(v, p, sum, sq, n0, tid, sC);
   }
