@@ -58,11 +58,14 @@ def _geomean(v: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
 
 
-def pairs(rows: list[dict[str, str]], suffix: str) -> list[dict[str, str]]:
-    """Per shape with both kinds timed: best plain, best fused, the best plain's twin."""
+def pairs(
+    rows: list[dict[str, str]], suffix: str, ignore: tuple[str, ...] = ()
+) -> list[dict[str, str]]:
+    """Per shape with both kinds timed: best plain, best fused, the best plain's twin (instances
+    whose names end in one of `ignore`, other fusions of the same run, are neither)."""
     by_shape: dict[str, dict[str, float]] = {}
     for r in rows:
-        if r.get("ms"):
+        if r.get("ms") and not (ignore and r["instance"].endswith(ignore)):
             by_shape.setdefault(r["shape"], {})[r["instance"]] = float(r["ms"])
     out = []
     for shape, t in sorted(by_shape.items()):
@@ -90,11 +93,13 @@ def summary(out: list[dict[str, str]]) -> str:
     if not r:
         return "no layer has both a fused and a plain time"
     big = [float(o["best_fused_over_best_plain"]) for o in out if float(o["plain_ms"]) > BIG_MS]
+    twin = [float(o["twin_ms"]) / float(o["plain_ms"]) for o in out if o["twin_ms"]]
+    twins = f"; the best plain's fused twin / it: {_geomean(twin):.3f} ({len(twin)} layers)"
     return (
         f"{len(r)} layers: best fused / best plain {_geomean(r):.3f} (median {r[len(r) // 2]:.3f}, "
         f"worst {r[-1]:.3f}, best {r[0]:.3f}); plain > {BIG_MS * 1e3:.0f} us: {len(big)} layers, "
         f"{_geomean(big):.3f}; > 5 % slower: {sum(x > 1.05 for x in r)}, > 10 %: "
-        f"{sum(x > 1.10 for x in r)}"
+        f"{sum(x > 1.10 for x in r)}" + (twins if twin else "")
     )
 
 
@@ -139,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("profile")
     r.add_argument("--suffix", default="_bgrad", help="name suffix of the fused instances")
     r.add_argument("--out", default="")
+    r.add_argument("--ignore", action="append", default=[], help="name suffix left out (repeat)")
     t = sub.add_parser("torch-report", help="train_fused.py's layers against the unfused ops")
     t.add_argument("layers")
     t.add_argument("shapes", type=Path)
@@ -157,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(rows)} layers -> {a.out}")
         return 0
     with open(a.profile, newline="") as fh:
-        out = pairs(list(csv.DictReader(fh)), a.suffix)
+        out = pairs(list(csv.DictReader(fh)), a.suffix, tuple(a.ignore))
     if a.out and out:
         with open(a.out, "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(out[0]))

@@ -72,6 +72,8 @@ def key_line(name: str) -> str:
             value = str(16 // DATATYPE_BYTES[i.datatype] if name.endswith(FACE) else 0)
         elif field in vals:
             value = vals[field]
+        elif field == "out_datatype":
+            value = i.output_datatype.cpp_ref
         else:
             v = getattr(i, field)
             value = (

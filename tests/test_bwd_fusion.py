@@ -63,7 +63,7 @@ BWD_WEIGHT = replace(
     ],
 )
 def test_backward_fusion_spellings_parse_and_name(text: str, parts: tuple) -> None:
-    assert parse_fusion(text) == (*parts, False)
+    assert parse_fusion(text) == (*parts, False, None)
     assert Epilogue.parse(text).fusion == text
     inst = replace(BWD_WEIGHT, channel_op=parts[0], activation=parts[1])
     assert parse_instance_name(inst.name) == inst

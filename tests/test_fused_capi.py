@@ -82,7 +82,7 @@ def test_header_compiles_as_c(tmp_path: Path) -> None:
     src.write_text(
         '#include "ckgen_dispatch.h"\n'
         "int f(const ckgen_problem* p) {\n"
-        "  ckgen_epilogue e = {CKGEN_CHANNEL_OP_BIAS, CKGEN_ACTIVATION_RELU, 0, 0};\n"
+        "  ckgen_epilogue e = {CKGEN_CHANNEL_OP_BIAS, CKGEN_ACTIVATION_RELU, 0, 0, 0};\n"
         "  ckgen_epilogue_args a = {0, 0, 0, 1.f, 0.01f, 0, 0, 0};\n"
         '  int i = ckgen_select_fused(p, "forward", "fp16", &e, 0, 0);\n'
         "  return ckgen_run_fused(i, p, 0, -1, 0, -1, 0, -1, &a, 0, -1, 0, 0);\n"

@@ -22,6 +22,8 @@ from ckgen.model.vocab import (
     Pipeline,
     Specialization,
     Variant,
+    fusion_spelling,
+    parse_fusion,
 )
 from ckgen.space.rules import NO_CONTEXT, check
 from ckgen.space.rules.common import check_fusion
@@ -97,6 +99,48 @@ def test_stats_is_a_cshuffle_forward_operation() -> None:
         assert bad is not None and "stats" in bad[1], (change, bad)
 
 
+CONVERT = replace(PLAIN, vec_c=4, out_datatype=DataType.FP32)
+
+
+def test_output_conversion_is_a_forward_fusion_within_a_16_byte_store() -> None:
+    assert CONVERT.fusion == "to_fp32" and CONVERT.fused
+    assert CONVERT.output_datatype is DataType.FP32 and PLAIN.output_datatype is DataType.FP16
+    assert check(CONVERT, SM90) is None
+    both = replace(CONVERT, channel_op=ChannelOp.BIAS, activation=Activation.RELU, residual=True)
+    assert both.fusion == "bias_relu_residual_to_fp32" and check(both, SM90) is None
+    assert check(replace(CONVERT, datatype=DataType.BF16), SM90) is None
+    tma = replace(
+        parse_instance_name(
+            "grouped_conv_fwd_fp16_2d_t64x64x64_w4x1x1_wt64x64x16_wltma4_lm1x4_v8x8x8"
+        ),
+        out_datatype=DataType.BF16,
+    )
+    assert check(tma, SM90) is None
+    for inst, reason in (
+        (replace(CONVERT, vec_c=8), "vec_c at most 4"),
+        (replace(CONVERT, out_datatype=DataType.FP16), "fp16 already"),
+        (replace(CONVERT, variant=Variant.BACKWARD_DATA), "forward operation"),
+        (replace(tma, out_datatype=DataType.FP32), "wavelet_tma writes fp16 or bf16"),
+        (replace(CONVERT, k_batch=0), "needs k_batch 1"),
+    ):
+        bad = check(inst, SM90)
+        assert bad is not None and bad[0] == "fusion" and reason in bad[1], (inst.name, bad)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_ms3_v8x8x4_ofp32",
+        "grouped_conv_fwd_bf16_2d_t64x64x32_w2x2x1_wt16x8x16_ms3_cshuffle_v8x8x4_ss_relu_stats_ofp32",
+        "grouped_conv_fwd_fp32_2d_t64x64x16_w2x2x1_wt16x8x8_ms2_v4x4x4_obf16",
+    ],
+)
+def test_conversion_names_parse_back(name: str) -> None:
+    inst = parse_instance_name(name)
+    assert inst.out_datatype is not None and inst.name == name
+    assert fusion_spelling(*parse_fusion(inst.fusion)) == inst.fusion
+
+
 def test_wavelet_tma_fuses_with_split_k() -> None:
     """wavelet_tma's split-K finish applies the epilogue: k_batch auto or fixed is valid there."""
     name = (
@@ -138,9 +182,9 @@ def _fused_test_names() -> list[str]:
 
 def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -> None:
     fused = [parse_instance_name(n) for n in _fused_test_names()]
-    # one per store path and operation, and four with stats (the CShuffle sums: 16-byte and fp32
-    # vectors, merged groups, wavelet_tma)
-    assert 5 <= len(fused) <= 21, [i.name for i in fused]
+    # one per store path and operation, four with stats (the CShuffle sums: 16-byte and fp32
+    # vectors, merged groups, wavelet_tma) and six conversions
+    assert 5 <= len(fused) <= 27, [i.name for i in fused]
     paths = {(i.pipeline, i.epilogue.value, i.swap_ab, i.groups_to_merge > 1) for i in fused}
     assert (Pipeline.MULTISTAGE, "default", False, False) in paths
     assert (Pipeline.MULTISTAGE, "cshuffle", False, True) in paths
@@ -150,10 +194,16 @@ def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -
     assert (Pipeline.WAVELET_TMA, "cshuffle", False, False) in paths
     assert (Pipeline.WAVELET_TMA, "default", True, False) in paths
     assert (Pipeline.DIRECT, "default", False, False) in paths
-    ops = {i.channel_op for i in fused if not i.stats}
+    ops = {i.channel_op for i in fused if not i.stats} - {ChannelOp.NONE}
     assert ops == set(ChannelOp) - {ChannelOp.NONE, *BACKWARD_CHANNEL_OPS}
-    acts = {i.activation for i in fused if not i.stats}
+    acts = {i.activation for i in fused if not i.stats} - {Activation.NONE}
     assert acts == set(Activation) - {Activation.NONE, *GRAD_MASKS}
+    # conversions: to fp32 and from it, and into the 16-bit types on wavelet_tma (both stores)
+    conv = {(i.datatype, i.out_datatype, i.pipeline, i.epilogue.value) for i in fused}
+    assert (DataType.FP16, DataType.FP32, Pipeline.MULTISTAGE, "default") in conv
+    assert (DataType.FP32, DataType.BF16, Pipeline.MULTISTAGE, "default") in conv
+    assert (DataType.FP16, DataType.FP32, Pipeline.DIRECT, "default") in conv
+    assert {e for d, o, p, e in conv if p is Pipeline.WAVELET_TMA and o} == {"default", "cshuffle"}
     assert any(i.residual for i in fused)
     stats = [i for i in fused if i.stats]
     paths = {(i.datatype.value, i.groups_to_merge > 1) for i in stats}

@@ -127,6 +127,7 @@ def instances(draw: st.DrawFn) -> KernelInstance:
         activation=draw(st.sampled_from(list(Activation))),
         residual=draw(st.booleans()),
         stats=draw(st.booleans()),
+        out_datatype=draw(st.sampled_from([None, *DataType])),
     )
 
 
@@ -252,6 +253,9 @@ def test_unfused_names_carry_no_fusion_token() -> None:
         ("stats", "_stats"),
         ("scale_shift_relu_stats", "_ss_relu_stats"),
         ("bias_relu_residual_stats", "_bias_relu_res_stats"),
+        ("to_fp32", "_ofp32"),
+        ("bias_relu_to_bf16", "_bias_relu_obf16"),
+        ("scale_shift_relu_residual_stats_to_fp32", "_ss_relu_res_stats_ofp32"),
     ],
 )
 def test_fusion_yaml_to_name_and_back(fusion: str, suffix: str) -> None:
@@ -259,9 +263,11 @@ def test_fusion_yaml_to_name_and_back(fusion: str, suffix: str) -> None:
 
     from ckgen.model.vocab import parse_fusion
 
-    op, act, res, stats = FIELDS["fusion"].parse(fusion)
-    assert (op, act, res, stats) == parse_fusion(fusion)
-    inst = replace(UNFUSED, channel_op=op, activation=act, residual=res, stats=stats)
+    op, act, res, stats, out = FIELDS["fusion"].parse(fusion)
+    assert (op, act, res, stats, out) == parse_fusion(fusion)
+    inst = replace(
+        UNFUSED, channel_op=op, activation=act, residual=res, stats=stats, out_datatype=out
+    )
     assert inst.name == UNFUSED.name + suffix
     assert inst.fusion == fusion
     back = parse_instance_name(inst.name)
@@ -269,7 +275,21 @@ def test_fusion_yaml_to_name_and_back(fusion: str, suffix: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "bias_", "relu_bias", "bias_bias", "residual_relu", "relu6x", "gelu", 3, None]
+    "bad",
+    [
+        "",
+        "bias_",
+        "relu_bias",
+        "bias_bias",
+        "residual_relu",
+        "relu6x",
+        "gelu",
+        "to_fp8",
+        "to_fp32_bias",
+        "bias_to",
+        3,
+        None,
+    ],
 )
 def test_bad_fusion_values_are_refused(bad: object) -> None:
     with pytest.raises(ValueError):

@@ -30,6 +30,7 @@ class _Kernel:
 
     def __init__(self, log: list, datatype: str, ep: Epilogue) -> None:
         self.log, self.dt, self.ep = log, torch_dtype(datatype), ep
+        self.out_dt = torch_dtype(ep.output_datatype(datatype).value)
         self.k_batch, self.kernel = 1, None
         self.name = f"fake_{datatype}_{ep}"
 
@@ -54,10 +55,10 @@ class _Kernel:
         if bias is not None:
             y = y + tensor_at(bias, (gk,), torch.float32).view(view)
         if residual is not None:
-            y = y + beta * tensor_at(residual, (p.N, *out, gk), self.dt).permute(perm).float()
+            y = y + beta * tensor_at(residual, (p.N, *out, gk), self.out_dt).permute(perm).float()
         y = fused_op._ACT[str(self.ep.activation)](y, alpha)
-        dst = tensor_at(py, (p.N, *out, gk), self.dt)
-        dst.copy_(y.permute(0, *range(2, nd + 2), 1).to(self.dt))
+        dst = tensor_at(py, (p.N, *out, gk), self.out_dt)
+        dst.copy_(y.permute(0, *range(2, nd + 2), 1).to(self.out_dt))
         self.log.append(str(self.ep))
 
 
@@ -88,6 +89,18 @@ def test_op_registered_and_fake_shapes() -> None:
     args = (x, w, b, None, r, 1.0, 0.01, "bias_relu_residual", [2, 2], [1, 1], [1, 1], [1, 1], 1, 0)
     res = torch.library.opcheck(fused_op.conv_fused_op, args)
     assert set(res.values()) == {"SUCCESS"}, res
+
+
+def test_a_converting_fusion_writes_its_datatype() -> None:
+    x = torch.empty(2, 8, 10, 10, device="meta", dtype=torch.float16, requires_grad=True)
+    w = torch.empty(16, 8, 3, 3, device="meta", dtype=torch.float16, requires_grad=True)
+    b, r = torch.empty(16, device="meta"), torch.empty(2, 16, 10, 10, device="meta")
+    y = ct.conv_fused(x, w, b, residual=r, fusion="bias_relu_residual_to_fp32", padding=1)
+    assert y.dtype == torch.float32 and y.shape == (2, 16, 10, 10)
+    y.sum().backward()  # its gradient reaches the fp16 inputs
+    assert x.grad is not None and x.grad.dtype == torch.float16 and w.grad.shape == w.shape
+    with pytest.raises(ct.ConvTypeError, match="the output's, torch.float32"):
+        ct.conv_fused(x, w, b, residual=r.half(), fusion="bias_residual_to_fp32", padding=1)
 
 
 @pytest.mark.parametrize(
@@ -127,18 +140,20 @@ def test_no_gradient_where_the_output_does_not_give_it(cpu_as_cuda, fusion) -> N
 
 
 @pytest.mark.parametrize("fusion", ["bias", "bias_relu6", "bias_leaky_relu_residual",
-                                    "scale_shift_silu", "bias_gelu_tanh_residual"])  # fmt: skip
+                                    "scale_shift_silu", "bias_gelu_tanh_residual",
+                                    "bias_relu_residual_to_bf16"])  # fmt: skip
 def test_op_matches_reference(cpu_as_cuda, fusion) -> None:
     lib = _FakeLibrary()
     x, w = _cl(torch.randn(2, 8, 9, 9)), _cl(torch.randn(12, 4, 3, 3))
     b, s = torch.randn(12), torch.rand(12) + 0.5
     ep = Epilogue.parse(fusion)
     scale = s if ep.needs_scale else None
-    r = _cl(torch.randn(2, 12, 5, 5)) if ep.residual else None
+    r = _cl(torch.randn(2, 12, 5, 5)).to(fused_op.out_dtype(ep, x.dtype)) if ep.residual else None
     kw = dict(stride=2, padding=1, groups=2, registry=lib, beta=0.5, alpha=0.2)
     y = ct.conv_fused(x, w, b, scale, r, fusion=fusion, **kw)
     conf = ((2, 2), (1, 1), (1, 1), (1, 1), 2, 0)
     ref = fused_op.reference(x, w, b, scale, r, 0.5, 0.2, fusion, conf)
+    assert y.dtype == ref.dtype == fused_op.out_dtype(ep, x.dtype)
     torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
     assert lib.runs == [fusion]
 

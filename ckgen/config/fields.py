@@ -126,13 +126,15 @@ FIELDS: dict[str, FieldSpec] = {
     ),
     "fusion": FieldSpec(
         fusion,
-        "fused operations: none, or <op>[_<activation>][_residual][_stats] with op "
+        "fused operations: none, or <op>[_<activation>][_residual][_stats][_to_<datatype>] with op "
         + ", ".join(ChannelOp.allowed()[1:])
         + " and activation "
         + ", ".join(Activation.allowed()[1:])
         + "; forward: the epilogue act(op(acc) + beta * residual) (e.g. bias_relu,"
         " scale_shift_relu_residual), stats: also the per-channel sum and sum of squares of the"
-        " output for a training BatchNorm; backward: a gradient mask on dy (d*) and,"
+        " output for a training BatchNorm, to_<datatype>: the output written in another datatype"
+        " (" + ", ".join(DataType.allowed()) + "; e.g. bias_relu_to_fp32); backward: a gradient"
+        " mask on dy (d*) and,"
         " backward_weight, bias_grad (e.g. drelu, bias_grad_drelu)",
         FusionParts(ChannelOp.NONE, Activation.NONE),
     ),

@@ -102,6 +102,7 @@ _KEY_TRIPLES = {"tile": "tile", "waves": "wave", "warp_tile": "warp"}
 _KEY_COMMENTS = {
     "swap_ab": "wavelet_tma: the MMA computes the transposed tile (pipeline/tma_ws.hpp)",
     "ping_pong": "wavelet_tma: two math warpgroups take turns on units (TmaTraits::kPingPong)",
+    "out_datatype": "the output's datatype (datatype unless the instance converts)",
     "channel_pad": "> 0: a face padding channels to this multiple (kernel/channel_pad.hpp)",
 }
 
@@ -121,6 +122,9 @@ def kernel_key_fields() -> list[tuple[str, str, str]]:
         if f.name == "origin":
             continue
         t = hints[f.name]
+        optional = [a for a in typing.get_args(t) if a is not type(None)]
+        if len(optional) == 1 and len(typing.get_args(t)) == 2:
+            t = optional[0]  # X | None: the key holds the value the instance resolves it to
         if f.name in _KEY_TRIPLES:
             out += [("int", c, "") for c in key_columns(f.name)]
         elif isinstance(t, type) and issubclass(t, Word):
@@ -184,9 +188,15 @@ def render_c_problem() -> list[str]:
 
 
 def render_c_epilogue() -> list[str]:
+    # out_datatype: 0 (the inputs' datatype), else 1 + the DataType (ckgen.model.epilogue)
+    outs = [f"  CKGEN_OUT_{m.value.upper()} = {i + 1}," for i, m in enumerate(vocab.DataType)]
     return [
         *_c_enum("CHANNEL_OP", vocab.ChannelOp),
         *_c_enum("ACTIVATION", vocab.Activation),
+        "enum {",
+        "  CKGEN_OUT_INPUTS = 0,",
+        *outs,
+        "};",
         *_c_struct("ckgen_epilogue", C_EPILOGUE_FIELDS),
     ]
 

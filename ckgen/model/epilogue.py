@@ -8,15 +8,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ckgen.model.vocab import GRAD_MASKS, Activation, ChannelOp, fusion_spelling, parse_fusion
+from ckgen.model.vocab import (
+    GRAD_MASKS,
+    Activation,
+    ChannelOp,
+    DataType,
+    fusion_spelling,
+    parse_fusion,
+)
 
 # ckgen_epilogue, field by field: C name, C type, array length (0: a scalar). Codes are the
-# members' positions in ChannelOp / Activation (the C++ enums' values); residual, stats 0 or 1.
+# members' positions in ChannelOp / Activation (the C++ enums' values); residual, stats 0 or 1;
+# out_datatype 0 (the inputs' datatype) or 1 + the position in DataType.
 C_EPILOGUE_FIELDS: tuple[tuple[str, str, int], ...] = (
     ("channel_op", "int32_t", 0),
     ("activation", "int32_t", 0),
     ("residual", "int32_t", 0),
     ("stats", "int32_t", 0),
+    ("out_datatype", "int32_t", 0),
 )
 
 # ckgen_epilogue_args (ckgen::EpilogueArgs): bias (G*K fp32; scale_shift's shift), scale (G*K
@@ -40,7 +49,8 @@ C_EPILOGUE_ARGS_FIELDS: tuple[tuple[str, str, int], ...] = (
 class Epilogue:
     """The operations of a fused forward epilogue, ``y = act(op(acc) + beta * residual)``, or of
     a backward fusion (``drelu``, ``bias_grad_drelu``: dy times a gradient mask, bias_grad);
-    ``stats``: a forward also writes the per-channel sum and sum of squares of its output.
+    ``stats``: a forward also writes the per-channel sum and sum of squares of its output;
+    ``out_datatype``: a forward writes its output in this datatype (None: the inputs').
 
     ``Epilogue.parse("bias_relu")``; ``Epilogue()`` is a plain convolution."""
 
@@ -48,6 +58,7 @@ class Epilogue:
     activation: Activation = Activation.NONE
     residual: bool = False
     stats: bool = False
+    out_datatype: DataType | None = None
 
     @staticmethod
     def parse(fusion: str | Epilogue | None) -> Epilogue:
@@ -62,28 +73,45 @@ class Epilogue:
         return Epilogue(*parse_fusion(fusion))
 
     @staticmethod
-    def from_codes(channel_op: int, activation: int, residual: int, stats: int = 0) -> Epilogue:
+    def from_codes(
+        channel_op: int, activation: int, residual: int, stats: int = 0, out_datatype: int = 0
+    ) -> Epilogue:
         return Epilogue(
-            list(ChannelOp)[channel_op], list(Activation)[activation], bool(residual), bool(stats)
+            list(ChannelOp)[channel_op],
+            list(Activation)[activation],
+            bool(residual),
+            bool(stats),
+            list(DataType)[out_datatype - 1] if out_datatype else None,
         )
 
     @property
     def fusion(self) -> str:
-        return fusion_spelling(self.channel_op, self.activation, self.residual, self.stats)
+        return fusion_spelling(
+            self.channel_op, self.activation, self.residual, self.stats, self.out_datatype
+        )
 
     @property
     def fused(self) -> bool:
         return self != PLAIN
 
     @property
-    def codes(self) -> tuple[int, int, int, int]:
-        """(channel_op, activation, residual, stats) as ckgen_epilogue holds them."""
+    def codes(self) -> tuple[int, int, int, int, int]:
+        """(channel_op, activation, residual, stats, out_datatype) as ckgen_epilogue holds
+        them."""
+        out = list(DataType).index(self.out_datatype) + 1 if self.out_datatype else 0
         return (
             list(ChannelOp).index(self.channel_op),
             list(Activation).index(self.activation),
             int(self.residual),
             int(self.stats),
+            out,
         )
+
+    def output_datatype(self, datatype: DataType | str) -> DataType:
+        """The datatype of the output of a convolution on ``datatype`` inputs."""
+        if self.out_datatype is not None:
+            return self.out_datatype
+        return datatype if isinstance(datatype, DataType) else DataType(datatype)
 
     @property
     def needs_bias(self) -> bool:

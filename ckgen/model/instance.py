@@ -56,6 +56,8 @@ class KernelInstance:
     activation: Activation = Activation.NONE
     residual: bool = False
     stats: bool = False
+    # The output's datatype when it is not the inputs' (a fused conversion; None: datatype).
+    out_datatype: DataType | None = None
     # Where it came from (file:line); not part of its identity.
     origin: str = field(default="", compare=False, hash=False)
 
@@ -72,11 +74,18 @@ class KernelInstance:
     @property
     def fusion(self) -> str:
         """The fused epilogue's spelling (``none`` for a plain convolution)."""
-        return fusion_spelling(self.channel_op, self.activation, self.residual, self.stats)
+        return fusion_spelling(
+            self.channel_op, self.activation, self.residual, self.stats, self.out_datatype
+        )
 
     @property
     def fused(self) -> bool:
         return self.fusion != "none"
+
+    @property
+    def output_datatype(self) -> DataType:
+        """The datatype the output is written in."""
+        return self.out_datatype or self.datatype
 
     @property
     def threads(self) -> int:

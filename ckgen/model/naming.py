@@ -3,10 +3,12 @@
     grouped_conv_<variant>_<dtype>_<ndim>d_t<M>x<N>x<K>_w<M>x<N>x<K>_wt<M>x<N>x<K>_<pipeline>
         [_inter][_lm<load>x<math>][_swapab][_cshuffle]_v<a>x<b>x<c>[_<specialization>][_gm<n>]
         [_kb<n>][_sklin|_sktree][_persist][_2st][_bias|_ss|_bgrad][_<activation>][_res][_stats]
+        [_o<dtype>]
 
 The last tokens name a fused epilogue (forward): the channel operation (bias, scale_shift), the
-activation (relu, relu6, lrelu, silu, gelutanh), the residual add and the output's per-channel
-statistics (stats); or a backward fusion:
+activation (relu, relu6, lrelu, silu, gelutanh), the residual add, the output's per-channel
+statistics (stats) and the output's datatype when it is not the inputs' (ofp32); or a backward
+fusion:
 bias_grad (bgrad) and a gradient mask (drelu, drelu6, dlrelu). An unfused instance has none of
 them.
 
@@ -24,6 +26,7 @@ from collections.abc import Iterable
 
 from ckgen.model.instance import KernelInstance, default_k_batch
 from ckgen.model.vocab import (
+    CONVERT_SHORT,
     RESIDUAL_SHORT,
     SINGLE_STAGE_PIPELINES,
     STATS_SHORT,
@@ -89,6 +92,8 @@ def instance_name(i: KernelInstance) -> str:
         parts.append(RESIDUAL_SHORT)
     if i.stats:
         parts.append(STATS_SHORT)
+    if i.out_datatype is not None:
+        parts.append(CONVERT_SHORT + i.out_datatype.short)
     return "_".join(parts)
 
 
@@ -172,6 +177,8 @@ def parse_instance_name(name: str) -> KernelInstance:
         kw["residual"] = True
     if take(STATS_SHORT):
         kw["stats"] = True
+    if m := take(CONVERT_SHORT + "(" + "|".join(d.short for d in DataType) + ")"):
+        kw["out_datatype"] = by_short(DataType, m.group(1))
     if toks:
         raise ValueError(f"{name!r}: unexpected {'_'.join(toks)!r}")
     inst = KernelInstance(

@@ -154,6 +154,11 @@ RESIDUAL_SHORT = "res"
 # channel the fp32 sum and sum of squares of y over the images and pixels (cuDNN's "genstats").
 STATS = "stats"
 STATS_SHORT = "stats"
+# Output datatype conversion: the output is written in another datatype than the inputs
+# (``to_fp32``: an fp16 convolution writing fp32). Spelled ``to_<datatype>`` last in a fusion
+# value; name token ``o<datatype short>`` (``ofp32``).
+CONVERT = "to"
+CONVERT_SHORT = "o"
 
 
 class Reduction(Word):
@@ -229,20 +234,31 @@ def by_short(cls: type[W], short: str) -> W:
 
 
 class FusionParts(NamedTuple):
-    """The parts of a fusion spelling: channel op, activation, residual add, statistics."""
+    """The parts of a fusion spelling: channel op, activation, residual add, statistics and
+    the output's datatype (None: the inputs')."""
 
     channel_op: ChannelOp
     activation: Activation
     residual: bool = False
     stats: bool = False
+    out_datatype: DataType | None = None
 
 
-def fusion_spelling(op: ChannelOp, act: Activation, residual: bool, stats: bool = False) -> str:
-    """The YAML spelling of a fused epilogue: ``<op>[_<activation>][_residual][_stats]``
-    without the parts that are off (``bias_relu``, ``scale_shift_relu_residual``, ``silu``,
-    ``stats``), ``none`` when nothing is fused."""
+def fusion_spelling(
+    op: ChannelOp,
+    act: Activation,
+    residual: bool,
+    stats: bool = False,
+    out_datatype: DataType | None = None,
+) -> str:
+    """The YAML spelling of a fused epilogue: ``<op>[_<activation>][_residual][_stats]
+    [_to_<datatype>]`` without the parts that are off (``bias_relu``,
+    ``scale_shift_relu_residual``, ``silu``, ``stats``, ``bias_relu_to_fp32``), ``none`` when
+    nothing is fused."""
     parts = [w.value for w in (op, act) if w.value != "none"]
     parts += [RESIDUAL] * residual + [STATS] * stats
+    if out_datatype is not None:
+        parts.append(f"{CONVERT}_{out_datatype.value}")
     return "_".join(parts) or "none"
 
 
@@ -250,7 +266,14 @@ def parse_fusion(text: str) -> FusionParts:
     """The parts of a fusion spelling; ValueError otherwise."""
     if text == "none":
         return FusionParts(ChannelOp.NONE, Activation.NONE)
-    rest = text
+    rest, out = text, None
+    for d in DataType:
+        tail = f"{CONVERT}_{d.value}"
+        if rest == tail or rest.endswith(f"_{tail}"):
+            out, rest = d, rest[: -len(tail)].rstrip("_")
+            break
+    if out is not None and not rest:
+        return FusionParts(ChannelOp.NONE, Activation.NONE, out_datatype=out)
     found: list[Word | str] = []
     slots: tuple[list[Word | str], ...] = (
         [*list(ChannelOp)[1:]],
@@ -266,13 +289,14 @@ def parse_fusion(text: str) -> FusionParts:
                 break
     op = next((w for w in found if isinstance(w, ChannelOp)), ChannelOp.NONE)
     act = next((w for w in found if isinstance(w, Activation)), Activation.NONE)
-    parts = FusionParts(op, act, RESIDUAL in found, STATS in found)
+    parts = FusionParts(op, act, RESIDUAL in found, STATS in found, out)
     if rest or not found or fusion_spelling(*parts) != text:
         raise ValueError(
-            f"{text!r} is not a fusion: none, or <op>[_<activation>][_{RESIDUAL}][_{STATS}] with "
-            f"op one of {', '.join(ChannelOp.allowed()[1:])} and activation one of "
-            f"{', '.join(Activation.allowed()[1:])} (each part optional), e.g. bias_relu, "
-            "scale_shift_relu_stats, bias_grad_drelu"
+            f"{text!r} is not a fusion: none, or <op>[_<activation>][_{RESIDUAL}][_{STATS}]"
+            f"[_{CONVERT}_<datatype>] with op one of {', '.join(ChannelOp.allowed()[1:])}, "
+            f"activation one of {', '.join(Activation.allowed()[1:])} and datatype one of "
+            f"{', '.join(DataType.allowed())} (each part optional), e.g. bias_relu, "
+            "scale_shift_relu_stats, bias_relu_to_fp32, bias_grad_drelu"
         )
     return parts
 

@@ -37,6 +37,14 @@ class Kernel:
     tile: tuple[int, int, int]
     epilogue: Epilogue = PLAIN
 
+    @property
+    def out_datatype(self) -> str:
+        """The datatype of y: a forward's output is written in its fused conversion's datatype
+        when it converts; dy of the backward variants is in the inputs' datatype."""
+        if self.variant != "forward":
+            return self.datatype
+        return self.epilogue.output_datatype(self.datatype).value
+
     def is_supported(self, problem: Problem, k_batch: int = 0) -> str:
         """'' when the kernel can run the problem, else the reason."""
         r = self.registry._lib.ckgen_is_supported(
@@ -135,7 +143,7 @@ class Kernel:
         """(pointer, bytes) of input, weight, output and workspace, each checked (tensor_arg)."""
         pi, bi = tensor_arg(x, "in", self.datatype, problem)
         pw, bw = tensor_arg(w, "wei", self.datatype, problem)
-        po, bo = tensor_arg(y, "out", self.datatype, problem)
+        po, bo = tensor_arg(y, "out", self.out_datatype, problem)
         pws, bws = tensor_arg(ws, "workspace", None)
         return pi, bi, pw, bw, po, bo, pws, bws
 
@@ -164,7 +172,7 @@ class Kernel:
         ps = _vector_arg(scale, "scale", gk)
         pd = _vector_arg(db, "db", gk)
         pst = _vector_arg(stats, "stats", 2 * gk)
-        pr, br = tensor_arg(residual, "residual", self.datatype, problem)
+        pr, br = tensor_arg(residual, "residual", self.out_datatype, problem)
         if br >= 0 and bo >= 0 and br != bo:
             raise CkgenRuntimeError(f"residual: {br} bytes, the output has {bo}", code=3)
         py, by = tensor_arg(saved, "y", self.datatype, problem)

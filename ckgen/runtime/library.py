@@ -17,6 +17,7 @@ loads the cached library without running a compiler.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import warnings
 from collections.abc import Sequence
@@ -85,7 +86,9 @@ class KernelLibrary:
                     d,
                     int(nd),
                     (int(tm), int(tn), int(tk)),
-                    Epilogue.from_codes(ops.channel_op, ops.activation, ops.residual, ops.stats),
+                    Epilogue.from_codes(
+                        ops.channel_op, ops.activation, ops.residual, ops.stats, ops.out_datatype
+                    ),
                 )
             )
         self._by_name = {k.name: k for k in self.kernels}
@@ -262,8 +265,12 @@ class KernelLibrary:
         "bias_grad_drelu", ...): only kernels whose fused operations are exactly those take part,
         ranked as their plain twins would be (the tuning database's entries of the twins, else
         the cost model; never autotuned); the Selection's run() takes the operands (backward: y=,
-        the saved forward output, and db=). A plain request never gets a fused kernel."""
+        the saved forward output, and db=). A plain request never gets a fused kernel. A
+        conversion to the inputs' own datatype (``to_fp16`` of fp16) converts nothing and is
+        dropped from the request."""
         ep = Epilogue.parse(fusion) if fusion is not None else PLAIN
+        if ep.out_datatype is not None and ep.out_datatype.value == datatype:
+            ep = dataclasses.replace(ep, out_datatype=None)
         if ep.fused:
             return select_fused(self, problem, variant, datatype, ep)
         lib = self._lib

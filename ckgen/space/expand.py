@@ -149,7 +149,7 @@ def _candidates(entry: Entry, variant: Variant, arch: ArchSpec) -> Iterator[Kern
                 v = dict(zip(order, combo, strict=False))
                 load, math_w = v["wavelet"]
                 va, vb, vc = v["vector"]
-                op, act, residual, stats = v["fusion"]
+                op, act, residual, stats, out_datatype = v["fusion"]
                 yield KernelInstance(
                     variant=variant,
                     datatype=dtype,
@@ -177,6 +177,7 @@ def _candidates(entry: Entry, variant: Variant, arch: ArchSpec) -> Iterator[Kern
                     activation=act,
                     residual=residual,
                     stats=stats,
+                    out_datatype=out_datatype,
                     origin=entry.origin,
                 )
 

@@ -9,7 +9,8 @@ activation's input). Its backward:
 
 - g = dy times the activation's derivative, read from y (PyTorch's own backward kernels of the
   activation, applied to y: relu's and relu6's masks and leaky_relu's slopes are the same there);
-- dx = ckgen::conv_backward_data(g, w); d residual = beta * g;
+- d residual = beta * g; with a conversion (``to_<datatype>``), g is cast to x's dtype;
+- dx = ckgen::conv_backward_data(g, w);
 - (dw, db) = ckgen::conv_backward_weight_bias(x, g): a bias_grad kernel of the library (it sums g
   per channel while it reads it for dw) where one runs the problem and the cost model puts it no
   slower than the plain backward_weight kernel plus the least time of a separate sum; else that
@@ -215,6 +216,8 @@ class _FusedOp(torch.autograd.Function):
         x, w, y = ctx.saved_tensors
         needs = ctx.needs_input_grad
         g = activation_grad(ctx.fusion, dy, y, ctx.alpha)
+        dres = g * ctx.beta if needs[4] else None
+        g = g.to(x.dtype)  # a converting fusion's output gradient, in its inputs' dtype
         dx = registration._op_data_grad(g, w, x.shape, ctx.conf) if needs[0] else None
         dw = db = None
         if needs[2]:
@@ -222,7 +225,6 @@ class _FusedOp(torch.autograd.Function):
             dw = dw if needs[1] else None
         elif needs[1]:
             dw = registration._op_weight_grad(x, g, w.shape, ctx.conf)
-        dres = g * ctx.beta if needs[4] else None
         return (dx, dw, db, None, dres) + (None,) * (3 + len(ctx.conf) + 1)
 
 

@@ -1,8 +1,9 @@
 """The fused forward op, ``ckgen::conv_fused``: ``y = act(op(conv(x, weight)) + beta * residual)``
 in one kernel whose epilogue applies the operations in fp32 before the conversion (fusion: a
 spelling such as ``bias_relu_residual``; op ``bias`` adds ``bias``, ``scale_shift`` computes
-``acc * scale + bias``; ``alpha`` is leaky_relu's slope). bias and scale are fp32 vectors of one
-value per output channel, residual a tensor of the output's shape and dtype.
+``acc * scale + bias``; ``alpha`` is leaky_relu's slope; a last part ``to_<datatype>`` writes the
+output in that dtype, e.g. ``bias_relu_to_fp32`` on fp16 inputs). bias and scale are fp32 vectors
+of one value per output channel, residual a tensor of the output's shape and dtype.
 
 Registered with torch.library like the plain ops (real and fake implementation), so
 torch.compile traces it and CUDA graphs capture it; its gradient, for the fusions that have one,
@@ -48,6 +49,14 @@ def epilogue(fusion: str) -> Epilogue:
     return ep
 
 
+_TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def out_dtype(ep: Epilogue, x_dtype: Any) -> Any:
+    """The output's torch dtype: the fusion's conversion's (to_<datatype>), else x's."""
+    return x_dtype if ep.out_datatype is None else _TORCH_DTYPES[ep.out_datatype.value]
+
+
 def _vector(t: Any, what: str, out_channels: int) -> None:
     ck.tensor(t, what)
     if t.dtype != torch.float32:
@@ -80,7 +89,11 @@ def check_fused(
             continue
         if what == "residual":
             ck.tensor(t, what)
-            ck.same_dtype(x, "x", t, what)
+            if t.dtype != out_dtype(ep, x.dtype):
+                raise ck.ConvTypeError(
+                    f"residual has dtype {t.dtype}: the output's, "
+                    f"{out_dtype(ep, x.dtype)}, is expected (fusion={fusion!r})"
+                )
             if tuple(t.shape) != tuple(info["out_shape"]):
                 raise ck.ConvValueError(
                     f"residual has shape {list(t.shape)}: expected the output's "
@@ -156,7 +169,8 @@ def fused(
     """The implementation (conf: stride, padding_left, padding_right, dilation, groups,
     library as tuples)."""
     pr = _prepared(x, w, bias, scale, residual, fusion, conf)
-    y = torch.empty_strided(pr.out_shape, pr.out_strides, dtype=pr.dtype, device=pr.device)
+    dt = out_dtype(epilogue(fusion), pr.dtype)
+    y = torch.empty_strided(pr.out_shape, pr.out_strides, dtype=dt, device=pr.device)
     if pr.empty:
         return y
     x, _ = ops._input(x, pr.fmt)
@@ -186,8 +200,8 @@ def _fused_fake(
     x, w, bias, scale, residual, beta, alpha, fusion, stride, pl, pr_, dil, groups, lid
 ):
     conf = (stride, pl, pr_, dil, groups, lid)
-    info, _ = check_fused(x, w, bias, scale, residual, fusion, conf)
-    return empty_channels_last(info["out_shape"], x.dtype, x.device)
+    info, ep = check_fused(x, w, bias, scale, residual, fusion, conf)
+    return empty_channels_last(info["out_shape"], out_dtype(ep, x.dtype), x.device)
 
 
 # ---------------------------------------------------------------------- reference
@@ -206,7 +220,8 @@ def reference(
     x: Any, w: Any, bias: Any, scale: Any, residual: Any, beta: float, alpha: float,
     fusion: str, conf: tuple,
 ) -> Any:  # fmt: skip
-    """conv_fused in PyTorch: the convolution and the epilogue in fp32, then x's dtype."""
+    """conv_fused in PyTorch: the convolution and the epilogue in fp32, then the output's dtype
+    (x's, or the fusion's conversion's)."""
     ep = epilogue(fusion)
     stride, pl, pr_, dil, groups = conf[:5]
     xf = x.float()
@@ -223,4 +238,4 @@ def reference(
         y = y + bias.float().view(view)
     if ep.residual:
         y = y + beta * residual.float()
-    return _ACT[str(ep.activation)](y, alpha).to(x.dtype)
+    return _ACT[str(ep.activation)](y, alpha).to(out_dtype(ep, x.dtype))

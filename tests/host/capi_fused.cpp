@@ -48,9 +48,9 @@ alignas(16) unsigned char g_buf[6][256];
 }  // namespace
 
 int main() {
-  const ckgen_epilogue bias_relu = {CKGEN_CHANNEL_OP_BIAS, CKGEN_ACTIVATION_RELU, 0, 0};
-  const ckgen_epilogue ss_silu_res = {CKGEN_CHANNEL_OP_SCALE_SHIFT, CKGEN_ACTIVATION_SILU, 1, 0};
-  const ckgen_epilogue none = {0, 0, 0, 0};
+  const ckgen_epilogue bias_relu = {CKGEN_CHANNEL_OP_BIAS, CKGEN_ACTIVATION_RELU, 0, 0, 0};
+  const ckgen_epilogue ss_silu_res = {CKGEN_CHANNEL_OP_SCALE_SHIFT, CKGEN_ACTIVATION_SILU, 1, 0, 0};
+  const ckgen_epilogue none = {0, 0, 0, 0, 0};
   bool plain_only = true, fused_exact = true;
   std::string detail;
   for (int64_t n : {1, 8, 64})
@@ -76,15 +76,15 @@ int main() {
   check(ss >= 0 && std::string(ckgen_kernel_name(ss)) == "fwd_ss_silu_res_t64" && src &&
             std::string(src).find("cost-model") == 0,
         "scale_shift_silu_residual by the cost model", name(ss) + " " + (src ? src : ""));
-  const ckgen_epilogue lrelu = {0, CKGEN_ACTIVATION_LEAKY_RELU, 0, 0};
+  const ckgen_epilogue lrelu = {0, CKGEN_ACTIVATION_LEAKY_RELU, 0, 0, 0};
   check(ckgen_select_fused(&p, "forward", "fp16", &lrelu, nullptr, nullptr) == -1 &&
             std::strstr(ckgen_last_error(), "fwd_") == nullptr,
         "no kernel with the operations: not found", ckgen_last_error());
   check(ckgen_select_fused(&p, "backward_data", "fp16", &bias_relu, nullptr, nullptr) == -1 &&
             std::strstr(ckgen_last_error(), "gradient mask") != nullptr,
         "a forward epilogue on backward_data refused", ckgen_last_error());
-  const ckgen_epilogue drelu = {0, CKGEN_ACTIVATION_DRELU, 0, 0};
-  const ckgen_epilogue bgrad_drelu = {CKGEN_CHANNEL_OP_BIAS_GRAD, CKGEN_ACTIVATION_DRELU, 0, 0};
+  const ckgen_epilogue drelu = {0, CKGEN_ACTIVATION_DRELU, 0, 0, 0};
+  const ckgen_epilogue bgrad_drelu = {CKGEN_CHANNEL_OP_BIAS_GRAD, CKGEN_ACTIVATION_DRELU, 0, 0, 0};
   check(ckgen_select_fused(&p, "forward", "fp16", &drelu, nullptr, nullptr) == -1 &&
             std::strstr(ckgen_last_error(), "backward operations") != nullptr,
         "a gradient mask on forward refused", ckgen_last_error());
@@ -95,7 +95,7 @@ int main() {
   const int bw = ckgen_select_fused(&p, "backward_weight", "fp16", &bgrad_drelu, nullptr, nullptr);
   check(name(bd) == "bwd_data_drelu_t64" && name(bw) == "bwd_weight_bgrad_drelu_t64",
         "backward fusions select their kernels", name(bd) + " " + name(bw));
-  const ckgen_epilogue bad = {CKGEN_CHANNEL_OP_BIAS_GRAD + 1, 0, 0, 0};
+  const ckgen_epilogue bad = {CKGEN_CHANNEL_OP_BIAS_GRAD + 1, 0, 0, 0, 0};
   check(ckgen_select_fused(&p, "forward", "fp16", &bad, nullptr, nullptr) == -1 &&
             std::strstr(ckgen_last_error(), "out of range") != nullptr,
         "operation code out of range refused", ckgen_last_error());
@@ -163,7 +163,7 @@ int main() {
   check(fake_last_grad(&ry, &rdb) == 3, "refused backward runs launch nothing");
 
   // stats: a forward operation, selected apart from the same operations without it
-  const ckgen_epilogue br_stats = {CKGEN_CHANNEL_OP_BIAS, CKGEN_ACTIVATION_RELU, 0, 1};
+  const ckgen_epilogue br_stats = {CKGEN_CHANNEL_OP_BIAS, CKGEN_ACTIVATION_RELU, 0, 1, 0};
   const int st = ckgen_select_fused(&p, "forward", "fp16", &br_stats, nullptr, nullptr);
   ckgen_epilogue se;
   check(name(st) == "fwd_bias_relu_stats_t64" && ckgen_kernel_epilogue(st, &se) == CKGEN_OK && se.stats == 1 &&
@@ -184,6 +184,27 @@ int main() {
   rc = ckgen_run_fused(br, &p, x, -1, w, -1, y, -1, &args, nullptr, 0, nullptr, 1);
   check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), "reads no statistics output"),
         "stats given to a kernel without it refused", ckgen_last_error());
+
+  // output conversion: fp16 inputs written as fp32
+  const ckgen_epilogue br_f32 = {CKGEN_CHANNEL_OP_BIAS, CKGEN_ACTIVATION_RELU, 0, 0, CKGEN_OUT_FP32};
+  const int cv = ckgen_select_fused(&p, "forward", "fp16", &br_f32, nullptr, nullptr);
+  ckgen_epilogue ce;
+  check(name(cv) == "fwd_bias_relu_ofp32_t64" && ckgen_kernel_epilogue(cv, &ce) == CKGEN_OK &&
+            ce.out_datatype == CKGEN_OUT_FP32,
+        "a conversion selects its own kernel", name(cv));
+  check(ckgen_select_fused(&p, "backward_data", "fp16", &br_f32, nullptr, nullptr) == -1 &&
+            std::strstr(ckgen_last_error(), "forward operation"),
+        "a conversion on backward_data refused", ckgen_last_error());
+  const ckgen_epilogue bad_out = {0, 0, 0, 0, 4};
+  check(ckgen_select_fused(&p, "forward", "fp16", &bad_out, nullptr, nullptr) == -1 &&
+            std::strstr(ckgen_last_error(), "out_datatype 4 out of range"),
+        "an out_datatype code out of range refused", ckgen_last_error());
+  int64_t in_b = 0, wei_b = 0, out_b = 0;
+  check(ckgen_tensor_bytes(&p, "fp16", &in_b, &wei_b, &out_b) == CKGEN_OK, "tensor bytes", ckgen_last_error());
+  args = {bias, nullptr, nullptr, 1.f, 0.01f, nullptr, nullptr, nullptr};
+  rc = ckgen_run_fused(cv, &p, x, in_b, w, wei_b, y, out_b, &args, nullptr, 0, nullptr, 1);
+  check(rc == CKGEN_E_INVALID && std::strstr(ckgen_last_error(), ("needs " + std::to_string(2 * out_b)).c_str()),
+        "a conversion's output is sized in its datatype", ckgen_last_error());
   std::printf("all passed\n");
   return 0;
 }

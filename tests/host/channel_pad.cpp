@@ -79,7 +79,7 @@ struct ReferenceKernel : KernelBase {
 
 KernelKey fp32_key(const std::string& name, Variant v, int ndim) {
   KernelKey k = fake_key(name, v, 64, 64, 16);
-  k.datatype = DataType::FP32;
+  k.datatype = k.out_datatype = DataType::FP32;
   k.ndim = ndim;
   k.vec_a = k.vec_b = k.vec_c = 4;
   return k;

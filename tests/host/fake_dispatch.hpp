@@ -44,7 +44,7 @@ inline KernelKey fake_key(const std::string& name, Variant v, int tm, int tn, in
   KernelKey k{};
   k.name = name;
   k.variant = v;
-  k.datatype = DataType::FP16;
+  k.datatype = k.out_datatype = DataType::FP16;
   k.ndim = 2;
   k.tile_m = tm, k.tile_n = tn, k.tile_k = tk;
   k.wave_m = 2, k.wave_n = 2, k.wave_k = 1;

@@ -33,12 +33,14 @@ struct FakeKernel : KernelBase {
 
 // tile 128x128 (plain) or 64x64 (fused): the cost model would prefer neither by fusion.
 std::unique_ptr<KernelBase> fake(const std::string& name, int tile, ChannelOp op, Activation act, bool res,
-                                 Variant v = Variant::Forward, bool stats = false) {
+                                 Variant v = Variant::Forward, bool stats = false,
+                                 DataType out = DataType::FP16) {
   KernelKey k = ckgen_test::fake_key(name, v, tile, tile, 32);
   k.channel_op = op;
   k.activation = act;
   k.residual = res;
   k.stats = stats;
+  k.out_datatype = out;
   return std::make_unique<FakeKernel>(std::move(k));
 }
 
@@ -54,6 +56,8 @@ Registry& registry() {
     x.add(fake("fwd_ss_silu_res_t64", 64, ChannelOp::ScaleShift, Activation::Silu, true));
     x.add(fake("fwd_bias_relu_t128", 128, ChannelOp::Bias, Activation::Relu, false));
     x.add(fake("fwd_bias_relu_stats_t64", 64, ChannelOp::Bias, Activation::Relu, false, Variant::Forward, true));
+    x.add(fake("fwd_bias_relu_ofp32_t64", 64, ChannelOp::Bias, Activation::Relu, false, Variant::Forward, false,
+               DataType::FP32));
     x.add(fake("bwd_data_drelu_t64", 64, ChannelOp::Identity, Activation::DRelu, false, Variant::BackwardData));
     x.add(fake("bwd_weight_bgrad_drelu_t64", 64, ChannelOp::BiasGrad, Activation::DRelu, false,
                Variant::BackwardWeight));

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   {
     auto typed = [&](const std::string& name, int tm, DataType dt) {
       KernelKey k = key(name, Variant::Forward, tm, 64, 32);
-      k.datatype = dt;
+      k.datatype = k.out_datatype = dt;
       return k;
     };
     Registry sreg;

@@ -14,6 +14,8 @@ from ckgen.model.limits import (
 )
 from ckgen.model.vocab import (
     BACKWARD_CHANNEL_OPS,
+    CONVERT,
+    DATATYPE_BYTES,
     GRAD_MASKS,
     SINGLE_STAGE_PIPELINES,
     WAVELET_PIPELINES,
@@ -122,6 +124,9 @@ def check_backward_fusion(i: KernelInstance) -> str | None:
         return f"fusion {f}: gradient masks and bias_grad are backward operations" if grad else None
     if i.stats:
         return f"fusion {f}: stats (the output's channel statistics) is a forward operation"
+    if i.out_datatype is not None:
+        conv = f"{CONVERT}_{i.out_datatype.value}"
+        return f"fusion {f}: {conv} (output conversion) is a forward operation"
     if not grad or i.residual or i.activation not in (Activation.NONE, *GRAD_MASKS):
         return (
             f"fusion {f}: backward instances fuse a gradient mask "
@@ -170,7 +175,29 @@ def check_fusion(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None
         return f"fusion {i.fusion}: the direct matrix path's epilogue applies none (FMA tiles fuse)"
     if i.specialization is Specialization.WINDOW:
         return f"fusion {i.fusion}: the window kernel's epilogue applies none"
+    if i.out_datatype is not None and (why := check_convert(i)):
+        return why
     return check_stats(i, a) if i.stats else None
+
+
+def check_convert(i: KernelInstance) -> str | None:
+    """to_<datatype>: the epilogue converts to another output datatype, vec_c elements a store
+    (at most 16 bytes); wavelet_tma's stores pack 16-bit pairs (tma_ws_epilogue.hpp)."""
+    out = i.out_datatype
+    assert out is not None
+    tag, size = f"fusion {i.fusion}", DATATYPE_BYTES[out]
+    if out is i.datatype:
+        return (
+            f"{tag}: an {out.value} instance's output is {out.value} already (drop to_{out.value})"
+        )
+    if i.pipeline is Pipeline.WAVELET_TMA and size != 2:
+        return f"{tag}: wavelet_tma writes fp16 or bf16 (its stores pack 16-bit pairs)"
+    if i.vec_c * size > 16:
+        return (
+            f"{tag}: vec_c {i.vec_c} {out.value} outputs exceed a 16-byte store (vec_c at most "
+            f"{16 // size})"
+        )
+    return None
 
 
 def check_stats(i: KernelInstance, a: ArchSpec) -> str | None:

@@ -263,7 +263,7 @@ int ckgen_kernel_epilogue(int index, ckgen_epilogue* ops_out) {
   if (!ops_out) return fail(CKGEN_E_INVALID, "ops_out is NULL");
   const ckgen::EpilogueOps ops = ckgen::epilogue_ops(k->key());
   *ops_out = ckgen_epilogue{int32_t(ops.channel_op), int32_t(ops.activation), ops.residual ? 1 : 0,
-                            ops.stats ? 1 : 0};
+                            ops.stats ? 1 : 0, int32_t(ops.out_datatype)};
   return CKGEN_OK;
 }
 

@@ -54,8 +54,10 @@ typedef struct ckgen_problem {
 /* A fused forward epilogue, y = act(op(acc) + beta * residual) in fp32 before the conversion, or
  * a backward fusion: a gradient mask (CKGEN_ACTIVATION_D*) multiplied into dy from the saved
  * forward output, and (backward_weight) CKGEN_CHANNEL_OP_BIAS_GRAD, the bias gradient.
- * ckgen_epilogue: the operations (CKGEN_CHANNEL_OP_*, CKGEN_ACTIVATION_*, residual 0 / 1); all
- * zero is a plain convolution. */
+ * ckgen_epilogue: the operations (CKGEN_CHANNEL_OP_*, CKGEN_ACTIVATION_*, residual 0 / 1, stats
+ * 0 / 1) and the datatype a forward writes its output in (CKGEN_OUT_*: CKGEN_OUT_INPUTS, the
+ * inputs' datatype, or a conversion; out and residual buffers are sized in it); all zero is a
+ * plain convolution. */
 /* BEGIN ckgen_epilogue: rendered from ckgen/model/epilogue.py by `python -m ckgen.model.cxx`;
  * do not edit by hand. */
 enum {
@@ -75,11 +77,18 @@ enum {
   CKGEN_ACTIVATION_DRELU6 = 7,
   CKGEN_ACTIVATION_DLEAKY_RELU = 8,
 };
+enum {
+  CKGEN_OUT_INPUTS = 0,
+  CKGEN_OUT_FP16 = 1,
+  CKGEN_OUT_BF16 = 2,
+  CKGEN_OUT_FP32 = 3,
+};
 typedef struct ckgen_epilogue {
   int32_t channel_op;
   int32_t activation;
   int32_t residual;
   int32_t stats;
+  int32_t out_datatype;
 } ckgen_epilogue;
 /* END ckgen_epilogue */
 /* ckgen_epilogue_args: the operands. bias: G*K fp32 (scale_shift's shift), scale: G*K fp32,

@@ -103,10 +103,9 @@ std::string check_run_args(const ckgen::KernelBase& k, const ckgen::ConvProblem&
                            void* wei, int64_t wei_bytes, void* out, int64_t out_bytes, void* workspace,
                            int64_t workspace_have, int64_t workspace_need) {
   const ckgen::KernelKey& key = k.key();
-  const int64_t eb = dtype_bytes(key.datatype);
   int64_t elems[3];
   std::string why;
-  if (!tensor_elems(p, eb, elems, why)) return why;
+  if (!tensor_elems(p, 4, elems, why)) return why;
   int vin = key.vec_a, vwei = key.vec_b, vout = key.vec_c;  // forward: A = x, B = w, C = y
   if (key.variant == ckgen::Variant::BackwardData) {        // A = dy, B = w, C = dx
     vout = key.vec_a;
@@ -122,13 +121,16 @@ std::string check_run_args(const ckgen::KernelBase& k, const ckgen::ConvProblem&
                              {"out (y / dy)", out, out_bytes, vout}};
   for (int i = 0; i < 3; ++i) {
     const TensorUse& u = uses[i];
+    // a forward's y in the output's datatype (key.out_datatype; a fused conversion's differs)
+    const ckgen::DataType dt = i == 2 && key.variant == ckgen::Variant::Forward ? key.out_datatype : key.datatype;
+    const int64_t eb = dtype_bytes(dt);
     if (!u.ptr) return std::string(u.name) + " pointer is NULL";
     // a vector access is at most 16 bytes; every access is at least one element
     const int64_t align = std::min<int64_t>(16, std::max<int64_t>(1, u.vec) * eb);
     if (reinterpret_cast<uintptr_t>(u.ptr) % uintptr_t(align) != 0) {
       std::ostringstream os;
       os << u.name << " pointer " << u.ptr << " is not " << align << "-byte aligned (vector width "
-         << std::max(1, u.vec) << " x " << eb << "-byte " << ckgen::to_string(key.datatype)
+         << std::max(1, u.vec) << " x " << eb << "-byte " << ckgen::to_string(dt)
          << " elements); pass an aligned buffer or choose a narrower-vector kernel";
       return os.str();
     }
@@ -152,16 +154,17 @@ bool to_ops(const ckgen_epilogue* c, ckgen::EpilogueOps& ops, std::string& why) 
   if (!c) return true;
   if (c->channel_op < 0 || c->channel_op > int(ckgen::ChannelOp::BiasGrad) || c->activation < 0 ||
       c->activation > int(ckgen::Activation::DLeakyRelu) || c->residual < 0 || c->residual > 1 || c->stats < 0 ||
-      c->stats > 1) {
+      c->stats > 1 || c->out_datatype < 0 || c->out_datatype > 1 + int(ckgen::DataType::FP32)) {
     why = "invalid epilogue: channel_op " + std::to_string(c->channel_op) + ", activation " +
           std::to_string(c->activation) + ", residual " + std::to_string(c->residual) + ", stats " +
-          std::to_string(c->stats) + " out of range";
+          std::to_string(c->stats) + ", out_datatype " + std::to_string(c->out_datatype) + " out of range";
     return false;
   }
   ops.channel_op = ckgen::ChannelOp(c->channel_op);
   ops.activation = ckgen::Activation(c->activation);
   ops.residual = c->residual != 0;
   ops.stats = c->stats != 0;
+  ops.out_datatype = c->out_datatype;
   return true;
 }
 

@@ -86,9 +86,11 @@ struct ConfigTraits {
   using Config = Cfg;
   using T = typename DataTypeTraits<Cfg::kDataType>::type;
   using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  using OutRaw = typename DataTypeTraits<Cfg::kOutDataType>::raw;  // a forward's written output
 
   static constexpr Variant kVariant = Cfg::kVariant;
   static constexpr DataType kDataType = Cfg::kDataType;
+  static constexpr DataType kOutDataType = Cfg::kOutDataType;
   static constexpr int kNDim = Cfg::kNDim;
 
   static constexpr int BM = Cfg::Tile::kM, BN = Cfg::Tile::kN, BK = Cfg::Tile::kK;

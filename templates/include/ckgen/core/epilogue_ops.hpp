@@ -27,9 +27,10 @@ struct EpilogueOps {
   Activation activation = Activation::Identity;
   bool residual = false;
   bool stats = false;
+  int out_datatype = 0;  // 0: the output in the inputs' datatype; else 1 + the DataType converted to
   bool fused() const { return code() != 0; }
   int code() const {
-    return int(channel_op) * 128 + int(activation) * 4 + (residual ? 2 : 0) + (stats ? 1 : 0);
+    return out_datatype * 2048 + int(channel_op) * 128 + int(activation) * 4 + (residual ? 2 : 0) + (stats ? 1 : 0);
   }
   friend bool operator==(const EpilogueOps& a, const EpilogueOps& b) { return a.code() == b.code(); }
   friend bool operator!=(const EpilogueOps& a, const EpilogueOps& b) { return a.code() != b.code(); }
@@ -40,6 +41,7 @@ struct EpilogueOps {
 // gradient mask and bias_grad (ckgen/space/rules/common.py check_fusion holds the full rule).
 inline const char* epilogue_variant_refusal(Variant v, const EpilogueOps& o) {
   if (!o.fused()) return "";
+  if (o.out_datatype != 0 && v != Variant::Forward) return "output datatype conversion (to_*) is a forward operation";
   const bool grad = is_grad_mask(o.activation) || is_backward_op(o.channel_op);
   if (v == Variant::Forward) return grad ? "gradient masks and bias_grad are backward operations" : "";
   if (o.stats) return "stats (the output's channel statistics) is a forward operation";
@@ -50,6 +52,9 @@ inline const char* epilogue_variant_refusal(Variant v, const EpilogueOps& o) {
     return "bias_grad is a backward_weight operation";
   return "";
 }
+
+// EpilogueOps::out_datatype of an output in `out` from inputs in `in`.
+constexpr int out_datatype_code(DataType in, DataType out) { return in == out ? 0 : 1 + int(out); }
 
 namespace epilogue {
 // The operations of a fused epilogue, as the epilogue tags (kernel/conv_kernel.hpp) carry them.

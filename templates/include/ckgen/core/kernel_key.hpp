@@ -44,6 +44,7 @@ struct KernelKey {
   Activation activation;
   bool residual;
   bool stats;
+  DataType out_datatype;  // the output's datatype (datatype unless the instance converts)
   const char* arch;
   int channel_pad = 0;  // > 0: a face padding channels to this multiple (kernel/channel_pad.hpp)
 };

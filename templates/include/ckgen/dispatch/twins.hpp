@@ -16,10 +16,11 @@ inline bool serves_request(const KernelKey& k, Variant v, DataType dt, const Epi
 
 // The name of an instance's plain twin (the same instance without its fused operations): its name
 // less the tokens of the fused epilogue, which end it, one each for the channel operation, the
-// activation, the residual add and stats (ckgen/model/naming.py). A plain instance's own name.
+// activation, the residual add, stats and the output datatype (ckgen/model/naming.py). A plain
+// instance's own name.
 inline std::string plain_twin_name(const KernelKey& k) {
   int n = int(k.channel_op != ChannelOp::Identity) + int(k.activation != Activation::Identity) + int(k.residual) +
-          int(k.stats);
+          int(k.stats) + int(k.out_datatype != k.datatype);
   std::string s = k.name;
   for (; n > 0; --n) {
     const size_t at = s.rfind('_');

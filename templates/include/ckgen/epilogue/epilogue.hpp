@@ -1,5 +1,5 @@
-// Default epilogue: fp32 accumulators -> output, stored straight from registers with bounds
-// checks. Each lane owns runs of kAccVec consecutive columns (2 for mma.sync, 4 for Fma); they
+// Default epilogue: fp32 accumulators -> output (in the output's datatype, Tr::kOutDataType),
+// stored straight from registers with bounds checks. Each lane owns runs of kAccVec consecutive columns (2 for mma.sync, 4 for Fma); they
 // are written kVecC (capped at the run length) elements per store. Output modes (OutMode):
 // Direct (convert to the output type), AtomicF32 (split-K one stage), PartialF32 (split-K two
 // stages, the split's own workspace slice). A fused instance (epilogue/fusion.hpp) applies its
@@ -15,7 +15,7 @@ namespace ckgen {
 
 template <class Tr, class View>
 struct EpilogueDefault {
-  using Raw = typename Tr::Raw;
+  using Raw = typename Tr::OutRaw;
   using Gemm = BlockGemm<Tr>;
   using Mma = typename Gemm::Mma;
   static constexpr int kRun = Mma::kAccVec;
@@ -51,10 +51,10 @@ struct EpilogueDefault {
                 for (int q = 0; q < W; ++q) f[q] = a[q];
                 fusion::apply<typename Tr::Config, W>(p.ep, f, v.c_chan(n), off);
 #pragma unroll
-                for (int q = 0; q < W; ++q) out.v[q] = float_to_raw<Tr::kDataType>(f[q]);
+                for (int q = 0; q < W; ++q) out.v[q] = float_to_raw<Tr::kOutDataType>(f[q]);
               } else {
 #pragma unroll
-                for (int q = 0; q < W; ++q) out.v[q] = float_to_raw<Tr::kDataType>(a[q]);
+                for (int q = 0; q < W; ++q) out.v[q] = float_to_raw<Tr::kOutDataType>(a[q]);
               }
               *reinterpret_cast<Vec<Raw, W>*>(static_cast<Raw*>(p.dst) + off) = out;
             } else if (p.out_mode == OutMode::AtomicF32) {
@@ -84,7 +84,7 @@ struct EpilogueDefault {
 // p.ep.stats (sums at c, sums of squares at G*K + c; zeroed by the launch).
 template <class Tr, class View>
 struct EpilogueCShuffle {
-  using Raw = typename Tr::Raw;
+  using Raw = typename Tr::OutRaw;
   using Gemm = BlockGemm<Tr>;
   using Mma = typename Gemm::Mma;
   static constexpr int kLd = Tr::kLdC;  // floats per staged row
@@ -134,19 +134,19 @@ struct EpilogueCShuffle {
         const int64_t off = v.c_row(m) + n;
         fusion::apply<typename Tr::Config, V>(p.ep, f, v.c_chan(n), off);
 #pragma unroll
-        for (int q = 0; q < V; ++q) out.v[q] = float_to_raw<Tr::kDataType>(f[q]);
+        for (int q = 0; q < V; ++q) out.v[q] = float_to_raw<Tr::kOutDataType>(f[q]);
         *reinterpret_cast<Vec<Raw, V>*>(static_cast<Raw*>(p.dst) + off) = out;
         if constexpr (kStats) {
 #pragma unroll
           for (int q = 0; q < V; ++q) {
-            const float y = raw_to_float<Tr::kDataType>(out.v[q]);
+            const float y = raw_to_float<Tr::kOutDataType>(out.v[q]);
             sum[q] += y;
             sq[q] = fmaf(y, y, sq[q]);
           }
         }
       } else {
 #pragma unroll
-        for (int q = 0; q < V; ++q) out.v[q] = float_to_raw<Tr::kDataType>(src[q]);
+        for (int q = 0; q < V; ++q) out.v[q] = float_to_raw<Tr::kOutDataType>(src[q]);
         *reinterpret_cast<Vec<Raw, V>*>(static_cast<Raw*>(p.dst) + v.c_row(m) + n) = out;
       }
     }

@@ -4,9 +4,10 @@
 //   op:  acc (ChannelOp::Identity), acc + bias[c] (Bias), acc * scale[c] + bias[c] (ScaleShift)
 //   act: identity, relu, relu6 (clamp to [0, 6]), leaky_relu (slope alpha), silu, gelu_tanh
 // in fp32, with c = g * K + k the output channel (per-channel vectors: G*K floats) and the
-// residual a tensor of the output's shape, layout and type. An instance's parts come from its
-// epilogue tag (epilogue::Fused<Op, Act, Residual>, core/epilogue_ops.hpp); unfused instances
-// take epilogue::Plain, whose apply() is never instantiated, so their code does not change.
+// residual a tensor of the output's shape, layout and type (Cfg::kOutDataType: the inputs', or
+// the problem's conversion). An instance's parts come from its epilogue tag
+// (epilogue::Fused<Op, Act, Residual>, core/epilogue_ops.hpp); unfused instances take
+// epilogue::Plain, whose apply() is never instantiated, so their code does not change.
 #pragma once
 
 #include <cstdint>
@@ -90,17 +91,17 @@ inline constexpr bool kReadsScale = Cfg::kChannelOp == ChannelOp::ScaleShift;
 // (the residual's offset too), rewritten in place.
 template <class Cfg, int W>
 CKGEN_DEVICE CKGEN_FORCEINLINE void apply(const EpilogueArgs& e, float* v, int64_t c, int64_t off) {
-  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  using Raw = typename DataTypeTraits<Cfg::kOutDataType>::raw;  // the residual is in the output's type
   float r[W], b[W], s[W];
   if constexpr (Cfg::kResidual) {
     const Raw* res = static_cast<const Raw*>(e.residual) + off;
     if constexpr (W > 1 && W * sizeof(Raw) <= 16 && (W & (W - 1)) == 0) {
       const Vec<Raw, W> rv = *reinterpret_cast<const Vec<Raw, W>*>(res);
 #pragma unroll
-      for (int q = 0; q < W; ++q) r[q] = raw_to_float<Cfg::kDataType>(rv.v[q]);
+      for (int q = 0; q < W; ++q) r[q] = raw_to_float<Cfg::kOutDataType>(rv.v[q]);
     } else {
 #pragma unroll
-      for (int q = 0; q < W; ++q) r[q] = raw_to_float<Cfg::kDataType>(res[q]);
+      for (int q = 0; q < W; ++q) r[q] = raw_to_float<Cfg::kOutDataType>(res[q]);
     }
   }
 #pragma unroll

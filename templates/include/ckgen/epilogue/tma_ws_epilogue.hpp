@@ -182,7 +182,7 @@ struct ChunkStats {
   }
   CKGEN_DEVICE CKGEN_FORCEINLINE void add(const int e, const Raw v) {
     if constexpr (kOn) {
-      const float f = raw_to_float<Cfg::kDataType>(v);
+      const float f = raw_to_float<Cfg::kOutDataType>(v);
       s[e] += f;
       q[e] = fmaf(f, f, q[e]);
     }
@@ -290,7 +290,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void store_swap(const TmaConvArgs& p, Acc& acc,
                        : "memory");
         else {
           if constexpr (Cfg::kFused) fusion::apply<Cfg, 1>(p.ep, &v, int64_t(g) * p.K + col, rb + col);
-          y[rb + col] = float_to_raw<Cfg::kDataType>(v);
+          y[rb + col] = float_to_raw<Cfg::kOutDataType>(v);
         }
       }
     }
@@ -322,8 +322,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void store(const TmaConvArgs& p, Acc& acc,
         Raw* dst = dst_row + col;
         float f0 = acc[i][j * 4 + h * 2], f1 = acc[i][j * 4 + h * 2 + 1];
         if constexpr (Cfg::kFused) fuse_pair<Cfg>(p, f0, f1, g, col, (dst_row - y) + col, pairs);
-        const Raw v0 = float_to_raw<Cfg::kDataType>(f0);
-        const Raw v1 = float_to_raw<Cfg::kDataType>(f1);
+        const Raw v0 = float_to_raw<Cfg::kOutDataType>(f0);
+        const Raw v1 = float_to_raw<Cfg::kOutDataType>(f1);
         if (pairs && col + 1 < p.K) {
           *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
         } else {
@@ -389,8 +389,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void stage_chunk(const TmaConvArgs& p, Acc& acc,
         const int row = r0 + (lane >> 2) + 8 * h, col = gcol(c0 + jj * 8 + (lane & 3) * 2);
         if (row_ok(row) && col < p.K) fusion::apply_values<Cfg, 2>(p.ep, f, b, s, nullptr);
       }
-      const Raw v0 = float_to_raw<Cfg::kDataType>(f[0]);
-      const Raw v1 = float_to_raw<Cfg::kDataType>(f[1]);
+      const Raw v0 = float_to_raw<Cfg::kOutDataType>(f[0]);
+      const Raw v1 = float_to_raw<Cfg::kOutDataType>(f[1]);
       *reinterpret_cast<uint32_t*>(slab + ((lane >> 2) + h * 8) * Tr::kSlabStride + jj * 8 +
                                    (lane & 3) * 2) = uint32_t(v0) | (uint32_t(v1) << 16);
     }
@@ -447,14 +447,14 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void residual_rounds(const TmaConvArgs& p, Acc& a
         const uint32_t w[4] = {rv.x, rv.y, rv.z, rv.w};
 #pragma unroll
         for (int e = 0; e < 8; ++e)
-          r[e] = raw_to_float<Cfg::kDataType>(Raw((w[e / 2] >> (16 * (e & 1))) & 0xffffu));
+          r[e] = raw_to_float<Cfg::kOutDataType>(Raw((w[e / 2] >> (16 * (e & 1))) & 0xffffu));
         fusion::residual_act<Cfg, 8>(p.ep, v, r);
         if (!ok || col >= p.K) continue;
         uint32_t o[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          o[e] = uint32_t(float_to_raw<Cfg::kDataType>(v[2 * e])) |
-                 (uint32_t(float_to_raw<Cfg::kDataType>(v[2 * e + 1])) << 16);
+          o[e] = uint32_t(float_to_raw<Cfg::kOutDataType>(v[2 * e])) |
+                 (uint32_t(float_to_raw<Cfg::kOutDataType>(v[2 * e + 1])) << 16);
         Raw* dst = y + base + col;
         if (vec && col + 8 <= p.K) {
           *reinterpret_cast<uint4*>(dst) = make_uint4(o[0], o[1], o[2], o[3]);

@@ -25,7 +25,8 @@ inline constexpr float kTestResidualBeta = 0.5f;
 inline constexpr float kTestLeakySlope = 0.1f;
 
 inline bool is_fused(const KernelKey& k) {
-  return EpilogueOps{k.channel_op, k.activation, k.residual, k.stats}.fused();
+  return EpilogueOps{k.channel_op, k.activation, k.residual, k.stats, out_datatype_code(k.datatype, k.out_datatype)}
+      .fused();
 }
 
 // "bias_relu_residual"-style spelling of a key's fusion (ckgen/model/vocab.py fusion_spelling).
@@ -36,6 +37,7 @@ inline std::string fusion_spelling(const KernelKey& k) {
   if (k.activation != Activation::Identity) add(to_string(k.activation));
   if (k.residual) add("residual");
   if (k.stats) add("stats");
+  if (k.out_datatype != k.datatype) add((std::string("to_") + to_string(k.out_datatype)).c_str());
   return s.empty() ? "none" : s;
 }
 
@@ -130,16 +132,19 @@ inline std::vector<double> stats_reference(const ConvProblem& p, const std::vect
 }
 
 // Bytes a fused instance saves against the unfused convolution with separate elementwise
-// kernels. Forward: one kernel of the same operations, its read and write of the output (both
-// read the residual); stats: the statistics pass's read of the output. Backward: the mask
-// kernel's write of the masked dy and the convolution's read of it (both read dy and y);
+// kernels. Forward: one kernel of the same operations (and the conversion to the output's
+// datatype), the convolution's write of its result and that kernel's read of it (both read the
+// residual and write the output); stats: the statistics pass's read of the output. Backward: the
+// mask kernel's write of the masked dy and the convolution's read of it (both read dy and y);
 // bias_grad: the reduction kernel's read of dy.
 inline double fusion_saved_bytes(const KernelKey& k, const ConvProblem& p, std::size_t elem_bytes) {
   if (!is_fused(k)) return 0.0;
   const double out = double(p.output_elems()) * double(elem_bytes);
   if (!is_backward_fused(k)) {
-    const bool elementwise = k.channel_op != ChannelOp::Identity || k.activation != Activation::Identity || k.residual;
-    return (elementwise ? 2.0 * out : 0.0) + (k.stats ? out : 0.0);
+    const bool elementwise = k.channel_op != ChannelOp::Identity || k.activation != Activation::Identity ||
+                             k.residual || k.out_datatype != k.datatype;
+    const double written = double(p.output_elems()) * double(dtype_bytes(k.out_datatype));
+    return (elementwise ? 2.0 * out : 0.0) + (k.stats ? written : 0.0);
   }
   return (is_grad_mask(k.activation) ? 2.0 * out : 0.0) + (k.channel_op == ChannelOp::BiasGrad ? out : 0.0);
 }

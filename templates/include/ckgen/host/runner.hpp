@@ -96,6 +96,7 @@ class Workbench {
     ref_kind_ = RefKind::None;
     ref_.clear();
     ep_ready_ = false;
+    residuals_.clear();
     masked_refs_.clear();
     masked_host_.clear();
     const std::size_t eb = dtype_bytes(dt);
@@ -128,16 +129,22 @@ class Workbench {
 
   // Device tensors for run().
   ConvTensors tensors() const { return ConvTensors{x_.get(), w_.get(), y_.get()}; }
-  // The tensors for instance k: a fused one's operands too (made on first use).
+  // The datatype instance key k writes its tensor in (a forward's fused conversion).
+  DataType written_datatype(const KernelKey& k) const { return v_ == Variant::Forward ? k.out_datatype : dt_; }
+
+  // The tensors for instance k: a fused one's operands too (made on first use); a converting
+  // forward's output buffer grown to its datatype.
   ConvTensors tensors(const KernelBase& k) {
-    ConvTensors t = tensors();
     const KernelKey& key = k.key();
+    const DataType odt = written_datatype(key);
+    if (v_ == Variant::Forward) y_.resize(std::size_t(p_.output_elems()) * dtype_bytes(odt));
+    ConvTensors t = tensors();
     if (!is_fused(key)) return t;
     make_epilogue_operands();
     if (key.channel_op == ChannelOp::Bias || key.channel_op == ChannelOp::ScaleShift)
       t.ep.bias = static_cast<const float*>(bias_.get());
     if (key.channel_op == ChannelOp::ScaleShift) t.ep.scale = static_cast<const float*>(scale_.get());
-    if (key.residual) t.ep.residual = res_.get();
+    if (key.residual) t.ep.residual = residual(odt).dev.get();
     if (is_grad_mask(key.activation)) t.ep.y = saved_.get();
     if (key.channel_op == ChannelOp::BiasGrad) t.ep.db = static_cast<float*>(db_.get());
     if (key.stats) t.ep.stats = static_cast<float*>(stats_.get());
@@ -158,9 +165,10 @@ class Workbench {
     VerifyOutcome r;
     try {
       const int64_t n = written_elems(v_, p_);
+      const DataType odt = written_datatype(k.key());
       ws_.resize(k.workspace_bytes(p_, opts));
       const ConvTensors t = tensors(k);
-      gpu_check(poison_device(written_ptr(), n, dt_, stream_), "poison");
+      gpu_check(poison_device(written_ptr(), n, odt, stream_), "poison");
       if (t.ep.stats) gpu_check(poison_device(t.ep.stats, 2 * p_.G * p_.K, DataType::FP32, stream_), "poison stats");
       gpu_check(k.run(p_, t, ws_.get(), stream_, opts), "run");
       gpu_check(gpuStreamSynchronize(stream_), "run (synchronize)");
@@ -170,7 +178,7 @@ class Workbench {
         r.ok = true;
         return r;
       }
-      std::vector<unsigned char> out(std::size_t(n) * dtype_bytes(dt_));
+      std::vector<unsigned char> out(std::size_t(n) * dtype_bytes(odt));
       gpu_check(gpuMemcpy(out.data(), written_ptr(), out.size(), gpuMemcpyDeviceToHost),
                 "result download");
       const bool fused = is_fused(k.key());
@@ -179,19 +187,24 @@ class Workbench {
         fused_ref = backward_fused_reference(k.key());
       } else if (fused) {
         fused_ref = ref_;
-        apply_fused_reference(k.key(), p_, fused_ref, hbias_, hscale_, hres_, kTestResidualBeta,
-                              kTestLeakySlope);
+        const std::vector<double> none;
+        apply_fused_reference(k.key(), p_, fused_ref, hbias_, hscale_, k.key().residual ? residual(odt).host : none,
+                              kTestResidualBeta, kTestLeakySlope);
       }
-      Tolerance tol =
-          tolerance_for(v_, dt_, p_, opts.k_batch, fused ? std::max(ref_max_, max_abs(fused_ref)) : ref_max_,
-                        ref_kind_ == RefKind::Gpu);
+      const double scale = fused ? std::max(ref_max_, max_abs(fused_ref)) : ref_max_;
+      Tolerance tol = tolerance_for(v_, dt_, p_, opts.k_batch, scale, ref_kind_ == RefKind::Gpu);
+      if (odt != dt_) {  // the output's rounding when it is coarser than the inputs'
+        const Tolerance o = tolerance_for(v_, odt, p_, opts.k_batch, scale, ref_kind_ == RefKind::Gpu);
+        tol.rtol = std::max(tol.rtol, o.rtol);
+        tol.atol = std::max(tol.atol, o.atol);
+      }
       if (fused) {  // the activations' slopes (up to 1.13) on the convolution's error
         tol.rtol *= 1.25;
         tol.atol *= 1.25;
       }
-      r.cmp = compare_result(fused ? fused_ref : ref_, out.data(), dt_, tol);
+      r.cmp = compare_result(fused ? fused_ref : ref_, out.data(), odt, tol);
       if (r.cmp.ok && k.key().channel_op == ChannelOp::BiasGrad) r.cmp = compare_bias_grad(k.key());
-      if (r.cmp.ok && k.key().stats) r.cmp = compare_stats(out);
+      if (r.cmp.ok && k.key().stats) r.cmp = compare_stats(out, odt);
       r.verified = true;
       r.ok = r.cmp.ok;
     } catch (const GpuFailure& e) {
@@ -270,16 +283,17 @@ class Workbench {
 
   const std::vector<double>& reference() const { return ref_; }
 
-  // Host copy of a device tensor as doubles.
-  std::vector<double> download(const void* dev, int64_t n) const {
-    std::vector<unsigned char> raw(std::size_t(n) * dtype_bytes(dt_));
+  // Host copy of a device tensor of datatype dt (the workbench's by default) as doubles.
+  std::vector<double> download(const void* dev, int64_t n) const { return download(dev, n, dt_); }
+  std::vector<double> download(const void* dev, int64_t n, DataType dt) const {
+    std::vector<unsigned char> raw(std::size_t(n) * dtype_bytes(dt));
     gpu_check(gpuMemcpy(raw.data(), dev, raw.size(), gpuMemcpyDeviceToHost), "download");
-    return to_doubles(raw.data(), n);
+    return to_doubles(raw.data(), n, dt);
   }
-  // n values of the workbench's datatype in host memory, as doubles.
-  std::vector<double> to_doubles(const unsigned char* raw, int64_t n) const {
+  // n values of datatype dt in host memory, as doubles.
+  std::vector<double> to_doubles(const unsigned char* raw, int64_t n, DataType dt) const {
     std::vector<double> out(static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = load_host(raw, i, dt_);
+    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = load_host(raw, i, dt);
     return out;
   }
 
@@ -339,8 +353,8 @@ class Workbench {
   // stats: the sums and sums of squares against those of the output the kernel wrote (already
   // compared with the reference), each within 2e-5 of its scale (fp32 sums in another order). The
   // buffer is poisoned first (run() must clear it).
-  CompareResult compare_stats(const std::vector<unsigned char>& out) {
-    const std::vector<double> y = to_doubles(out.data(), p_.output_elems());
+  CompareResult compare_stats(const std::vector<unsigned char>& out, DataType odt) {
+    const std::vector<double> y = to_doubles(out.data(), p_.output_elems(), odt);
     return compare_sums(stats_, stats_reference(p_, y), stats_reference(p_, y, true), 2e-5,
                         "statistics (sums, sums of squares)");
   }
@@ -356,6 +370,23 @@ class Workbench {
     return r;
   }
 
+  // The residual of a fused forward writing datatype odt (the output's shape and type): the
+  // workbench's own in its datatype, else one filled from the same seed in odt (made on first use).
+  struct Residual {
+    DeviceBuffer dev;
+    std::vector<double> host;
+  };
+  Residual& residual(DataType odt) {
+    Residual& r = residuals_[int(odt)];
+    if (!r.host.empty()) return r;
+    const int64_t n = p_.output_elems();
+    r.dev.resize(std::size_t(n) * dtype_bytes(odt));
+    gpu_check(fill_device(r.dev.get(), n, odt, init_, tensor_seed(5), stream_), "fill residual");
+    gpu_check(gpuStreamSynchronize(stream_), "fill residual (synchronize)");
+    r.host = download(r.dev.get(), n, odt);
+    return r;
+  }
+
   // A fused instance's operands for the current problem: bias and scale (G*K fp32; scale in
   // (0, 1]) and the residual (the output's shape and type), with their host copies.
   void make_epilogue_operands() {
@@ -363,12 +394,10 @@ class Workbench {
     const int64_t gk = p_.G * p_.K, n = p_.output_elems();
     bias_.resize(std::size_t(gk) * sizeof(float));
     scale_.resize(std::size_t(gk) * sizeof(float));
-    res_.resize(std::size_t(n) * dtype_bytes(dt_));
     gpu_check(fill_device(bias_.get(), gk, DataType::FP32, InitMode::Random, tensor_seed(3), stream_),
               "fill bias");
     gpu_check(fill_device(scale_.get(), gk, DataType::FP32, InitMode::Positive, tensor_seed(4), stream_),
               "fill scale");
-    gpu_check(fill_device(res_.get(), n, dt_, init_, tensor_seed(5), stream_), "fill residual");
     saved_.resize(std::size_t(n) * dtype_bytes(dt_));
     db_.resize(std::size_t(gk) * sizeof(float));
     stats_.resize(std::size_t(2 * gk) * sizeof(float));
@@ -381,7 +410,6 @@ class Workbench {
     };
     hbias_ = floats(bias_, gk);
     hscale_ = floats(scale_, gk);
-    hres_ = download(res_.get(), n);
     hsaved_ = download(saved_.get(), n);
     ep_ready_ = true;
   }
@@ -396,8 +424,9 @@ class Workbench {
   double ref_max_ = 0;
   std::vector<double> ref_;
   DeviceBuffer x_, w_, y_, ws_, ref32_;
-  DeviceBuffer bias_, scale_, res_;
-  std::vector<double> hbias_, hscale_, hres_;
+  DeviceBuffer bias_, scale_;
+  std::vector<double> hbias_, hscale_;
+  std::map<int, Residual> residuals_;  // by the written datatype
   // Backward fusions: the saved forward output y, db, the masked dy of the last mask asked for
   // (device and host) and the references per mask (Activation code).
   DeviceBuffer saved_, db_, masked_;

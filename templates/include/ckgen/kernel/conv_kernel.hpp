@@ -42,11 +42,14 @@
 namespace ckgen {
 
 // What is convolved: the variant, element type, spatial rank, the specialization the instance
-// assumes of the problem and how many groups one block runs as one block-diagonal GEMM.
-template <Variant V, DataType D, int NDim, Specialization Spec = Specialization::Default, int GroupsToMerge = 1>
+// assumes of the problem, how many groups one block runs as one block-diagonal GEMM, and the
+// written output's element type (a forward's fused conversion; D otherwise).
+template <Variant V, DataType D, int NDim, Specialization Spec = Specialization::Default, int GroupsToMerge = 1,
+          DataType Out = D>
 struct Problem {
   static constexpr Variant kVariant = V;
   static constexpr DataType kDataType = D;
+  static constexpr DataType kOutDataType = Out;
   static constexpr int kNDim = NDim;
   static constexpr Specialization kSpecialization = Spec;
   static constexpr int kGroupsToMerge = GroupsToMerge;
@@ -199,10 +202,20 @@ inline constexpr bool kStatsServed = !Cfg::kStats || ((Cfg::kPipeline == Pipelin
                                                        Cfg::kEpilogue == Epilogue::CShuffle &&
                                                        Cfg::kVariant == Variant::Forward);
 
+// An output datatype other than the inputs' is written by a forward's GEMM epilogues (basic,
+// multistage, wavelet; wavelet_tma into a 16-bit type, whose stores pack 16-bit pairs) and the
+// depthwise FMA kernel (check_convert in ckgen/space/rules/common.py).
+template <class Cfg>
+inline constexpr bool kConvertServed =
+    Cfg::kOutDataType == Cfg::kDataType ||
+    (Cfg::kVariant == Variant::Forward && Cfg::kSpecialization != Specialization::Window &&
+     (Cfg::kPipeline != Pipeline::WaveletTma || Cfg::kOutDataType != DataType::FP32));
+
 // The host face of an instance, as its pipeline part names it.
 template <class Cfg>
 std::unique_ptr<KernelBase> make_kernel() {
   static_assert(kStatsServed<Cfg>, "ckgen: stats needs the CShuffle epilogue of a basic / multistage / wavelet_tma forward");
+  static_assert(kConvertServed<Cfg>, "ckgen: this instance's epilogue writes no other output datatype");
   return Cfg::PipelinePart::template make<Cfg>();
 }
 

@@ -319,8 +319,9 @@ class GroupedConvKernel final : public HostFace<Cfg> {
       if (kb > 1) {
         const int64_t n = dst_elems(p);
         const int splits = Cfg::kStage == Stage::One ? 1 : kb;
-        e = launch_splitk_finish<Cfg::kDataType>(static_cast<const float*>(workspace), splits,
-                                                 a.ws_split_stride, static_cast<Raw*>(dst), n, stream, true);
+        using OutRaw = typename Tr::OutRaw;
+        e = launch_splitk_finish<Cfg::kOutDataType>(static_cast<const float*>(workspace), splits, a.ws_split_stride,
+                                                    static_cast<OutRaw*>(dst), n, stream, true);
       }
       return e;
     }

@@ -263,7 +263,9 @@ struct ConvTensors {
 };
 
 // The fused operations of an instance (none for a plain convolution).
-inline EpilogueOps epilogue_ops(const KernelKey& k) { return {k.channel_op, k.activation, k.residual, k.stats}; }
+inline EpilogueOps epilogue_ops(const KernelKey& k) {
+  return {k.channel_op, k.activation, k.residual, k.stats, out_datatype_code(k.datatype, k.out_datatype)};
+}
 
 // Why the fused operands `e` do not fit an instance with the operations `ops` ("" when they do):
 // each vector its operations read is given (the residual 16-byte aligned, as the output), every
@@ -294,7 +296,9 @@ namespace detail {
 // The same for the instance configuration Cfg.
 template <class Cfg>
 std::string epilogue_operands_refusal(const EpilogueArgs& e) {
-  return ckgen::epilogue_operands_refusal(EpilogueOps{Cfg::kChannelOp, Cfg::kActivation, Cfg::kResidual, Cfg::kStats}, e);
+  return ckgen::epilogue_operands_refusal(EpilogueOps{Cfg::kChannelOp, Cfg::kActivation, Cfg::kResidual, Cfg::kStats,
+                                                      out_datatype_code(Cfg::kDataType, Cfg::kOutDataType)},
+                                          e);
 }
 }  // namespace detail
 
@@ -409,6 +413,7 @@ KernelKey config_key() {
   k.activation = Cfg::kActivation;
   k.residual = Cfg::kResidual;
   k.stats = Cfg::kStats;
+  k.out_datatype = Cfg::kOutDataType;
   k.arch = Cfg::kArch;
   return k;
 }

@@ -88,7 +88,7 @@ gpuError_t TmaConvKernel<Cfg>::run_2d(const ConvProblem& p, const ConvTensors& t
     if constexpr (Cfg::kEpilogueOps)  // a fused forward: the epilogue applied to the sums
       return launch_splitk_finish_fused<Cfg>(ws, static_cast<Raw*>(dst), n, int64_t(p.G) * p.K, t.ep, stream,
                                               pl.phase.size() == 1);
-    return launch_splitk_finish<Cfg::kDataType>(ws, 1, 0, static_cast<Raw*>(dst), n, stream, pl.phase.size() == 1);
+    return launch_splitk_finish<Cfg::kOutDataType>(ws, 1, 0, static_cast<Raw*>(dst), n, stream, pl.phase.size() == 1);
   }
 }
 

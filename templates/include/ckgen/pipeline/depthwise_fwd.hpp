@@ -69,16 +69,17 @@ CKGEN_DEVICE CKGEN_FORCEINLINE packet_t<D, V> load_if(bool ok,
   return r;
 }
 
-// The V channels from g0 of the written tensor at pixel index pix: forward applies its fused
-// epilogue first (channel g0 + k of G * K; the residual at the output's offset).
+// The V channels from g0 of the written tensor at pixel index pix, in the output's datatype:
+// forward applies its fused epilogue first (channel g0 + k of G * K; the residual at the
+// output's offset).
 template <class Cfg>
 CKGEN_DEVICE CKGEN_FORCEINLINE void store_pixel(const DirectArgs& a, int64_t pix, int g0,
                                                 float (&acc)[Cfg::kVecC]) {
-  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  using Raw = typename DataTypeTraits<Cfg::kOutDataType>::raw;
   const int64_t off = pix * a.chans + g0;
   if constexpr (Cfg::kVariant == Variant::Forward && Cfg::kFused)
     fusion::apply<Cfg, Cfg::kVecC>(a.ep, acc, g0, off);
-  store<Cfg::kDataType, Cfg::kVecC>(static_cast<Raw*>(a.dst) + off, acc);
+  store<Cfg::kOutDataType, Cfg::kVecC>(static_cast<Raw*>(a.dst) + off, acc);
 }
 
 // DirectPath::RowPair: unit u (PP pixel indices from u * PP) covers output rows h, h + 1 (h = 2 hp)

@@ -1,7 +1,8 @@
 // Split-K finish (implicit-GEMM split-K, the direct backward_weight and wavelet_tma):
 // dst[i] = convert(sum over splits of ws[s * stride + i]); launch_splitk_finish is the one launch
 // every kernel family uses. launch_splitk_finish_fused: a fused forward instance's finish, which
-// applies the epilogue's operations to each one-slice sum before the conversion.
+// applies the epilogue's operations to each one-slice sum before the conversion (to the output's
+// datatype, Cfg::kOutDataType).
 #pragma once
 
 #include <algorithm>
@@ -96,9 +97,9 @@ gpuError_t launch_splitk_finish(const float* ws, int splits, int64_t stride,
 // stores and residual loads, else one.
 template <class Cfg>
 CKGEN_GLOBAL void splitk_finish_fused_kernel(const float* __restrict__ ws,
-                                             typename DataTypeTraits<Cfg::kDataType>::raw* __restrict__ dst,
+                                             typename DataTypeTraits<Cfg::kOutDataType>::raw* __restrict__ dst,
                                              int64_t n, int64_t gk, EpilogueArgs e) {
-  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  using Raw = typename DataTypeTraits<Cfg::kOutDataType>::raw;
   chain_wait();
   chain_release();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
@@ -112,20 +113,20 @@ CKGEN_GLOBAL void splitk_finish_fused_kernel(const float* __restrict__ ws,
       fusion::apply<Cfg, 4>(e, v, (4 * i) % gk, 4 * i);
       Vec<Raw, 4> out;
 #pragma unroll
-      for (int q = 0; q < 4; ++q) out.v[q] = float_to_raw<Cfg::kDataType>(v[q]);
+      for (int q = 0; q < 4; ++q) out.v[q] = float_to_raw<Cfg::kOutDataType>(v[q]);
       reinterpret_cast<Vec<Raw, 4>*>(dst)[i] = out;
     }
   } else {
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
       float v = ws[i];
       fusion::apply<Cfg, 1>(e, &v, i % gk, i);
-      dst[i] = float_to_raw<Cfg::kDataType>(v);
+      dst[i] = float_to_raw<Cfg::kOutDataType>(v);
     }
   }
 }
 
 template <class Cfg>
-gpuError_t launch_splitk_finish_fused(const float* ws, typename DataTypeTraits<Cfg::kDataType>::raw* dst,
+gpuError_t launch_splitk_finish_fused(const float* ws, typename DataTypeTraits<Cfg::kOutDataType>::raw* dst,
                                       int64_t n, int64_t gk, const EpilogueArgs& e, gpuStream_t stream,
                                       bool after_kernel) {
   const int64_t blocks = detail::grid_stride_blocks((n + 3) / 4, kFinishThreads, 8);
