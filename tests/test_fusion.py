@@ -116,11 +116,15 @@ def test_output_conversion_is_a_forward_fusion_within_a_16_byte_store() -> None:
         out_datatype=DataType.BF16,
     )
     assert check(tma, SM90) is None
+    assert check(replace(tma, out_datatype=DataType.FP32), SM90) is None  # pairs from registers
     for inst, reason in (
         (replace(CONVERT, vec_c=8), "vec_c at most 4"),
         (replace(CONVERT, out_datatype=DataType.FP16), "fp16 already"),
         (replace(CONVERT, variant=Variant.BACKWARD_DATA), "forward operation"),
-        (replace(tma, out_datatype=DataType.FP32), "wavelet_tma writes fp16 or bf16"),
+        (
+            replace(tma, out_datatype=DataType.FP32, epilogue=Epilogue.CSHUFFLE),
+            "CShuffle copy writes fp16 or bf16",
+        ),
         (replace(CONVERT, k_batch=0), "needs k_batch 1"),
     ):
         bad = check(inst, SM90)
@@ -183,8 +187,8 @@ def _fused_test_names() -> list[str]:
 def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -> None:
     fused = [parse_instance_name(n) for n in _fused_test_names()]
     # one per store path and operation, four with stats (the CShuffle sums: 16-byte and fp32
-    # vectors, merged groups, wavelet_tma) and six conversions
-    assert 5 <= len(fused) <= 27, [i.name for i in fused]
+    # vectors, merged groups, wavelet_tma) and seven conversions
+    assert 5 <= len(fused) <= 28, [i.name for i in fused]
     paths = {(i.pipeline, i.epilogue.value, i.swap_ab, i.groups_to_merge > 1) for i in fused}
     assert (Pipeline.MULTISTAGE, "default", False, False) in paths
     assert (Pipeline.MULTISTAGE, "cshuffle", False, True) in paths
@@ -203,7 +207,9 @@ def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -
     assert (DataType.FP16, DataType.FP32, Pipeline.MULTISTAGE, "default") in conv
     assert (DataType.FP32, DataType.BF16, Pipeline.MULTISTAGE, "default") in conv
     assert (DataType.FP16, DataType.FP32, Pipeline.DIRECT, "default") in conv
-    assert {e for d, o, p, e in conv if p is Pipeline.WAVELET_TMA and o} == {"default", "cshuffle"}
+    tma = {(o, e) for d, o, p, e in conv if p is Pipeline.WAVELET_TMA and o}
+    assert tma == {(DataType.FP32, "default"), (DataType.BF16, "cshuffle")}
+    assert any(i.swap_ab and i.out_datatype and i.k_batch != 1 for i in fused)
     assert any(i.residual for i in fused)
     stats = [i for i in fused if i.stats]
     paths = {(i.datatype.value, i.groups_to_merge > 1) for i in stats}

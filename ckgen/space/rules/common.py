@@ -182,7 +182,8 @@ def check_fusion(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None
 
 def check_convert(i: KernelInstance) -> str | None:
     """to_<datatype>: the epilogue converts to another output datatype, vec_c elements a store
-    (at most 16 bytes); wavelet_tma's stores pack 16-bit pairs (tma_ws_epilogue.hpp)."""
+    (at most 16 bytes); wavelet_tma stores pairs from registers, and its CShuffle copy moves
+    16-bit slabs (tma_ws_epilogue.hpp)."""
     out = i.out_datatype
     assert out is not None
     tag, size = f"fusion {i.fusion}", DATATYPE_BYTES[out]
@@ -190,8 +191,10 @@ def check_convert(i: KernelInstance) -> str | None:
         return (
             f"{tag}: an {out.value} instance's output is {out.value} already (drop to_{out.value})"
         )
-    if i.pipeline is Pipeline.WAVELET_TMA and size != 2:
-        return f"{tag}: wavelet_tma writes fp16 or bf16 (its stores pack 16-bit pairs)"
+    if i.pipeline is Pipeline.WAVELET_TMA:
+        if size != 2 and i.epilogue is Epilogue.CSHUFFLE:
+            return f"{tag}: wavelet_tma's CShuffle copy writes fp16 or bf16 (epilogue default does)"
+        return None
     if i.vec_c * size > 16:
         return (
             f"{tag}: vec_c {i.vec_c} {out.value} outputs exceed a 16-byte store (vec_c at most "

@@ -130,11 +130,11 @@ inline void register_negative_tests(Variant v) {
       });
     }
     const KernelKey& key = k->key();
-    // A fused instance's run() refuses missing operands, and an unfused one given operands,
-    // before any device call: these run without a GPU.
+    // A fused instance's run() refuses missing operands, and one that reads none (unfused, or a
+    // conversion alone) given operands, before any device call: these run without a GPU.
     {
       ConvTensors t;
-      if (is_fused(key)) {
+      if (reads_operands(key)) {
         add_test(suite, "fused_operands_missing_refused__" + k->name(), [k, t] {
           EXPECT_NE(k->run(small_problem(k->key().ndim, 8, 8), t, nullptr, nullptr), gpuSuccess)
               << k->name() << " ran without its fused operands";

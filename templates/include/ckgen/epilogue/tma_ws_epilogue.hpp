@@ -151,9 +151,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void prefetch_residual(const TmaConvArgs& p, cons
       const int row = u.m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + (lane >> 1);
       if (!row_ok<Cfg>(p, row)) continue;
       const auto* src =
-          static_cast<const typename Tr::Raw*>(p.ep.residual) + row_base<Cfg>(p, u.g, u, row) + c;
+          static_cast<const typename Tr::OutRaw*>(p.ep.residual) + row_base<Cfg>(p, u.g, u, row) + c;
       asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src),
-                   "r"(uint32_t(cols) * uint32_t(sizeof(typename Tr::Raw)))
+                   "r"(uint32_t(cols) * uint32_t(sizeof(typename Tr::OutRaw)))
                    : "memory");
     }
   }
@@ -264,15 +264,14 @@ struct UnitStats {
 };
 
 // swap_ab: accumulator 4j + 2h + q holds channel warp * 16 + lane / 4 + 8h of pixel
-// wg * PN + 8j + 2 (lane % 4) + q (the m16n8 layout of the transposed tile): 2-byte stores
+// wg * PN + 8j + 2 (lane % 4) + q (the m16n8 layout of the transposed tile): one-element stores
 // (or 4-byte fp32 reductions into the split workspace), 8 channels x 4 pixels a warp.
 template <class Cfg, class Acc, class RowOk, class RowBase>
 CKGEN_DEVICE CKGEN_FORCEINLINE void store_swap(const TmaConvArgs& p, Acc& acc,
-                                               typename TmaTraits<Cfg>::Raw* const& y, const int& m0,
+                                               typename TmaTraits<Cfg>::OutRaw* const& y, const int& m0,
                                                const int& n0, const int& wg, const int& warp, const int& lane,
                                                RowOk& row_ok, RowBase& row_base, const int& g) {
   using Tr = TmaTraits<Cfg>;
-  using Raw = typename Tr::Raw;
 #pragma unroll
   for (int j = 0; j < Tr::PN / 8; ++j) {
 #pragma unroll
@@ -297,15 +296,15 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void store_swap(const TmaConvArgs& p, Acc& acc,
   }
 }
 
-// Default: converted pairs stored straight from registers (4-byte stores: a warp's store covers
-// 8 rows x 16 bytes).
+// Default: converted pairs stored straight from registers (a pair a store: 4 bytes of 16-bit
+// outputs, a warp's store covering 8 rows x 16 bytes; 8 bytes of fp32 outputs).
 template <class Cfg, class Acc, class RowOk, class RowBase, class GCol>
 CKGEN_DEVICE CKGEN_FORCEINLINE void store(const TmaConvArgs& p, Acc& acc,
-                                          typename TmaTraits<Cfg>::Raw* const& y, const int& m0,
+                                          typename TmaTraits<Cfg>::OutRaw* const& y, const int& m0,
                                           const int& wg, const int& warp, const int& lane, RowOk& row_ok,
                                           RowBase& row_base, GCol& gcol, const int& g) {
   using Tr = TmaTraits<Cfg>;
-  using Raw = typename Tr::Raw;
+  using Raw = typename Tr::OutRaw;
   const bool pairs = (p.K % 2) == 0;
 #pragma unroll
   for (int i = 0; i < Tr::RepM; ++i) {
@@ -325,7 +324,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void store(const TmaConvArgs& p, Acc& acc,
         const Raw v0 = float_to_raw<Cfg::kOutDataType>(f0);
         const Raw v1 = float_to_raw<Cfg::kOutDataType>(f1);
         if (pairs && col + 1 < p.K) {
-          *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
+          if constexpr (sizeof(Raw) == 2)
+            *reinterpret_cast<uint32_t*>(dst) = uint32_t(v0) | (uint32_t(v1) << 16);
+          else
+            *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
         } else {
           dst[0] = v0;
           if (col + 1 < p.K) dst[1] = v1;

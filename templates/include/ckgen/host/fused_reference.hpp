@@ -29,6 +29,11 @@ inline bool is_fused(const KernelKey& k) {
       .fused();
 }
 
+// Whether instance k reads fused operands (a conversion alone, to_<datatype>, reads none).
+inline bool reads_operands(const KernelKey& k) {
+  return k.channel_op != ChannelOp::Identity || k.residual || k.stats || is_grad_mask(k.activation);
+}
+
 // "bias_relu_residual"-style spelling of a key's fusion (ckgen/model/vocab.py fusion_spelling).
 inline std::string fusion_spelling(const KernelKey& k) {
   std::string s;

@@ -203,13 +203,14 @@ inline constexpr bool kStatsServed = !Cfg::kStats || ((Cfg::kPipeline == Pipelin
                                                        Cfg::kVariant == Variant::Forward);
 
 // An output datatype other than the inputs' is written by a forward's GEMM epilogues (basic,
-// multistage, wavelet; wavelet_tma into a 16-bit type, whose stores pack 16-bit pairs) and the
-// depthwise FMA kernel (check_convert in ckgen/space/rules/common.py).
+// multistage, wavelet, wavelet_tma: its CShuffle copy into a 16-bit type only) and the depthwise
+// FMA kernel (check_convert in ckgen/space/rules/common.py).
 template <class Cfg>
 inline constexpr bool kConvertServed =
     Cfg::kOutDataType == Cfg::kDataType ||
     (Cfg::kVariant == Variant::Forward && Cfg::kSpecialization != Specialization::Window &&
-     (Cfg::kPipeline != Pipeline::WaveletTma || Cfg::kOutDataType != DataType::FP32));
+     (Cfg::kPipeline != Pipeline::WaveletTma || Cfg::kOutDataType != DataType::FP32 ||
+      Cfg::kEpilogue != Epilogue::CShuffle));
 
 // The host face of an instance, as its pipeline part names it.
 template <class Cfg>

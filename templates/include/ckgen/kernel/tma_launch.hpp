@@ -19,6 +19,7 @@ gpuError_t TmaConvKernel<Cfg>::run_2d(const ConvProblem& p, const ConvTensors& t
     // split, every launch adds into the zeroed fp32 workspace (which also covers the pixels no
     // phase writes) and one splitk_finish converts it.
     using Raw = typename Tr::Raw;
+    using OutRaw = typename Tr::OutRaw;  // the written tensor's (a forward's conversion)
     constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
     const void* src = kFwd ? t.in : t.out;
     const void* w = t.wei;
@@ -58,7 +59,7 @@ gpuError_t TmaConvKernel<Cfg>::run_2d(const ConvProblem& p, const ConvTensors& t
         chained = true;
       }
     } else if (pl.zero_first) {
-      if (gpuError_t e = gpuMemsetAsync(dst, 0, std::size_t(n) * sizeof(Raw), stream); e != gpuSuccess)
+      if (gpuError_t e = gpuMemsetAsync(dst, 0, std::size_t(n) * sizeof(OutRaw), stream); e != gpuSuccess)
         return e;
       chained = false;
     }
@@ -86,9 +87,10 @@ gpuError_t TmaConvKernel<Cfg>::run_2d(const ConvProblem& p, const ConvTensors& t
     }
     if (ws == nullptr) return gpuSuccess;
     if constexpr (Cfg::kEpilogueOps)  // a fused forward: the epilogue applied to the sums
-      return launch_splitk_finish_fused<Cfg>(ws, static_cast<Raw*>(dst), n, int64_t(p.G) * p.K, t.ep, stream,
+      return launch_splitk_finish_fused<Cfg>(ws, static_cast<OutRaw*>(dst), n, int64_t(p.G) * p.K, t.ep, stream,
                                               pl.phase.size() == 1);
-    return launch_splitk_finish<Cfg::kOutDataType>(ws, 1, 0, static_cast<Raw*>(dst), n, stream, pl.phase.size() == 1);
+    return launch_splitk_finish<Cfg::kOutDataType>(ws, 1, 0, static_cast<OutRaw*>(dst), n, stream,
+                                                   pl.phase.size() == 1);
   }
 }
 

@@ -110,6 +110,7 @@ struct TmaConvArgs : ConvGeometry2D {
 template <class Cfg>
 struct TmaTraits {
   using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
+  using OutRaw = typename DataTypeTraits<Cfg::kOutDataType>::raw;  // a forward's written output
   static constexpr int BM = Cfg::Tile::kM, BN = Cfg::Tile::kN, BK = Cfg::Tile::kK;
   static constexpr int kMathGroups = Cfg::Waves::kM / 4;  // warpgroups that share one tile
   static constexpr int RepM = BM / (64 * kMathGroups);
@@ -176,8 +177,8 @@ struct TmaTraits {
                 "ckgen: wavelet_tma splits its reduction with fp32 reductions (stage one)");
   static_assert(Cfg::kDataType == DataType::FP16 || Cfg::kDataType == DataType::BF16,
                 "ckgen: wavelet_tma needs fp16 or bf16");
-  static_assert(Cfg::kOutDataType == DataType::FP16 || Cfg::kOutDataType == DataType::BF16,
-                "ckgen: wavelet_tma's stores pack 16-bit pairs: it writes fp16 or bf16");
+  static_assert(Cfg::kOutDataType == DataType::FP16 || Cfg::kOutDataType == DataType::BF16 || !kStaged,
+                "ckgen: wavelet_tma's CShuffle copies 16-bit slabs: it writes fp16 or bf16");
   static_assert(Cfg::kMathUnit == MathUnit::Wgmma, "ckgen: wavelet_tma needs wgmma");
   static_assert(BK * int(sizeof(Raw)) == kRowBytes, "ckgen: wavelet_tma needs Tile K = 64");
   static_assert(Cfg::Waves::kM % 4 == 0 && Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1 &&

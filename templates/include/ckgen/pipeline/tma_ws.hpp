@@ -141,7 +141,8 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   };
   const uint32_t ring = mbar::addr(smem);
   const uint32_t patches = mbar::addr(base);
-  Raw* y = static_cast<Raw*>(p.y);
+  Raw* y = static_cast<Raw*>(p.y);  // the CShuffle copies' and the weight gradient's 16-bit view
+  typename Tr::OutRaw* yo = static_cast<typename Tr::OutRaw*>(p.y);  // a forward's output type
   int t = 0, pc = 0;  // k tiles and (stride1) patches consumed
   // Ping-pong: a warpgroup steps its counter over the other's units (tma_ws::pingpong_wait).
   auto unit_k_tiles = [&](int unit) {
@@ -219,7 +220,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
       t += unit_k_tiles(unit + gridDim.x);  // the other's
 
     if constexpr (Tr::kSwap) {
-      tma_ws::store_swap<Cfg>(p, acc, y, m0, n0, wg, warp, lane, row_ok, row_base, g);  // swap_ab
+      tma_ws::store_swap<Cfg>(p, acc, yo, m0, n0, wg, warp, lane, row_ok, row_base, g);  // swap_ab
     } else if (Tr::kWeightGrad && p.cluster > 1) {
       tma_ws::cluster_reduce<Cfg>(p, acc, y, smem, ring, m0, wg, warp, lane, tid, row_base, gcol);
     } else if (p.ws != nullptr) {
@@ -274,7 +275,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         }
       }
     } else {
-      tma_ws::store<Cfg>(p, acc, y, m0, wg, warp, lane, row_ok, row_base, gcol, g);
+      tma_ws::store<Cfg>(p, acc, yo, m0, wg, warp, lane, row_ok, row_base, gcol, g);
     }
     if constexpr (tma_ws::UnitStats<Cfg>::kOn) {  // the warp's next unit: another group / columns?
       const int next = unit + Tr::kConsumers * gridDim.x;
