@@ -2,11 +2,13 @@
 # Training with fused epilogues on the GPU machine, in one call (ends within BUDGET seconds, 540 by
 # default, of the device call's 600):
 #   1. build  the DTYPES 2D kernels of every variant's default set plus the fused ones
-#             (configs/forward/fused.yaml, configs/backward_weight/fused.yaml): one
-#             Registry.build (-j JOBS, 4 instances per translation unit), cached in $WORK/jit;
-#   2. tests  tests/test_torch_fused_train_gpu.py (forward and gradients of ckgen::conv_fused
-#             against fp32 autograd, a CUDA graph and torch.compile of a training step) and
-#             tests/test_torch_op.py, test_torch_native.py (the plain ops) on that library;
+#             (configs/forward/fused.yaml, configs/backward_weight/fused.yaml, and the files in
+#             EXTRA_CONFIGS): one Registry.build (-j JOBS, 4 instances per translation unit),
+#             cached in $WORK/jit;
+#   2. tests  TESTS, by default tests/test_torch_fused_train_gpu.py (forward and gradients of
+#             ckgen::conv_fused against fp32 autograd, a CUDA graph and torch.compile of a
+#             training step) and tests/test_torch_op.py, test_torch_native.py (the plain ops),
+#             on that library;
 #   3. layers bench/train_fused.py layers: per corpus layer (bench/fused_pairs.py shapes), dw + db
 #             by the bias_grad kernel against the plain kernel plus a sum of dy, and cuDNN's;
 #   4. nets   bench/train_fused.py nets: training steps of Conv + bias + ReLU networks, cuDNN /
@@ -14,6 +16,8 @@
 #
 #   bash bench/device_train_fused.sh
 #   STEPS=tests,nets DTYPES=fp16 bash bench/device_train_fused.sh
+#   STEPS=tests EXTRA_CONFIGS="bench/stats_pairs.yaml bench/convert_pairs.yaml" \
+#     TESTS="tests/test_torch_epilogue_outputs_gpu.py" bash bench/device_train_fused.sh
 #
 # $OUT: summary.txt (with the failed tests' assertion lines), build.log, tests.log, bench.log,
 # <date>_<gpu>_train_fused_<dtype>_{layers,nets}.csv.
@@ -27,6 +31,8 @@ JOBS=${JOBS:-$(nproc)}
 DTYPES=${DTYPES:-fp16}
 STEPS=${STEPS:-tests,layers,nets}
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-300}
+export EXTRA_CONFIGS=${EXTRA_CONFIGS:-}  # more instance-list YAML files for the library
+TESTS=${TESTS:-tests/test_torch_fused_train_gpu.py tests/test_torch_op.py tests/test_torch_native.py}
 # shellcheck source=bench/device_lib.sh
 source "$ROOT/bench/device_lib.sh"  # start_run, log, left, run_limited
 start_run
@@ -38,6 +44,7 @@ GLOBS=()
 for dt in ${DTYPES//,/ }; do GLOBS+=("grouped_conv_*_${dt}_2d_*"); done
 t0=$SECONDS
 cat > "$WORK/build_train.py" << 'PY'
+import os
 import sys
 import time
 
@@ -47,6 +54,7 @@ arch, jobs, globs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 configs = [f"configs/{v}/{s}.yaml" for v, s in (
     ("forward", "default"), ("forward", "fused"), ("backward_data", "default"),
     ("backward_weight", "default"), ("backward_weight", "fused"))]
+configs += os.environ.get("EXTRA_CONFIGS", "").split()
 t = time.perf_counter()
 reg = Registry.build(configs, arch=arch, kernels=globs, max_workers=jobs, shard_size=4)
 fused = sum(k.epilogue.fused for k in reg.find())
@@ -67,8 +75,8 @@ export CKGEN_TORCH_LIB=$LIB
 if has tests; then
   reserve=10  # seconds kept for the steps after the tests
   if has layers || has nets; then reserve=90; fi
-  run_limited $(($(left) - reserve)) python3 -m pytest -q -rs -p no:cacheprovider \
-    tests/test_torch_fused_train_gpu.py tests/test_torch_op.py tests/test_torch_native.py \
+  # shellcheck disable=SC2086  # TESTS: separate paths
+  run_limited $(($(left) - reserve)) python3 -m pytest -q -rs -p no:cacheprovider $TESTS \
     > "$OUT/tests.log" 2>&1
   log "tests rc=$?: $(tail -1 "$OUT/tests.log")"
   grep -E "^(FAILED|ERROR|E  +[A-Za-z]+Error)" "$OUT/tests.log" | cut -c1-220 | head -40 \

@@ -38,7 +38,7 @@ class _Kernel:
         return 0
 
     def run(self, p, px, pw, py, pws=0, stream=0, bias=None, scale=None, residual=None,
-            beta=1.0, alpha=0.01) -> None:  # fmt: skip
+            beta=1.0, alpha=0.01, stats=None) -> None:  # fmt: skip
         nd, lo = p.ndim, 3 - p.ndim
         sp_in, flt, out = tuple(p.input)[lo:], tuple(p.filter)[lo:], tuple(p.output)[lo:]
         gc, gk = p.G * p.C, p.G * p.K
@@ -59,6 +59,9 @@ class _Kernel:
         y = fused_op._ACT[str(self.ep.activation)](y, alpha)
         dst = tensor_at(py, (p.N, *out, gk), self.out_dt)
         dst.copy_(y.permute(0, *range(2, nd + 2), 1).to(self.out_dt))
+        if stats is not None:
+            sums = fused_op.stats_of(dst.permute(perm))
+            tensor_at(stats, (2, gk), torch.float32).copy_(sums)
         self.log.append(str(self.ep))
 
 
@@ -101,6 +104,33 @@ def test_a_converting_fusion_writes_its_datatype() -> None:
     assert x.grad is not None and x.grad.dtype == torch.float16 and w.grad.shape == w.shape
     with pytest.raises(ct.ConvTypeError, match="the output's, torch.float32"):
         ct.conv_fused(x, w, b, residual=r.half(), fusion="bias_residual_to_fp32", padding=1)
+
+
+def test_a_stats_fusion_returns_the_outputs_channel_sums(cpu_as_cuda) -> None:
+    lib = _FakeLibrary()
+    x, w, b = _cl(torch.randn(2, 8, 9, 9)), _cl(torch.randn(12, 8, 3, 3)), torch.randn(12)
+    y, st = ct.conv_fused(x, w, b, fusion="bias_relu_stats", padding=1, registry=lib)
+    conf = ((1, 1), (1, 1), (1, 1), (1, 1), 1, 0)
+    ref = fused_op.reference(x, w, b, None, None, 1.0, 0.01, "bias_relu_stats", conf)
+    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+    assert st.shape == (2, 12) and st.dtype == torch.float32
+    torch.testing.assert_close(st, fused_op.stats_of(y), rtol=1e-5, atol=1e-4)
+    with pytest.raises(ct.FusedGradientError, match="stats has no gradient"):
+        ct.conv_fused(x.requires_grad_(), w, b, fusion="bias_relu_stats", padding=1, registry=lib)
+
+
+def test_the_stats_op_on_meta() -> None:
+    x, w = torch.empty(2, 8, 10, 10, device="meta"), torch.empty(16, 8, 3, 3, device="meta")
+    b = torch.empty(16, device="meta")
+    y, st = ct.conv_fused(x, w, b, fusion="bias_stats", stride=2, padding=1)
+    assert y.shape == (2, 16, 5, 5) and st.shape == (2, 16) and st.dtype == torch.float32
+    args = (x, w, b, None, None, 1.0, 0.01, "bias_stats", [2, 2], [1, 1], [1, 1], [1, 1], 1, 0)
+    res = torch.library.opcheck(fused_op.conv_fused_stats_op, args)
+    assert set(res.values()) == {"SUCCESS"}, res
+    with pytest.raises(ct.ConvValueError, match="conv_fused_stats returns"):
+        torch.ops.ckgen.conv_fused(*args)
+    with pytest.raises(ct.ConvValueError, match="writes no statistics"):
+        torch.ops.ckgen.conv_fused_stats(*args[:7], "bias", *args[8:])
 
 
 @pytest.mark.parametrize(

@@ -273,17 +273,22 @@ def conv_fused(
 ) -> Any:
     """y = act(op(conv(x, weight)) + beta * residual) in one kernel (ckgen::conv_fused), fusion
     e.g. 'bias_relu_residual': bias (and scale, for scale_shift) fp32, one per output channel;
-    residual of the output's shape and dtype; alpha: leaky_relu's slope. Differentiable where
-    the gradient follows from the output (bias, relu / relu6 / leaky_relu, residual: see
-    ckgen.torch.fused_grad); other fusions are inference only."""
+    residual of the output's shape and dtype; alpha: leaky_relu's slope; a last part
+    '_to_<datatype>' writes y in that dtype. A fusion with '_stats' returns (y, stats): stats
+    (2, out_channels) fp32, each channel's sum of y and sum of y squared (ckgen::conv_fused_stats).
+    Differentiable where the gradient follows from the output (bias, relu / relu6 / leaky_relu,
+    residual: see ckgen.torch.fused_grad); other fusions are inference only."""
     from ckgen.torch import fused_op
 
     conf = _conf(_nd(x), weight, stride, padding, dilation, groups, registry, padding_right)
     operands = (x, weight, bias, scale, residual)
     needs = _grad_enabled() and any(t is not None and t.requires_grad for t in operands)
+    stats = fused_op.epilogue(fusion).stats
     if fast(x, weight) and not needs:
-        return fused_op.fused(x, weight, bias, scale, residual, beta, alpha, fusion, conf)
-    return torch.ops.ckgen.conv_fused(x, weight, bias, scale, residual, beta, alpha, fusion, *conf)
+        out = fused_op.fused_with_stats(x, weight, bias, scale, residual, beta, alpha, fusion, conf)
+        return out if stats else out[0]
+    op = torch.ops.ckgen.conv_fused_stats if stats else torch.ops.ckgen.conv_fused
+    return op(x, weight, bias, scale, residual, beta, alpha, fusion, *conf)
 
 
 def conv_backward_data(

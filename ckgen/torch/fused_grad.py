@@ -51,6 +51,8 @@ def why_not_differentiable(fusion: str | Epilogue, alpha: float = 0.01) -> str:
     """'' when conv_fused has a gradient for this fusion (and leaky_relu slope), else the
     reason."""
     ep = Epilogue.parse(fusion)
+    if ep.stats:
+        return "stats has no gradient here (the statistics are an output for a BatchNorm)"
     if ep.channel_op is ChannelOp.SCALE_SHIFT:
         return "scale_shift has no gradient here (its gradient needs the unscaled convolution)"
     if ep.activation not in _ACT_GRAD:
@@ -255,3 +257,21 @@ def _fused_autograd(keyset, *args):
 
 
 fused_op._lib.impl("conv_fused", _fused_autograd, "Autograd", with_keyset=True)
+
+
+def _fused_stats_autograd(keyset, *args):
+    x, w, bias, scale, residual, beta, alpha, fusion = args[:8]
+    if registration._grad_enabled() and registration._any_requires_grad(
+        x, w, bias, scale, residual
+    ):
+        raise FusedGradientError(
+            f"ckgen::conv_fused_stats with fusion={fusion!r} cannot be trained through: "
+            + why_not_differentiable(fused_op.epilogue(fusion), alpha)
+            + ". Run it under torch.no_grad() / torch.inference_mode()"
+        )
+    if registration._direct(keyset):
+        return fused_op._stats_impl(*args)
+    return registration._redispatch(fused_op.conv_fused_stats_op, keyset, args)
+
+
+fused_op._lib.impl("conv_fused_stats", _fused_stats_autograd, "Autograd", with_keyset=True)

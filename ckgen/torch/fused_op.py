@@ -3,7 +3,10 @@ in one kernel whose epilogue applies the operations in fp32 before the conversio
 spelling such as ``bias_relu_residual``; op ``bias`` adds ``bias``, ``scale_shift`` computes
 ``acc * scale + bias``; ``alpha`` is leaky_relu's slope; a last part ``to_<datatype>`` writes the
 output in that dtype, e.g. ``bias_relu_to_fp32`` on fp16 inputs). bias and scale are fp32 vectors
-of one value per output channel, residual a tensor of the output's shape and dtype.
+of one value per output channel, residual a tensor of the output's shape and dtype. A fusion
+with ``stats`` also writes each output channel's fp32 sum and sum of squares of y (what a
+training BatchNorm reads of it): ``ckgen::conv_fused_stats`` returns (y, stats), stats of shape
+(2, out_channels).
 
 Registered with torch.library like the plain ops (real and fake implementation), so
 torch.compile traces it and CUDA graphs capture it; its gradient, for the fusions that have one,
@@ -26,11 +29,13 @@ from ckgen.torch import checks as ck
 from ckgen.torch import ops
 from ckgen.torch.layout import empty_channels_last
 
-SCHEMA = (
+_ARGS = (
     "(Tensor x, Tensor weight, Tensor? bias, Tensor? scale, Tensor? residual, float beta, "
     "float alpha, str fusion, SymInt[] stride, SymInt[] padding, SymInt[] padding_right, "
-    "SymInt[] dilation, SymInt groups, int library) -> Tensor"
+    "SymInt[] dilation, SymInt groups, int library)"
 )
+SCHEMA = _ARGS + " -> Tensor"
+STATS_SCHEMA = _ARGS + " -> (Tensor, Tensor)"
 
 
 class FusedGradientError(RuntimeError):
@@ -46,6 +51,18 @@ def epilogue(fusion: str) -> Epilogue:
         raise ck.ConvValueError(f"fusion: {ex}") from None
     if not ep.fused:
         raise ck.ConvValueError("fusion='none': use ckgen::conv_forward for a plain convolution")
+    return ep
+
+
+def stats_epilogue(fusion: str, stats: bool) -> Epilogue:
+    """epilogue(fusion), which must have stats exactly when the op returns them (stats)."""
+    ep = epilogue(fusion)
+    if ep.stats != stats:
+        raise ck.ConvValueError(
+            f"fusion={fusion!r} writes statistics: ckgen::conv_fused_stats returns (y, stats)"
+            if ep.stats
+            else f"fusion={fusion!r} writes no statistics: use ckgen::conv_fused"
+        )
     return ep
 
 
@@ -146,41 +163,60 @@ def run_selection(pr: ops.Prepared, what: str, pa: int, pb: int, pc: int, **oper
             raise ops.LaunchError(f"ckgen::{what}: {ex}", code=ex.code) from None
 
 
+def _ptr(t: Any) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
 def launch(
-    pr: ops.Prepared, x: Any, w: Any, y: Any, operands: tuple, beta: float, alpha: float
-) -> None:
-    """The fused kernel of pr on (x, w) into y with operands = (bias, scale, residual), on the
-    current stream of pr's device (the selection's run(): the epilogue's operands are checked
-    against the kernel before the launch)."""
+    pr: ops.Prepared, x: Any, w: Any, y: Any, operands: tuple, beta: float, alpha: float,
+    stats: Any = None,
+) -> None:  # fmt: skip
+    """The fused kernel of pr on (x, w) into y with operands = (bias, scale, residual) (and the
+    statistics output stats), on the current stream of pr's device (the selection's run(): the
+    epilogue's operands are checked against the kernel before the launch)."""
     bias, scale, residual = operands
     run_selection(
-        pr, "conv_fused", x.data_ptr(), w.data_ptr(), y.data_ptr(),
-        bias=None if bias is None else bias.data_ptr(),
-        scale=None if scale is None else scale.data_ptr(),
-        residual=None if residual is None else residual.data_ptr(),
-        beta=float(beta), alpha=float(alpha),
+        pr, "conv_fused", x.data_ptr(), w.data_ptr(), y.data_ptr(), bias=_ptr(bias),
+        scale=_ptr(scale), residual=_ptr(residual), beta=float(beta), alpha=float(alpha),
+        stats=_ptr(stats),
     )  # fmt: skip
 
 
-def fused(
+def fused_with_stats(
     x: Any, w: Any, bias: Any, scale: Any, residual: Any, beta: float, alpha: float,
     fusion: str, conf: tuple,
-) -> Any:  # fmt: skip
+) -> tuple[Any, Any]:  # fmt: skip
     """The implementation (conf: stride, padding_left, padding_right, dilation, groups,
-    library as tuples)."""
+    library as tuples): (y, stats), stats None unless the fusion writes them ((2, K) fp32: the
+    sums of y per output channel, then the sums of y squared)."""
     pr = _prepared(x, w, bias, scale, residual, fusion, conf)
-    dt = out_dtype(epilogue(fusion), pr.dtype)
-    y = torch.empty_strided(pr.out_shape, pr.out_strides, dtype=dt, device=pr.device)
+    ep = epilogue(fusion)
+    y = torch.empty_strided(
+        pr.out_shape, pr.out_strides, dtype=out_dtype(ep, pr.dtype), device=pr.device
+    )
+    k = int(pr.out_shape[1])
+    st = torch.empty(2, k, dtype=torch.float32, device=pr.device) if ep.stats else None
     if pr.empty:
-        return y
+        if st is not None:
+            st.zero_()
+        return y, st
     x, _ = ops._input(x, pr.fmt)
     w, _ = ops._input(w, pr.fmt)
     if residual is not None:
         residual, _ = ops._input(residual, pr.fmt)
     bias = None if bias is None else bias.contiguous()
     scale = None if scale is None else scale.contiguous()
-    launch(pr, x, w, y, (bias, scale, residual), beta, alpha)
-    return y
+    launch(pr, x, w, y, (bias, scale, residual), beta, alpha, st)
+    return y, st
+
+
+def fused(
+    x: Any, w: Any, bias: Any, scale: Any, residual: Any, beta: float, alpha: float,
+    fusion: str, conf: tuple,
+) -> Any:  # fmt: skip
+    """y of a fusion without stats (fused_with_stats)."""
+    stats_epilogue(fusion, False)
+    return fused_with_stats(x, w, bias, scale, residual, beta, alpha, fusion, conf)[0]
 
 
 def _impl(x, w, bias, scale, residual, beta, alpha, fusion, stride, pl, pr_, dil, groups, lid):
@@ -188,11 +224,22 @@ def _impl(x, w, bias, scale, residual, beta, alpha, fusion, stride, pl, pr_, dil
     return fused(x, w, bias, scale, residual, beta, alpha, fusion, conf)
 
 
+def _stats_impl(
+    x, w, bias, scale, residual, beta, alpha, fusion, stride, pl, pr_, dil, groups, lid
+):
+    conf = ops.conf_of(stride, pl, pr_, dil, groups, lid)
+    stats_epilogue(fusion, True)
+    return fused_with_stats(x, w, bias, scale, residual, beta, alpha, fusion, conf)
+
+
 # ---------------------------------------------------------------------- registration
 _lib = torch.library.Library("ckgen", "FRAGMENT")
 _lib.define("conv_fused" + SCHEMA)
 _lib.impl("conv_fused", _impl, "CompositeExplicitAutograd")
 conv_fused_op = torch.ops.ckgen.conv_fused.default
+_lib.define("conv_fused_stats" + STATS_SCHEMA)
+_lib.impl("conv_fused_stats", _stats_impl, "CompositeExplicitAutograd")
+conv_fused_stats_op = torch.ops.ckgen.conv_fused_stats.default
 
 
 @torch.library.register_fake("ckgen::conv_fused", lib=_lib)
@@ -200,8 +247,20 @@ def _fused_fake(
     x, w, bias, scale, residual, beta, alpha, fusion, stride, pl, pr_, dil, groups, lid
 ):
     conf = (stride, pl, pr_, dil, groups, lid)
+    stats_epilogue(fusion, False)
     info, ep = check_fused(x, w, bias, scale, residual, fusion, conf)
     return empty_channels_last(info["out_shape"], out_dtype(ep, x.dtype), x.device)
+
+
+@torch.library.register_fake("ckgen::conv_fused_stats", lib=_lib)
+def _fused_stats_fake(
+    x, w, bias, scale, residual, beta, alpha, fusion, stride, pl, pr_, dil, groups, lid
+):
+    conf = (stride, pl, pr_, dil, groups, lid)
+    stats_epilogue(fusion, True)
+    info, ep = check_fused(x, w, bias, scale, residual, fusion, conf)
+    y = empty_channels_last(info["out_shape"], out_dtype(ep, x.dtype), x.device)
+    return y, x.new_empty((2, int(w.shape[0])), dtype=torch.float32)
 
 
 # ---------------------------------------------------------------------- reference
@@ -214,6 +273,14 @@ _ACT = {
     "gelu_tanh": lambda y, a: F.gelu(y, approximate="tanh"),
 }
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+
+def stats_of(y: Any) -> Any:
+    """What a stats fusion writes of its output y: (2, channels) fp32, the sums of y (as stored)
+    per channel, then the sums of y squared (in fp64, then fp32)."""
+    dims = [d for d in range(y.dim()) if d != 1]
+    yd = y.double()
+    return torch.stack([yd.sum(dims), (yd * yd).sum(dims)]).float()
 
 
 def reference(
