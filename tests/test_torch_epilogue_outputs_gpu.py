@@ -73,31 +73,30 @@ def test_stats_are_the_sums_of_the_written_output(torch_registry, case, dtype) -
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_a_conversion_writes_fp32_and_trains(torch_registry, case) -> None:
-    _need(torch_registry, "bias_relu_to_fp32")
-    x, w, b, kw = _inputs(case, torch.float16)
+    _need(torch_registry, "to_fp32")
+    x, w, _, kw = _inputs(case, torch.float16)
     _poison()
-    y = ct.conv_fused(x, w, b, fusion="bias_relu_to_fp32", registry=torch_registry, **kw)
-    ref = torch.relu(torch.nn.functional.conv2d(x.float(), w.float(), b, **kw))
+    y = ct.conv_fused(x, w, fusion="to_fp32", registry=torch_registry, **kw)
+    ref = torch.nn.functional.conv2d(x.float(), w.float(), **kw)
     assert y.dtype == torch.float32
     _close(y, ref, "y (fp32)", 2e-3)
     # the gradient: g arrives in fp32, the backward kernels take it in x's dtype
-    xg, wg, bg = (t.detach().clone().requires_grad_() for t in (x, w, b))
+    xg, wg = (t.detach().clone().requires_grad_() for t in (x, w))
     g = torch.randn_like(ref)
-    ct.conv_fused(xg, wg, bg, fusion="bias_relu_to_fp32", registry=torch_registry, **kw).backward(g)
-    xr, wr, br = (t.detach().float().requires_grad_() for t in (x, w, b))
-    torch.relu(torch.nn.functional.conv2d(xr, wr, br, **kw)).backward(g)
+    ct.conv_fused(xg, wg, fusion="to_fp32", registry=torch_registry, **kw).backward(g)
+    xr, wr = (t.detach().float().requires_grad_() for t in (x, w))
+    torch.nn.functional.conv2d(xr, wr, **kw).backward(g)
     assert xg.grad.dtype == torch.float16 and wg.grad.dtype == torch.float16
     _close(xg.grad, xr.grad, "dx", 2e-2)
     _close(wg.grad, wr.grad, "dw", 2e-2)
-    _close(bg.grad, br.grad, "db", 3e-3)
 
 
 def test_the_stats_op_captures_and_compiles(torch_registry) -> None:
-    _need(torch_registry, "bias_stats")
-    x, w, b, kw = _inputs(CASES[0], torch.float16)
+    _need(torch_registry, "stats")
+    x, w, _, kw = _inputs(CASES[0], torch.float16)
 
     def f(x):
-        return ct.conv_fused(x, w, b, fusion="bias_stats", registry=torch_registry, **kw)
+        return ct.conv_fused(x, w, fusion="stats", registry=torch_registry, **kw)
 
     y0, s0 = f(x)
     stream = torch.cuda.Stream()
