@@ -115,6 +115,12 @@ def test_a_stats_fusion_returns_the_outputs_channel_sums(cpu_as_cuda) -> None:
     torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
     assert st.shape == (2, 12) and st.dtype == torch.float32
     torch.testing.assert_close(st, fused_op.stats_of(y), rtol=1e-5, atol=1e-4)
+
+    def f(x):
+        return ct.conv_fused(x, w, b, fusion="bias_relu_stats", padding=1, registry=lib)
+
+    yc, sc = torch.compile(f, backend="eager", fullgraph=True)(x)  # traced through the op
+    assert torch.equal(yc, y) and torch.equal(sc, st)
     with pytest.raises(ct.FusedGradientError, match="stats has no gradient"):
         ct.conv_fused(x.requires_grad_(), w, b, fusion="bias_relu_stats", padding=1, registry=lib)
 

@@ -283,7 +283,7 @@ def conv_fused(
     conf = _conf(_nd(x), weight, stride, padding, dilation, groups, registry, padding_right)
     operands = (x, weight, bias, scale, residual)
     needs = _grad_enabled() and any(t is not None and t.requires_grad for t in operands)
-    stats = fused_op.epilogue(fusion).stats
+    stats = fused_op.writes_stats(fusion)
     if fast(x, weight) and not needs:
         out = fused_op.fused_with_stats(x, weight, bias, scale, residual, beta, alpha, fusion, conf)
         return out if stats else out[0]

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from ckgen.model.epilogue import Epilogue
+from ckgen.model.vocab import STATS
 from ckgen.runtime.capi import CkgenRuntimeError, UnsupportedProblem
 from ckgen.torch import checks as ck
 from ckgen.torch import ops
@@ -52,6 +53,12 @@ def epilogue(fusion: str) -> Epilogue:
     if not ep.fused:
         raise ck.ConvValueError("fusion='none': use ckgen::conv_forward for a plain convolution")
     return ep
+
+
+def writes_stats(fusion: str) -> bool:
+    """Whether a fusion spelling has the stats part: a word test torch.compile traces through
+    (the ops' own checks parse the spelling fully)."""
+    return STATS in fusion.split("_")
 
 
 def stats_epilogue(fusion: str, stats: bool) -> Epilogue:
