@@ -19,26 +19,13 @@ WORK=${WORK:-/tmp/ckgen-convert-work}
 JOBS=${JOBS:-$(nproc)}
 MODELS=${MODELS:-resnet50,vgg16_bn}
 # shellcheck source=bench/device_lib.sh
-source "$ROOT/bench/device_lib.sh"  # start_run, log, build_project
+source "$ROOT/bench/device_lib.sh"  # start_run, log, build_tests_and_pairs, run_gtests
 start_run
-t0=$SECONDS
 FUSED_GLOBS=(--kernels '*_bias*' --kernels '*_ss_*' --kernels '*_res' --kernels '*_res_*' --kernels '*_stats*'
   --kernels '*_o[bf][fp]*' --kernels '*_relu*' --kernels '*_silu*' --kernels '*_lrelu*' --kernels '*gelutanh*')
-build_project "$WORK/gt" ON --set tests --variant forward "${FUSED_GLOBS[@]}" &
-p1=$!
-build_project "$WORK/pf" OFF --variant forward --config configs/forward/default.yaml \
-  --config bench/convert_pairs.yaml --datatype fp16 --ndim 2 &
-p2=$!
-wait $p1
-r1=$?
-wait $p2
-r2=$?
-log "build rc $r1 $r2 in $((SECONDS - t0)) s"
-[ "$r1$r2" = 00 ] || { grep -h -m 10 -B2 -A6 error "$OUT"/build_*.log | tee -a "$OUT/summary.txt"; exit 1; }
-t0=$SECONDS
-CKGEN_SWEEP_SEED=5151 timeout 150 "$WORK/gt/build/bin/test_grouped_conv_forward" --gtest_brief=1 > "$OUT/test.log" 2>&1
-log "tests rc $? in $((SECONDS - t0)) s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/test.log" | tr '\n' ' ')"
-grep -E "^\[  FAILED" "$OUT/test.log" | head -20 | tee -a "$OUT/summary.txt"
+build_tests_and_pairs forward "${FUSED_GLOBS[@]}" -- --config configs/forward/default.yaml \
+  --config bench/convert_pairs.yaml --datatype fp16 --ndim 2
+run_gtests forward 5151 150
 python3 bench/fused_pairs.py shapes --models "$MODELS" --ndim 2 --batch 32 --out "$WORK/shapes.csv" > /dev/null
 P=$WORK/pf/build/bin/ckgen_profiler_forward
 t0=$SECONDS

@@ -20,7 +20,7 @@ TILES=${TILES:-"t64x64x64_w4x1x1_wt64x64x16_wltma4_lm1x4 t64x64x64_w4x1x1_wt64x6
   t64x128x64_w4x1x1_wt64x128x16_wltma8_lm1x4 t128x128x64_w8x1x1_wt64x128x16_wltma4_lm1x8
   t128x192x64_w8x1x1_wt64x192x16_wltma4_lm1x8 t128x256x64_w8x1x1_wt64x256x16_wltma4_lm1x8"}
 # shellcheck source=bench/device_lib.sh
-source "$ROOT/bench/device_lib.sh"  # start_run, log, build_project
+source "$ROOT/bench/device_lib.sh"  # start_run, log, build_tests_and_pairs, run_gtests
 start_run
 
 GLOBS=()
@@ -28,23 +28,13 @@ for t in $TILES; do
   GLOBS+=(--kernels "grouped_conv_bwd_weight_fp16_2d_${t}_cshuffle_v8x8x8"
     --kernels "grouped_conv_bwd_weight_fp16_2d_${t}_cshuffle_v8x8x8_bgrad")
 done
-t0=$SECONDS
-build_project "$WORK/tests" ON --set tests --variant backward_weight --kernels '*bgrad*' & p1=$!
-build_project "$WORK/pairs" OFF --variant backward_weight --config configs/backward_weight/default.yaml \
-  --config configs/backward_weight/fused.yaml "${GLOBS[@]}" & p2=$!
-wait $p1; r1=$?
-wait $p2; r2=$?
-log "build rc $r1 $r2 in $((SECONDS - t0)) s"
-
-t0=$SECONDS
-CKGEN_SWEEP_SEED=${CKGEN_SWEEP_SEED:-$RANDOM} timeout "${TEST_TIMEOUT:-200}" \
-  "$WORK/tests/build/bin/test_grouped_conv_backward_weight" --gtest_brief=1 > "$OUT/test.log" 2>&1
-log "test rc $? in $((SECONDS - t0)) s: $(grep -E '^\[  (PASSED|FAILED)' "$OUT/test.log" | tr '\n' ' ')"
-grep -E "^\[  FAILED|seed" "$OUT/test.log" | head -20 | tee -a "$OUT/summary.txt"
+build_tests_and_pairs backward_weight --kernels '*bgrad*' -- \
+  --config configs/backward_weight/default.yaml --config configs/backward_weight/fused.yaml "${GLOBS[@]}"
+run_gtests backward_weight "${CKGEN_SWEEP_SEED:-$RANDOM}" "${TEST_TIMEOUT:-200}"
 
 python3 bench/fused_pairs.py shapes --out "$WORK/shapes.csv" | tee -a "$OUT/summary.txt"
 t0=$SECONDS
-timeout "${BENCH_TIMEOUT:-240}" "$WORK/pairs/build/bin/ckgen_profiler_backward_weight" \
+timeout "${BENCH_TIMEOUT:-240}" "$WORK/pf/build/bin/ckgen_profiler_backward_weight" \
   --shapes "$WORK/shapes.csv" --datatype fp16 --verify "$VERIFY" --warmup 3 --repeat 10 \
   --csv "$OUT/prof.csv" > "$OUT/prof.log" 2>&1
 log "profile rc $? in $((SECONDS - t0)) s"

@@ -13,6 +13,13 @@
 #                          ckgen generate (sm_90a) + emit-cmake + CMake + ninja -j $JOBS into
 #                          DIR/build, GoogleTests when TESTS is ON; logs $OUT/{cmake,build}_<DIR
 #                          name>.log, the first errors printed on failure
+#   build_tests_and_pairs VARIANT [TEST ARGS...] -- [PAIR ARGS...]
+#                          side by side: $WORK/gt, the tests set of VARIANT with its GoogleTests
+#                          (generate --set tests TEST ARGS), and $WORK/pf, profilers of VARIANT
+#                          (generate PAIR ARGS); the build logged; exit 1 when one fails
+#   run_gtests VARIANT SEED SECS
+#                          $WORK/gt's GoogleTests of VARIANT (the seeded sweep: SEED) within SECS
+#                          into $OUT/test.log; the counts and the failed tests logged
 
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
 left() { echo $((BUDGET - SECONDS)); }
@@ -66,4 +73,30 @@ build_project() {
     -DCKGEN_BUILD_TESTS="$t" > "$OUT/cmake_$name.log" 2>&1 || { tail -20 "$OUT/cmake_$name.log"; return 1; }
   ninja -C "$d/build" -j "${JOBS:-$(nproc)}" > "$OUT/build_$name.log" 2>&1 ||
     { grep -m20 -B2 -A8 error "$OUT/build_$name.log"; return 1; }
+}
+
+build_tests_and_pairs() {
+  local v=$1 t0=$SECONDS p1 p2 r1 r2 a
+  local tests=() pairs=() side=tests
+  shift
+  for a in "$@"; do
+    if [ "$a" = -- ]; then side=pairs; elif [ $side = tests ]; then tests+=("$a"); else pairs+=("$a"); fi
+  done
+  build_project "$WORK/gt" ON --set tests --variant "$v" "${tests[@]}" &
+  p1=$!
+  build_project "$WORK/pf" OFF --variant "$v" "${pairs[@]}" &
+  p2=$!
+  wait $p1
+  r1=$?
+  wait $p2
+  r2=$?
+  log "build rc $r1 $r2 in $((SECONDS - t0)) s"
+  [ "$r1$r2" = 00 ] || { grep -h -m 10 -B2 -A6 error "$OUT"/build_*.log | tee -a "$OUT/summary.txt"; exit 1; }
+}
+
+run_gtests() {
+  local t0=$SECONDS
+  CKGEN_SWEEP_SEED=$2 timeout "$3" "$WORK/gt/build/bin/test_grouped_conv_$1" --gtest_brief=1 > "$OUT/test.log" 2>&1
+  log "tests rc $? in $((SECONDS - t0)) s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/test.log" | tr '\n' ' ')"
+  grep -E "^\[  FAILED" "$OUT/test.log" | head -20 | tee -a "$OUT/summary.txt"
 }

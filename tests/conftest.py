@@ -193,6 +193,16 @@ def torch_registry():
     )
 
 
+def poison_cuda_allocator() -> None:
+    """Fill the CUDA caching allocator's free blocks, small and large, with NaN: an output a
+    kernel leaves unwritten reads NaN."""
+    import torch
+
+    for nbytes in (512, 4096, 65536, 1 << 20, 64 << 20):
+        ts = [torch.full((nbytes // 4,), float("nan"), device="cuda") for _ in range(8)]
+        del ts
+
+
 def torch_dtype(datatype: str):
     """The torch dtype of a ckgen datatype name (fp16, bf16, fp32)."""
     import torch

@@ -18,6 +18,8 @@ pytestmark = [
 import ckgen.torch as ct  # noqa: E402
 from ckgen.torch import fused_op  # noqa: E402
 
+from conftest import poison_cuda_allocator  # noqa: E402
+
 CASES = [
     # N, C, K, HW, filter, stride, pad
     (4, 64, 64, 28, 3, 1, 1),
@@ -30,12 +32,6 @@ IDS = [f"n{c[0]}c{c[1]}k{c[2]}_{c[3]}f{c[4]}s{c[5]}" for c in CASES]
 def _need(registry, fusion: str, dtype: str = "fp16") -> None:
     if not registry.find(variant="forward", datatype=dtype, ndim=2, fusion=fusion):
         pytest.skip(f"the library has no {dtype} 2D forward {fusion} kernel")
-
-
-def _poison() -> None:
-    for nbytes in (512, 4096, 65536, 1 << 20, 64 << 20):
-        ts = [torch.full((nbytes // 4,), float("nan"), device="cuda") for _ in range(8)]
-        del ts
 
 
 def _inputs(case, dtype):
@@ -60,7 +56,7 @@ def test_stats_are_the_sums_of_the_written_output(torch_registry, case, dtype) -
     dt = "fp16" if dtype == torch.float16 else "bf16"
     _need(torch_registry, "bias_relu_stats", dt)
     x, w, b, kw = _inputs(case, dtype)
-    _poison()
+    poison_cuda_allocator()
     y, st = ct.conv_fused(x, w, b, fusion="bias_relu_stats", registry=torch_registry, **kw)
     torch.cuda.synchronize()
     ref = torch.relu(torch.nn.functional.conv2d(x.float(), w.float(), b, **kw))
@@ -75,7 +71,7 @@ def test_stats_are_the_sums_of_the_written_output(torch_registry, case, dtype) -
 def test_a_conversion_writes_fp32_and_trains(torch_registry, case) -> None:
     _need(torch_registry, "to_fp32")
     x, w, _, kw = _inputs(case, torch.float16)
-    _poison()
+    poison_cuda_allocator()
     y = ct.conv_fused(x, w, fusion="to_fp32", registry=torch_registry, **kw)
     ref = torch.nn.functional.conv2d(x.float(), w.float(), **kw)
     assert y.dtype == torch.float32

@@ -25,6 +25,8 @@ from torch import nn  # noqa: E402
 import ckgen.torch as ct  # noqa: E402
 from ckgen.torch import fused_grad, fused_op  # noqa: E402
 
+from conftest import poison_cuda_allocator  # noqa: E402
+
 CASES = [
     # N, C, K, HW, filter, stride, pad
     (4, 64, 64, 28, 3, 1, 1),
@@ -53,13 +55,6 @@ def registry(torch_registry):
     return torch_registry
 
 
-def _poison() -> None:
-    """Fill the caching allocator's free blocks, small and large, with NaN."""
-    for nbytes in (512, 4096, 65536, 1 << 20, 64 << 20):
-        ts = [torch.full((nbytes // 4,), float("nan"), device="cuda") for _ in range(8)]
-        del ts
-
-
 def _close(a, b, k_red: int, what: str) -> None:
     tol = 2e-2 * max(1.0, (k_red**0.5) / 8)
     err = (a.float() - b.float()).abs().max().item()
@@ -86,10 +81,10 @@ def test_gradients_match_fp32_autograd(registry, always_bias_grad, case, fusion,
     ws = w.contiguous(memory_format=cl).requires_grad_()
     bs = b.clone().requires_grad_()
     ct.clear_cache()
-    _poison()
+    poison_cuda_allocator()
     y = ct.conv_fused(xs, ws, bs, fusion=fusion, stride=s, padding=p, registry=registry)
     dy = torch.randn(y.shape, device="cuda", generator=g).to(dt)
-    _poison()
+    poison_cuda_allocator()
     y.backward(dy)
     act = fused_op._ACT[fusion.removeprefix("bias").lstrip("_") or "none"]
     xr, wr, br = (t.detach().float().requires_grad_() for t in (x, w, b))

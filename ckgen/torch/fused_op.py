@@ -249,24 +249,21 @@ _lib.impl("conv_fused_stats", _stats_impl, "CompositeExplicitAutograd")
 conv_fused_stats_op = torch.ops.ckgen.conv_fused_stats.default
 
 
-@torch.library.register_fake("ckgen::conv_fused", lib=_lib)
-def _fused_fake(
-    x, w, bias, scale, residual, beta, alpha, fusion, stride, pl, pr_, dil, groups, lid
-):
-    conf = (stride, pl, pr_, dil, groups, lid)
-    stats_epilogue(fusion, False)
+def _fake_y(x, w, bias, scale, residual, fusion, conf, stats: bool) -> Any:
+    """The checked fake output of conv_fused (stats False) or conv_fused_stats (True)."""
+    stats_epilogue(fusion, stats)
     info, ep = check_fused(x, w, bias, scale, residual, fusion, conf)
     return empty_channels_last(info["out_shape"], out_dtype(ep, x.dtype), x.device)
 
 
+@torch.library.register_fake("ckgen::conv_fused", lib=_lib)
+def _fused_fake(x, w, bias, scale, residual, beta, alpha, fusion, *conf):
+    return _fake_y(x, w, bias, scale, residual, fusion, conf, False)
+
+
 @torch.library.register_fake("ckgen::conv_fused_stats", lib=_lib)
-def _fused_stats_fake(
-    x, w, bias, scale, residual, beta, alpha, fusion, stride, pl, pr_, dil, groups, lid
-):
-    conf = (stride, pl, pr_, dil, groups, lid)
-    stats_epilogue(fusion, True)
-    info, ep = check_fused(x, w, bias, scale, residual, fusion, conf)
-    y = empty_channels_last(info["out_shape"], out_dtype(ep, x.dtype), x.device)
+def _fused_stats_fake(x, w, bias, scale, residual, beta, alpha, fusion, *conf):
+    y = _fake_y(x, w, bias, scale, residual, fusion, conf, True)
     return y, x.new_empty((2, int(w.shape[0])), dtype=torch.float32)
 
 
