@@ -39,6 +39,16 @@ def test_pairs_take_the_best_of_each_kind_and_the_twin() -> None:
     assert fp.summary([]) == "no layer has both a fused and a plain time"
 
 
+def test_other_fusions_of_the_run_are_neither_kind() -> None:
+    rows = [
+        _row("a", "t1", 1.0), _row("a", "t1_ofp32", 1.1), _row("a", "t1_obf16", 0.5),
+    ]  # fmt: skip
+    o = fp.pairs(rows, "_ofp32", ("_obf16",))[0]
+    assert (o["plain_instance"], o["fused_instance"], o["twin_ms"]) == ("t1", "t1_ofp32", "1.10000")
+    assert fp.pairs(rows, "_ofp32")[0]["plain_instance"] == "t1_obf16"  # without: a "plain" one
+    assert "the best plain's fused twin / it: 1.100 (1 layers)" in fp.summary([o])
+
+
 def test_cli_report_writes_the_pairs(tmp_path: Path, capsys) -> None:
     prof = tmp_path / "prof.csv"
     with prof.open("w", newline="") as fh:
@@ -66,3 +76,18 @@ def test_torch_report_against_the_sum_and_the_bandwidth_bound(tmp_path: Path) ->
     bound = 0.010 / (0.010 + 25600 / 4.8e12 * 1e3)
     assert f"at 4800 GB/s) {bound:.3f}" in text and "slower: 0" in text
     assert fp.torch_report([], shapes, "sm_90a") == "no layer has a fused time"
+
+
+def test_the_separate_pass_report_names_its_operation(tmp_path: Path) -> None:
+    """bench/bn_stats.py report: the fused instance against the best plain one plus PyTorch's
+    separate pass (batch_norm_stats, or a cast for a conversion)."""
+    import bn_stats
+
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("shape,plain_ms,fused_ms,twin_ms\na,1.0,1.2,1.1\nb,2.0,2.0,\n")
+    passes = tmp_path / "cast.csv"
+    passes.write_text("shape,out_elems,op,pass_ms\na,10,fp32,0.5\nb,10,fp32,1.0\n")
+    text = bn_stats.report(pairs, passes)
+    # a: 1.2 / 1.5 = 0.8, b: 2.0 / 3.0 = 0.667 -> geomean 0.730; vs plain 1.2 and 1.0 -> 1.095
+    assert text.startswith("2 layers: best to_fp32 / (best plain + cast to fp32) 0.730")
+    assert "faster on 2" in text and "best plain alone 1.095" in text
