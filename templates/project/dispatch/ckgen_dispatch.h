@@ -134,7 +134,8 @@ CKGEN_API int ckgen_run(int index, const ckgen_problem* p, void* in, void* wei, 
 CKGEN_API int ckgen_run_checked(int index, const ckgen_problem* p, void* in, int64_t in_bytes, void* wei,
                                 int64_t wei_bytes, void* out, int64_t out_bytes, void* workspace,
                                 int64_t workspace_bytes, void* stream, int k_batch);
-/* Bytes of x (in), w (wei) and y (out) of the problem in datatype (any pointer may be NULL).
+/* Bytes of x (in), w (wei) and y (out) of the problem in datatype (any pointer may be NULL; a
+ * kernel converting its output, CKGEN_OUT_*, writes y in that datatype: ask for it with that).
  * CKGEN_E_INVALID for an invalid problem or one whose sizes overflow int64. */
 CKGEN_API int ckgen_tensor_bytes(const ckgen_problem* p, const char* datatype, int64_t* in_bytes,
                                  int64_t* wei_bytes, int64_t* out_bytes);

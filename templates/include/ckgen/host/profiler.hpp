@@ -294,7 +294,7 @@ inline ProfilerRow profiler_run_one(Variant variant, const ProfilerOptions& o, W
   if (t.ok) {
     row.ms = t.ms;
     row.tflops = p.flops() / (t.ms * 1e9);
-    row.gbps = min_bytes(p, dt) / (t.ms * 1e6);
+    row.gbps = min_bytes(p, dt, wb.written_datatype(k->key())) / (t.ms * 1e6);
     line << "  " << std::setw(10) << fmt_fixed(t.ms, 4) << " ms " << std::setw(8)
          << fmt_fixed(row.tflops, 2) << " TFLOPS " << std::setw(8)
          << fmt_fixed(row.gbps, 1) << " GB/s  ";

@@ -40,9 +40,10 @@ inline bool parse_ref_kind(const std::string& s, RefKind& r) {
 // Problems up to this many FLOPs use the CPU fp64 reference when "auto" is asked for.
 inline constexpr double kCpuReferenceMaxFlops = 2.0e9;
 
-// Minimum bytes moved: each tensor once.
-inline double min_bytes(const ConvProblem& p, DataType dt) {
-  return double(p.input_elems() + p.weight_elems() + p.output_elems()) * double(dtype_bytes(dt));
+// Minimum bytes moved: each tensor once, y (a forward's output, or dy) in y_dt.
+inline double min_bytes(const ConvProblem& p, DataType dt, DataType y_dt) {
+  return double(p.input_elems() + p.weight_elems()) * double(dtype_bytes(dt)) +
+         double(p.output_elems()) * double(dtype_bytes(y_dt));
 }
 
 struct VerifyOutcome {
