@@ -27,11 +27,12 @@ OPS = ("stats", "fp32", "bf16", "fp16")
 def time_shapes(shapes: Path, out: Path, dtype: str, op: str = "stats", reps: int = 20) -> None:
     import torch
 
-    types = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-    dt = types[dtype]
+    from ckgen.torch.checks import torch_dtype
+
+    dt = torch_dtype(dtype)
 
     def separate(y: torch.Tensor) -> object:
-        return torch.batch_norm_stats(y, 1e-5) if op == "stats" else y.to(types[op])
+        return torch.batch_norm_stats(y, 1e-5) if op == "stats" else y.to(torch_dtype(op))
 
     rows = []
     for p in load_shapes(shapes):

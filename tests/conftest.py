@@ -205,11 +205,9 @@ def poison_cuda_allocator() -> None:
 
 def torch_dtype(datatype: str):
     """The torch dtype of a ckgen datatype name (fp16, bf16, fp32)."""
-    import torch
+    from ckgen.torch.checks import torch_dtype
 
-    from ckgen.torch.checks import DTYPES
-
-    return getattr(torch, next(k for k, v in DTYPES.items() if v == datatype))
+    return torch_dtype(datatype)
 
 
 def tensor_at(ptr: int, shape: tuple, dtype):

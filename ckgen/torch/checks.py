@@ -11,6 +11,15 @@ from ckgen.errors import CkgenError
 
 # torch dtype name -> ckgen datatype
 DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+
+
+def torch_dtype(datatype: str) -> Any:
+    """The torch dtype of a ckgen datatype name (fp16, bf16, fp32): DTYPES the other way."""
+    import torch
+
+    return getattr(torch, next(k for k, v in DTYPES.items() if v == datatype))
+
+
 # tensors that are never handed to a kernel: the fake (meta) implementation runs on them
 TRACE_DEVICES = ("meta",)
 

@@ -237,41 +237,36 @@ def train_eager(x: Any, w: Any, bias: Any, alpha: float, fusion: str, conf: tupl
     return _FusedOp.apply(x, w, bias, None, None, 1.0, alpha, fusion, *conf, None)
 
 
-def _fused_autograd(keyset, *args):
-    x, w, bias, scale, residual, beta, alpha, fusion = args[:8]
-    if registration._grad_enabled() and registration._any_requires_grad(
-        x, w, bias, scale, residual
-    ):
-        why = why_not_differentiable(fused_op.epilogue(fusion), alpha)
-        if not why and scale is not None and scale.requires_grad:
-            why = "scale has no gradient here"
-        if why:
-            raise FusedGradientError(
-                f"ckgen::conv_fused with fusion={fusion!r} cannot be trained through: {why}. Run "
-                "it under torch.no_grad() / torch.inference_mode(), or train without that fusion"
-            )
-        return _FusedOp.apply(*args, keyset)
-    if registration._direct(keyset):
-        return fused_op._impl(*args)
-    return registration._redispatch(fused_op.conv_fused_op, keyset, args)
+def _fused_autograd(name: str, op: Any, impl: Any) -> Any:
+    """The Autograd kernel of ckgen::<name> (conv_fused, or conv_fused_stats, whose fusions
+    why_not_differentiable refuses): _FusedOp where a gradient is needed and the fusion has one,
+    else impl (plain tensors) or op below autograd."""
+
+    def kernel(keyset, *args):
+        x, w, bias, scale, residual, beta, alpha, fusion = args[:8]
+        if registration._grad_enabled() and registration._any_requires_grad(
+            x, w, bias, scale, residual
+        ):
+            why = why_not_differentiable(fused_op.epilogue(fusion), alpha)
+            if not why and scale is not None and scale.requires_grad:
+                why = "scale has no gradient here"
+            if why:
+                raise FusedGradientError(
+                    f"ckgen::{name} with fusion={fusion!r} cannot be trained through: {why}. Run "
+                    "it under torch.no_grad() / torch.inference_mode(), or train without that "
+                    "fusion"
+                )
+            return _FusedOp.apply(*args, keyset)
+        if registration._direct(keyset):
+            return impl(*args)
+        return registration._redispatch(op, keyset, args)
+
+    return kernel
 
 
-fused_op._lib.impl("conv_fused", _fused_autograd, "Autograd", with_keyset=True)
-
-
-def _fused_stats_autograd(keyset, *args):
-    x, w, bias, scale, residual, beta, alpha, fusion = args[:8]
-    if registration._grad_enabled() and registration._any_requires_grad(
-        x, w, bias, scale, residual
-    ):
-        raise FusedGradientError(
-            f"ckgen::conv_fused_stats with fusion={fusion!r} cannot be trained through: "
-            + why_not_differentiable(fused_op.epilogue(fusion), alpha)
-            + ". Run it under torch.no_grad() / torch.inference_mode()"
-        )
-    if registration._direct(keyset):
-        return fused_op._stats_impl(*args)
-    return registration._redispatch(fused_op.conv_fused_stats_op, keyset, args)
-
-
-fused_op._lib.impl("conv_fused_stats", _fused_stats_autograd, "Autograd", with_keyset=True)
+_conv_fused = _fused_autograd("conv_fused", fused_op.conv_fused_op, fused_op._impl)
+_conv_fused_stats = _fused_autograd(
+    "conv_fused_stats", fused_op.conv_fused_stats_op, fused_op._stats_impl
+)
+fused_op._lib.impl("conv_fused", _conv_fused, "Autograd", with_keyset=True)
+fused_op._lib.impl("conv_fused_stats", _conv_fused_stats, "Autograd", with_keyset=True)

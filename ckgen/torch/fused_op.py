@@ -73,12 +73,9 @@ def stats_epilogue(fusion: str, stats: bool) -> Epilogue:
     return ep
 
 
-_TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-
-
 def out_dtype(ep: Epilogue, x_dtype: Any) -> Any:
     """The output's torch dtype: the fusion's conversion's (to_<datatype>), else x's."""
-    return x_dtype if ep.out_datatype is None else _TORCH_DTYPES[ep.out_datatype.value]
+    return x_dtype if ep.out_datatype is None else ck.torch_dtype(ep.out_datatype.value)
 
 
 def _vector(t: Any, what: str, out_channels: int) -> None:
@@ -113,10 +110,11 @@ def check_fused(
             continue
         if what == "residual":
             ck.tensor(t, what)
-            if t.dtype != out_dtype(ep, x.dtype):
+            want = out_dtype(ep, x.dtype)
+            if t.dtype != want:
                 raise ck.ConvTypeError(
-                    f"residual has dtype {t.dtype}: the output's, "
-                    f"{out_dtype(ep, x.dtype)}, is expected (fusion={fusion!r})"
+                    f"residual has dtype {t.dtype}: the output's, {want}, is expected "
+                    f"(fusion={fusion!r})"
                 )
             if tuple(t.shape) != tuple(info["out_shape"]):
                 raise ck.ConvValueError(

@@ -134,7 +134,7 @@ inline void register_negative_tests(Variant v) {
     // conversion alone) given operands, before any device call: these run without a GPU.
     {
       ConvTensors t;
-      if (reads_operands(key)) {
+      if (epilogue_ops(key).reads_operands()) {
         add_test(suite, "fused_operands_missing_refused__" + k->name(), [k, t] {
           EXPECT_NE(k->run(small_problem(k->key().ndim, 8, 8), t, nullptr, nullptr), gpuSuccess)
               << k->name() << " ran without its fused operands";

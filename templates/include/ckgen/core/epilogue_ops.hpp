@@ -3,6 +3,7 @@
 // instance's key) and the epilogue tags' compile-time part.
 #pragma once
 
+#include "ckgen/core/kernel_key.hpp"
 #include "ckgen/core/vocab.hpp"
 
 namespace ckgen {
@@ -29,6 +30,10 @@ struct EpilogueOps {
   bool stats = false;
   int out_datatype = 0;  // 0: the output in the inputs' datatype; else 1 + the DataType converted to
   bool fused() const { return code() != 0; }
+  // Whether the operations read operands (a conversion alone, to_<datatype>, reads none).
+  bool reads_operands() const {
+    return channel_op != ChannelOp::Identity || residual || stats || is_grad_mask(activation);
+  }
   int code() const {
     return out_datatype * 2048 + int(channel_op) * 128 + int(activation) * 4 + (residual ? 2 : 0) + (stats ? 1 : 0);
   }
@@ -55,6 +60,11 @@ inline const char* epilogue_variant_refusal(Variant v, const EpilogueOps& o) {
 
 // EpilogueOps::out_datatype of an output in `out` from inputs in `in`.
 constexpr int out_datatype_code(DataType in, DataType out) { return in == out ? 0 : 1 + int(out); }
+
+// The fused operations of an instance (none for a plain convolution).
+inline EpilogueOps epilogue_ops(const KernelKey& k) {
+  return {k.channel_op, k.activation, k.residual, k.stats, out_datatype_code(k.datatype, k.out_datatype)};
+}
 
 namespace epilogue {
 // The operations of a fused epilogue, as the epilogue tags (kernel/conv_kernel.hpp) carry them.

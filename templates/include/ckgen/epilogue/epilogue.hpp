@@ -1,9 +1,9 @@
 // Default epilogue: fp32 accumulators -> output (in the output's datatype, Tr::kOutDataType),
-// stored straight from registers with bounds checks. Each lane owns runs of kAccVec consecutive columns (2 for mma.sync, 4 for Fma); they
-// are written kVecC (capped at the run length) elements per store. Output modes (OutMode):
-// Direct (convert to the output type), AtomicF32 (split-K one stage), PartialF32 (split-K two
-// stages, the split's own workspace slice). A fused instance (epilogue/fusion.hpp) applies its
-// operations to each Direct vector before the conversion.
+// stored straight from registers with bounds checks. Each lane owns runs of kAccVec consecutive
+// columns (2 for mma.sync, 4 for Fma); they are written kVecC (capped at the run length) elements
+// per store. Output modes (OutMode): Direct (convert to the output type), AtomicF32 (split-K one
+// stage), PartialF32 (split-K two stages, the split's own workspace slice). A fused instance
+// (epilogue/fusion.hpp) applies its operations to each Direct vector before the conversion.
 #pragma once
 
 #include "ckgen/block/block_gemm.hpp"

@@ -24,15 +24,7 @@ namespace ckgen::host {
 inline constexpr float kTestResidualBeta = 0.5f;
 inline constexpr float kTestLeakySlope = 0.1f;
 
-inline bool is_fused(const KernelKey& k) {
-  return EpilogueOps{k.channel_op, k.activation, k.residual, k.stats, out_datatype_code(k.datatype, k.out_datatype)}
-      .fused();
-}
-
-// Whether instance k reads fused operands (a conversion alone, to_<datatype>, reads none).
-inline bool reads_operands(const KernelKey& k) {
-  return k.channel_op != ChannelOp::Identity || k.residual || k.stats || is_grad_mask(k.activation);
-}
+inline bool is_fused(const KernelKey& k) { return epilogue_ops(k).fused(); }
 
 // "bias_relu_residual"-style spelling of a key's fusion (ckgen/model/vocab.py fusion_spelling).
 inline std::string fusion_spelling(const KernelKey& k) {

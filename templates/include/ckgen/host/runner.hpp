@@ -371,8 +371,8 @@ class Workbench {
     return r;
   }
 
-  // The residual of a fused forward writing datatype odt (the output's shape and type): the
-  // workbench's own in its datatype, else one filled from the same seed in odt (made on first use).
+  // The residual of a fused forward writing datatype odt (the output's shape and type), filled
+  // from the residual's seed in odt, with its host copy (made on first use per datatype).
   struct Residual {
     DeviceBuffer dev;
     std::vector<double> host;

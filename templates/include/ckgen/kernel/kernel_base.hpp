@@ -262,11 +262,6 @@ struct ConvTensors {
   EpilogueArgs ep;
 };
 
-// The fused operations of an instance (none for a plain convolution).
-inline EpilogueOps epilogue_ops(const KernelKey& k) {
-  return {k.channel_op, k.activation, k.residual, k.stats, out_datatype_code(k.datatype, k.out_datatype)};
-}
-
 // Why the fused operands `e` do not fit an instance with the operations `ops` ("" when they do):
 // each vector its operations read is given (the residual 16-byte aligned, as the output), every
 // other is null.
