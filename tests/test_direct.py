@@ -303,7 +303,7 @@ def mma_weight(cg: int = 8, datatype: DataType = DataType.FP16, **kw) -> KernelI
     )
 
 
-@pytest.mark.parametrize("cg", [1, 2, 4, 8])
+@pytest.mark.parametrize("cg", [1, 2, 4, 8, 16, 32])
 @pytest.mark.parametrize("datatype", [DataType.FP16, DataType.BF16])
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_matrix_backward_weight_takes_every_group_size(
@@ -326,9 +326,27 @@ def test_matrix_backward_weight_takes_every_group_size(
         lds_bytes(replace(i, tile=(16, 64, cg)), ARCHS[arch]) == 19 * 40 * 128 + 8 * 16 * 128 + 128
     )
     assert direct_mma_bwd_ring(replace(i, tile=(64, 64, cg))) == (4, 8)
-    # one chunk per warp: 20 accumulators (64 registers by ptxas, no spills); two: 40
-    assert direct_mma_accumulators(i) == 20
-    assert direct_mma_accumulators(replace(i, waves=(4, 1, 1))) == 40
+    # one chunk per warp: 20 accumulators (64 registers by ptxas, no spills); two: 40; groups of
+    # 16 / 32 channels: each chunk's products with the 2 / 4 chunks of its group
+    partners = max(1, cg // 8)
+    assert direct_mma_accumulators(i) == 20 * partners
+    assert direct_mma_accumulators(replace(i, waves=(4, 1, 1))) == 40 * partners
+
+
+@pytest.mark.parametrize(
+    "variant,warp_tile",
+    [
+        (Variant.BACKWARD_WEIGHT, (1, 1, 1)),
+        (Variant.FORWARD, (1, 1, 1)),
+    ],
+)
+def test_groups_of_16_channels_are_the_matrix_backward_weights_alone(
+    variant: Variant, warp_tile: tuple[int, int, int]
+) -> None:
+    i = direct(variant, DataType.FP16, 8, tile=(32, 64, 16), waves=(8, 1, 1), warp_tile=warp_tile)
+    bad = rules.check(i, ARCHS["sm_90a"])
+    assert bad is not None and bad[0] == "direct_fields", bad
+    assert "one of (1, 2, 4, 8) (1 = depthwise; 16 and 32 on the backward_weight matrix" in bad[1]
 
 
 @pytest.mark.parametrize(

@@ -91,7 +91,8 @@ TMA_STATS_MAX_ACC = 64
 #                     its m16
 #                     tiles or are a multiple of them that splits the groups; per filter row M + 16
 #                     staged source columns, 2-3 such stages plus 9 taps of weights within 48 KB.
-#                     backward_weight (pipeline/direct_mma_bwd_weight.hpp): tile K 1, 2, 4 or 8;
+#                     backward_weight (pipeline/direct_mma_bwd_weight.hpp): tile K 1, 2, 4, 8,
+#                     16 or 32;
 #                     w warps
 #                     split the tile N / 8 channel chunks; a ring of source rows (M + 16 columns,
 #                     16-pixel M + 24)
@@ -135,6 +136,9 @@ DIRECT_REGISTER_TAPS = 9
 # The channels per group (C = K) a direct instance may serve: tile K. 1 = depthwise, 2 / 4 / 8 =
 # small groups (backward_weight: one tap at a time, Cg x vector accumulators).
 DIRECT_GROUP_CHANNELS = (1, 2, 4, 8)
+# The channels per group the backward_weight matrix path serves (tile K): 16 and 32 pair each
+# 8-channel chunk of a group with every chunk of it (pipeline/direct_mma_bwd_weight.hpp).
+DIRECT_MMA_BWD_GROUP_CHANNELS = (1, 2, 4, 8, 16, 32)
 # Floats of padding per row of the small-group filter in shared memory
 # (pipeline/depthwise.hpp kRow).
 DIRECT_FILTER_ROW_PAD = 4
@@ -163,6 +167,11 @@ CXX_LIMITS: tuple[tuple[str, int | tuple[int, ...], str], ...] = (
     ("kMaxThreadsPerBlock", MAX_THREADS_PER_BLOCK, "most threads of a block"),
     ("kDirectMaxSlices", DIRECT_MAX_SLICES, "most reduction slices of a direct backward_weight"),
     ("kDirectMmaGroupChannels", DIRECT_MMA_GROUP_CHANNELS, "direct matrix path: C = K per group"),
+    (
+        "kDirectMmaBwdGroupChannels",
+        DIRECT_MMA_BWD_GROUP_CHANNELS,
+        "direct matrix backward_weight: the C = K per group it serves",
+    ),
     ("kDirectMmaMaxTaps", DIRECT_MMA_MAX_TAPS, "direct matrix path: filter taps staged at once"),
     (
         "kDirectMmaMaxStages",

@@ -80,10 +80,12 @@ def direct_mma_stages(i: KernelInstance) -> int:
 def direct_mma_accumulators(i: KernelInstance) -> int:
     """fp32 accumulators per lane of a matrix-path instance: forward / backward_data its m16
     pixel tiles x group chunks (DirectMmaTraits MT x GW x 4), backward_weight its channel chunks x
-    DIRECT_MMA_BWD_TAP_TILES x 4 (DirectMmaBwdTraits::kAcc)."""
+    their group's chunks (Cg / 8, at least 1) x DIRECT_MMA_BWD_TAP_TILES x 4
+    (DirectMmaBwdTraits::kAcc)."""
     w, chunks = max(1, i.waves[0]), i.tile[1] // 8
-    if i.variant is Variant.BACKWARD_WEIGHT:
-        return max(1, chunks // w) * DIRECT_MMA_BWD_TAP_TILES * 4
+    if i.variant is Variant.BACKWARD_WEIGHT:  # x the chunks of a group each chunk pairs with
+        partners = max(1, i.tile[2] // 8)
+        return max(1, chunks // w) * partners * DIRECT_MMA_BWD_TAP_TILES * 4
     tiles = max(1, i.tile[0] // 16)
     wm = min(w, tiles)
     return (tiles // wm) * (chunks // max(1, w // wm)) * 4

@@ -74,9 +74,16 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
         # accumulators, the lane's ldmatrix offsets per chunk and tap tile, 6 fragment registers,
         # ~40 for the copies' pointers and the ring cursor (ptxas -v, sm_90a: 101-112 for one
         # chunk per warp; this gives 102)
+        # (and per partner chunk of a group of 16 / 32 channels its B offset and fragment)
         chunks = max(1, i.tile[1] // 8 // max(1, i.waves[0]))
+        partners = max(1, i.tile[2] // 8)
         return (
-            direct_mma_accumulators(i) + chunks * (DIRECT_MMA_BWD_TAP_TILES + 1) + 6 + 40 + overhead
+            direct_mma_accumulators(i)
+            + chunks * (DIRECT_MMA_BWD_TAP_TILES + partners)
+            + 4
+            + 2 * partners
+            + 40
+            + overhead
         )
     if is_direct_mma(i):  # m16 x n8 accumulators, as many fragment registers, addresses
         return 2 * direct_mma_accumulators(i) + 16 + overhead

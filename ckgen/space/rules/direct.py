@@ -9,6 +9,7 @@ from ckgen.model.limits import (
     DIRECT_GROUP_CHANNELS,
     DIRECT_MAX_PIXELS_PER_THREAD,
     DIRECT_MMA_BWD_FILTER_ROWS,
+    DIRECT_MMA_BWD_GROUP_CHANNELS,
     DIRECT_MMA_BWD_MAX_LDS,
     DIRECT_MMA_CHANNEL_STEP,
     DIRECT_MMA_GROUP_CHANNELS,
@@ -58,11 +59,15 @@ def check_direct_fields(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str
         )
     if i.waves[1] != 1 or i.waves[2] != 1:
         return "direct: waves must be [w, 1, 1] (w warps per block, no GEMM wave layout)"
-    if i.tile[2] not in DIRECT_GROUP_CHANNELS:
+    allowed = (
+        DIRECT_MMA_BWD_GROUP_CHANNELS
+        if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT
+        else DIRECT_GROUP_CHANNELS
+    )
+    if i.tile[2] not in allowed:
         return (
-            "direct: tile K is the channels per group (C = K) served, one of "
-            f"{DIRECT_GROUP_CHANNELS}"
-            " (1 = depthwise)"
+            f"direct: tile K is the channels per group (C = K) served, one of {allowed} "
+            "(1 = depthwise; 16 and 32 on the backward_weight matrix path only)"
         )
     if i.scheduler is not Scheduler.INTRAWAVE:
         return "direct: scheduler must be intrawave (no matrix pipeline to interleave)"

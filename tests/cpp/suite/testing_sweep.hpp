@@ -26,14 +26,14 @@ class SweepRng {
 inline ConvProblem random_problem(SweepRng& rng, int ndim) {
   for (;;) {
     // depthwise (C = K = 1): half of them G a multiple of 8 so the 16-byte direct instances
-    // (pipeline/depthwise.hpp) draw them too; small groups (C = K = 2, 4 or 8, ResNeXt-style) for the
-    // direct small-group instances, G * C mostly a multiple of 8
+    // (pipeline/depthwise.hpp) draw them too; small groups (C = K = 2, 4, 8, 16 or 32,
+    // ResNeXt-style) for the direct small-group instances, G * C mostly a multiple of 8
     // 64-channel groups at stride 1 (kind 30..35) for the windows (pipeline/tma_window.hpp,
     // pipeline/tma_window_weight.hpp), half of them with a 3x3 filter (the backward_weight windows')
     const int kind = int(rng.uniform(0, 99));
     const bool depthwise = kind < 20, small_groups = kind >= 20 && kind < 30, wide = kind >= 30 && kind < 36;
-    const int64_t cg = small_groups ? rng.pick<int64_t>({2, 4, 4, 8}) : 1;
-    const int64_t G = small_groups     ? (rng.chance(75) ? (8 / cg) * rng.uniform(1, 8)
+    const int64_t cg = small_groups ? rng.pick<int64_t>({2, 4, 4, 8, 16, 32}) : 1;
+    const int64_t G = small_groups     ? (rng.chance(75) ? std::max<int64_t>(1, 8 / cg) * rng.uniform(1, 8)
                                                           : rng.uniform(1, 24))
                       : !depthwise     ? rng.pick<int64_t>({1, 1, 1, 2, 3, 4, 8, 32})
                       : rng.chance(50) ? 8 * rng.uniform(1, 16)

@@ -19,6 +19,8 @@ inline constexpr int kMaxThreadsPerBlock = 1024;
 inline constexpr int kDirectMaxSlices = 1024;
 // direct matrix path: C = K per group
 inline constexpr int kDirectMmaGroupChannels = 8;
+// direct matrix backward_weight: the C = K per group it serves
+inline constexpr int kDirectMmaBwdGroupChannels[] = {1, 2, 4, 8, 16, 32};
 // direct matrix path: filter taps staged at once
 inline constexpr int kDirectMmaMaxTaps = 9;
 // direct matrix path: source rows staged (a 3x3 filter's three + 1 ahead)

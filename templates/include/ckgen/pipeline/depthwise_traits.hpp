@@ -33,12 +33,14 @@ struct DirectTraits {
   static_assert(Cfg::kPipeline == Pipeline::Direct, "ckgen: DirectTraits is for Pipeline::Direct");
   static_assert(Cfg::kVecA == V && Cfg::kVecB == V && is_pow2_upto8(V) && V * sizeof(Raw) <= 16,
                 "ckgen: direct needs one vector size 1/2/4/8 of at most 16 bytes");
-  static_assert((Cg == 1 || Cg == 2 || Cg == 4 || Cg == 8) && V % Cg == 0 &&
-                    Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1,
-                "ckgen: direct needs Tile<P, Ct, Cg> with Cg in 1/2/4/8 dividing V, Waves<w, 1, 1>");
   // WarpTile<16, 8, 16>: the matrix path (forward / backward_data pipeline/direct_mma.hpp, backward_weight
   // pipeline/direct_mma_bwd_weight.hpp), else plain FMA (WarpTile<1, 1, 1>).
   static constexpr bool kMma = Cfg::WarpTile::kM == 16;
+  // Groups of 16 / 32 channels: the backward_weight matrix path only (its traits check Cg).
+  static constexpr bool kWideGroups = kMma && kVariant == Variant::BackwardWeight;
+  static_assert((kWideGroups || ((Cg == 1 || Cg == 2 || Cg == 4 || Cg == 8) && V % Cg == 0)) &&
+                    Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1,
+                "ckgen: direct needs Tile<P, Ct, Cg> with Cg in 1/2/4/8 dividing V, Waves<w, 1, 1>");
   static_assert((Cfg::WarpTile::kM == 1 && Cfg::WarpTile::kN == 1 && Cfg::WarpTile::kK == 1) ||
                     (kMma && Cfg::WarpTile::kN == 8 && Cfg::WarpTile::kK == 16),
                 "ckgen: direct takes WarpTile<1, 1, 1> (FMA) or <16, 8, 16> (mma.sync)");

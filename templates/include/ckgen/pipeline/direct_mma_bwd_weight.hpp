@@ -1,15 +1,18 @@
 // The direct kernel's matrix path for backward_weight: Pipeline::Direct with WarpTile<16, 8, 16>
-// (NVIDIA sm_80+, fp16 / bf16, C = K = Cg per group with Cg = 1, 2, 4 or 8, filters of up to
+// (NVIDIA sm_80+, fp16 / bf16, C = K = Cg per group, Cg in kDirectMmaBwdGroupChannels, filters of up to
 // kDirectMmaMaxTaps taps in at most kDirectMmaBwdFilterRows filter rows whose staged columns fit;
 // DepthwiseKernel::is_supported refuses the rest with the reason).
 //
-// Per 8-channel chunk (8 / Cg whole groups) the weight gradient is a GEMM over the output pixels:
-// dW[t, c][k] = sum over pixels p of x(p at tap t)[c] * dy(p)[k], rows (tap, input channel c of
-// the chunk), columns output channel k of the chunk. One m16n8k16 covers two taps (rows 0-7 tap
-// 2i, 8-15 tap 2i + 1) and 16 pixels; both operands come from pixel-major shared memory through
-// ldmatrix.trans. The 8 x 8 product of a tap pairs every input with every output channel of the
-// chunk; only the pairs of one group are stored (Cg = 8: all, depthwise: the diagonal), so
-// smaller groups spend more of the (idle) tensor core, none of the memory traffic.
+// Per pair of 8-channel chunks of one group (Cg <= 8: a chunk with itself, 8 / Cg whole groups;
+// Cg = 16 / 32: every chunk of the group with every chunk of it, R = Cg / 8 partners each) the
+// weight gradient is a GEMM over the output pixels: dW[t, c][k] = sum over pixels p of
+// x(p at tap t)[c] * dy(p)[k], rows (tap, input channel c of the A chunk), columns output channel
+// k of the B chunk. One m16n8k16 covers two taps (rows 0-7 tap 2i, 8-15 tap 2i + 1) and 16
+// pixels; both operands come from pixel-major shared memory through ldmatrix.trans, one A
+// fragment feeding the R products of its chunk. The 8 x 8 product of a tap pairs every input
+// with every output channel of the chunks; only the pairs of one group are stored (Cg >= 8: all,
+// depthwise: the diagonal), so smaller groups spend more of the (idle) tensor core, none of the
+// memory traffic.
 //
 // A unit of work is one row segment: P consecutive output pixels of an output row (n, d, h);
 // units run segment-major, so consecutive units are consecutive output rows. Per unit the block
@@ -68,6 +71,7 @@ struct DirectMmaBwdTraits {
   static constexpr int W = Cfg::Waves::kM;  // warps
   static constexpr int kThreads = W * 32;
   static constexpr int kChunks = Gt / 8;                         // 16-byte channel chunks per pixel
+  static constexpr int R = Cg > 8 ? Cg / 8 : 1;                  // chunks of a group: B partners of an A chunk
   static constexpr int GW = kChunks / W;                         // chunks per warp
   static constexpr int kTapTiles = (kDirectMmaMaxTaps + 1) / 2;  // m16 tiles: two taps each
   static constexpr int kRows = kDirectMmaBwdFilterRows;
@@ -81,10 +85,12 @@ struct DirectMmaBwdTraits {
   static constexpr int kSmemBytes = kRingBytes + kStages * P * kPixelBytes;
   // Two blocks per SM (the shared memory allows no more): up to 128 registers for 256 threads,
   // so the lane's ldmatrix offsets stay in registers instead of being recomputed per load.
-  static constexpr int kAcc = GW * kTapTiles * 4;  // accumulators per lane
-  static constexpr int kMinBlocks = 2;
-  static_assert(Cfg::kVecC == 8 && (Cg == 1 || Cg == 2 || Cg == 4 || Cg == 8),
-                "ckgen: the direct matrix path for backward_weight takes vector 8 and Cg in 1/2/4/8");
+  static constexpr int kAcc = GW * R * kTapTiles * 4;  // accumulators per lane
+  // Groups of 32 channels hold four partners' accumulators: one block's worth of registers.
+  static constexpr int kMinBlocks = kAcc <= 48 ? 2 : 1;
+  static_assert(Cfg::kVecC == 8 && one_of(kDirectMmaBwdGroupChannels, Cg) && Gt % Cg == 0,
+                "ckgen: the direct matrix path for backward_weight takes vector 8, Cg in "
+                "kDirectMmaBwdGroupChannels and blocks of whole groups");
   static_assert(Gt % 64 == 0 && P % 16 == 0 && kChunks % W == 0,
                 "ckgen: direct matrix backward_weight needs Ct % 64 == 0, P % 16 == 0 and warps "
                 "that split the Ct / 8 channel chunks evenly");
@@ -176,34 +182,40 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_mma_stage(
 }
 
 // The block's result: lane l holds rows l / 4 (tap 2i) and l / 4 + 8 (tap 2i + 1), input channel
-// c = l / 4 of the chunk, output channels k = 2 (l % 4) + 0, 1; kept where c and k share a group.
+// c = l / 4 of the A chunk, output channels k = 2 (l % 4) + 0, 1 of the B chunk (partner pj of the
+// group's chunks); kept where c and k share a group.
 template <class Cfg, class Acc>
 CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_mma_store(const DirectArgs& a, const int& lane, const int& ch0,
                                                   const int& cw, const int& taps, const Acc& acc) {
   using Tr = DirectMmaBwdTraits<Cfg>;
   using Raw = typename Tr::Raw;
   constexpr DataType D = Cfg::kDataType;
-  constexpr int GW = Tr::GW, T2 = Tr::kTapTiles, Cg = Tr::Cg;
+  constexpr int GW = Tr::GW, T2 = Tr::kTapTiles, Cg = Tr::Cg, R = Tr::R;
   const int c = lane >> 2;
 #pragma unroll
   for (int gi = 0; gi < GW; ++gi) {
-    const int cb = ch0 + (cw + gi) * 8;
-    if (cb >= a.chans) continue;
+    const int chunk = cw + gi;
+    if (ch0 + chunk * 8 >= a.chans) continue;
+    const int cl = R > 1 ? (chunk % R) * 8 + c : c % Cg;  // input channel within its group
 #pragma unroll
-    for (int i = 0; i < T2; ++i)
+    for (int pj = 0; pj < R; ++pj) {
+      const int kb = ch0 + (chunk / R * R + pj) * 8;  // the B chunk's first output channel
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int t = 2 * i + (e >> 1), k = 2 * (lane & 3) + (e & 1);
-        if (t >= taps || c / Cg != k / Cg) continue;
-        const int64_t off = (int64_t(cb + k) * taps + t) * Cg + c % Cg;
-        const float v = acc[gi][i][e];
-        if (a.mode == OutMode::Direct)
-          static_cast<Raw*>(a.dst)[off] = float_to_raw<D>(v);
-        else if (a.mode == OutMode::AtomicF32)
-          atomic_add_f32(a.ws + off, v);
-        else
-          a.ws[int64_t(blockIdx.x) * a.ws_stride + off] = v;
-      }
+      for (int i = 0; i < T2; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int t = 2 * i + (e >> 1), k = 2 * (lane & 3) + (e & 1);
+          if (t >= taps || (R == 1 && c / Cg != k / Cg)) continue;
+          const int64_t off = (int64_t(kb + k) * taps + t) * Cg + cl;
+          const float v = acc[gi][pj][i][e];
+          if (a.mode == OutMode::Direct)
+            static_cast<Raw*>(a.dst)[off] = float_to_raw<D>(v);
+          else if (a.mode == OutMode::AtomicF32)
+            atomic_add_f32(a.ws + off, v);
+          else
+            a.ws[int64_t(blockIdx.x) * a.ws_stride + off] = v;
+        }
+    }
   }
 }
 
@@ -213,7 +225,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   using Tr = DirectMmaBwdTraits<Cfg>;
   using Raw = typename Tr::Raw;
   constexpr DataType D = Cfg::kDataType;
-  constexpr int P = Tr::P, GW = Tr::GW, S = Tr::kStages;
+  constexpr int P = Tr::P, GW = Tr::GW, S = Tr::kStages, R = Tr::R;
   constexpr int T2 = Tr::kTapTiles, kChunks = Tr::kChunks, kRing = Tr::kRing;
   // [kRing][kCols] staged source rows, then [S][P] gradient pixels, Gt channels each (byte
   // offsets below: the swizzle of column c depends on c % 8 only, so a lane's offsets are
@@ -275,7 +287,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   // the step. k16 step ks moves A by 16 * s columns and B by 16 pixels: whole 8-column steps.
   const int j = lane >> 3;
   const int cw = warp * GW;  // this warp's first chunk
-  uint32_t a_off[GW][T2], b_off[GW];
+  uint32_t a_off[GW][T2], b_off[GW][R];
   int a_row[T2];
 #pragma unroll
   for (int i = 0; i < T2; ++i) {
@@ -288,10 +300,14 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
   }
 #pragma unroll
   for (int gi = 0; gi < GW; ++gi)
-    b_off[gi] = uint32_t(Tr::kRingBytes + (lane & 15) * kPB + mma_chunk(cw + gi, lane & 15) * 16);
+#pragma unroll
+    for (int pj = 0; pj < R; ++pj) {
+      const int gj = (cw + gi) / R * R + pj;  // R == 1: the chunk itself
+      b_off[gi][pj] = uint32_t(Tr::kRingBytes + (lane & 15) * kPB + mma_chunk(gj, lane & 15) * 16);
+    }
   const uint32_t a_step = uint32_t(16 * a.s[2] * kPB);
 
-  float acc[GW][T2][4] = {};
+  float acc[GW][R][T2][4] = {};
 
   // The pipeline: `ahead` units in flight beyond the one multiplied (one commit group per
   // unit, empty past the slice's last, so waiting for ahead - 1 pending groups always means
@@ -318,14 +334,16 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight_mma(const DirectArgs& a) {
     for (int ks = 0; ks < P / 16; ++ks) {
 #pragma unroll
       for (int gi = 0; gi < GW; ++gi) {
-        uint32_t b[2];
-        nvmma::ldsm_x2_t(b, b_base + b_off[gi] + uint32_t(ks * 16 * kPB));
+        uint32_t b[R][2];
+#pragma unroll
+        for (int pj = 0; pj < R; ++pj) nvmma::ldsm_x2_t(b[pj], b_base + b_off[gi][pj] + uint32_t(ks * 16 * kPB));
 #pragma unroll
         for (int i = 0; i < T2; ++i) {
           if (2 * i < taps) {
             uint32_t af[4];
             nvmma::ldsm_x4_t(af, a_base[i] + a_off[gi][i] + ks * a_step);
-            nvmma::mma_m16n8k16<D>(acc[gi][i], af, b[0], b[1]);
+#pragma unroll
+            for (int pj = 0; pj < R; ++pj) nvmma::mma_m16n8k16<D>(acc[gi][pj][i], af, b[pj][0], b[pj][1]);
           }
         }
       }
