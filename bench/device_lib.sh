@@ -17,9 +17,9 @@
 #                          side by side: $WORK/gt, the tests set of VARIANT with its GoogleTests
 #                          (generate --set tests TEST ARGS), and $WORK/pf, profilers of VARIANT
 #                          (generate PAIR ARGS); the build logged; exit 1 when one fails
-#   run_gtests VARIANT SEED SECS
+#   run_gtests VARIANT SEED SECS [LOG]
 #                          $WORK/gt's GoogleTests of VARIANT (the seeded sweep: SEED) within SECS
-#                          into $OUT/test.log; the counts and the failed tests logged
+#                          into $OUT/LOG (default test.log); the counts and the failed tests logged
 
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
 left() { echo $((BUDGET - SECONDS)); }
@@ -95,8 +95,8 @@ build_tests_and_pairs() {
 }
 
 run_gtests() {
-  local t0=$SECONDS
-  CKGEN_SWEEP_SEED=$2 timeout "$3" "$WORK/gt/build/bin/test_grouped_conv_$1" --gtest_brief=1 > "$OUT/test.log" 2>&1
-  log "tests rc $? in $((SECONDS - t0)) s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/test.log" | tr '\n' ' ')"
-  grep -E "^\[  FAILED" "$OUT/test.log" | head -20 | tee -a "$OUT/summary.txt"
+  local t0=$SECONDS out=$OUT/${4:-test.log}
+  CKGEN_SWEEP_SEED=$2 timeout "$3" "$WORK/gt/build/bin/test_grouped_conv_$1" --gtest_brief=1 > "$out" 2>&1
+  log "$1 tests rc $? in $((SECONDS - t0)) s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out" | tr '\n' ' ')"
+  grep -E "^\[  FAILED" "$out" | head -20 | tee -a "$OUT/summary.txt"
 }

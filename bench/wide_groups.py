@@ -1,16 +1,16 @@
-"""Groups of 16 and 32 channels per group on the backward_weight matrix path
+"""Groups of 16 and 32 channels per group on the direct matrix paths
 (bench/device_wide_groups.sh).
 
     python3 bench/wide_groups.py shapes --out shapes.csv [--seed 16] [--count 24]
-    python3 bench/wide_groups.py report prof.csv cudnn.csv --out rows.csv
+    python3 bench/wide_groups.py report prof.csv cudnn.csv --variant forward --out rows.csv
 
 `shapes`: the corpus layers (bench/shapes/models.csv) with C = K = 16 or 32 per group, and
 `count` random layers of the same family (seeded: C = K = 16 / 32, 2-64 groups, batch 1-32,
 7-56 pixels a side, 1x1 / 3x3 / 1x3 / 3x1 filters, strides 1 / 2, dilation 1 / 2), in the
 profiler's shape format.
-`report`: per shape and datatype the best matrix-path instance of 16 / 32-channel groups (the
-candidates), the best of every other instance of the run, and cuDNN's time: rows to --out,
-geomeans printed.
+`report`: per shape and datatype of one variant the best matrix-path instance of 16 / 32-channel
+groups (the candidates), the best of every other instance of the run, and cuDNN's time: rows to
+--out, geomeans printed.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     cudnn: dict[tuple[str, str], float] = {}
     with args.cudnn.open() as f:
         for r in csv.DictReader(line for line in f if not line.startswith("#")):
-            if r["variant"] == "backward_weight" and r.get("cudnn_ms"):
+            if r["variant"] == args.variant and r.get("cudnn_ms"):
                 cudnn[(r["shape"], r["datatype"])] = float(r["cudnn_ms"])
     out = []
     for (shape, dt), slot in sorted(best.items()):
@@ -104,7 +104,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         other_ms, other = slot.get("other", (float("nan"), ""))
         ref = cudnn.get((shape, dt), float("nan"))
         out.append({
-            "shape": shape, "datatype": dt, "candidate": cand, "candidate_ms": f"{cand_ms:.5f}",
+            "shape": shape, "variant": args.variant, "datatype": dt, "candidate": cand, "candidate_ms": f"{cand_ms:.5f}",
             "other": other, "other_ms": f"{other_ms:.5f}", "cudnn_ms": f"{ref:.5f}",
             "other_over_candidate": f"{other_ms / cand_ms:.3f}",
             "cudnn_over_best_before": f"{ref / other_ms:.3f}",
@@ -130,7 +130,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                  for k in ("other_over_candidate", "cudnn_over_best_before", "cudnn_over_best_after")}  # fmt: skip
             low = min((float(r["cudnn_over_best_after"]) for r in sel), default=float("nan"))
             print(
-                f"{dt} {part} ({len(sel)} shapes): best before / candidate {g['other_over_candidate']:.3f}, "
+                f"{args.variant} {dt} {part} ({len(sel)} shapes): best before / candidate {g['other_over_candidate']:.3f}, "
                 f"cuDNN / best before {g['cudnn_over_best_before']:.3f}, "
                 f"cuDNN / best after {g['cudnn_over_best_after']:.3f} (lowest {low:.3f})"
             )
@@ -149,6 +149,9 @@ def main() -> int:
     r = sub.add_parser("report")
     r.add_argument("profile", type=Path)
     r.add_argument("cudnn", type=Path)
+    r.add_argument(
+        "--variant", required=True, choices=("forward", "backward_data", "backward_weight")
+    )
     r.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     return cmd_shapes(args) if args.cmd == "shapes" else cmd_report(args)

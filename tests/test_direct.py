@@ -24,7 +24,12 @@ from ckgen.model.vocab import (
 from ckgen.resources import templates_dir
 from ckgen.space import rules
 from ckgen.space.estimate import lds_bytes
-from ckgen.space.estimate.direct import direct_mma_accumulators, direct_mma_bwd_ring
+from ckgen.space.estimate.direct import (
+    direct_mma_accumulators,
+    direct_mma_bwd_ring,
+    direct_mma_stages,
+    direct_mma_weight_bytes,
+)
 from ckgen.space.estimate.registers import direct_register_estimate
 from ckgen.space.expand import Filters, default_config_paths, expand, load_configs
 from ckgen.space.forms import math_unit
@@ -89,7 +94,7 @@ def test_direct_instances_are_valid_on_every_target(
         (
             dict(warp_tile=(16, 8, 16)),
             "direct_fields",
-            "serves C = K = 8 per group in forward / backward_data: tile K must be 8",
+            "serves C = K = (8, 16, 32) per group in forward / backward_data: tile K must be one",
         ),
         (dict(waves=(2, 2, 1)), "direct_fields", "waves must be [w, 1, 1]"),
         (
@@ -278,7 +283,7 @@ def test_matrix_path_is_refused_where_there_is_no_mma_sync(arch: str) -> None:
             "direct_fields",
             "mma.sync path: not for fp32",
         ),
-        (dict(tile=(64, 64, 4)), "direct_fields", "tile K must be 8"),
+        (dict(tile=(64, 64, 4)), "direct_fields", "tile K must be one of them"),
         (dict(tile=(64, 32, 8)), "direct_layout", "not a multiple of 64 channels"),
         (dict(tile=(48, 64, 8)), "direct_layout", "4 warps must divide the 48 / 16 pixel tiles"),
         (dict(tile=(16, 64, 8), waves=(16, 1, 1)), "direct_layout", "splits the 8 groups evenly"),
@@ -333,20 +338,27 @@ def test_matrix_backward_weight_takes_every_group_size(
     assert direct_mma_accumulators(replace(i, waves=(4, 1, 1))) == 40 * partners
 
 
-@pytest.mark.parametrize(
-    "variant,warp_tile",
-    [
-        (Variant.BACKWARD_WEIGHT, (1, 1, 1)),
-        (Variant.FORWARD, (1, 1, 1)),
-    ],
-)
-def test_groups_of_16_channels_are_the_matrix_backward_weights_alone(
-    variant: Variant, warp_tile: tuple[int, int, int]
-) -> None:
-    i = direct(variant, DataType.FP16, 8, tile=(32, 64, 16), waves=(8, 1, 1), warp_tile=warp_tile)
+@pytest.mark.parametrize("variant", [Variant.FORWARD, Variant.BACKWARD_WEIGHT])
+def test_groups_of_16_channels_are_the_matrix_paths_alone(variant: Variant) -> None:
+    i = direct(variant, DataType.FP16, 8, tile=(32, 64, 16), waves=(8, 1, 1))
     bad = rules.check(i, ARCHS["sm_90a"])
     assert bad is not None and bad[0] == "direct_fields", bad
-    assert "one of (1, 2, 4, 8) (1 = depthwise; 16 and 32 on the backward_weight matrix" in bad[1]
+    assert "one of (1, 2, 4, 8) (1 = depthwise; 16 and 32 on the matrix path only)" in bad[1]
+
+
+@pytest.mark.parametrize("variant", [Variant.FORWARD, Variant.BACKWARD_DATA])
+@pytest.mark.parametrize("cg", [16, 32])
+def test_matrix_forward_and_backward_data_take_wide_groups(variant: Variant, cg: int) -> None:
+    # weights: 9 taps x 64 rows x cg channels beside the staged rows within 48 KB; a warp takes
+    # whole groups (two / four chunks)
+    i = direct(variant, DataType.FP16, 8, tile=(16, 64, cg), waves=(1, 1, 1), warp_tile=(16, 8, 16))
+    assert rules.check(i, ARCHS["sm_90a"]) is None
+    assert direct_mma_weight_bytes(i) == 9 * 64 * cg * 2
+    assert direct_mma_stages(i) == (4 if cg == 16 else 2)
+    bad = rules.check(replace(i, waves=(8, 1, 1)), ARCHS["sm_90a"])
+    assert bad is not None and f"must be whole groups of {cg} channels" in bad[1], bad
+    bad = rules.check(replace(i, tile=(64, 64, 32)), ARCHS["sm_90a"])
+    assert cg == 16 or (bad is not None and "two stages" in bad[1]), bad
 
 
 @pytest.mark.parametrize(

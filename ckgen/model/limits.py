@@ -87,10 +87,10 @@ TMA_STATS_MAX_ACC = 64
 #   warp_tile         [1, 1, 1]: plain fp32 FMA; [16, 8, 16]: the matrix path (mma.sync targets,
 #                     fp16 / bf16; vector 8, tile N a multiple of 64 channels, tile M the pixels
 #                     of one row segment, a multiple of 16). forward / backward_data
-#                     (pipeline/direct_mma.hpp): C = K = 8 per group (tile K 8); w warps divide
-#                     its m16
+#                     (pipeline/direct_mma.hpp): C = K = 8, 16 or 32 per group (tile K); w warps
+#                     divide its m16
 #                     tiles or are a multiple of them that splits the groups; per filter row M + 16
-#                     staged source columns, 2-3 such stages plus 9 taps of weights within 48 KB.
+#                     staged source columns, 2-4 such stages plus 9 taps of weights within 48 KB.
 #                     backward_weight (pipeline/direct_mma_bwd_weight.hpp): tile K 1, 2, 4, 8,
 #                     16 or 32;
 #                     w warps
@@ -103,7 +103,9 @@ TMA_STATS_MAX_ACC = 64
 # problem) and stage one (fp32 atomics) or two (per-split partials + reduce).
 DIRECT_WARP_TILE = (1, 1, 1)
 DIRECT_MMA_WARP_TILE = (16, 8, 16)
-DIRECT_MMA_GROUP_CHANNELS = 8  # kDirectMmaGroupChannels
+# forward / backward_data matrix path: C = K per group (tile K); 16 / 32 take m16n8k16 over a
+# group's two / four chunks (kDirectMmaGroupChannels)
+DIRECT_MMA_GROUP_CHANNELS = (8, 16, 32)
 DIRECT_MMA_CHANNEL_STEP = 64  # tile N: runs of 8 group chunks (the shared-memory swizzle)
 DIRECT_MMA_MAX_LDS = 48 * 1024  # static shared memory (kDirectMmaMaxSmem)
 DIRECT_MMA_MAX_STAGES = 4  # staged source rows (kDirectMmaMaxStages)
@@ -166,7 +168,11 @@ CXX_LIMITS: tuple[tuple[str, int | tuple[int, ...], str], ...] = (
     ("kGroupsToMergeValues", GROUPS_TO_MERGE, "the groups one tile may compute"),
     ("kMaxThreadsPerBlock", MAX_THREADS_PER_BLOCK, "most threads of a block"),
     ("kDirectMaxSlices", DIRECT_MAX_SLICES, "most reduction slices of a direct backward_weight"),
-    ("kDirectMmaGroupChannels", DIRECT_MMA_GROUP_CHANNELS, "direct matrix path: C = K per group"),
+    (
+        "kDirectMmaGroupChannels",
+        DIRECT_MMA_GROUP_CHANNELS,
+        "direct matrix forward / backward_data: the C = K per group it serves",
+    ),
     (
         "kDirectMmaBwdGroupChannels",
         DIRECT_MMA_BWD_GROUP_CHANNELS,

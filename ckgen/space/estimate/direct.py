@@ -63,11 +63,11 @@ def direct_mma_bwd_ring(i: KernelInstance) -> tuple[int, int]:
 
 
 def direct_mma_weight_bytes(i: KernelInstance) -> int:
-    """The matrix path's staged weights: every tap's tile N x 8 (DirectMmaTraits::kWeightBytes);
-    backward_weight stages none."""
+    """The matrix path's staged weights: every tap's tile N x tile K (direct_mma_ring's
+    weight_bytes); backward_weight stages none."""
     if i.variant is Variant.BACKWARD_WEIGHT:
         return 0
-    return DIRECT_MMA_MAX_TAPS * i.tile[1] * 8 * DATATYPE_BYTES[i.datatype]
+    return DIRECT_MMA_MAX_TAPS * i.tile[1] * i.tile[2] * DATATYPE_BYTES[i.datatype]
 
 
 def direct_mma_stages(i: KernelInstance) -> int:

@@ -46,11 +46,11 @@ def check_direct_fields(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str
                 f"direct warp_tile {list(DIRECT_MMA_WARP_TILE)} is the mma.sync path: not for "
                 f"{i.datatype.value} on {a.name} (use [1, 1, 1])"
             )
-        if i.variant is not Variant.BACKWARD_WEIGHT and i.tile[2] != DIRECT_MMA_GROUP_CHANNELS:
+        if i.variant is not Variant.BACKWARD_WEIGHT and i.tile[2] not in DIRECT_MMA_GROUP_CHANNELS:
             return (
                 f"direct warp_tile {list(DIRECT_MMA_WARP_TILE)} serves C = K = "
                 f"{DIRECT_MMA_GROUP_CHANNELS} per group in forward / backward_data: tile K must be "
-                f"{DIRECT_MMA_GROUP_CHANNELS}"
+                "one of them"
             )
     elif i.warp_tile != DIRECT_WARP_TILE:
         return (
@@ -59,15 +59,17 @@ def check_direct_fields(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str
         )
     if i.waves[1] != 1 or i.waves[2] != 1:
         return "direct: waves must be [w, 1, 1] (w warps per block, no GEMM wave layout)"
-    allowed = (
-        DIRECT_MMA_BWD_GROUP_CHANNELS
-        if is_direct_mma(i) and i.variant is Variant.BACKWARD_WEIGHT
-        else DIRECT_GROUP_CHANNELS
-    )
+    allowed = DIRECT_GROUP_CHANNELS
+    if is_direct_mma(i):
+        allowed = (
+            DIRECT_MMA_BWD_GROUP_CHANNELS
+            if i.variant is Variant.BACKWARD_WEIGHT
+            else DIRECT_MMA_GROUP_CHANNELS
+        )
     if i.tile[2] not in allowed:
         return (
             f"direct: tile K is the channels per group (C = K) served, one of {allowed} "
-            "(1 = depthwise; 16 and 32 on the backward_weight matrix path only)"
+            "(1 = depthwise; 16 and 32 on the matrix path only)"
         )
     if i.scheduler is not Scheduler.INTRAWAVE:
         return "direct: scheduler must be intrawave (no matrix pipeline to interleave)"
@@ -147,6 +149,11 @@ def _direct_mma_layout(i: KernelInstance, a: ArchSpec) -> str | None:
         return (
             f"direct matrix path: {w} warps must divide the {pixels} / 16 pixel tiles of tile M "
             f"or be a multiple of them that splits the {chunks} groups evenly"
+        )
+    elif (chunks // max(1, w // tiles)) % max(1, i.tile[2] // 8):
+        return (
+            f"direct matrix path: a warp's {chunks // max(1, w // tiles)} channel chunks must be "
+            f"whole groups of {i.tile[2]} channels"
         )
     if i.variant is Variant.BACKWARD_WEIGHT:
         if direct_mma_bwd_ring(i)[1] < 2 * DIRECT_MMA_BWD_FILTER_ROWS:

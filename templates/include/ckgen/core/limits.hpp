@@ -17,8 +17,8 @@ inline constexpr int kGroupsToMergeValues[] = {1, 2, 4, 8, 16, 32};
 inline constexpr int kMaxThreadsPerBlock = 1024;
 // most reduction slices of a direct backward_weight
 inline constexpr int kDirectMaxSlices = 1024;
-// direct matrix path: C = K per group
-inline constexpr int kDirectMmaGroupChannels = 8;
+// direct matrix forward / backward_data: the C = K per group it serves
+inline constexpr int kDirectMmaGroupChannels[] = {8, 16, 32};
 // direct matrix backward_weight: the C = K per group it serves
 inline constexpr int kDirectMmaBwdGroupChannels[] = {1, 2, 4, 8, 16, 32};
 // direct matrix path: filter taps staged at once

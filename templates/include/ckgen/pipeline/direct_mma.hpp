@@ -1,9 +1,10 @@
 // The direct kernel's matrix path: Pipeline::Direct with WarpTile<16, 8, 16> (NVIDIA sm_80+,
-// fp16 / bf16, C = K = 8 per group, forward and unit-stride backward_data, filters of up to
-// kDirectMmaMaxTaps taps whose staged columns fit, see mma_staged_cols; DepthwiseKernel::
-// is_supported refuses the rest with the reason). Per group the convolution is a GEMM of pixels
-// x 8 output channels over taps x 8 input channels: one mma.sync m16n8k8 per tap and m16 pixel
-// tile.
+// fp16 / bf16, C = K = Cg per group with Cg in kDirectMmaGroupChannels (8, 16, 32), forward and
+// unit-stride backward_data, filters of up to kDirectMmaMaxTaps taps whose staged columns fit,
+// see mma_staged_cols; DepthwiseKernel::is_supported refuses the rest with the reason). Per group
+// the convolution is a GEMM of pixels x Cg output channels over taps x Cg input channels: per tap,
+// m16 pixel tile and 8-channel output chunk one mma.sync m16n8k8 (Cg = 8), or m16n8k16 over each
+// pair of the group's input chunks (Cg = 16: one, 32: two).
 //
 // A block covers P consecutive pixels of one row of the iterated tensor (forward: an output row
 // (n, d, h), backward_data: an input-gradient row) and Ct channels (Ct / 8 groups), or of a band
@@ -17,13 +18,14 @@
 // at unit stride ldmatrix's eight rows of one group chunk fall into eight bank quads (stride 2:
 // two rows a quad) and every lane's address is a fixed base plus per-tap and compile-time
 // offsets. The weights of every tap are staged once: row q of tap t holds the 16 bytes GKZYXC
-// stores at (channel ch0 + q, t): forward row j = w(j, t, 0..7) read as B[c][j]; backward_data
-// row (group base + c) = w(group base + c, t, 0..7), read transposed (ldmatrix.trans) as
-// B[c][j]. ldmatrix.x4 loads four group chunks' B (two chunks' A) at once where a warp's chunks
-// allow.
+// stores at (channel ch0 + q, t, 8 h .. 8 h + 7), one plane per input chunk h of a group
+// (sB[tap][h][q]): forward row j = w(j, t, 8 h + 0..7) read as B[c][j]; backward_data row (group
+// base + c) = w(group base + c, t, 8 h + 0..7), read transposed (ldmatrix.trans) as B[c][j].
+// ldmatrix.x4 loads four group chunks' B (two chunks' A) at once where a warp's chunks allow.
 // Warps: WM of them along the pixels (warp w % WM takes the m16 tiles w % WM, + WM, ...), and
 // where there are more warps than m16 tiles, w / WM picks one of WN equal sets of the block's
-// groups; each lane stores its accumulators as channel pairs.
+// groups (whole groups: GW chunks, a multiple of Cg / 8); each lane stores its accumulators as
+// channel pairs.
 #pragma once
 
 #include "ckgen/core/portability.hpp"
@@ -48,6 +50,8 @@ struct DirectMmaTraits {
   static constexpr int W = Cfg::Waves::kM;  // warps
   static constexpr int kThreads = W * 32;
   static constexpr int kChunks = Gt / 8;  // 16-byte group chunks per staged column
+  static constexpr int Cg = Cfg::Tile::kK;  // channels per group
+  static constexpr int R = Cg / 8;          // 8-channel chunks of a group: the weights' planes
   // Warps over (m16 pixel tiles) x (group sets): WM warps along the pixels, each with MT tiles;
   // more warps than tiles split the block's groups into WN sets of GW.
   static constexpr int kTilesM = P / 16;
@@ -57,7 +61,7 @@ struct DirectMmaTraits {
   static constexpr int GW = kChunks / WN;
   static constexpr int kCols = P + kDirectMmaColumnSlack;  // staged source columns per filter row
   static constexpr int kColElems = Gt + kDirectMmaColumnPad / int(sizeof(Raw));  // a staged column
-  static constexpr DirectMmaRing kRing = direct_mma_ring(P, Gt, int(sizeof(Raw)));
+  static constexpr DirectMmaRing kRing = direct_mma_ring(P, Gt, Cg, int(sizeof(Raw)));
   static constexpr int kRowBytes = kRing.row_bytes;
   static constexpr int kStages = kRing.stages;
   static constexpr int kSmemBytes = kStages * kRowBytes + kRing.weight_bytes;
@@ -65,9 +69,11 @@ struct DirectMmaTraits {
   // 1024 threads per SM (64 registers) where a lane holds at most 16 accumulators, else 512
   // (128 registers; 64 spill): its warps wait on shared and global loads, and small layers give
   // each SM only a few blocks, so register room for all of them matters.
-  static constexpr int kMinBlocks = std::max(1, (MT * GW * 4 <= 16 ? 1024 : 512) / kThreads);
-  static_assert(Cfg::Tile::kK == kDirectMmaGroupChannels && Cfg::kVecC == 8,
-                "ckgen: the direct matrix path serves C = K = 8 per group with vector 8");
+  // Groups of 32 channels hold four weight planes' fragments a tap: the 128-register budget.
+  static constexpr int kMinBlocks = std::max(1, (MT * GW * 4 <= 16 && R <= 2 ? 1024 : 512) / kThreads);
+  static_assert(one_of(kDirectMmaGroupChannels, Cg) && Cfg::kVecC == 8,
+                "ckgen: the direct matrix path serves C = K in kDirectMmaGroupChannels per group with vector 8");
+  static_assert(GW % R == 0, "ckgen: a warp of the direct matrix path takes whole groups");
   static_assert(Gt % 64 == 0 && P % 16 == 0 && kTilesM % WM == 0 && W % WM == 0 && kChunks % WN == 0,
                 "ckgen: direct matrix path needs Ct % 64 == 0, P % 16 == 0, and warps that divide "
                 "(or are a multiple of) the m16 tiles and split the groups evenly");
@@ -114,30 +120,33 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage_row(
 }
 
 // Stages the weights of every tap (in the first filter row's commit group): element e of the
-// block's taps x Gt rows lands at sB[e / Gt][e % Gt] (s_w: sB plus this thread's 16 bytes).
+// block's (tap, input chunk) x Gt rows lands at sB[e / Gt / R][e / Gt % R][e % Gt] (s_w: sB plus
+// this thread's 16 bytes).
 template <class Cfg>
 CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage_weights(
     const DirectArgs& a, const typename DirectMmaTraits<Cfg>::Raw* __restrict__ const& wg, const int& tid,
     const int& ch0, const int& taps, const uint32_t s_w) {
   using Tr = DirectMmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
-  constexpr int Gt = Tr::Gt;
-  if constexpr (Tr::kThreads % Gt == 0) {  // a thread keeps its row qc, steps by kTapStep taps
-    constexpr int kTapStep = Tr::kThreads / Gt;
-    const int qc = tid % Gt, t0 = tid / Gt;
+  constexpr int Gt = Tr::Gt, Cg = Tr::Cg, R = Tr::R;
+  // (tap, input chunk) th = t * R + h: the 16 bytes at row qc's weights + th * 8 (GKZYXC: a row's
+  // taps x Cg elements are contiguous)
+  if constexpr (Tr::kThreads % Gt == 0) {  // a thread keeps its row qc, steps by kStep (tap, chunk)s
+    constexpr int kStep = Tr::kThreads / Gt;
+    const int qc = tid % Gt, th0 = tid / Gt;
     const bool ok = ch0 + qc < a.chans;
-    const Raw* p = wg + (int64_t(ch0 + qc) * taps + t0) * 8;
+    const Raw* p = wg + (int64_t(ch0 + qc) * taps * Cg + th0 * 8);
 #pragma unroll
-    for (int i = 0; i < (kDirectMmaMaxTaps + kTapStep - 1) / kTapStep; ++i)
-      if (t0 + i * kTapStep < taps)
-        async_copy_zfill_shared<16, true>(s_w + uint32_t(i * Tr::kThreads) * 16,
-                                          ok ? p + i * kTapStep * 8 : wg, ok);
+    for (int i = 0; i < (kDirectMmaMaxTaps * R + kStep - 1) / kStep; ++i)
+      if (th0 + i * kStep < taps * R)
+        async_copy_zfill_shared<16, true>(s_w + uint32_t(i * Tr::kThreads) * 16, ok ? p + i * kStep * 8 : wg,
+                                          ok);
   } else {
-    for (int e = tid; e < taps * Gt; e += Tr::kThreads) {
-      const int t = e / Gt, qc = e - t * Gt;
+    for (int e = tid; e < taps * R * Gt; e += Tr::kThreads) {
+      const int th = e / Gt, qc = e - th * Gt;
       const bool ok = ch0 + qc < a.chans;
       async_copy_zfill_shared<16, true>(s_w + uint32_t(e - tid) * 16,
-                                        wg + (ok ? (int64_t(ch0 + qc) * taps + t) * 8 : 0), ok);
+                                        wg + (ok ? int64_t(ch0 + qc) * taps * Cg + th * 8 : 0), ok);
     }
   }
 }
@@ -153,7 +162,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int 
   constexpr DataType D = Cfg::kDataType;
   constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
   constexpr bool kCT = KZ > 0;
-  constexpr int Gt = Tr::Gt, MT = Tr::MT, GW = Tr::GW;
+  constexpr int Gt = Tr::Gt, MT = Tr::MT, GW = Tr::GW, R = Tr::R;
   constexpr int BG = GW % 4 == 0 ? 4 : GW % 2 == 0 ? 2 : 1;
   constexpr int AG = GW % 2 == 0 ? 2 : 1;
   constexpr uint32_t kColBytes = Tr::kColElems * sizeof(Raw);
@@ -166,15 +175,19 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int 
     const int cofs = (kFwd ? kx : fx - 1 - kx) * (kCT ? 1 : a.dil[2]);
     // Every fragment of the tap first, then the MMAs: the shared loads overlap instead of
     // each MMA waiting on its own two loads.
-    uint32_t b[GW], af[MT][GW][2];
+    // b[h][gi]: the 8 x 8 weights of rows chunk gi, input plane h
+    uint32_t b[R][GW], af[MT][GW][2];
     const uint32_t a_tap = a_lane + uint32_t(buf) * Tr::kRowBytes + uint32_t(cofs) * kColBytes;
-    const uint32_t b_tap = b_lane + uint32_t(t) * (Gt * 8 * sizeof(Raw));
 #pragma unroll
-    for (int gi = 0; gi < GW; gi += BG) {
-      uint32_t f[BG];
-      nvmma::ldsm<BG, !kFwd>(f, b_tap + gi * (8 * 8 * sizeof(Raw)));
+    for (int h = 0; h < R; ++h) {
+      const uint32_t b_tap = b_lane + uint32_t(t * R + h) * (Gt * 8 * sizeof(Raw));
 #pragma unroll
-      for (int j = 0; j < BG; ++j) b[gi + j] = f[j];
+      for (int gi = 0; gi < GW; gi += BG) {
+        uint32_t f[BG];
+        nvmma::ldsm<BG, !kFwd>(f, b_tap + gi * (8 * 8 * sizeof(Raw)));
+#pragma unroll
+        for (int j = 0; j < BG; ++j) b[h][gi + j] = f[j];
+      }
     }
 #pragma unroll
     for (int gi = 0; gi < GW; gi += AG)
@@ -191,7 +204,22 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int 
 #pragma unroll
     for (int gi = 0; gi < GW; ++gi)
 #pragma unroll
-      for (int mi = 0; mi < MT; ++mi) nvmma::mma_m16n8k8<D>(acc[mi][gi], af[mi][gi], b[gi]);
+      for (int mi = 0; mi < MT; ++mi) {
+        if constexpr (R == 1) {
+          nvmma::mma_m16n8k8<D>(acc[mi][gi], af[mi][gi], b[0][gi]);
+        } else {
+          // output chunk gi of the group from chunk gb: k16 over input chunks (i, i + 1); B(i, o)
+          // is forward rows o of plane i - gb, backward_data rows i of plane o - gb
+          const int gb = gi / R * R;
+#pragma unroll
+          for (int i = gb; i < gb + R; i += 2) {
+            const uint32_t a4[4] = {af[mi][i][0], af[mi][i][1], af[mi][i + 1][0], af[mi][i + 1][1]};
+            const uint32_t b0 = kFwd ? b[i - gb][gi] : b[gi - gb][i];
+            const uint32_t b1 = kFwd ? b[i + 1 - gb][gi] : b[gi - gb][i + 1];
+            nvmma::mma_m16n8k16<D>(acc[mi][gi], a4, b0, b1);
+          }
+        }
+      }
   }
 }
 
@@ -238,7 +266,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   constexpr bool kFwd = Cfg::kVariant == Variant::Forward;
   constexpr int P = Tr::P, Gt = Tr::Gt, MT = Tr::MT, GW = Tr::GW, S = Tr::kStages;
   __shared__ __attribute__((aligned(128))) Raw sA[S][Tr::kCols][Tr::kColElems];
-  __shared__ __attribute__((aligned(128))) Raw sB[kDirectMmaMaxTaps][Gt][8];
+  __shared__ __attribute__((aligned(128))) Raw sB[kDirectMmaMaxTaps][Tr::R][Gt][8];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp % Tr::WM, g0 = warp / Tr::WM * GW;  // first m16 tile, first group
@@ -292,7 +320,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   float acc[MT][GW][4] = {};
 
   // The weights of every tap, with the first filter row's commit group.
-  mma_stage_weights<Cfg>(a, wg, tid, ch0, taps, nvmma::smem_addr(&sB[0][0][0]) + uint32_t(tid) * 16);
+  mma_stage_weights<Cfg>(a, wg, tid, ch0, taps, nvmma::smem_addr(&sB[0][0][0][0]) + uint32_t(tid) * 16);
   // ldmatrix widths: B takes BG group chunks' 8 x 8 weights at once, A the m16 x k8 tiles of AG
   // chunks (x4: lanes 16-31 address the second chunk).
   constexpr int BG = GW % 4 == 0 ? 4 : GW % 2 == 0 ? 2 : 1;
@@ -302,7 +330,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   // tap's Gt rows, a group chunk by 16 bytes (A) / 8 rows (B), an m16 tile by 16 columns.
   const uint32_t a_lane =
       nvmma::smem_addr(&sA[0][(wm * 16 + lrow) * colstep][(g0 + (AG == 2 ? lane >> 4 : 0)) * 8]);
-  const uint32_t b_lane = nvmma::smem_addr(&sB[0][g0 * 8 + lane % (8 * BG)][0]);
+  const uint32_t b_lane = nvmma::smem_addr(&sB[0][0][g0 * 8 + lane % (8 * BG)][0]);
   // The taps of one staged filter row (buffer buf; tap t0 + kx of the filter).
   auto row_taps = [&](int buf, int t0) {
     mma_row_taps<Cfg, KZ>(a, buf, t0, fx, a_lane, b_lane, colstep, acc);

@@ -37,7 +37,8 @@ inline int64_t direct_row_segments(Variant v, const ConvProblem& p, int tile_pix
 }
 
 // The forward / backward_data matrix path's shared memory (pipeline/direct_mma.hpp; ckgen/model/limits.py holds the
-// constants for its shared-memory check): the weights of up to kDirectMmaMaxTaps taps, and a ring
+// constants for its shared-memory check): the weights of up to kDirectMmaMaxTaps taps (group_channels
+// per output channel), and a ring
 // of staged source rows, each tile_pixels + kDirectMmaColumnSlack columns of the block's channels
 // padded by kDirectMmaColumnPad bytes, as many as fit in kDirectMmaMaxSmem (at most
 // kDirectMmaMaxStages; the constants in core/limits.hpp). The kernel's traits and the
@@ -48,9 +49,9 @@ struct DirectMmaRing {
   int weight_bytes;  // the staged weights
   int stages;        // staged rows
 };
-constexpr DirectMmaRing direct_mma_ring(int tile_pixels, int tile_channels, int elem_bytes) {
+constexpr DirectMmaRing direct_mma_ring(int tile_pixels, int tile_channels, int group_channels, int elem_bytes) {
   const int row = (tile_pixels + kDirectMmaColumnSlack) * (tile_channels * elem_bytes + kDirectMmaColumnPad);
-  const int weights = kDirectMmaMaxTaps * tile_channels * kDirectMmaGroupChannels * elem_bytes;
+  const int weights = kDirectMmaMaxTaps * tile_channels * group_channels * elem_bytes;
   const int fit = (kDirectMmaMaxSmem - weights) / row;
   return {row, weights, fit < kDirectMmaMaxStages ? fit : kDirectMmaMaxStages};
 }
