@@ -195,6 +195,9 @@ int main() {
   check(ckgen_select_fused(&p, "backward_data", "fp16", &br_f32, nullptr, nullptr) == -1 &&
             std::strstr(ckgen_last_error(), "forward operation"),
         "a conversion on backward_data refused", ckgen_last_error());
+  const ckgen_epilogue br_f16 = {CKGEN_CHANNEL_OP_BIAS, CKGEN_ACTIVATION_RELU, 0, 0, CKGEN_OUT_FP16};
+  check(ckgen_select_fused(&p, "forward", "fp16", &br_f16, nullptr, nullptr) == br,
+        "a conversion to the inputs' own datatype selects the plain fusion", ckgen_last_error());
   const ckgen_epilogue bad_out = {0, 0, 0, 0, 4};
   check(ckgen_select_fused(&p, "forward", "fp16", &bad_out, nullptr, nullptr) == -1 &&
             std::strstr(ckgen_last_error(), "out_datatype 4 out of range"),

@@ -254,6 +254,11 @@ int ckgen_select_fused(const ckgen_problem* p, const char* variant, const char* 
   ckgen::EpilogueOps o;
   std::string why;
   if (!to_ops(ops, o, why)) return -(fail(CKGEN_E_INVALID, why), 1);
+  // A conversion to the inputs' own datatype converts nothing: the plain request.
+  ckgen::DataType d;
+  if (o.out_datatype != 0 && datatype && ckgen::datatype_from_string(datatype, d) &&
+      o.out_datatype == 1 + int(d))
+    o.out_datatype = 0;
   return do_select(p, variant, datatype, k_batch_out, source_out, false, o);
 }
 

@@ -148,7 +148,8 @@ CKGEN_API int ckgen_tensor_bytes(const ckgen_problem* p, const char* datatype, i
 CKGEN_API int ckgen_select(const ckgen_problem* p, const char* variant, const char* datatype,
                  int* k_batch_out, const char** source_out);
 /* ckgen_select for a fused forward convolution: only kernels whose operations are exactly *ops
- * take part (a plain request never gets a fused kernel); ops NULL or all zero is ckgen_select.
+ * take part (a plain request never gets a fused kernel); ops NULL or all zero is ckgen_select,
+ * and an out_datatype of the inputs' own datatype (CKGEN_OUT_FP16 for fp16) converts nothing.
  * The tuning database holds plain kernels: a fused request ranks its kernels as their plain twins
  * (the same kernels without the operations) would be ranked, else by the cost model. -1 with
  * CKGEN_E_INVALID for an operation code out of range or a fused request of another variant. */
