@@ -8,7 +8,7 @@
 # verify_<variant>.csv, prof_<variant>.csv, cudnn.csv, rows_<variant>.csv.
 #
 #   bash bench/device_wide_groups.sh
-#   VARIANTS=forward bash bench/device_wide_groups.sh
+#   VARIANTS=forward CHANNELS=8,16,32 bash bench/device_wide_groups.sh   # 8-channel corpus groups too
 #
 # Needs nvcc, cmake, ninja, python3 with click/jinja2/pyyaml and torch; GoogleTest from Debian's
 # libgtest-dev .deb carried in .gtest/.
@@ -23,7 +23,8 @@ VARIANTS=${VARIANTS:-forward backward_data backward_weight}
 # shellcheck source=bench/device_lib.sh
 source "$ROOT/bench/device_lib.sh"  # start_run, log, build_project, run_gtests
 start_run
-(cd bench && python3 wide_groups.py shapes --out "$WORK/shapes.csv") | tee -a "$OUT/summary.txt"
+(cd bench && python3 wide_groups.py shapes --channels "${CHANNELS:-16,32}" --out "$WORK/shapes.csv") |
+  tee -a "$OUT/summary.txt"
 timeout 150 python3 bench/peer_corpus.py "$WORK/shapes.csv" --out "$OUT/cudnn.csv" \
   --datatype "$DTYPES" --variants "$(echo $VARIANTS | tr ' ' ,)" > "$WORK/peer.log" 2>&1 &
 peer=$!
@@ -48,7 +49,8 @@ n=$(echo $VARIANTS | wc -w)
 for v in $VARIANTS; do
   P=$WORK/pf/build/bin/ckgen_profiler_$v
   t0=$SECONDS
-  timeout 30 "$P" --shapes "$WORK/shapes.csv" --datatype "$DTYPES" --kernels '*x64x16_w*_direct_*,*x64x32_w*_direct_*' \
+  timeout 30 "$P" --shapes "$WORK/shapes.csv" --datatype "$DTYPES" \
+    --kernels '*x64x16_w*_direct_*,*x64x32_w*_direct_*,*_t16x64x*_direct_*' \
     --verify gpu --warmup 1 --repeat 1 --csv "$OUT/verify_$v.csv" > /dev/null 2>&1
   log "$v verify (30 s at most) in $((SECONDS - t0)) s: $(tail -n +2 "$OUT/verify_$v.csv" | cut -d, -f8 | sort | uniq -c | tr '\n' ' ')"
   t0=$SECONDS

@@ -1,16 +1,16 @@
 """Groups of 16 and 32 channels per group on the direct matrix paths
 (bench/device_wide_groups.sh).
 
-    python3 bench/wide_groups.py shapes --out shapes.csv [--seed 16] [--count 24]
+    python3 bench/wide_groups.py shapes --out shapes.csv [--seed 16] [--count 24] [--channels 16,32]
     python3 bench/wide_groups.py report prof.csv cudnn.csv --variant forward --out rows.csv
 
-`shapes`: the corpus layers (bench/shapes/models.csv) with C = K = 16 or 32 per group, and
+`shapes`: the corpus layers (bench/shapes/models.csv) with C = K = 16 or 32 per group (--channels), and
 `count` random layers of the same family (seeded: C = K = 16 / 32, 2-64 groups, batch 1-32,
 7-56 pixels a side, 1x1 / 3x3 / 1x3 / 3x1 filters, strides 1 / 2, dilation 1 / 2), in the
 profiler's shape format.
 `report`: per shape and datatype of one variant the best matrix-path instance of 16 / 32-channel
-groups (the candidates), the best of every other instance of the run, and cuDNN's time: rows to
---out, geomeans printed.
+groups or of 16-pixel blocks (the candidates), the best of every other instance of the run, and
+cuDNN's time: rows to --out, geomeans printed.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from corpus_shapes import CorpusRow, dedupe, read_corpus, write_shapes
 from ckgen.model.problem import SHAPE_COLUMNS
 
 _G, _C, _K = (SHAPE_COLUMNS.index(c) - 1 for c in ("G", "C", "K"))  # in CorpusRow.cells
-# A direct matrix-path instance whose tile K (channels per group) is 16 or 32.
-CANDIDATE = re.compile(r"_t\d+x\d+x(16|32)_w\d+x1x1_wt16x8x16_direct_")
+# A direct matrix-path instance whose tile K (channels per group) is 16 or 32, or whose tile M is
+# 16 pixels (the stride-2 forward blocks).
+CANDIDATE = re.compile(r"_(t\d+x\d+x(16|32)|t16x\d+x\d+)_w\d+x1x1_wt16x8x16_direct_")
 FILTERS = (
     ("1x1", "1x1", 0),
     ("3x3", "1x1", 1),
@@ -68,7 +69,9 @@ def cmd_shapes(args: argparse.Namespace) -> int:
     wide = [
         r
         for r in corpus
-        if int(r.cells[_G]) > 1 and r.cells[_C] == r.cells[_K] and r.cells[_C] in ("16", "32")
+        if int(r.cells[_G]) > 1
+        and r.cells[_C] == r.cells[_K]
+        and r.cells[_C] in args.channels.split(",")
     ]
     rows = dedupe(wide)[0] + random_layers(args.seed, args.count)
     write_shapes(args.out, rows)
@@ -146,6 +149,7 @@ def main() -> int:
     s.add_argument("--out", type=Path, required=True)
     s.add_argument("--seed", type=int, default=16)
     s.add_argument("--count", type=int, default=24)
+    s.add_argument("--channels", default="16,32", help="corpus layers' channels per group")
     r = sub.add_parser("report")
     r.add_argument("profile", type=Path)
     r.add_argument("cudnn", type=Path)

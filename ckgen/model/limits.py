@@ -111,6 +111,9 @@ DIRECT_MMA_MAX_LDS = 48 * 1024  # static shared memory (kDirectMmaMaxSmem)
 DIRECT_MMA_MAX_STAGES = 4  # staged source rows (kDirectMmaMaxStages)
 DIRECT_MMA_MAX_TAPS = 9  # taps whose weights are staged at once (kDirectMmaMaxTaps)
 DIRECT_MMA_COLUMN_SLACK = 16  # staged columns per filter row beyond tile M (kDirectMmaColumnSlack)
+# ... beyond a 16-pixel tile M (kDirectMmaNarrowColumnSlack): 40 columns, what a 3-wide filter at
+# W stride 2 reads (33, dilation 2: 35), so the narrow blocks serve stride-2 forward layers
+DIRECT_MMA_NARROW_COLUMN_SLACK = 24
 DIRECT_MMA_COLUMN_PAD = (
     16  # forward / backward_data: bytes after a staged column (kDirectMmaColumnPad)
 )
@@ -185,6 +188,11 @@ CXX_LIMITS: tuple[tuple[str, int | tuple[int, ...], str], ...] = (
         "direct matrix path: source rows staged (a 3x3 filter's three + 1 ahead)",
     ),
     ("kDirectMmaMaxSmem", DIRECT_MMA_MAX_LDS, "direct matrix path: static shared memory"),
+    (
+        "kDirectMmaNarrowColumnSlack",
+        DIRECT_MMA_NARROW_COLUMN_SLACK,
+        "direct matrix path: staged columns per filter row beyond a 16-pixel block's",
+    ),
     (
         "kDirectMmaColumnSlack",
         DIRECT_MMA_COLUMN_SLACK,

@@ -237,6 +237,8 @@ int main(int argc, char** argv) {
     const KernelKey w4 = dkey("direct_w4", 4), w8 = dkey("direct_w8", 8);
     check(direct_mma_ring(32, 64, 8, 2).stages == 4 && direct_mma_ring(32, 64, 8, 2).row_bytes == 48 * (128 + 16),
           "direct_mma_ring: four staged rows of 48 padded columns for 32 x 64 fp16");
+    check(direct_mma_cols(16) == 40 && direct_mma_cols(32) == 48,
+          "direct_mma_cols: 16-pixel blocks stage a stride-2 row (33 columns of a 3-wide filter)");
     check(direct_mma_ring(32, 64, 32, 2).weight_bytes == 9 * 64 * 32 * 2 && direct_mma_ring(32, 64, 32, 2).stages == 1,
           "direct_mma_ring: 32-channel groups' weights leave one 32-pixel row (the rule asks for two)");
     Registry dreg;

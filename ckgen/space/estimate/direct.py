@@ -19,6 +19,7 @@ from ckgen.model.limits import (
     DIRECT_MMA_MAX_LDS,
     DIRECT_MMA_MAX_STAGES,
     DIRECT_MMA_MAX_TAPS,
+    DIRECT_MMA_NARROW_COLUMN_SLACK,
     DIRECT_REGISTER_TAPS,
 )
 from ckgen.model.vocab import DATATYPE_BYTES, Variant
@@ -35,15 +36,15 @@ def direct_layout(i: KernelInstance, warp_size: int) -> tuple[int, int, int]:
 
 
 def direct_mma_stage_bytes(i: KernelInstance) -> int:
-    """One staged source row of the matrix path: tile M + DIRECT_MMA_COLUMN_SLACK columns of tile N
-    channels and DIRECT_MMA_COLUMN_PAD bytes (DirectMmaTraits::kRowBytes); backward_weight tile M +
-    DIRECT_MMA_BWD_COLUMN_SLACK columns, unpadded (DirectMmaBwdTraits::kRowBytes)."""
+    """One staged source row of the matrix path: tile M + DIRECT_MMA_COLUMN_SLACK columns
+    (16-pixel tiles: + DIRECT_MMA_NARROW_COLUMN_SLACK) of tile N channels and
+    DIRECT_MMA_COLUMN_PAD bytes (DirectMmaTraits::kRowBytes, direct_mma_cols); backward_weight
+    tile M + DIRECT_MMA_BWD_COLUMN_SLACK columns, unpadded (DirectMmaBwdTraits::kRowBytes)."""
     if i.variant is Variant.BACKWARD_WEIGHT:
         slack = DIRECT_MMA_BWD_COLUMN_SLACK.get(i.tile[0], DIRECT_MMA_COLUMN_SLACK)
         return (i.tile[0] + slack) * i.tile[1] * DATATYPE_BYTES[i.datatype]
-    return (i.tile[0] + DIRECT_MMA_COLUMN_SLACK) * (
-        i.tile[1] * DATATYPE_BYTES[i.datatype] + DIRECT_MMA_COLUMN_PAD
-    )
+    slack = DIRECT_MMA_NARROW_COLUMN_SLACK if i.tile[0] <= 16 else DIRECT_MMA_COLUMN_SLACK
+    return (i.tile[0] + slack) * (i.tile[1] * DATATYPE_BYTES[i.datatype] + DIRECT_MMA_COLUMN_PAD)
 
 
 def direct_mma_bwd_ring(i: KernelInstance) -> tuple[int, int]:

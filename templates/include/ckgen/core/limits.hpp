@@ -27,6 +27,8 @@ inline constexpr int kDirectMmaMaxTaps = 9;
 inline constexpr int kDirectMmaMaxStages = 4;
 // direct matrix path: static shared memory
 inline constexpr int kDirectMmaMaxSmem = 48 * 1024;
+// direct matrix path: staged columns per filter row beyond a 16-pixel block's
+inline constexpr int kDirectMmaNarrowColumnSlack = 24;
 // direct matrix path: staged columns per filter row beyond the block's pixels
 inline constexpr int kDirectMmaColumnSlack = 16;
 // direct matrix path: bytes after each staged column's channels

@@ -59,7 +59,7 @@ struct DirectMmaTraits {
   static constexpr int WN = W / WM;
   static constexpr int MT = kTilesM / WM;
   static constexpr int GW = kChunks / WN;
-  static constexpr int kCols = P + kDirectMmaColumnSlack;  // staged source columns per filter row
+  static constexpr int kCols = direct_mma_cols(P);  // staged source columns per filter row
   static constexpr int kColElems = Gt + kDirectMmaColumnPad / int(sizeof(Raw));  // a staged column
   static constexpr DirectMmaRing kRing = direct_mma_ring(P, Gt, Cg, int(sizeof(Raw)));
   static constexpr int kRowBytes = kRing.row_bytes;

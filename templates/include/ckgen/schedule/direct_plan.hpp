@@ -39,18 +39,23 @@ inline int64_t direct_row_segments(Variant v, const ConvProblem& p, int tile_pix
 // The forward / backward_data matrix path's shared memory (pipeline/direct_mma.hpp; ckgen/model/limits.py holds the
 // constants for its shared-memory check): the weights of up to kDirectMmaMaxTaps taps (group_channels
 // per output channel), and a ring
-// of staged source rows, each tile_pixels + kDirectMmaColumnSlack columns of the block's channels
+// of staged source rows, each direct_mma_cols(tile_pixels) columns of the block's channels
 // padded by kDirectMmaColumnPad bytes, as many as fit in kDirectMmaMaxSmem (at most
 // kDirectMmaMaxStages; the constants in core/limits.hpp). The kernel's traits and the
 // dispatcher's cost model (bands need stages >= Y + 1) both read it here. The column slack
-// covers (X - 1) * dil up to 16 at stride 1 (larger W strides take the FMA path).
+// covers (X - 1) * dil up to 16 at stride 1; 16-pixel blocks stage kDirectMmaNarrowColumnSlack
+// beyond their pixels, the columns of a 3-wide filter at W stride 2 (larger W strides and
+// the wider blocks' strided rows take the other paths; is_supported compares the columns).
+constexpr int direct_mma_cols(int tile_pixels) {
+  return tile_pixels + (tile_pixels <= 16 ? kDirectMmaNarrowColumnSlack : kDirectMmaColumnSlack);
+}
 struct DirectMmaRing {
   int row_bytes;     // one staged source row
   int weight_bytes;  // the staged weights
   int stages;        // staged rows
 };
 constexpr DirectMmaRing direct_mma_ring(int tile_pixels, int tile_channels, int group_channels, int elem_bytes) {
-  const int row = (tile_pixels + kDirectMmaColumnSlack) * (tile_channels * elem_bytes + kDirectMmaColumnPad);
+  const int row = direct_mma_cols(tile_pixels) * (tile_channels * elem_bytes + kDirectMmaColumnPad);
   const int weights = kDirectMmaMaxTaps * tile_channels * group_channels * elem_bytes;
   const int fit = (kDirectMmaMaxSmem - weights) / row;
   return {row, weights, fit < kDirectMmaMaxStages ? fit : kDirectMmaMaxStages};
