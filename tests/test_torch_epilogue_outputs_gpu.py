@@ -3,7 +3,8 @@ a stats fusion's channel sums (ckgen::conv_fused_stats) and an output conversion
 against PyTorch in fp32 on fresh random inputs with NaN-poisoned memory; the conversion's
 gradient against fp32 autograd; the stats op under CUDA-graph capture and torch.compile. The
 library (CKGEN_TORCH_LIB, else a build of the default set) needs stats and conversion kernels
-(bench/stats_pairs.yaml, bench/convert_pairs.yaml); the tests skip, saying so, without them."""
+(configs/forward/fused.yaml, bench/stats_pairs.yaml, bench/convert_pairs.yaml); the tests skip,
+saying so, without them."""
 
 from __future__ import annotations
 
@@ -50,16 +51,19 @@ def _close(a, b, what: str, rel: float) -> None:
     assert err <= rel * scale, f"{what}: max err {err} vs scale {scale} (rel {rel})"
 
 
+@pytest.mark.parametrize("fusion", ["stats", "bias_stats", "bias_relu_stats"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_stats_are_the_sums_of_the_written_output(torch_registry, case, dtype) -> None:
+def test_stats_are_the_sums_of_the_written_output(torch_registry, case, dtype, fusion) -> None:
     dt = "fp16" if dtype == torch.float16 else "bf16"
-    _need(torch_registry, "bias_relu_stats", dt)
+    _need(torch_registry, fusion, dt)
     x, w, b, kw = _inputs(case, dtype)
+    bias = b if fusion.startswith("bias") else None
     poison_cuda_allocator()
-    y, st = ct.conv_fused(x, w, b, fusion="bias_relu_stats", registry=torch_registry, **kw)
+    y, st = ct.conv_fused(x, w, bias, fusion=fusion, registry=torch_registry, **kw)
     torch.cuda.synchronize()
-    ref = torch.relu(torch.nn.functional.conv2d(x.float(), w.float(), b, **kw))
+    ref = torch.nn.functional.conv2d(x.float(), w.float(), bias, **kw)
+    ref = torch.relu(ref) if "relu" in fusion else ref
     _close(y, ref, "y", 2e-2 if dt == "bf16" else 5e-3)
     want = fused_op.stats_of(y)
     assert torch.isfinite(st).all(), "stats left unwritten (NaN poison)"
