@@ -59,7 +59,7 @@ def check_direct_fields(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str
         )
     if i.waves[1] != 1 or i.waves[2] != 1:
         return "direct: waves must be [w, 1, 1] (w warps per block, no GEMM wave layout)"
-    allowed = DIRECT_GROUP_CHANNELS
+    allowed: tuple[int, ...] = DIRECT_GROUP_CHANNELS
     if is_direct_mma(i):
         allowed = (
             DIRECT_MMA_BWD_GROUP_CHANNELS
