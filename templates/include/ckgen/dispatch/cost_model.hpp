@@ -81,6 +81,11 @@ inline constexpr double kDirectLoadIssue = 4.0;  // instructions a source load i
 // one after another, each a chain of copy, wait and a short MMA: a fixed time a unit beyond the
 // bandwidth time, which the bytes alone do not see.
 inline constexpr double kDirectMmaBwdUnitUs = 0.75;     // latency of one unit's copy-wait-MMA chain
+// The forward / backward_data matrix path's fixed time a launch: 3 us (the other kernels') ranked
+// its small grouped layers behind the GEMM tiles they beat 1.3-3x; 2 us (1-2 alike, offline over
+// H200 profiles of 36 grouped layers of 8-32 channels a group) picks faster on 9 forward layers,
+// slower on none, and leaves backward_data's picks as they were.
+inline constexpr double kDirectMmaLaunchUs = 2.0;
 inline constexpr double kDirectIssueEfficiency = 0.55;  // fraction of issue slots the FMA kernels keep busy
 inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes, int tile_channels) {
   const double taps = double(p.filter_spatial());
@@ -145,7 +150,8 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   double rows_reread = std::max(1.0, taps / double(std::max<int64_t>(1, p.filter[2])));
   const double src = double(k.variant == Variant::BackwardData ? p.output_elems() : p.input_elems());
   const double dst = double(k.variant == Variant::BackwardData ? p.input_elems() : p.output_elems());
-  double extra_us = 3.0;  // launch
+  // launch (the forward / backward_data matrix path: kDirectMmaLaunchUs)
+  double extra_us = k.warp_m > 1 && k.variant != Variant::BackwardWeight ? kDirectMmaLaunchUs : 3.0;
   const int threads = std::max(1, k.wave_m) * a.warp_size;
   c.blocks_per_cu = std::max(1, 2048 / threads);
   int64_t active_threads;
