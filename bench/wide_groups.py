@@ -140,7 +140,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -157,7 +157,7 @@ def main() -> int:
         "--variant", required=True, choices=("forward", "backward_data", "backward_weight")
     )
     r.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     return cmd_shapes(args) if args.cmd == "shapes" else cmd_report(args)
 
 
