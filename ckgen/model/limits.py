@@ -95,7 +95,7 @@ TMA_STATS_MAX_ACC = 64
 #                     16 or 32;
 #                     w warps
 #                     split the tile N / 8 channel chunks; a ring of source rows (M + 16 columns,
-#                     16-pixel M + 24)
+#                     16-pixel M + 24: direct_mma_cols)
 #                     beside 2-8 buffers of M gradient pixels within 112 KB (dynamic), at least
 #                     6 rows
 # Everything else takes its default (no LDS pipeline, no merged groups, no epilogue choice, no
@@ -112,7 +112,8 @@ DIRECT_MMA_MAX_STAGES = 4  # staged source rows (kDirectMmaMaxStages)
 DIRECT_MMA_MAX_TAPS = 9  # taps whose weights are staged at once (kDirectMmaMaxTaps)
 DIRECT_MMA_COLUMN_SLACK = 16  # staged columns per filter row beyond tile M (kDirectMmaColumnSlack)
 # ... beyond a 16-pixel tile M (kDirectMmaNarrowColumnSlack): 40 columns, what a 3-wide filter at
-# W stride 2 reads (33, dilation 2: 35), so the narrow blocks serve stride-2 forward layers
+# W stride 2 reads (33, dilation 2: 35), so the narrow blocks serve stride-2 layers (every variant:
+# direct_mma_cols)
 DIRECT_MMA_NARROW_COLUMN_SLACK = 24
 DIRECT_MMA_COLUMN_PAD = (
     16  # forward / backward_data: bytes after a staged column (kDirectMmaColumnPad)
@@ -122,8 +123,6 @@ DIRECT_MMA_BWD_FILTER_ROWS = (
 )
 DIRECT_MMA_BWD_MAX_STAGES = 8  # backward_weight: gradient buffers (kDirectMmaBwdMaxStages)
 DIRECT_MMA_BWD_MAX_LDS = 112 * 1024  # backward_weight: dynamic shared memory (kDirectMmaBwdMaxSmem)
-# backward_weight: staged columns beyond tile M (direct_bwd_cols): 24 for 16-pixel units, else 16
-DIRECT_MMA_BWD_COLUMN_SLACK = {16: 24}
 DIRECT_MMA_BWD_TAP_TILES = (DIRECT_MMA_MAX_TAPS + 1) // 2  # m16 tiles of two taps (kTapTiles)
 DIRECT_MAX_PIXELS_PER_THREAD = 8
 # Most reduction slices of a direct backward_weight call (RunOptions::k_batch, the per-problem

@@ -9,7 +9,6 @@ from ckgen.model.limits import (
     DIRECT_COMBINE_FLOATS,
     DIRECT_COMBINE_PAD,
     DIRECT_FILTER_ROW_PAD,
-    DIRECT_MMA_BWD_COLUMN_SLACK,
     DIRECT_MMA_BWD_FILTER_ROWS,
     DIRECT_MMA_BWD_MAX_LDS,
     DIRECT_MMA_BWD_MAX_STAGES,
@@ -35,16 +34,27 @@ def direct_layout(i: KernelInstance, warp_size: int) -> tuple[int, int, int]:
     return tg, rows, max(1, i.tile[0] // rows)
 
 
+def direct_mma_cols(pixels: int) -> int:
+    """Staged source columns per filter row of a matrix-path block of `pixels` pixels (every
+    variant; direct_mma_cols in schedule/direct_plan.hpp): + DIRECT_MMA_COLUMN_SLACK, 16-pixel
+    blocks + DIRECT_MMA_NARROW_COLUMN_SLACK."""
+    return pixels + (DIRECT_MMA_NARROW_COLUMN_SLACK if pixels <= 16 else DIRECT_MMA_COLUMN_SLACK)
+
+
+def direct_mma_group_chunks(i: KernelInstance) -> int:
+    """The 8-channel chunks of one group of a matrix-path instance (tile K / 8, at least 1): the
+    weight planes of forward / backward_data, the B partners of backward_weight's A chunk."""
+    return max(1, i.tile[2] // 8)
+
+
 def direct_mma_stage_bytes(i: KernelInstance) -> int:
-    """One staged source row of the matrix path: tile M + DIRECT_MMA_COLUMN_SLACK columns
-    (16-pixel tiles: + DIRECT_MMA_NARROW_COLUMN_SLACK) of tile N channels and
-    DIRECT_MMA_COLUMN_PAD bytes (DirectMmaTraits::kRowBytes, direct_mma_cols); backward_weight
-    tile M + DIRECT_MMA_BWD_COLUMN_SLACK columns, unpadded (DirectMmaBwdTraits::kRowBytes)."""
+    """One staged source row of the matrix path: direct_mma_cols(tile M) columns of tile N
+    channels and DIRECT_MMA_COLUMN_PAD bytes (DirectMmaTraits::kRowBytes); backward_weight
+    unpadded (DirectMmaBwdTraits::kRowBytes)."""
+    cols = direct_mma_cols(i.tile[0])
     if i.variant is Variant.BACKWARD_WEIGHT:
-        slack = DIRECT_MMA_BWD_COLUMN_SLACK.get(i.tile[0], DIRECT_MMA_COLUMN_SLACK)
-        return (i.tile[0] + slack) * i.tile[1] * DATATYPE_BYTES[i.datatype]
-    slack = DIRECT_MMA_NARROW_COLUMN_SLACK if i.tile[0] <= 16 else DIRECT_MMA_COLUMN_SLACK
-    return (i.tile[0] + slack) * (i.tile[1] * DATATYPE_BYTES[i.datatype] + DIRECT_MMA_COLUMN_PAD)
+        return cols * i.tile[1] * DATATYPE_BYTES[i.datatype]
+    return cols * (i.tile[1] * DATATYPE_BYTES[i.datatype] + DIRECT_MMA_COLUMN_PAD)
 
 
 def direct_mma_bwd_ring(i: KernelInstance) -> tuple[int, int]:
@@ -85,8 +95,7 @@ def direct_mma_accumulators(i: KernelInstance) -> int:
     (DirectMmaBwdTraits::kAcc)."""
     w, chunks = max(1, i.waves[0]), i.tile[1] // 8
     if i.variant is Variant.BACKWARD_WEIGHT:  # x the chunks of a group each chunk pairs with
-        partners = max(1, i.tile[2] // 8)
-        return max(1, chunks // w) * partners * DIRECT_MMA_BWD_TAP_TILES * 4
+        return max(1, chunks // w) * direct_mma_group_chunks(i) * DIRECT_MMA_BWD_TAP_TILES * 4
     tiles = max(1, i.tile[0] // 16)
     wm = min(w, tiles)
     return (tiles // wm) * (chunks // max(1, w // wm)) * 4

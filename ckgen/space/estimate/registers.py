@@ -17,7 +17,11 @@ from ckgen.model.vocab import (
     Pipeline,
     Variant,
 )
-from ckgen.space.estimate.direct import direct_layout, direct_mma_accumulators
+from ckgen.space.estimate.direct import (
+    direct_layout,
+    direct_mma_accumulators,
+    direct_mma_group_chunks,
+)
 from ckgen.space.forms import is_direct_mma
 
 # Register estimate constants, calibrated against the compilers' reports (nvcc -Xptxas -v for
@@ -76,7 +80,7 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
         # chunk per warp; this gives 102)
         # (and per partner chunk of a group of 16 / 32 channels its B offset and fragment)
         chunks = max(1, i.tile[1] // 8 // max(1, i.waves[0]))
-        partners = max(1, i.tile[2] // 8)
+        partners = direct_mma_group_chunks(i)
         return (
             direct_mma_accumulators(i)
             + chunks * (DIRECT_MMA_BWD_TAP_TILES + partners)

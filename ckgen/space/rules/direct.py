@@ -30,6 +30,7 @@ from ckgen.model.vocab import (
 )
 from ckgen.space.estimate.direct import (
     direct_mma_bwd_ring,
+    direct_mma_group_chunks,
     direct_mma_stage_bytes,
     direct_mma_stages,
     direct_mma_weight_bytes,
@@ -150,7 +151,7 @@ def _direct_mma_layout(i: KernelInstance, a: ArchSpec) -> str | None:
             f"direct matrix path: {w} warps must divide the {pixels} / 16 pixel tiles of tile M "
             f"or be a multiple of them that splits the {chunks} groups evenly"
         )
-    elif (chunks // max(1, w // tiles)) % max(1, i.tile[2] // 8):
+    elif (chunks // max(1, w // tiles)) % direct_mma_group_chunks(i):
         return (
             f"direct matrix path: a warp's {chunks // max(1, w // tiles)} channel chunks must be "
             f"whole groups of {i.tile[2]} channels"

@@ -150,12 +150,12 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   double rows_reread = std::max(1.0, taps / double(std::max<int64_t>(1, p.filter[2])));
   const double src = double(k.variant == Variant::BackwardData ? p.output_elems() : p.input_elems());
   const double dst = double(k.variant == Variant::BackwardData ? p.input_elems() : p.output_elems());
+  const bool matrix = k.warp_m > 1;  // a block per row segment or band (schedule/direct_plan.hpp)
   // launch (the forward / backward_data matrix path: kDirectMmaLaunchUs)
-  double extra_us = k.warp_m > 1 && k.variant != Variant::BackwardWeight ? kDirectMmaLaunchUs : 3.0;
+  double extra_us = matrix && k.variant != Variant::BackwardWeight ? kDirectMmaLaunchUs : 3.0;
   const int threads = std::max(1, k.wave_m) * a.warp_size;
   c.blocks_per_cu = std::max(1, 2048 / threads);
   int64_t active_threads;
-  const bool matrix = k.warp_m > 1;  // a block per row segment or band (schedule/direct_plan.hpp)
   // the FMA path's channel vector and pixels a thread (the matrix path lays out its own warps)
   const int vec = std::max(1, k.vec_a);
   const int pp = matrix ? 1 : std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, vec, threads));

@@ -37,8 +37,7 @@ struct DirectTraits {
   // pipeline/direct_mma_bwd_weight.hpp), else plain FMA (WarpTile<1, 1, 1>).
   static constexpr bool kMma = Cfg::WarpTile::kM == 16;
   // Groups of 16 / 32 channels: the matrix paths only (their traits check Cg).
-  static constexpr bool kWideGroups = kMma;
-  static_assert((kWideGroups || ((Cg == 1 || Cg == 2 || Cg == 4 || Cg == 8) && V % Cg == 0)) &&
+  static_assert((kMma || ((Cg == 1 || Cg == 2 || Cg == 4 || Cg == 8) && V % Cg == 0)) &&
                     Cfg::Waves::kN == 1 && Cfg::Waves::kK == 1,
                 "ckgen: direct needs Tile<P, Ct, Cg> with Cg in 1/2/4/8 dividing V, Waves<w, 1, 1>");
   static_assert((Cfg::WarpTile::kM == 1 && Cfg::WarpTile::kN == 1 && Cfg::WarpTile::kK == 1) ||

@@ -42,12 +42,10 @@
 
 namespace ckgen {
 
-// Staged columns per row, of which a unit reads (M - 1) * s + (X - 1) * dil + 1: M + 16, and
-// M + 24 for 16-pixel units (a 3-wide filter at W stride 2 reads 33 columns, e.g. the 28x28
-// depthwise stride-2 layer; larger units keep M + 16 so that 64-pixel ones hold four buffers).
-CKGEN_HOST_DEVICE constexpr int direct_bwd_cols(int unit_pixels) {
-  return unit_pixels + (unit_pixels <= 16 ? 24 : 16);
-}
+// Staged columns per row, of which a unit reads (M - 1) * s + (X - 1) * dil + 1: the forward
+// matrix path's direct_mma_cols (schedule/direct_plan.hpp): M + 16, and M + 24 for 16-pixel
+// units (a 3-wide filter at W stride 2 reads 33 columns, e.g. the 28x28 depthwise stride-2 layer;
+// larger units keep M + 16 so that 64-pixel ones hold four buffers).
 
 // The ring of staged source rows beside `stages` gradient buffers within kDirectMmaBwdMaxSmem.
 CKGEN_HOST_DEVICE constexpr int direct_bwd_ring_rows(int stages, int row_bytes, int pixel_bytes) {
@@ -75,7 +73,7 @@ struct DirectMmaBwdTraits {
   static constexpr int GW = kChunks / W;                         // chunks per warp
   static constexpr int kTapTiles = (kDirectMmaMaxTaps + 1) / 2;  // m16 tiles: two taps each
   static constexpr int kRows = kDirectMmaBwdFilterRows;
-  static constexpr int kCols = direct_bwd_cols(P);           // staged source columns per row
+  static constexpr int kCols = direct_mma_cols(P);           // staged source columns per row
   static constexpr int kPixelBytes = Gt * int(sizeof(Raw));  // one staged column / pixel
   // kStages gradient buffers of P pixels and a ring of kRing staged source rows.
   static constexpr int kRowBytes = kCols * kPixelBytes;
