@@ -9,6 +9,9 @@
 #
 #   bash bench/device_wide_groups.sh
 #   VARIANTS=forward CHANNELS=8,16,32 bash bench/device_wide_groups.sh   # 8-channel corpus groups too
+#   VARIANTS=backward_data CHANNELS=8,16,32 RANDOM_ARGS="--random-channels 8,16,32 --random-strides 2,3" \
+#     CANDIDATE='_wt16x8x16_direct_' VERIFY='*_wt16x8x16_direct_*' bash bench/device_wide_groups.sh
+#                                          # strided backward_data: every matrix-path instance a candidate
 #
 # Needs nvcc, cmake, ninja, python3 with click/jinja2/pyyaml and torch; GoogleTest from Debian's
 # libgtest-dev .deb carried in .gtest/.
@@ -23,7 +26,9 @@ VARIANTS=${VARIANTS:-forward backward_data backward_weight}
 # shellcheck source=bench/device_lib.sh
 source "$ROOT/bench/device_lib.sh"  # start_run, log, build_project, run_gtests
 start_run
-(cd bench && python3 wide_groups.py shapes --channels "${CHANNELS:-16,32}" --out "$WORK/shapes.csv") |
+# shellcheck disable=SC2086  # RANDOM_ARGS: options of `wide_groups.py shapes`
+(cd bench && python3 wide_groups.py shapes --channels "${CHANNELS:-16,32}" ${RANDOM_ARGS:-} \
+  --out "$WORK/shapes.csv") |
   tee -a "$OUT/summary.txt"
 timeout 150 python3 bench/peer_corpus.py "$WORK/shapes.csv" --out "$OUT/cudnn.csv" \
   --datatype "$DTYPES" --variants "$(echo $VARIANTS | tr ' ' ,)" > "$WORK/peer.log" 2>&1 &
@@ -50,7 +55,7 @@ for v in $VARIANTS; do
   P=$WORK/pf/build/bin/ckgen_profiler_$v
   t0=$SECONDS
   timeout 30 "$P" --shapes "$WORK/shapes.csv" --datatype "$DTYPES" \
-    --kernels '*x64x16_w*_direct_*,*x64x32_w*_direct_*,*_t16x64x*_direct_*' \
+    --kernels "${VERIFY:-*x64x16_w*_direct_*,*x64x32_w*_direct_*,*_t16x64x*_direct_*}" \
     --verify gpu --warmup 1 --repeat 1 --csv "$OUT/verify_$v.csv" > /dev/null 2>&1
   log "$v verify (30 s at most) in $((SECONDS - t0)) s: $(tail -n +2 "$OUT/verify_$v.csv" | cut -d, -f8 | sort | uniq -c | tr '\n' ' ')"
   t0=$SECONDS
@@ -59,7 +64,7 @@ for v in $VARIANTS; do
   log "$v profile rc $? in $((SECONDS - t0)) s"
   n=$((n - 1))
   (cd bench && python3 wide_groups.py report "$OUT/prof_$v.csv" "$OUT/cudnn.csv" --variant "$v" \
-    --out "$OUT/rows_$v.csv") | tee -a "$OUT/summary.txt"
+    ${CANDIDATE:+--candidate "$CANDIDATE"} --out "$OUT/rows_$v.csv") | tee -a "$OUT/summary.txt"
 done
 rm -f "$OUT"/cmake_*.log "$OUT"/build_*.log
 ls -la "$OUT"

@@ -2,15 +2,18 @@
 (bench/device_wide_groups.sh).
 
     python3 bench/wide_groups.py shapes --out shapes.csv [--seed 16] [--count 24] [--channels 16,32]
+        [--random-channels 16,32] [--random-strides 1,1,2]
     python3 bench/wide_groups.py report prof.csv cudnn.csv --variant forward --out rows.csv
+        [--candidate REGEX]
 
 `shapes`: the corpus layers (bench/shapes/models.csv) with C = K = 16 or 32 per group (--channels), and
-`count` random layers of the same family (seeded: C = K = 16 / 32, 2-64 groups, batch 1-32,
-7-56 pixels a side, 1x1 / 3x3 / 1x3 / 3x1 filters, strides 1 / 2, dilation 1 / 2), in the
-profiler's shape format.
-`report`: per shape and datatype of one variant the best matrix-path instance of 16 / 32-channel
-groups or of 16-pixel blocks (the candidates), the best of every other instance of the run, and
-cuDNN's time: rows to --out, geomeans printed.
+`count` random layers of the same family (seeded: C = K drawn from --random-channels, 2-64 groups,
+batch 1-32, 7-56 pixels a side, 1x1 / 3x3 / 1x3 / 3x1 filters, strides drawn from
+--random-strides, dilation 1 / 2), in the profiler's shape format.
+`report`: per shape and datatype of one variant the best candidate instance (default: the matrix
+path's 16 / 32-channel groups or 16-pixel blocks; --candidate: a regular expression on the
+instance name), the best of every other instance of the run, and cuDNN's time: rows to --out,
+geomeans printed.
 """
 
 from __future__ import annotations
@@ -40,17 +43,23 @@ FILTERS = (
 )
 
 
-def random_layers(seed: int, count: int) -> list[CorpusRow]:
-    """`count` seeded layers of the family."""
+def random_layers(
+    seed: int,
+    count: int,
+    channels: tuple[int, ...] = (16, 32),
+    strides: tuple[int, ...] = (1, 1, 2),
+) -> list[CorpusRow]:
+    """`count` seeded layers of the family: channels per group from `channels`, strides from
+    `strides` (the defaults draw the layers they always drew)."""
     rng = random.Random(seed)
     rows: list[CorpusRow] = []
     while len(rows) < count:
-        cg = rng.choice((16, 32))
+        cg = rng.choice(channels)
         g = rng.choice((2, 4, 8, 16, 32, 64))
         n = rng.choice((1, 8, 32))
         hw = rng.choice((7, 14, 28, 56))
         f, dil, pad = rng.choice(FILTERS)
-        s = rng.choice((1, 1, 2))
+        s = rng.choice(strides)
         if n * hw * hw * g * cg > 32 * 56 * 56 * 256:  # keep a layer under ~50 MB of input
             continue
         fy, fx = (int(v) for v in f.split("x"))
@@ -73,10 +82,17 @@ def cmd_shapes(args: argparse.Namespace) -> int:
         and r.cells[_C] == r.cells[_K]
         and r.cells[_C] in args.channels.split(",")
     ]
-    rows = dedupe(wide)[0] + random_layers(args.seed, args.count)
+    rand = random_layers(
+        args.seed, args.count, _ints(args.random_channels), _ints(args.random_strides)
+    )
+    rows = dedupe(wide)[0] + rand
     write_shapes(args.out, rows)
     print(f"{len(rows)} shapes ({len(rows) - args.count} corpus) -> {args.out}")
     return 0
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(","))
 
 
 def _geomean(v: list[float]) -> float:
@@ -84,12 +100,13 @@ def _geomean(v: list[float]) -> float:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    candidate = re.compile(args.candidate) if args.candidate else CANDIDATE
     best: dict[tuple[str, str], dict[str, tuple[float, str]]] = {}
     with args.profile.open() as f:
         for r in csv.DictReader(line for line in f if not line.startswith("#")):
             if not r.get("ms"):
                 continue
-            kind = "cand" if CANDIDATE.search(r["instance"]) else "other"
+            kind = "cand" if candidate.search(r["instance"]) else "other"
             slot = best.setdefault((r["shape"], r["datatype"]), {})
             ms = float(r["ms"])
             if kind not in slot or ms < slot[kind][0]:
@@ -150,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--seed", type=int, default=16)
     s.add_argument("--count", type=int, default=24)
     s.add_argument("--channels", default="16,32", help="corpus layers' channels per group")
+    s.add_argument("--random-channels", default="16,32", help="random layers' channels per group")
+    s.add_argument("--random-strides", default="1,1,2", help="random layers' strides, drawn evenly")
     r = sub.add_parser("report")
     r.add_argument("profile", type=Path)
     r.add_argument("cudnn", type=Path)
@@ -157,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         "--variant", required=True, choices=("forward", "backward_data", "backward_weight")
     )
     r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--candidate", help="regular expression of the candidate instances' names")
     args = ap.parse_args(argv)
     return cmd_shapes(args) if args.cmd == "shapes" else cmd_report(args)
 

@@ -177,9 +177,11 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
     // The launch's bands (pipeline/depthwise.hpp run, direct_mma_band_rows): a block of `band` rows stages
     // its band + Y - 1 source rows once each.
     const int stages = direct_mma_ring(k.tile_m, k.tile_n, k.tile_k, eb).stages;
-    const int band = direct_mma_band_rows(p, stages, direct_row_segments(k.variant, p, k.tile_m) * gtiles,
+    const int band = direct_mma_band_rows(k.variant, p, stages, direct_row_segments(k.variant, p, k.tile_m) * gtiles,
                                           a.compute_units);
     if (band > 1) rows_reread = double(band + p.filter[1] - 1) / band;
+    // strided backward_data: each W phase of a dx row stages the dy rows its taps reach
+    if (direct_mma_phased(k.variant, p)) rows_reread *= double(p.stride[2]);
     c.tiles = direct_band_segments(k.variant, p, k.tile_m, band) * gtiles;
     active_threads = c.tiles * threads;
     c.k_batch = 1;

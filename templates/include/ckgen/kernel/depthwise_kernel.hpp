@@ -101,8 +101,6 @@ class DepthwiseKernel final : public HostFace<Cfg> {
       if ((pixels + Tr::P - 1) / Tr::P > kMax32) return "too many pixel blocks for grid.x";
       if constexpr (Tr::kMma) {
         constexpr bool kFwd = kVariant == Variant::Forward;
-        if (!kFwd && (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1))
-          return "the direct matrix path takes backward_data with unit strides only";
         if (std::string e = mma_staging_refusal(p, kFwd, DirectMmaTraits<Cfg>::kCols); !e.empty()) return e;
         if (direct_row_segments(kVariant, p, Tr::P) > kMax32) return "too many row segments for grid.x";
       }
@@ -161,11 +159,14 @@ class DepthwiseKernel final : public HostFace<Cfg> {
       };
       if constexpr (Tr::kMma) {  // the matrix path: a block per segment of a band of rows
                                  // (pipeline/direct_mma.hpp)
-        a.band_rows =
-            direct_mma_band_rows(p, DirectMmaTraits<Cfg>::kStages,
-                                 direct_row_segments(kVariant, p, Tr::P) * gtiles, detail::device_sm_count());
+        a.band_rows = direct_mma_band_rows(kVariant, p, DirectMmaTraits<Cfg>::kStages,
+                                           direct_row_segments(kVariant, p, Tr::P) * gtiles,
+                                           detail::device_sm_count());
         a.fd_bands.init(direct_bands_per_plane(kVariant, p, a.band_rows));
         const dim3 rgrid(unsigned(direct_band_segments(kVariant, p, Tr::P, a.band_rows)), gtiles, 1);
+        if constexpr (kVariant == Variant::BackwardData) {  // strided: one W phase a block
+          if (direct_mma_phased(kVariant, p)) return go(depthwise_conv_kernel<Cfg, 0, 0, 0, DirectPath::Gather>, rgrid);
+        }
         if (k3x3 && p.dilation[2] == 1)  // the filter at compile time
           e = go(depthwise_conv_kernel<Cfg, 1, 3, 3, DirectPath::Linear>, rgrid);
         else

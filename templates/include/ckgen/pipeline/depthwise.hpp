@@ -65,7 +65,7 @@ CKGEN_GLOBAL void CKGEN_LAUNCH_BOUNDS_MIN_BLOCKS(DirectTraits<Cfg>::kThreads, Di
   else if constexpr (Cfg::kVariant == Variant::BackwardWeight)
     direct::bwd_weight<Cfg, KZ, KY, KX, Path>(a);
   else if constexpr (DirectTraits<Cfg>::kMma)
-    direct::fwd_bwd_data_mma<Cfg, KZ, KY, KX>(a);
+    direct::fwd_bwd_data_mma<Cfg, KZ, KY, KX, Path == DirectPath::Gather>(a);
   else if constexpr ((Path == DirectPath::Rows || Path == DirectPath::RowsS2) && Cfg::kVariant == Variant::Forward)
     direct::rows_fwd<Cfg, KX, Path == DirectPath::RowsS2 ? 2 : 1>(a);
   else if constexpr (Path == DirectPath::Rows || Path == DirectPath::RowsS2)

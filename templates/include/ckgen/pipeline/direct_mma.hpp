@@ -1,7 +1,7 @@
 // The direct kernel's matrix path: Pipeline::Direct with WarpTile<16, 8, 16> (NVIDIA sm_80+,
 // fp16 / bf16, C = K = Cg per group with Cg in kDirectMmaGroupChannels (8, 16, 32), forward and
-// unit-stride backward_data, filters of up to kDirectMmaMaxTaps taps whose staged columns fit,
-// see mma_staged_cols; DepthwiseKernel::is_supported refuses the rest with the reason). Per group
+// backward_data (strided: one W phase a block, fwd_bwd_data_mma's kPhased), filters of up to
+// kDirectMmaMaxTaps taps whose staged columns fit, see mma_staged_cols; DepthwiseKernel::is_supported refuses the rest with the reason). Per group
 // the convolution is a GEMM of pixels x Cg output channels over taps x Cg input channels: per tap,
 // m16 pixel tile and 8-channel output chunk one mma.sync m16n8k8 (Cg = 8), or m16n8k16 over each
 // pair of the group's input chunks (Cg = 16: one, 32: two).
@@ -86,11 +86,38 @@ namespace direct {
 // XOR swizzle of a staged column's 16-byte chunk g (within each run of 8 chunks).
 CKGEN_HOST_DEVICE constexpr int mma_chunk(int g, int col) { return (g & ~7) | ((g ^ col) & 7); }
 
+// The taps k of a filter dimension (f taps, dilation dil) that carry input coordinate i to an
+// output coordinate at stride s, (i + pl - k * dil) % s == 0 (i_pl = i + pl): first, first +
+// step, ... (count of them, 0: none); consecutive ones read output coordinates `unit` apart.
+// At unit stride every tap, `dil` apart.
+struct TapWalk {
+  int first, step, count, unit;
+};
+CKGEN_HOST_DEVICE constexpr int64_t gcd64(int64_t a, int64_t b) {
+  while (b != 0) {
+    const int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+CKGEN_HOST_DEVICE constexpr TapWalk tap_walk(int i_pl, int f, int s, int dil) {
+  const int g = int(gcd64(s, dil)), step = s / g;
+  int first = 0;
+  while (first < step && (i_pl - first * dil) % s != 0) ++first;
+  const int count = first < step && first < f ? (f - 1 - first) / step + 1 : 0;
+  return {first, step, count, dil / g};
+}
+
 // Source columns a block stages per filter row: its P pixels with all X taps (the host's
-// is_supported compares them with DirectMmaTraits::kCols, the kernel stages that many).
+// is_supported compares them with DirectMmaTraits::kCols, the kernel stages that many). A
+// backward_data block at W stride s takes one W phase (pixels s apart) and the taps that reach
+// it (tap_walk): at most (X - 1) / step + 1 of them, `unit` columns apart.
 CKGEN_HOST_DEVICE constexpr int64_t mma_staged_cols(bool fwd, int P, int64_t stride, int64_t dil,
                                                     int64_t taps_x) {
-  return (P - 1) * (fwd ? stride : 1) + (taps_x - 1) * dil + 1;
+  if (fwd) return (P - 1) * stride + (taps_x - 1) * dil + 1;
+  const int64_t g = gcd64(stride, dil);
+  return P + (taps_x - 1) / (stride / g) * (dil / g);
 }
 
 #if defined(CKGEN_NVIDIA)  // the steps of the matrix path (mma.sync, ldmatrix)
@@ -153,9 +180,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage_weights(
 
 // The taps of one staged filter row (buffer buf; tap t0 + kx of the filter) on this lane's
 // accumulators: a_lane / b_lane are the lane's ldmatrix addresses of tap 0 in buffer 0.
-template <class Cfg, int KZ, class Acc>
+// kPhased (backward_data at stride > 1): only the taps of tx, `unit` staged columns apart.
+template <class Cfg, int KZ, bool kPhased, class Acc>
 CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int buf, const int t0,
-                                                 const int& fx, const uint32_t& a_lane,
+                                                 const int& fx, const TapWalk& tx, const uint32_t& a_lane,
                                                  const uint32_t& b_lane, const int& colstep, Acc& acc) {
   using Tr = DirectMmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
@@ -169,10 +197,12 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int 
   // Warps with four group chunks take one tap an iteration: unrolled, several taps' fragments
   // outlive the 64-register cap and spill. With two chunks three taps fit, and the next tap's
   // loads overlap this one's MMAs.
+  const int nk = kPhased ? tx.count : fx;
 #pragma unroll(GW <= 2 ? 3 : 1)
-  for (int kx = 0; kx < fx; ++kx) {
+  for (int j = 0; j < nk; ++j) {
+    const int kx = kPhased ? tx.first + j * tx.step : j;
     const int t = t0 + kx;
-    const int cofs = (kFwd ? kx : fx - 1 - kx) * (kCT ? 1 : a.dil[2]);
+    const int cofs = kPhased ? (nk - 1 - j) * tx.unit : (kFwd ? kx : fx - 1 - kx) * (kCT ? 1 : a.dil[2]);
     // Every fragment of the tap first, then the MMAs: the shared loads overlap instead of
     // each MMA waiting on its own two loads.
     // b[h][gi]: the 8 x 8 weights of rows chunk gi, input plane h
@@ -224,12 +254,14 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int 
 }
 
 // Stores this lane's accumulators as output row h of the band (lane_dst: its first pixel and
-// channel pair in row h0) and clears them for the next row.
+// channel pair in row h0; the block's pixels pix_elems apart, wlen of them) and clears them for
+// the next row.
 template <class Cfg, class Acc>
 CKGEN_DEVICE CKGEN_FORCEINLINE void mma_store_row(const DirectArgs& a, const int h, const int& h0,
                                                   typename DirectMmaTraits<Cfg>::Raw* const& lane_dst,
-                                                  const int64_t& row_elems, const int& lane_w,
-                                                  const int& lane_ch, const int& wlen, Acc& acc) {
+                                                  const int64_t& row_elems, const int& pix_elems,
+                                                  const int& lane_w, const int& lane_ch, const int& wlen,
+                                                  Acc& acc) {
   using Tr = DirectMmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
   constexpr DataType D = Cfg::kDataType;
@@ -244,7 +276,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_store_row(const DirectArgs& a, const int
         const int dw = mi * Tr::WM * 16 + hh * 8;  // pixels past lane_w
         const float f[2] = {acc[mi][gi][2 * hh], acc[mi][gi][2 * hh + 1]};
         if (lane_w + dw < wlen && lane_ch + gi * 8 < a.chans)
-          store<D, 2>(d + int64_t(dw) * a.chans + gi * 8, f);
+          store<D, 2>(d + int64_t(dw) * pix_elems + gi * 8, f);
       }
     }
 #pragma unroll
@@ -258,7 +290,11 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_store_row(const DirectArgs& a, const int
 
 // KZ, KY, KX > 0: the filter's size at compile time, with unit W dilation (every tap's staged
 // column a compile-time offset; the launch takes it for 1x3x3 filters), else 0, 0, 0.
-template <class Cfg, int KZ, int KY, int KX>
+// kPhased: backward_data at a stride > 1. A block takes one row of dx and one of its W phases
+// (pixels ph + s * j: a band of one row, band index row * s + ph) and walks only the taps that
+// reach them (tap_walk per dimension): the staged dy columns of a tap are consecutive, and no
+// MMA multiplies a tap that misses; a phase no tap reaches stores zeros.
+template <class Cfg, int KZ, int KY, int KX, bool kPhased>
 CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
 #if defined(CKGEN_NVIDIA)
   using Tr = DirectMmaTraits<Cfg>;
@@ -283,19 +319,33 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
 
   // The block's band: rows h0 .. h0 + rows - 1 of one plane (n, d) of the iterated tensor (one
   // row unless the host chose bands, see direct_mma_band_rows), from pixel w0 of each row.
-  const int wlen = kFwd ? a.out_[2] : a.in_[2], hlen = kFwd ? a.out_[1] : a.in_[1];
-  const int segs = (wlen + P - 1) / P;
+  static_assert(!kPhased || (!kFwd && !kCT), "ckgen: the phased blocks are backward_data's, filter at run time");
+  const int wfull = kFwd ? a.out_[2] : a.in_[2], hlen = kFwd ? a.out_[1] : a.in_[1];
+  const int ps = kPhased ? a.s[2] : 1;  // W phases: a block's pixels are ps apart
+  const int segs = ((wfull + ps - 1) / ps + P - 1) / P;
   const int band = int(blockIdx.x) / segs, w0 = (int(blockIdx.x) - band * segs) * P;
-  int plane, hb, n, d;
+  int plane, hb, n, d, h0, ph = 0;
   a.fd_bands.divmod(band, plane, hb);
   a.fd_pix[0].divmod(plane, n, d);
-  const int h0 = hb * a.band_rows, rows = min(a.band_rows, hlen - h0);
-  // Filter row (0, 0)'s source row for row h0 and the first staged column; kz / ky move them by
-  // +-dil.
+  if constexpr (kPhased)
+    a.fd_s[2].divmod(hb, h0, ph);
+  else
+    h0 = hb * a.band_rows;
+  const int rows = min(a.band_rows, hlen - h0);
+  const int wlen = (wfull - ph + ps - 1) / ps;  // the block's row: pixels ph, ph + ps, ...
+  // Filter row (0, 0)'s source row for row h0 (kz / ky move it by +-dil; phased: then / s), the
+  // taps each dimension walks, and the first staged column.
   const int z0 = kFwd ? d * a.s[0] - a.pl[0] : d + a.pl[0];
   const int y0 = kFwd ? h0 * a.s[1] - a.pl[1] : h0 + a.pl[1];
-  const int c0 = kFwd ? w0 * a.s[2] - a.pl[2] : w0 + a.pl[2] - (fx - 1) * (kCT ? 1 : a.dil[2]);
-  const int cols = int(mma_staged_cols(kFwd, P, a.s[2], kCT ? 1 : a.dil[2], fx));
+  const int dx = kCT ? 1 : a.dil[2];
+  const TapWalk tz = kPhased ? tap_walk(z0, a.fil[0], a.s[0], a.dil[0]) : TapWalk{0, 1, KZ > 0 ? KZ : a.fil[0], a.dil[0]};
+  const TapWalk ty = kPhased ? tap_walk(y0, fy, a.s[1], a.dil[1]) : TapWalk{0, 1, fy, a.dil[1]};
+  const TapWalk tx = kPhased ? tap_walk(ph + a.pl[2], fx, ps, dx) : TapWalk{0, 1, fx, dx};
+  // phased: dy column of pixel 0 under the last tap
+  const int c0 = kFwd      ? w0 * a.s[2] - a.pl[2]
+                 : kPhased ? w0 + (ph + a.pl[2] - (tx.first + (tx.count - 1) * tx.step) * dx) / ps
+                           : w0 + a.pl[2] - (fx - 1) * dx;
+  const int cols = kFwd ? int(mma_staged_cols(true, P, a.s[2], dx, fx)) : P + (tx.count - 1) * tx.unit;
   const int colstep = kFwd ? a.s[2] : 1;
 
   const int g = tid % Tr::kChunks;
@@ -333,20 +383,21 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   const uint32_t b_lane = nvmma::smem_addr(&sB[0][0][g0 * 8 + lane % (8 * BG)][0]);
   // The taps of one staged filter row (buffer buf; tap t0 + kx of the filter).
   auto row_taps = [&](int buf, int t0) {
-    mma_row_taps<Cfg, KZ>(a, buf, t0, fx, a_lane, b_lane, colstep, acc);
+    mma_row_taps<Cfg, KZ, kPhased>(a, buf, t0, fx, tx, a_lane, b_lane, colstep, acc);
   };
 
   // Lane (row l / 4, pair l % 4) of each m16 x n8 tile: pixels +0 / +8, channels 2 (l % 4) + 0, 1.
-  // The lane's first pixel and channel pair in row h0; a row moves it by W pixels.
+  // The lane's first pixel (of the block's row) and channel pair in row h0; a row moves it by W
+  // pixels.
   const int lane_w = w0 + wm * 16 + (lane >> 2), lane_ch = ch0 + g0 * 8 + (lane & 3) * 2;
-  Raw* const lane_dst =
-      static_cast<Raw*>(a.dst) + ((int64_t(plane) * hlen + h0) * wlen + lane_w) * a.chans + lane_ch;
-  const int64_t row_elems = int64_t(wlen) * a.chans;
+  Raw* const lane_dst = static_cast<Raw*>(a.dst) +
+                        ((int64_t(plane) * hlen + h0) * wfull + ph + lane_w * ps) * a.chans + lane_ch;
+  const int64_t row_elems = int64_t(wfull) * a.chans;
   auto store_row = [&](int h) {
-    mma_store_row<Cfg>(a, h, h0, lane_dst, row_elems, lane_w, lane_ch, wlen, acc);
+    mma_store_row<Cfg>(a, h, h0, lane_dst, row_elems, ps * a.chans, lane_w, lane_ch, wlen, acc);
   };
 
-  if (a.band_rows > 1) {
+  if (!kPhased && a.band_rows > 1) {
     // Bands (fil[0] == 1, unit stride and dilation along H, S >= Y + 1: direct_mma_band_rows):
     // row h0 + o reads source rows ybase + o .. + Y - 1, so the band's rows + Y - 1 source rows
     // are staged once each, in order, S - 1 ahead; row o waits for its Y rows (all but the last
@@ -374,14 +425,19 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   } else {
     // One row: its filter rows (kz, ky) staged in turn, S - 1 in flight ahead of the one
     // multiplied (one commit group per filter row, empty past the last, so wait<S - 2> always
-    // means "filter row r has landed").
-    const int frows = (kCT ? KZ : a.fil[0]) * fy;
-    int kz = 0, ky = 0;  // the next filter row to stage
+    // means "filter row r has landed"). Phased: the rows tz x ty walk, none where no W tap
+    // reaches the block's phase.
+    const int frows = !kPhased ? (kCT ? KZ : a.fil[0]) * fy : tx.count > 0 ? tz.count * ty.count : 0;
+    int jz = 0, jy = 0;  // the next filter row to stage: (kz, ky) = (tz, ty).first + j * step
     auto stage_next = [&](int buf) {
-      stage(kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0], kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1],
-            buf);
-      if (++ky == fy) ky = 0, ++kz;
+      const int kz = tz.first + jz * tz.step, ky = ty.first + jy * ty.step;
+      int iz = kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0];
+      int iy = kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1];
+      if constexpr (kPhased) iz /= a.s[0], iy /= a.s[1];  // exact: the walk's taps
+      stage(iz, iy, buf);
+      if (++jy == ty.count) jy = 0, ++jz;
     };
+    int mz = 0, my = 0;  // the filter row multiplied next, as (jz, jy)
 #pragma unroll
     for (int s = 0; s < S - 1; ++s) {
       if (s < frows) stage_next(s);
@@ -392,9 +448,11 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
       __syncthreads();  // row r visible to all; every warp is done with row r - 1
       if (r + S - 1 < frows) stage_next(buf == 0 ? S - 1 : buf - 1);
       async_commit();
-      row_taps(buf, r * fx);
+      row_taps(buf, kPhased ? ((tz.first + mz * tz.step) * fy + ty.first + my * ty.step) * fx : r * fx);
+      if (++my == ty.count) my = 0, ++mz;
       buf = buf == S - 1 ? 0 : buf + 1;
     }
+    if (frows == 0) async_wait<0>();  // the weights' copies (a phase no tap reaches)
     store_row(h0);
   }
 #else

@@ -18,17 +18,27 @@ inline int64_t direct_pixels(Variant v, const ConvProblem& p) {
   return v == Variant::BackwardData ? p.N * p.in_spatial() : p.N * p.out_spatial();
 }
 
-// Bands of band_rows rows per (n, d) plane of the iterated tensor: ceil(H / band_rows).
+// The matrix path's W phases (pipeline/direct_mma.hpp kPhased): backward_data at a stride > 1
+// takes a row's pixels of one W phase a block (stride W of them a row), else 1.
+inline bool direct_mma_phased(Variant v, const ConvProblem& p) {
+  return v == Variant::BackwardData && (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
+}
+inline int64_t direct_mma_phases(Variant v, const ConvProblem& p) {
+  return direct_mma_phased(v, p) ? p.stride[2] : 1;
+}
+// Bands of band_rows rows per (n, d) plane of the iterated tensor: ceil(H / band_rows), each
+// row's W phases a band of their own.
 inline int64_t direct_bands_per_plane(Variant v, const ConvProblem& p, int band_rows) {
   const int64_t hlen = v == Variant::BackwardData ? p.in[1] : p.out[1];
-  return (hlen + band_rows - 1) / band_rows;
+  return (hlen * direct_mma_phases(v, p) + band_rows - 1) / band_rows;
 }
 // The forward / backward_data matrix path's blocks per group tile: segments of its bands,
-// planes x bands x ceil(W / tile_pixels).
+// planes x bands x ceil(W / phases / tile_pixels).
 inline int64_t direct_band_segments(Variant v, const ConvProblem& p, int tile_pixels, int band_rows) {
   const bool bd = v == Variant::BackwardData;
   const int64_t planes = p.N * (bd ? p.in[0] : p.out[0]), wlen = bd ? p.in[2] : p.out[2];
-  return planes * direct_bands_per_plane(v, p, band_rows) * ((wlen + tile_pixels - 1) / tile_pixels);
+  const int64_t ph = direct_mma_phases(v, p), row = (wlen + ph - 1) / ph;
+  return planes * direct_bands_per_plane(v, p, band_rows) * ((row + tile_pixels - 1) / tile_pixels);
 }
 // The matrix path's units (pipeline/direct_mma.hpp, pipeline/direct_mma_bwd_weight.hpp): row segments of
 // tile_pixels pixels along the W rows of the iterated tensor (bands of one row).
@@ -131,13 +141,17 @@ inline int64_t direct_fma_pixels(Variant v, const ConvProblem& p, int pp) {
 // The matrix path's bands (forward / backward_data, pipeline/direct_mma.hpp): a block takes band_rows
 // consecutive rows of one (n, d) plane, stages each source row once and the taps' weights once
 // for all of them, where the rows share source rows along H: a filter of depth 1, unit stride
-// and dilation along H, and room for the filter's rows plus one in flight (stages >= Y + 1).
+// and dilation along H (backward_data: every stride 1), and room for the filter's rows plus one
+// in flight (stages >= Y + 1).
 // The band is the longest of kDirectMmaBandRows that still leaves a block for every compute unit
 // (row_blocks: the blocks of one row each); else one row a block. Longer bands leave too few
 // blocks to fill the device.
 inline constexpr int kDirectMmaBandRows[] = {4, 2};
-inline int direct_mma_band_rows(const ConvProblem& p, int stages, int64_t row_blocks, int compute_units) {
-  if (p.filter[0] != 1 || p.stride[1] != 1 || p.dilation[1] != 1 || stages < p.filter[1] + 1) return 1;
+inline int direct_mma_band_rows(Variant v, const ConvProblem& p, int stages, int64_t row_blocks,
+                                int compute_units) {
+  if (p.filter[0] != 1 || p.stride[1] != 1 || p.dilation[1] != 1 || stages < p.filter[1] + 1 ||
+      direct_mma_phased(v, p))
+    return 1;
   for (const int b : kDirectMmaBandRows)
     if (row_blocks / b >= compute_units) return b;
   return 1;
