@@ -180,8 +180,14 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
     const int band = direct_mma_band_rows(k.variant, p, stages, direct_row_segments(k.variant, p, k.tile_m) * gtiles,
                                           a.compute_units);
     if (band > 1) rows_reread = double(band + p.filter[1] - 1) / band;
-    // strided backward_data: each W phase of a dx row stages the dy rows its taps reach
-    if (direct_mma_phased(k.variant, p)) rows_reread *= double(p.stride[2]);
+    // strided backward_data: each W phase of a dx row stages the dy rows its taps reach, and
+    // each block its walked taps' weights (about taps / strides; L2 reads, at half price)
+    if (direct_mma_phased(k.variant, p)) {
+      rows_reread *= double(p.stride[2]);
+      const double walked = taps / double(p.stride[0] * p.stride[1] * p.stride[2]);
+      bytes += 0.5 * double(direct_band_segments(k.variant, p, k.tile_m, band) * gtiles) * std::max(1.0, walked) *
+               double(k.tile_n * k.tile_k * eb);
+    }
     c.tiles = direct_band_segments(k.variant, p, k.tile_m, band) * gtiles;
     active_threads = c.tiles * threads;
     c.k_batch = 1;

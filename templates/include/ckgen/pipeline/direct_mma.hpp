@@ -178,9 +178,30 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage_weights(
   }
 }
 
+// The phased blocks' weights: only the taps of the walks tz x ty x tx, in walk order (sB[w][h][q]
+// for walked tap w = (jz * ty.count + jy) * tx.count + jx), with the first row's commit group.
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage_walked_weights(
+    const DirectArgs& a, const typename DirectMmaTraits<Cfg>::Raw* __restrict__ const& wg, const int& tid,
+    const int& ch0, const int& taps, const int& fy, const int& fx, const TapWalk& tz, const TapWalk& ty,
+    const TapWalk& tx, const uint32_t s_w) {
+  using Tr = DirectMmaTraits<Cfg>;
+  constexpr int Gt = Tr::Gt, Cg = Tr::Cg, R = Tr::R;
+  const int n = tz.count * ty.count * tx.count * R * Gt;
+  for (int e = tid; e < n; e += Tr::kThreads) {
+    const int th = e / Gt, qc = e - th * Gt, w = th / R, h = th - w * R;
+    const int jzy = w / tx.count, jx = w - jzy * tx.count, jz = jzy / ty.count, jy = jzy - jz * ty.count;
+    const int t = ((tz.first + jz * tz.step) * fy + ty.first + jy * ty.step) * fx + tx.first + jx * tx.step;
+    const bool ok = ch0 + qc < a.chans;
+    async_copy_zfill_shared<16, true>(s_w + uint32_t(e - tid) * 16,
+                                      wg + (ok ? int64_t(ch0 + qc) * taps * Cg + t * Cg + h * 8 : 0), ok);
+  }
+}
+
 // The taps of one staged filter row (buffer buf; tap t0 + kx of the filter) on this lane's
 // accumulators: a_lane / b_lane are the lane's ldmatrix addresses of tap 0 in buffer 0.
-// kPhased (backward_data at stride > 1): only the taps of tx, `unit` staged columns apart.
+// kPhased (backward_data at stride > 1): only the taps of tx, `unit` staged columns apart; t0
+// indexes the walked weights (mma_stage_walked_weights), the row's taps follow it.
 template <class Cfg, int KZ, bool kPhased, class Acc>
 CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int buf, const int t0,
                                                  const int& fx, const TapWalk& tx, const uint32_t& a_lane,
@@ -201,7 +222,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int 
 #pragma unroll(GW <= 2 ? 3 : 1)
   for (int j = 0; j < nk; ++j) {
     const int kx = kPhased ? tx.first + j * tx.step : j;
-    const int t = t0 + kx;
+    const int t = t0 + (kPhased ? j : kx);
     const int cofs = kPhased ? (nk - 1 - j) * tx.unit : (kFwd ? kx : fx - 1 - kx) * (kCT ? 1 : a.dil[2]);
     // Every fragment of the tap first, then the MMAs: the shared loads overlap instead of
     // each MMA waiting on its own two loads.
@@ -327,11 +348,19 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   int plane, hb, n, d, h0, ph = 0;
   a.fd_bands.divmod(band, plane, hb);
   a.fd_pix[0].divmod(plane, n, d);
-  if constexpr (kPhased)
-    a.fd_s[2].divmod(hb, h0, ph);
-  else
+  // phased: band hb = (bi * sy + rho) * sx + ph takes rows h0 = rho + bi * band_rows * sy, +sy, ...
+  // (one H phase: the same taps reach each), pixels ph + sx * j of each
+  const int hs = kPhased ? a.s[1] : 1;
+  if constexpr (kPhased) {
+    int hq, bi, rho;
+    a.fd_s[2].divmod(hb, hq, ph);
+    a.fd_s[1].divmod(hq, bi, rho);
+    h0 = rho + bi * a.band_rows * hs;
+  } else {
     h0 = hb * a.band_rows;
-  const int rows = min(a.band_rows, hlen - h0);
+  }
+  const int rows = min(a.band_rows, (hlen - h0 + hs - 1) / hs);
+  if (kPhased && rows <= 0) return;  // a band past the last row of its H phase
   const int wlen = (wfull - ph + ps - 1) / ps;  // the block's row: pixels ph, ph + ps, ...
   // Filter row (0, 0)'s source row for row h0 (kz / ky move it by +-dil; phased: then / s), the
   // taps each dimension walks, and the first staged column.
@@ -369,8 +398,12 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
 
   float acc[MT][GW][4] = {};
 
-  // The weights of every tap, with the first filter row's commit group.
-  mma_stage_weights<Cfg>(a, wg, tid, ch0, taps, nvmma::smem_addr(&sB[0][0][0][0]) + uint32_t(tid) * 16);
+  // The weights of every tap (phased: of the walked taps), with the first filter row's commit group.
+  if constexpr (kPhased)
+    mma_stage_walked_weights<Cfg>(a, wg, tid, ch0, taps, fy, fx, tz, ty, tx,
+                                  nvmma::smem_addr(&sB[0][0][0][0]) + uint32_t(tid) * 16);
+  else
+    mma_stage_weights<Cfg>(a, wg, tid, ch0, taps, nvmma::smem_addr(&sB[0][0][0][0]) + uint32_t(tid) * 16);
   // ldmatrix widths: B takes BG group chunks' 8 x 8 weights at once, A the m16 x k8 tiles of AG
   // chunks (x4: lanes 16-31 address the second chunk).
   constexpr int BG = GW % 4 == 0 ? 4 : GW % 2 == 0 ? 2 : 1;
@@ -425,35 +458,49 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   } else {
     // One row: its filter rows (kz, ky) staged in turn, S - 1 in flight ahead of the one
     // multiplied (one commit group per filter row, empty past the last, so wait<S - 2> always
-    // means "filter row r has landed"). Phased: the rows tz x ty walk, none where no W tap
-    // reaches the block's phase.
+    // means "filter row r has landed"). Phased: each of the band's rows (sy apart) in turn,
+    // its filter rows the tz x ty walk (none where no W tap reaches the block's phase), its
+    // source rows those of row h0 plus o.
     const int frows = !kPhased ? (kCT ? KZ : a.fil[0]) * fy : tx.count > 0 ? tz.count * ty.count : 0;
-    int jz = 0, jy = 0;  // the next filter row to stage: (kz, ky) = (tz, ty).first + j * step
+    const int total = kPhased ? rows * frows : frows;
+    int jz = 0, jy = 0, jo = 0;  // the next filter row to stage: (kz, ky) = (tz, ty).first + j * step
     auto stage_next = [&](int buf) {
       const int kz = tz.first + jz * tz.step, ky = ty.first + jy * ty.step;
       int iz = kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0];
       int iy = kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1];
-      if constexpr (kPhased) iz /= a.s[0], iy /= a.s[1];  // exact: the walk's taps
+      if constexpr (kPhased) iz /= a.s[0], iy = iy / hs + jo;  // exact: the walk's taps
       stage(iz, iy, buf);
-      if (++jy == ty.count) jy = 0, ++jz;
+      if (++jy == ty.count) {
+        jy = 0;
+        if (++jz == tz.count && kPhased) jz = 0, ++jo;
+      }
     };
-    int mz = 0, my = 0;  // the filter row multiplied next, as (jz, jy)
+    int mz = 0, my = 0, mo = 0;  // the filter row multiplied next, as (jz, jy), of row mo
 #pragma unroll
     for (int s = 0; s < S - 1; ++s) {
-      if (s < frows) stage_next(s);
+      if (s < total) stage_next(s);
       async_commit();
     }
-    for (int r = 0, buf = 0; r < frows; ++r) {  // buf: filter row r's buffer
+    for (int r = 0, buf = 0; r < total; ++r) {  // buf: filter row r's buffer
       async_wait<S - 2>();
       __syncthreads();  // row r visible to all; every warp is done with row r - 1
-      if (r + S - 1 < frows) stage_next(buf == 0 ? S - 1 : buf - 1);
+      if (r + S - 1 < total) stage_next(buf == 0 ? S - 1 : buf - 1);
       async_commit();
-      row_taps(buf, kPhased ? ((tz.first + mz * tz.step) * fy + ty.first + my * ty.step) * fx : r * fx);
-      if (++my == ty.count) my = 0, ++mz;
+      row_taps(buf, kPhased ? (mz * ty.count + my) * tx.count : r * fx);
+      if (++my == ty.count) {
+        my = 0;
+        if (++mz == tz.count && kPhased) mz = 0, store_row(h0 + hs * mo++);
+      }
       buf = buf == S - 1 ? 0 : buf + 1;
     }
-    if (frows == 0) async_wait<0>();  // the weights' copies (a phase no tap reaches)
-    store_row(h0);
+    if constexpr (kPhased) {
+      if (frows == 0) {  // no tap reaches the phase: the weights' copies, and zeros
+        async_wait<0>();
+        for (int o = 0; o < rows; ++o) store_row(h0 + hs * o);
+      }
+    } else {
+      store_row(h0);
+    }
   }
 #else
   static_assert(sizeof(Cfg) == 0, "ckgen: the direct matrix path is NVIDIA mma.sync");

@@ -26,14 +26,18 @@ inline bool direct_mma_phased(Variant v, const ConvProblem& p) {
 inline int64_t direct_mma_phases(Variant v, const ConvProblem& p) {
   return direct_mma_phased(v, p) ? p.stride[2] : 1;
 }
-// Bands of band_rows rows per (n, d) plane of the iterated tensor: ceil(H / band_rows), each
-// row's W phases a band of their own.
+// Bands of band_rows rows per (n, d) plane of the iterated tensor: ceil(H / band_rows). Phased
+// (direct_mma_phased): a band takes band_rows rows of one H phase (stride H apart) and one W
+// phase, stride W x stride H x ceil(ceil(H / stride H) / band_rows) of them (the last of an H
+// phase may fall short, or past its rows).
 inline int64_t direct_bands_per_plane(Variant v, const ConvProblem& p, int band_rows) {
   const int64_t hlen = v == Variant::BackwardData ? p.in[1] : p.out[1];
-  return (hlen * direct_mma_phases(v, p) + band_rows - 1) / band_rows;
+  if (!direct_mma_phased(v, p)) return (hlen + band_rows - 1) / band_rows;
+  const int64_t sy = p.stride[1], per_phase = (hlen + sy - 1) / sy;
+  return p.stride[2] * sy * ((per_phase + band_rows - 1) / band_rows);
 }
 // The forward / backward_data matrix path's blocks per group tile: segments of its bands,
-// planes x bands x ceil(W / phases / tile_pixels).
+// planes x bands x ceil(W / W phases / tile_pixels).
 inline int64_t direct_band_segments(Variant v, const ConvProblem& p, int tile_pixels, int band_rows) {
   const bool bd = v == Variant::BackwardData;
   const int64_t planes = p.N * (bd ? p.in[0] : p.out[0]), wlen = bd ? p.in[2] : p.out[2];
@@ -141,16 +145,18 @@ inline int64_t direct_fma_pixels(Variant v, const ConvProblem& p, int pp) {
 // The matrix path's bands (forward / backward_data, pipeline/direct_mma.hpp): a block takes band_rows
 // consecutive rows of one (n, d) plane, stages each source row once and the taps' weights once
 // for all of them, where the rows share source rows along H: a filter of depth 1, unit stride
-// and dilation along H (backward_data: every stride 1), and room for the filter's rows plus one
-// in flight (stages >= Y + 1).
+// and dilation along H, and room for the filter's rows plus one in flight (stages >= Y + 1).
+// Phased blocks (strided backward_data) take band_rows rows of one H phase, which the same taps
+// reach: the walked taps' weights are staged once for all of them, each row's source rows on
+// its own.
 // The band is the longest of kDirectMmaBandRows that still leaves a block for every compute unit
 // (row_blocks: the blocks of one row each); else one row a block. Longer bands leave too few
 // blocks to fill the device.
 inline constexpr int kDirectMmaBandRows[] = {4, 2};
 inline int direct_mma_band_rows(Variant v, const ConvProblem& p, int stages, int64_t row_blocks,
                                 int compute_units) {
-  if (p.filter[0] != 1 || p.stride[1] != 1 || p.dilation[1] != 1 || stages < p.filter[1] + 1 ||
-      direct_mma_phased(v, p))
+  if (!direct_mma_phased(v, p) &&
+      (p.filter[0] != 1 || p.stride[1] != 1 || p.dilation[1] != 1 || stages < p.filter[1] + 1))
     return 1;
   for (const int b : kDirectMmaBandRows)
     if (row_blocks / b >= compute_units) return b;
