@@ -86,6 +86,14 @@ inline constexpr double kDirectMmaBwdUnitUs = 0.75;     // latency of one unit's
 // H200 profiles of 36 grouped layers of 8-32 channels a group) picks faster on 9 forward layers,
 // slower on none, and leaves backward_data's picks as they were.
 inline constexpr double kDirectMmaLaunchUs = 2.0;
+// The phased backward_data blocks (strided, pipeline/direct_mma.hpp) in waves: as many resident a
+// compute unit as shared memory (direct_mma_ring) and 1024 threads allow, each its first copies'
+// latency (kDirectMmaBlockUs) and then kDirectMmaRowUs a staged source row; the launch takes the
+// longer of that and the bytes' time. Short phase rows make many blocks of a few staged rows,
+// latency-bound (bench/results/2026-11-30_H200_strided_bwd_data.md). The other matrix blocks
+// stage whole filters over long rows: their times follow the bytes.
+inline constexpr double kDirectMmaBlockUs = 0.5;
+inline constexpr double kDirectMmaRowUs = 0.3;
 inline constexpr double kDirectIssueEfficiency = 0.55;  // fraction of issue slots the FMA kernels keep busy
 inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes, int tile_channels) {
   const double taps = double(p.filter_spatial());
@@ -156,6 +164,7 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   const int threads = std::max(1, k.wave_m) * a.warp_size;
   c.blocks_per_cu = std::max(1, 2048 / threads);
   int64_t active_threads;
+  double block_us = 0.0;  // forward / backward_data matrix path: its waves of blocks
   // the FMA path's channel vector and pixels a thread (the matrix path lays out its own warps)
   const int vec = std::max(1, k.vec_a);
   const int pp = matrix ? 1 : std::max(1, direct_fma_pixels_per_thread(k.tile_m, k.tile_n, vec, threads));
@@ -180,17 +189,28 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
     const int band = direct_mma_band_rows(k.variant, p, stages, direct_row_segments(k.variant, p, k.tile_m) * gtiles,
                                           a.compute_units);
     if (band > 1) rows_reread = double(band + p.filter[1] - 1) / band;
+    // source rows a block stages: a band's rows and the filter's, every filter row of one row,
+    // or (phased) each of its rows' walked filter rows
+    const double zy = double(p.filter[0] * p.filter[1]);
+    double staged = band > 1 ? double(band + p.filter[1] - 1) : zy;
     // strided backward_data: each W phase of a dx row stages the dy rows its taps reach, and
     // each block its walked taps' weights (about taps / strides; L2 reads, at half price)
     if (direct_mma_phased(k.variant, p)) {
       rows_reread *= double(p.stride[2]);
       const double walked = taps / double(p.stride[0] * p.stride[1] * p.stride[2]);
+      staged = double(band) * std::max(1.0, zy / double(p.stride[0] * p.stride[1]));
       bytes += 0.5 * double(direct_band_segments(k.variant, p, k.tile_m, band) * gtiles) * std::max(1.0, walked) *
                double(k.tile_n * k.tile_k * eb);
     }
     c.tiles = direct_band_segments(k.variant, p, k.tile_m, band) * gtiles;
     active_threads = c.tiles * threads;
     c.k_batch = 1;
+    const DirectMmaRing ring = direct_mma_ring(k.tile_m, k.tile_n, k.tile_k, eb);
+    const int resident = std::max(1, std::min(a.lds_bytes / (ring.stages * ring.row_bytes + ring.weight_bytes),
+                                              1024 / threads));
+    if (direct_mma_phased(k.variant, p))
+      block_us = double(cdiv(c.tiles, int64_t(a.compute_units) * resident)) *
+                 (kDirectMmaBlockUs + kDirectMmaRowUs * staged);
   } else {
     const bool rows = direct_row_window(k.variant, p, pp, k.tile_n) > 0;
     c.tiles = cdiv(rows ? direct_row_window_pixels(k.variant, p, pp) : pixels, k.tile_m) * gtiles;
@@ -207,7 +227,7 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   const double warps_per_cu = double(active_threads) / a.warp_size / a.compute_units;
   const double latency = std::max(1.0, 16.0 / std::max(1.0, std::min(64.0, warps_per_cu)));
   const double mem_us = bytes * overhang / (a.bandwidth_gbs * 1e9) * 1e6 * std::sqrt(latency);
-  double fma_us = 0.0;  // the matrix path: none
+  double fma_us = block_us;  // the matrix path: its blocks' latency (forward / backward_data)
   // warp instructions issued per second at every scheduler busy: the fp32 peak / (2 x warp size)
   const double issue_rate = a.peak_tflops(DataType::FP32) * 1e12 / (2.0 * a.warp_size) * kDirectIssueEfficiency;
   if (!matrix && k.variant == Variant::BackwardWeight) {
