@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
 # The backward fusions on the GPU machine, in one call: the GoogleTests (and the seeded sweep) of
-# the tests set's bias_grad instances, then configs/backward_weight/fused.yaml's fp16 2D bias_grad
-# twins against their plain default tiles over the corpus layers (bench/fused_pairs.py shapes:
-# batch 32, 2D, no depthwise), side by side in one profiler run, and the per-layer report
-# (bench/fused_pairs.py report). $OUT: summary.txt, test.log, prof.csv, pairs.csv, build logs.
+# the tests set's fused instances (TEST_KERNELS), then configs/<VARIANT>/fused.yaml's fp16 2D twins
+# (TILES, named ..._<tile><TAIL><SUFFIX>) against their plain default tiles over the corpus layers
+# (bench/fused_pairs.py shapes: batch 32, 2D, no depthwise), side by side in one profiler run, and
+# the per-layer report (bench/fused_pairs.py report). $OUT: summary.txt, test.log, prof.csv,
+# pairs.csv, build logs.
 #
-#   bash bench/device_fused_backward.sh
+#   bash bench/device_fused_backward.sh                # backward_weight's bias_grad twins
 #   VERIFY=gpu bash bench/device_fused_backward.sh   # also check every timed run (slower)
+#   VARIANT=backward_data SUFFIX=_drelu TAIL=_v8x8x8 TEST_KERNELS='*_d*relu*' \
+#     TILES="t64x64x32_w2x2x1_wt16x8x16_ms3 ..." bash bench/device_fused_backward.sh
+# EXTRA: more --kernels globs of plain instances to time beside them (the best unfused kernel);
+# SHAPE_ARGS: options of `fused_pairs.py shapes` (e.g. --models resnet50).
 #
 # Needs nvcc, cmake, ninja, python3 with click/jinja2/pyyaml; GoogleTest from Debian's
 # libgtest-dev .deb carried in .gtest/.
 set -uo pipefail
+# shellcheck disable=SC2086  # EXTRA, SHAPE_ARGS: word lists
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/ckgen-fused-bwd-out}
 WORK=${WORK:-/tmp/ckgen-fused-bwd-work}
 JOBS=${JOBS:-$(nproc)}
 VERIFY=${VERIFY:-none}
+VARIANT=${VARIANT:-backward_weight}
+SUFFIX=${SUFFIX:-_bgrad}
+TAIL=${TAIL:-_cshuffle_v8x8x8}
+ABBR=$(case $VARIANT in forward) echo fwd ;; backward_data) echo bwd_data ;; *) echo bwd_weight ;; esac)
 TILES=${TILES:-"t64x64x64_w4x1x1_wt64x64x16_wltma4_lm1x4 t64x64x64_w4x1x1_wt64x64x16_wltma8_lm1x4
   t64x128x64_w4x1x1_wt64x128x16_wltma8_lm1x4 t128x128x64_w8x1x1_wt64x128x16_wltma4_lm1x8
   t128x192x64_w8x1x1_wt64x192x16_wltma4_lm1x8 t128x256x64_w8x1x1_wt64x256x16_wltma4_lm1x8"}
@@ -25,18 +35,20 @@ start_run
 
 GLOBS=()
 for t in $TILES; do
-  GLOBS+=(--kernels "grouped_conv_bwd_weight_fp16_2d_${t}_cshuffle_v8x8x8"
-    --kernels "grouped_conv_bwd_weight_fp16_2d_${t}_cshuffle_v8x8x8_bgrad")
+  GLOBS+=(--kernels "grouped_conv_${ABBR}_fp16_2d_${t}${TAIL}"
+    --kernels "grouped_conv_${ABBR}_fp16_2d_${t}${TAIL}${SUFFIX}")
 done
-build_tests_and_pairs backward_weight --kernels '*bgrad*' -- \
-  --config configs/backward_weight/default.yaml --config configs/backward_weight/fused.yaml "${GLOBS[@]}"
-run_gtests backward_weight "${CKGEN_SWEEP_SEED:-$RANDOM}" "${TEST_TIMEOUT:-200}"
+build_tests_and_pairs "$VARIANT" --kernels "${TEST_KERNELS:-*bgrad*}" -- \
+  --config "configs/$VARIANT/default.yaml" --config "configs/$VARIANT/fused.yaml" "${GLOBS[@]}" \
+  ${EXTRA:-}
+run_gtests "$VARIANT" "${CKGEN_SWEEP_SEED:-$RANDOM}" "${TEST_TIMEOUT:-200}"
 
-python3 bench/fused_pairs.py shapes --out "$WORK/shapes.csv" | tee -a "$OUT/summary.txt"
+python3 bench/fused_pairs.py shapes ${SHAPE_ARGS:-} --out "$WORK/shapes.csv" | tee -a "$OUT/summary.txt"
 t0=$SECONDS
-timeout "${BENCH_TIMEOUT:-240}" "$WORK/pf/build/bin/ckgen_profiler_backward_weight" \
+timeout "${BENCH_TIMEOUT:-240}" "$WORK/pf/build/bin/ckgen_profiler_$VARIANT" \
   --shapes "$WORK/shapes.csv" --datatype fp16 --verify "$VERIFY" --warmup 3 --repeat 10 \
   --csv "$OUT/prof.csv" > "$OUT/prof.log" 2>&1
 log "profile rc $? in $((SECONDS - t0)) s"
 gzip -f "$OUT/prof.log"
-python3 bench/fused_pairs.py report "$OUT/prof.csv" --out "$OUT/pairs.csv" | tee -a "$OUT/summary.txt"
+python3 bench/fused_pairs.py report "$OUT/prof.csv" --suffix "$SUFFIX" --out "$OUT/pairs.csv" |
+  tee -a "$OUT/summary.txt"

@@ -82,6 +82,17 @@ def test_backward_fusions_are_valid_on_the_basic_pipeline() -> None:
     assert check(replace(BWD_DATA, k_batch=0), SM90) is None  # the mask is applied per split
 
 
+def test_a_mask_alone_is_valid_on_the_multistage_pipeline_with_y_beside_dy() -> None:
+    ms = replace(BWD_DATA, pipeline=Pipeline.MULTISTAGE, stages=3)
+    assert check(ms, SM90) is None
+    mask = replace(BWD_WEIGHT, pipeline=Pipeline.MULTISTAGE, stages=3, channel_op=ChannelOp.NONE)
+    assert check(mask, SM90) is None
+    plain = replace(ms, activation=Activation.NONE)
+    tm, _, tk = ms.tile
+    a_tile = tm * (tk + max(16 // 2, ms.vec_a)) * 2  # one K-major dy tile, fp16, padded rows
+    assert lds_bytes(ms, SM90) - lds_bytes(plain, SM90) == ms.stages * a_tile
+
+
 @pytest.mark.parametrize(
     ("inst", "reason"),
     [
@@ -90,7 +101,10 @@ def test_backward_fusions_are_valid_on_the_basic_pipeline() -> None:
         (replace(BWD_DATA, activation=Activation.RELU), "fuse a gradient mask"),
         (replace(BWD_DATA, channel_op=ChannelOp.BIAS), "forward epilogue operation"),
         (replace(BWD_DATA, residual=True), "fuse a gradient mask"),
-        (replace(BWD_DATA, pipeline=Pipeline.MULTISTAGE, stages=3), "basic pipeline"),
+        (
+            replace(BWD_WEIGHT, pipeline=Pipeline.MULTISTAGE, stages=3),
+            "gradient mask alone",
+        ),
         (
             replace(BWD_WEIGHT, reduction=Reduction.STREAMK_LINEAR, k_batch=0),
             "reduction splitk",
@@ -139,12 +153,25 @@ def _fused_names(variant: str) -> list[str]:
 
 
 def test_the_tests_sets_hold_one_backward_fusion_per_path() -> None:
-    data = [parse_instance_name(n) for n in _fused_names("backward_data")]
+    every_data = [parse_instance_name(n) for n in _fused_names("backward_data")]
     every_weight = [parse_instance_name(n) for n in _fused_names("backward_weight")]
+    data = [i for i in every_data if i.pipeline is Pipeline.BASIC]
     weight = [i for i in every_weight if i.pipeline is Pipeline.BASIC]
     tma = [i for i in every_weight if i.pipeline is Pipeline.WAVELET_TMA]
     assert 2 <= len(data) <= 4 and 3 <= len(weight) <= 5, [i.name for i in data + weight]
-    assert all(i.pipeline is Pipeline.BASIC for i in data)
+    # the multistage masks (y copied beside dy): every mask, 16- and 8-byte copies, a split,
+    # 1D-3D in backward_data; 16-byte copies with and without a split in backward_weight
+    ms_data = [i for i in every_data if i.pipeline is Pipeline.MULTISTAGE]
+    ms_weight = [i for i in every_weight if i.pipeline is Pipeline.MULTISTAGE]
+    assert len(ms_data) + len(data) == len(every_data) and 3 <= len(ms_data) <= 6
+    assert {i.activation for i in ms_data} == set(GRAD_MASKS) and {i.ndim for i in ms_data} == {
+        1,
+        2,
+        3,
+    }
+    assert {i.vec_a for i in ms_data} >= {4, 8} and any(i.k_batch != 1 for i in ms_data)
+    assert 2 <= len(ms_weight) <= 4 and {i.k_batch for i in ms_weight} >= {0, 1}
+    assert all(i.channel_op is ChannelOp.NONE for i in ms_data + ms_weight)
     # wavelet_tma's bias_grad: one and two warpgroups, ping-pong, split sums, both epilogues, 1D-3D
     assert 4 <= len(tma) <= 8 and all(i.channel_op is ChannelOp.BIAS_GRAD for i in tma)
     assert {i.ndim for i in tma} == {1, 2, 3} and {i.datatype for i in tma} == set(DataType) - {

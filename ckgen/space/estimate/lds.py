@@ -5,7 +5,7 @@ from __future__ import annotations
 from ckgen.model.arch import ArchSpec
 from ckgen.model.instance import KernelInstance
 from ckgen.model.limits import LDS_ROW_PAD_BYTES
-from ckgen.model.vocab import DATATYPE_BYTES, Epilogue, MathUnit, Pipeline, Variant
+from ckgen.model.vocab import DATATYPE_BYTES, GRAD_MASKS, Epilogue, MathUnit, Pipeline, Variant
 from ckgen.space.estimate.direct import direct_lds_bytes
 from ckgen.space.estimate.tma import tma_lds_bytes
 
@@ -17,8 +17,9 @@ def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
     dimension
     (A is K-major except in backward_weight, B only in forward), each row padded by 16 bytes or
     one vector, whichever is larger. wgmma instances (arch given) store unpadded core-matrix
-    tiles; wavelet adds two 8-byte mbarriers per stage. The direct kernel and wavelet_tma have
-    their own layouts (direct_lds_bytes, tma_lds_bytes)."""
+    tiles; wavelet adds two 8-byte mbarriers per stage; a multistage gradient mask a second A
+    tile per stage (the saved output y). The direct kernel and wavelet_tma have their own layouts
+    (direct_lds_bytes, tma_lds_bytes)."""
     if i.pipeline is Pipeline.DIRECT:
         return direct_lds_bytes(i, a.warp_size if a is not None else 64)
     if i.pipeline is Pipeline.WAVELET_TMA:
@@ -33,7 +34,8 @@ def lds_bytes(i: KernelInstance, a: ArchSpec | None = None) -> int:
     b_k_major = i.variant is Variant.FORWARD
     a_tile = tm * (tk + pad_a) if a_k_major else tk * (tm + pad_a)
     b_tile = tn * (tk + pad_b) if b_k_major else tk * (tn + pad_b)
-    main = max(1, i.stages) * (a_tile + b_tile) * e
+    a_tiles = 2 if i.pipeline is Pipeline.MULTISTAGE and i.activation in GRAD_MASKS else 1
+    main = max(1, i.stages) * (a_tiles * a_tile + b_tile) * e
     cshuffle = tm * (tn * 4 + LDS_ROW_PAD_BYTES) if i.epilogue is Epilogue.CSHUFFLE else 0
     barriers = 16 * i.stages if i.pipeline is Pipeline.WAVELET else 0
     return max(main, cshuffle) + barriers

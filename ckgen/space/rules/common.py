@@ -117,7 +117,8 @@ def check_swap_ab(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | Non
 
 def check_backward_fusion(i: KernelInstance) -> str | None:
     """The backward fusions: a gradient mask on dy (backward_data, backward_weight) and
-    bias_grad (backward_weight), applied as the basic pipeline stages dy (block/tile_loader.hpp)."""
+    bias_grad (backward_weight), applied as the basic pipeline stages dy (block/tile_loader.hpp);
+    a gradient mask alone also in the multistage pipeline (y copied beside dy)."""
     f = i.fusion
     grad = i.activation in GRAD_MASKS or i.channel_op in BACKWARD_CHANNEL_OPS
     if i.variant is Variant.FORWARD:
@@ -148,8 +149,13 @@ def check_backward_fusion(i: KernelInstance) -> str | None:
             f"fusion {f}: wavelet_tma fuses bias_grad alone, in backward_weight's default "
             "specialization; gradient masks are applied as the basic pipeline stages dy"
         )
-    if i.pipeline is not Pipeline.BASIC:
-        return f"fusion {f}: the backward fusions are applied as the basic pipeline stages dy"
+    if i.pipeline is Pipeline.MULTISTAGE and i.channel_op is not ChannelOp.NONE:
+        return f"fusion {f}: the multistage pipeline fuses a gradient mask alone (bias_grad: basic)"
+    if i.pipeline not in (Pipeline.BASIC, Pipeline.MULTISTAGE):
+        return (
+            f"fusion {f}: the backward fusions are applied as the basic or multistage pipeline "
+            "stages dy"
+        )
     if i.groups_to_merge != 1:
         return f"fusion {f}: the backward fusions need groups_to_merge 1"
     if i.channel_op is ChannelOp.BIAS_GRAD and (

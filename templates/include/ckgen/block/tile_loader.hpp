@@ -2,8 +2,9 @@
 // vectorized by kVecA / kVecB along the operand's contiguous dim. The index math comes from the
 // variant's view (conv/conv_maps.hpp): the M/N part once per block (`fix`), the K part per k step.
 // Backward fusions (A is dy): a gradient mask multiplies dy by the activation's gradient at the
-// saved forward output y (read at dy's offsets) before it is staged; bias_grad (backward_weight)
-// also sums the staged dy per thread and column, flushed once per block (flush_bias_grad).
+// saved forward output y (read at dy's offsets) before it is staged (multistage: y copied beside
+// dy, the product taken in shared memory, apply_mask); bias_grad (backward_weight) also sums the
+// staged dy per thread and column, flushed once per block (flush_bias_grad).
 #pragma once
 
 #include <type_traits>
@@ -125,10 +126,12 @@ struct TileLoader {
     return smem + Tr::template smem_offset<kKMajor, kLd>(row, col * V);
   }
 
-  // The saved forward output's vector at dy's address src.
+  // The saved forward output's address and vector at dy's address src.
+  CKGEN_DEVICE static const Raw* y_ptr(const View& v, const Raw* src) {
+    return static_cast<const Raw*>(v.p.ep.y) + (src - static_cast<const Raw*>(v.p.out));
+  }
   CKGEN_DEVICE static VecT y_at(const View& v, const Raw* src) {
-    const Raw* y = static_cast<const Raw*>(v.p.ep.y) + (src - static_cast<const Raw*>(v.p.out));
-    return *reinterpret_cast<const VecT*>(y);
+    return *reinterpret_cast<const VecT*>(y_ptr(v, src));
   }
   // The vector staged for loaded dy d (y: the saved output there), structural zeros applied;
   // bias_grad adds it to vector i's column sums.
@@ -238,15 +241,18 @@ struct TileLoader {
   }
 
   // Multistage path: cp.async global -> shared (zero-fill for structural zeros) where the
-  // access size allows it, else copy_direct.
-  CKGEN_DEVICE CKGEN_FORCEINLINE void copy_async(const View& v, int k0, Raw* smem, int tid) {
-    static_assert(!kMask && !kDb, "ckgen: the backward fusions are staged by the basic pipeline only");
+  // access size allows it, else copy_direct. A gradient mask copies y's vectors into ysmem at
+  // the same offsets (apply_mask multiplies them in once they have landed); copy_direct applies
+  // it as it stages.
 #if defined(CKGEN_HAS_CP_ASYNC)
-    constexpr bool kCp = sizeof(VecT) == 4 || sizeof(VecT) == 8 || sizeof(VecT) == 16;
+  static constexpr bool kCpAsync = sizeof(VecT) == 4 || sizeof(VecT) == 8 || sizeof(VecT) == 16;
 #else
-    constexpr bool kCp = false;
+  static constexpr bool kCpAsync = false;
 #endif
-    if constexpr (kCp) {
+  CKGEN_DEVICE CKGEN_FORCEINLINE void copy_async(const View& v, int k0, Raw* smem, int tid, Raw* ysmem = nullptr) {
+    static_assert(!kDb, "ckgen: bias_grad is summed by the basic pipeline (and wavelet_tma) only");
+    static_assert(!kMask || Tr::kMaskStage, "ckgen: a gradient mask is applied by the basic or multistage pipeline");
+    if constexpr (kCpAsync) {
       const KPart hk = hoisted_k(v, k0, tid);
 #pragma unroll
       for (int i = 0; i < kIters; ++i) {
@@ -254,9 +260,28 @@ struct TileLoader {
         bool ok;
         const Raw* src = ptr_at(v, i, k0, hk, tid, ok);
         async_copy_zfill<int(sizeof(VecT)), kL1>(smem_at(smem, i, tid), src, ok);
+        if constexpr (kMask) async_copy_zfill<int(sizeof(VecT)), kL1>(smem_at(ysmem, i, tid), y_ptr(v, src), ok);
       }
     } else {
       copy_direct(v, k0, smem, tid);
+    }
+  }
+  // The multistage gradient mask: this thread's staged dy vectors (smem) times the activation's
+  // gradient at its staged y vectors (ysmem), once its own copies have landed (before the
+  // barrier that shows the tile to the other threads).
+  CKGEN_DEVICE CKGEN_FORCEINLINE void apply_mask(const View& v, Raw* smem, Raw* ysmem, int tid) const {
+    if constexpr (kMask && kCpAsync) {
+#pragma unroll
+      for (int i = 0; i < kIters; ++i) {
+        if (!active(tid + i * T)) continue;
+        VecT* d = reinterpret_cast<VecT*>(smem_at(smem, i, tid));
+        const VecT y = *reinterpret_cast<const VecT*>(smem_at(ysmem, i, tid));
+        VecT val = *d;
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          val.v[e] = fusion::grad_mask<Cfg::kActivation, Tr::kDataType>(val.v[e], y.v[e], v.p.ep.alpha);
+        *d = val;
+      }
     }
   }
 };

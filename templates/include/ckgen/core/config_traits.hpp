@@ -142,7 +142,11 @@ struct ConfigTraits {
   // CShuffle epilogue: the fp32 C tile [BM][BN + 4] reuses the operand buffers afterwards.
   static constexpr int kLdC = BN + 4;
   static constexpr int kSmemCBytes = Cfg::kEpilogue == Epilogue::CShuffle ? BM * kLdC * 4 : 0;
-  static constexpr int kSmemMainBytes = kStages * (kSmemAElems + kSmemBElems) * int(sizeof(Raw));
+  // A gradient mask in the multistage pipeline copies the saved forward output y beside dy: a
+  // second A buffer a stage (block/tile_loader.hpp apply_mask).
+  static constexpr bool kMaskStage = Cfg::kGradMask && Cfg::kPipeline == Pipeline::Multistage;
+  static constexpr int kSmemMainBytes =
+      kStages * ((kMaskStage ? 2 : 1) * kSmemAElems + kSmemBElems) * int(sizeof(Raw));
   static constexpr int kSmemBytes =
       (kSmemMainBytes > kSmemCBytes ? kSmemMainBytes : kSmemCBytes) + kBarrierBytes;
 

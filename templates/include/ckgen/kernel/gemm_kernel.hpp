@@ -305,7 +305,8 @@ class GroupedConvKernel final : public HostFace<Cfg> {
         return e;
     }
     if constexpr (Cfg::kGradMask)
-      static_assert(Cfg::kPipeline == Pipeline::Basic, "ckgen: the gradient mask is applied by the basic pipeline");
+      static_assert(Cfg::kPipeline == Pipeline::Basic || Cfg::kPipeline == Pipeline::Multistage,
+                    "ckgen: the gradient mask is applied by the basic or multistage pipeline");
     if constexpr (kStreamK) {
       return launch_streamk(p, a, workspace, stream, opts);
     } else {

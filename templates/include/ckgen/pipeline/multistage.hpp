@@ -4,6 +4,8 @@
 //   prologue: issue tiles 0 .. S-2 (one commit group each, empty groups keep the count)
 //   step t:   wait until tile t landed; barrier (tile t visible to all, tile t-1 consumed);
 //             issue tile t+S-1 into the buffer of tile t-1; multiply tile t.
+// A gradient mask (backward) copies y beside dy (sY, an A buffer a stage); each thread multiplies
+// its own vectors of tile t between the wait and the barrier.
 #pragma once
 
 #include "ckgen/core/async_copy.hpp"
@@ -24,6 +26,7 @@ struct PipelineMultistage {
                                int ke, unsigned char* smem, int tid) {
     Raw* sA = reinterpret_cast<Raw*>(smem);
     Raw* sB = sA + S * Tr::kSmemAElems;
+    Raw* sY = sB + S * Tr::kSmemBElems;  // kMaskStage: y beside dy
     const Gemm gemm(tid);
     const int nk = ke > kb ? (ke - kb + Tr::BK - 1) / Tr::BK : 0;
     if (nk == 0) return;
@@ -34,7 +37,7 @@ struct PipelineMultistage {
 #pragma unroll
     for (int s = 0; s < S - 1; ++s) {
       if (s < nk) {
-        la.copy_async(v, kb + s * Tr::BK, sA + s * Tr::kSmemAElems, tid);
+        la.copy_async(v, kb + s * Tr::BK, sA + s * Tr::kSmemAElems, tid, sY + s * Tr::kSmemAElems);
         lb.copy_async(v, kb + s * Tr::BK, sB + s * Tr::kSmemBElems, tid);
       }
       async_commit();
@@ -42,10 +45,11 @@ struct PipelineMultistage {
     int read = 0, write = S - 1;
     for (int t = 0; t < nk; ++t) {
       async_wait<S - 2>();
+      if constexpr (Tr::kMaskStage) la.apply_mask(v, sA + read * Tr::kSmemAElems, sY + read * Tr::kSmemAElems, tid);
       __syncthreads();
       const int tn = t + S - 1;
       if (tn < nk) {
-        la.copy_async(v, kb + tn * Tr::BK, sA + write * Tr::kSmemAElems, tid);
+        la.copy_async(v, kb + tn * Tr::BK, sA + write * Tr::kSmemAElems, tid, sY + write * Tr::kSmemAElems);
         lb.copy_async(v, kb + tn * Tr::BK, sB + write * Tr::kSmemBElems, tid);
       }
       async_commit();
