@@ -186,13 +186,13 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
     // The launch's bands (pipeline/depthwise.hpp run, direct_mma_band_rows): a block of `band` rows stages
     // its band + Y - 1 source rows once each.
     const int stages = direct_mma_ring(k.tile_m, k.tile_n, k.tile_k, eb).stages;
-    const int band = direct_mma_band_rows(k.variant, p, stages, direct_row_segments(k.variant, p, k.tile_m) * gtiles,
-                                          a.compute_units);
-    if (band > 1) rows_reread = double(band + p.filter[1] - 1) / band;
+    const int band = direct_mma_band_rows(direct_row_segments(k.variant, p, k.tile_m) * gtiles, a.compute_units);
+    const bool shared = direct_mma_band_shares_rows(k.variant, p, stages);
+    if (band > 1 && shared) rows_reread = double(band + p.filter[1] - 1) / band;
     // source rows a block stages: a band's rows and the filter's, every filter row of one row,
     // or (phased) each of its rows' walked filter rows
     const double zy = double(p.filter[0] * p.filter[1]);
-    double staged = band > 1 ? double(band + p.filter[1] - 1) : zy;
+    double staged = band > 1 && shared ? double(band + p.filter[1] - 1) : double(band) * zy;
     // strided backward_data: each W phase of a dx row stages the dy rows its taps reach, and
     // each block its walked taps' weights (about taps / strides; L2 reads, at half price)
     if (direct_mma_phased(k.variant, p)) {

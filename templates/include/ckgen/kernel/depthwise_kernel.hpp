@@ -159,9 +159,9 @@ class DepthwiseKernel final : public HostFace<Cfg> {
       };
       if constexpr (Tr::kMma) {  // the matrix path: a block per segment of a band of rows
                                  // (pipeline/direct_mma.hpp)
-        a.band_rows = direct_mma_band_rows(kVariant, p, DirectMmaTraits<Cfg>::kStages,
-                                           direct_row_segments(kVariant, p, Tr::P) * gtiles,
-                                           detail::device_sm_count());
+        a.band_rows =
+            direct_mma_band_rows(direct_row_segments(kVariant, p, Tr::P) * gtiles, detail::device_sm_count());
+        a.band_shares_rows = direct_mma_band_shares_rows(kVariant, p, DirectMmaTraits<Cfg>::kStages);
         a.fd_bands.init(direct_bands_per_plane(kVariant, p, a.band_rows));
         const dim3 rgrid(unsigned(direct_band_segments(kVariant, p, Tr::P, a.band_rows)), gtiles, 1);
         if constexpr (kVariant == Variant::BackwardData) {  // strided: one W phase a block

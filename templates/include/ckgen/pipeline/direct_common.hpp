@@ -31,6 +31,7 @@ struct DirectArgs {
   FastDiv fd_s[3];              // strides (backward_data)
   int slice_pixels;             // backward_weight: pixels per slice (a multiple of P; matrix path: row segments)
   int band_rows = 1;            // forward / backward_data matrix path: rows of the iterated tensor a block takes
+  bool band_shares_rows = false;  // ... staging each source row once for the band (direct_mma_band_shares_rows)
   FastDiv fd_bands;             // ... and bands per plane (n, d), ceil(H / band_rows)
   int64_t ws_stride;            // backward_weight two-stage: floats per slice (G * taps)
   OutMode mode;

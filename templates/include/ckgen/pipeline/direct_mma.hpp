@@ -430,8 +430,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
     mma_store_row<Cfg>(a, h, h0, lane_dst, row_elems, ps * a.chans, lane_w, lane_ch, wlen, acc);
   };
 
-  if (!kPhased && a.band_rows > 1) {
-    // Bands (fil[0] == 1, unit stride and dilation along H, S >= Y + 1: direct_mma_band_rows):
+  if (!kPhased && a.band_shares_rows && a.band_rows > 1) {
+    // Bands sharing source rows (fil[0] == 1, unit stride and dilation along H, S >= Y + 1:
+    // direct_mma_band_shares_rows):
     // row h0 + o reads source rows ybase + o .. + Y - 1, so the band's rows + Y - 1 source rows
     // are staged once each, in order, S - 1 ahead; row o waits for its Y rows (all but the last
     // S - 1 - Y commit groups) and the barrier frees the buffer of row o - 1 for row o + S - 1.
@@ -456,23 +457,25 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
       buf = buf == S - 1 ? 0 : buf + 1;
     }
   } else {
-    // One row: its filter rows (kz, ky) staged in turn, S - 1 in flight ahead of the one
-    // multiplied (one commit group per filter row, empty past the last, so wait<S - 2> always
-    // means "filter row r has landed"). Phased: each of the band's rows (sy apart) in turn,
-    // its filter rows the tz x ty walk (none where no W tap reaches the block's phase), its
-    // source rows those of row h0 plus o.
+    // Each of the band's rows in turn (one row unless the host chose bands that share no source
+    // rows; phased: rows hs apart), its filter rows (kz, ky) staged in turn, S - 1 in flight
+    // ahead of the one multiplied (one commit group per filter row, empty past the last, so
+    // wait<S - 2> always means "filter row r has landed"). Row o's source rows are row h0's
+    // moved by o strides (phased: by o); phased filter rows are the tz x ty walk (none where no
+    // W tap reaches the block's phase).
     const int frows = !kPhased ? (kCT ? KZ : a.fil[0]) * fy : tx.count > 0 ? tz.count * ty.count : 0;
-    const int total = kPhased ? rows * frows : frows;
+    const int total = rows * frows;
+    const int row_shift = kFwd ? a.s[1] : 1;  // source rows from one of the band's rows to the next
     int jz = 0, jy = 0, jo = 0;  // the next filter row to stage: (kz, ky) = (tz, ty).first + j * step
     auto stage_next = [&](int buf) {
       const int kz = tz.first + jz * tz.step, ky = ty.first + jy * ty.step;
       int iz = kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0];
       int iy = kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1];
-      if constexpr (kPhased) iz /= a.s[0], iy = iy / hs + jo;  // exact: the walk's taps
-      stage(iz, iy, buf);
+      if constexpr (kPhased) iz /= a.s[0], iy /= hs;  // exact: the walk's taps
+      stage(iz, iy + jo * row_shift, buf);
       if (++jy == ty.count) {
         jy = 0;
-        if (++jz == tz.count && kPhased) jz = 0, ++jo;
+        if (++jz == tz.count) jz = 0, ++jo;
       }
     };
     int mz = 0, my = 0, mo = 0;  // the filter row multiplied next, as (jz, jy), of row mo
@@ -486,20 +489,16 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
       __syncthreads();  // row r visible to all; every warp is done with row r - 1
       if (r + S - 1 < total) stage_next(buf == 0 ? S - 1 : buf - 1);
       async_commit();
-      row_taps(buf, kPhased ? (mz * ty.count + my) * tx.count : r * fx);
+      row_taps(buf, kPhased ? (mz * ty.count + my) * tx.count : (mz * fy + my) * fx);
       if (++my == ty.count) {
         my = 0;
-        if (++mz == tz.count && kPhased) mz = 0, store_row(h0 + hs * mo++);
+        if (++mz == tz.count) mz = 0, store_row(h0 + hs * mo++);
       }
       buf = buf == S - 1 ? 0 : buf + 1;
     }
-    if constexpr (kPhased) {
-      if (frows == 0) {  // no tap reaches the phase: the weights' copies, and zeros
-        async_wait<0>();
-        for (int o = 0; o < rows; ++o) store_row(h0 + hs * o);
-      }
-    } else {
-      store_row(h0);
+    if (frows == 0) {  // no tap reaches the phase: the weights' copies, and zeros
+      async_wait<0>();
+      for (int o = 0; o < rows; ++o) store_row(h0 + hs * o);
     }
   }
 #else

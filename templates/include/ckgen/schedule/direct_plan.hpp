@@ -143,21 +143,21 @@ inline int64_t direct_fma_pixels(Variant v, const ConvProblem& p, int pp) {
   return p.N * p.out[0] * ((p.out[1] + 1) / 2) * 2 * p.out[2];
 }
 // The matrix path's bands (forward / backward_data, pipeline/direct_mma.hpp): a block takes band_rows
-// consecutive rows of one (n, d) plane, stages each source row once and the taps' weights once
-// for all of them, where the rows share source rows along H: a filter of depth 1, unit stride
-// and dilation along H, and room for the filter's rows plus one in flight (stages >= Y + 1).
-// Phased blocks (strided backward_data) take band_rows rows of one H phase, which the same taps
-// reach: the walked taps' weights are staged once for all of them, each row's source rows on
-// its own.
+// rows of one (n, d) plane and stages the taps' weights once for all of them. Where the rows
+// share source rows along H (a filter of depth 1, unit stride and dilation along H, and room
+// for the filter's rows plus one in flight: stages >= Y + 1; direct_mma_band_shares_rows) it
+// stages each source row once; otherwise each row stages its own filter rows. Phased blocks
+// (strided backward_data) take band_rows rows of one H phase, which the same taps reach (their
+// walked taps' weights).
+inline bool direct_mma_band_shares_rows(Variant v, const ConvProblem& p, int stages) {
+  return !direct_mma_phased(v, p) && p.filter[0] == 1 && p.stride[1] == 1 && p.dilation[1] == 1 &&
+         stages >= p.filter[1] + 1;
+}
 // The band is the longest of kDirectMmaBandRows that still leaves a block for every compute unit
 // (row_blocks: the blocks of one row each); else one row a block. Longer bands leave too few
 // blocks to fill the device.
 inline constexpr int kDirectMmaBandRows[] = {4, 2};
-inline int direct_mma_band_rows(Variant v, const ConvProblem& p, int stages, int64_t row_blocks,
-                                int compute_units) {
-  if (!direct_mma_phased(v, p) &&
-      (p.filter[0] != 1 || p.stride[1] != 1 || p.dilation[1] != 1 || stages < p.filter[1] + 1))
-    return 1;
+inline int direct_mma_band_rows(int64_t row_blocks, int compute_units) {
   for (const int b : kDirectMmaBandRows)
     if (row_blocks / b >= compute_units) return b;
   return 1;
