@@ -270,11 +270,15 @@ int main(int argc, char** argv) {
     const Selection sg = dg.by_cost(p, DataType::FP16, Variant::Forward);
     check(sg.kernel && sg.kernel->name() == "direct_w8", "direct w8 over the merged GEMM for ResNeXt c8",
           sg.why + " | gemm " + std::to_string(eg.us) + " us");
-    // a 3x3 filter with stride 2 along H has no bands: one-row blocks
+    // a 3x3 filter with stride 2 along H: bands whose rows share no source rows (each row stages
+    // its own filter rows)
     ConvProblem s2 = p;
     s2.stride[1] = 2;
     s2.compute_output();
-    check(estimate_cost(w8, s2, 1, dd.arch()).tiles == int64_t(8) * s2.out[1] * 4, "no bands at H stride 2");
+    const int band = direct_mma_band_rows(int64_t(8) * s2.out[1] * 4, dd.arch().compute_units);
+    check(!direct_mma_band_shares_rows(Variant::Forward, s2, kDirectMmaMaxStages) &&
+              estimate_cost(w8, s2, 1, dd.arch()).tiles == int64_t(8) * ((s2.out[1] + band - 1) / band) * 4,
+          "H stride 2: bands of rows that share no source rows");
   }
   // --- direct FMA path: the threads' issue, not only their bytes ------------------------------
   {
