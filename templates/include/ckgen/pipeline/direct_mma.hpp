@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "ckgen/core/async_copy.hpp"
 #include "ckgen/core/config_traits.hpp"
@@ -464,39 +465,57 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
     // moved by o strides (phased: by o); phased filter rows are the tz x ty walk (none where no
     // W tap reaches the block's phase).
     const int frows = !kPhased ? (kCT ? KZ : a.fil[0]) * fy : tx.count > 0 ? tz.count * ty.count : 0;
-    const int total = rows * frows;
     const int row_shift = kFwd ? a.s[1] : 1;  // source rows from one of the band's rows to the next
-    int jz = 0, jy = 0, jo = 0;  // the next filter row to stage: (kz, ky) = (tz, ty).first + j * step
-    auto stage_next = [&](int buf) {
-      const int kz = tz.first + jz * tz.step, ky = ty.first + jy * ty.step;
-      int iz = kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0];
-      int iy = kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1];
-      if constexpr (kPhased) iz /= a.s[0], iy /= hs;  // exact: the walk's taps
-      stage(iz, iy + jo * row_shift, buf);
-      if (++jy == ty.count) {
-        jy = 0;
-        if (++jz == tz.count) jz = 0, ++jo;
-      }
-    };
-    int mz = 0, my = 0, mo = 0;  // the filter row multiplied next, as (jz, jy), of row mo
+    // kMulti: several rows (or phased); else the one row's loop alone, with the filter's taps
+    // in order (a row's latency is all a small layer's blocks have).
+    auto rows_loop = [&](auto multi) {
+      constexpr bool kMulti = decltype(multi)::value;
+      const int total = kMulti ? rows * frows : frows;
+      int jz = 0, jy = 0, jo = 0;  // the next filter row to stage: (kz, ky) = (tz, ty).first + j * step
+      auto stage_next = [&](int buf) {
+        const int kz = tz.first + jz * tz.step, ky = ty.first + jy * ty.step;
+        int iz = kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0];
+        int iy = kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1];
+        if constexpr (kPhased) iz /= a.s[0], iy /= hs;  // exact: the walk's taps
+        stage(iz, kMulti ? iy + jo * row_shift : iy, buf);
+        if (++jy == ty.count) {
+          jy = 0;
+          if (++jz == tz.count && kMulti) jz = 0, ++jo;
+        }
+      };
+      int mz = 0, my = 0, mo = 0;  // the filter row multiplied next, as (jz, jy), of row mo
 #pragma unroll
-    for (int s = 0; s < S - 1; ++s) {
-      if (s < total) stage_next(s);
-      async_commit();
-    }
-    for (int r = 0, buf = 0; r < total; ++r) {  // buf: filter row r's buffer
-      async_wait<S - 2>();
-      __syncthreads();  // row r visible to all; every warp is done with row r - 1
-      if (r + S - 1 < total) stage_next(buf == 0 ? S - 1 : buf - 1);
-      async_commit();
-      row_taps(buf, kPhased ? (mz * ty.count + my) * tx.count : (mz * fy + my) * fx);
-      if (++my == ty.count) {
-        my = 0;
-        if (++mz == tz.count) mz = 0, store_row(h0 + hs * mo++);
+      for (int s = 0; s < S - 1; ++s) {
+        if (s < total) stage_next(s);
+        async_commit();
       }
-      buf = buf == S - 1 ? 0 : buf + 1;
+      for (int r = 0, buf = 0; r < total; ++r) {  // buf: filter row r's buffer
+        async_wait<S - 2>();
+        __syncthreads();  // row r visible to all; every warp is done with row r - 1
+        if (r + S - 1 < total) stage_next(buf == 0 ? S - 1 : buf - 1);
+        async_commit();
+        if constexpr (kMulti) {
+          row_taps(buf, kPhased ? (mz * ty.count + my) * tx.count : (mz * fy + my) * fx);
+          if (++my == ty.count) {
+            my = 0;
+            if (++mz == tz.count) mz = 0, store_row(h0 + hs * mo++);
+          }
+        } else {
+          row_taps(buf, r * fx);
+        }
+        buf = buf == S - 1 ? 0 : buf + 1;
+      }
+      if constexpr (!kMulti) store_row(h0);
+    };
+    if constexpr (kPhased) {
+      rows_loop(std::true_type{});
+    } else {
+      if (rows > 1)
+        rows_loop(std::true_type{});
+      else
+        rows_loop(std::false_type{});
     }
-    if (frows == 0) {  // no tap reaches the phase: the weights' copies, and zeros
+    if (kPhased && frows == 0) {  // no tap reaches the phase: the weights' copies, and zeros
       async_wait<0>();
       for (int o = 0; o < rows; ++o) store_row(h0 + hs * o);
     }
