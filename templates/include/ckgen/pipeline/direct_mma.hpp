@@ -312,10 +312,11 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_store_row(const DirectArgs& a, const int
 
 // KZ, KY, KX > 0: the filter's size at compile time, with unit W dilation (every tap's staged
 // column a compile-time offset; the launch takes it for 1x3x3 filters), else 0, 0, 0.
-// kPhased: backward_data at a stride > 1. A block takes one row of dx and one of its W phases
-// (pixels ph + s * j: a band of one row, band index row * s + ph) and walks only the taps that
-// reach them (tap_walk per dimension): the staged dy columns of a tap are consecutive, and no
-// MMA multiplies a tap that misses; a phase no tap reaches stores zeros.
+// kPhased: backward_data at a stride > 1. A block takes rows of dx of one H phase (stride H
+// apart) and one W phase of them (pixels ph + s * j), and walks only the taps that reach them
+// (tap_walk per dimension, the same for each of its rows): the staged dy columns of a tap are
+// consecutive, no MMA multiplies a tap that misses, and only the walked taps' weights are
+// staged; a phase no tap reaches stores zeros.
 template <class Cfg, int KZ, int KY, int KX, bool kPhased>
 CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
 #if defined(CKGEN_NVIDIA)
@@ -340,7 +341,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   const int src_spatial = kFwd ? a.in_spatial : a.out_spatial;
 
   // The block's band: rows h0 .. h0 + rows - 1 of one plane (n, d) of the iterated tensor (one
-  // row unless the host chose bands, see direct_mma_band_rows), from pixel w0 of each row.
+  // row unless the host chose bands, see direct_mma_band_rows; phased: every hs-th row), from
+  // pixel w0 of each row (phased: of its W phase).
   static_assert(!kPhased || (!kFwd && !kCT), "ckgen: the phased blocks are backward_data's, filter at run time");
   const int wfull = kFwd ? a.out_[2] : a.in_[2], hlen = kFwd ? a.out_[1] : a.in_[1];
   const int ps = kPhased ? a.s[2] : 1;  // W phases: a block's pixels are ps apart
