@@ -68,3 +68,40 @@ def test_report_compares_candidates_with_the_rest_and_cudnn(tmp_path: Path, caps
     printed = capsys.readouterr().out
     assert "forward fp16 corpus (1 shapes)" in printed
     assert "forward fp16 random (1 shapes)" in printed
+
+
+def test_random_layers_take_the_asked_channels_and_strides(tmp_path: Path) -> None:
+    out = tmp_path / "s.csv"
+    args = ["shapes", "--out", str(out), "--count", "40", "--channels", "8"]
+    assert wg.main([*args, "--random-channels", "8,32", "--random-strides", "2,3"]) == 0
+    rand = [r for r in _rows(out) if r["name"].startswith("rand")]
+    assert len(rand) == 40
+    assert {r["C"] for r in rand} == {"8", "32"} and all(r["C"] == r["K"] for r in rand)
+    assert {r["stride"] for r in rand} == {"2x2", "3x3"}
+    default = tmp_path / "d.csv"  # the defaults draw the layers they always drew
+    wg.main(["shapes", "--out", str(default), "--count", "5"])
+    again = tmp_path / "e.csv"
+    wg.main(["shapes", "--out", str(again), "--count", "5", "--random-channels", "16,32",
+             "--random-strides", "1,1,2"])  # fmt: skip
+    assert default.read_text() == again.read_text()
+
+
+def test_report_takes_a_candidate_pattern(tmp_path: Path) -> None:
+    gemm = "grouped_conv_bwd_data_fp16_2d_t128x16x32_w4x1x1_wt16x8x16_ms3_v8x8x8"
+    eight = "grouped_conv_bwd_data_fp16_2d_t32x64x8_w4x1x1_wt16x8x16_direct_v8x8x8"
+    prof = tmp_path / "prof.csv"
+    prof.write_text(
+        "shape,variant,datatype,instance,ms\n"
+        f"rand00_s2,backward_data,fp16,{eight},0.002\nrand00_s2,backward_data,fp16,{gemm},0.004\n"
+    )
+    cudnn = tmp_path / "cudnn.csv"
+    cudnn.write_text(
+        "shape,variant,datatype,cudnn_ms,cudnn_tflops,gpu\nrand00_s2,backward_data,fp16,0.003,1,H200\n"
+    )
+    out = tmp_path / "rows.csv"
+    base = ["report", str(prof), str(cudnn), "--variant", "backward_data", "--out", str(out)]
+    assert wg.main(base) == 1  # the default candidates (16 / 32 channels, 16 pixels): none here
+    assert wg.main([*base, "--candidate", "_wt16x8x16_direct_"]) == 0
+    (row,) = _rows(out)
+    assert row["candidate"] == eight and row["other"] == gemm
+    assert float(row["cudnn_over_best_after"]) == pytest.approx(1.5)

@@ -3,7 +3,9 @@ sets, and the C++ side it needs (make_kernel dispatch, check-isa's non-matrix ch
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -34,7 +36,7 @@ from ckgen.space.estimate.registers import direct_register_estimate
 from ckgen.space.expand import Filters, default_config_paths, expand, load_configs
 from ckgen.space.forms import math_unit
 
-from conftest import ALL_ARCHS
+from conftest import ALL_ARCHS, build_dispatch_host_test
 
 ARCHS = load_arch_specs()
 
@@ -389,3 +391,14 @@ def test_matrix_path_is_in_the_default_and_test_sets_for_nvidia_only() -> None:
                 names = [i.name for i in expand(cfgs, ARCHS[arch], Filters()).instances]
                 mma = [n for n in names if "_wt16x8x16_direct_" in n]
                 assert bool(mma) == (arch == "sm_90a"), (variant, config_set, arch, mma)
+
+
+def test_phased_backward_data_plan_host_only(tmp_path: Path) -> None:
+    """The matrix path's strided backward_data plan without a GPU: tests/host/direct_phases.cpp.
+    Over strides 1-4, dilations 1-3 and filters of 1-11 taps, a W phase's tap walk holds exactly
+    the taps that reach its pixels, its staged dy columns fit what is_supported checks, and the
+    bands of H and W phases cover every dx row and phase exactly once."""
+    exe = build_dispatch_host_test("direct_phases", tmp_path)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "all passed" in out.stdout, out.stdout + out.stderr
+    assert out.stdout.count("ok ") == 3, out.stdout

@@ -1,0 +1,90 @@
+// Host-only checks of the direct matrix path's phased backward_data plan (pipeline/direct_mma.hpp
+// tap_walk and mma_staged_cols, schedule/direct_plan.hpp bands; tests/test_direct.py compiles this
+// like tests/test_dispatch.py's host tests): over every small stride, dilation, filter width and
+// padding, a W phase's walk holds exactly the taps that reach its pixels, its dy columns fit the
+// staged columns the host checks, and the bands of H and W phases cover every dx row and phase
+// exactly once. Prints "ok <check>" per passed check, "FAIL <check>: ..." and exits 1 on the first
+// failure.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ckgen/pipeline/direct_mma.hpp"
+#include "ckgen/schedule/direct_plan.hpp"
+#include "fake_dispatch.hpp"
+
+using namespace ckgen;
+using namespace ckgen_test;
+
+int main() {
+  // --- the walk of one dimension: exactly the taps k with (i + pl - k * dil) % s == 0 ----------
+  {
+    bool ok = true;
+    std::string what;
+    for (int s = 1; s <= 4 && ok; ++s)
+      for (int dil = 1; dil <= 3 && ok; ++dil)
+        for (int f = 1; f <= 11 && ok; ++f)
+          for (int ipl = 0; ipl <= 12 && ok; ++ipl) {
+            const direct::TapWalk w = direct::tap_walk(ipl, f, s, dil);
+            std::vector<int> want, got;
+            for (int k = 0; k < f; ++k)
+              if ((ipl - k * dil) % s == 0) want.push_back(k);
+            for (int j = 0; j < w.count; ++j) got.push_back(w.first + j * w.step);
+            // consecutive walked taps read dy columns `unit` apart
+            const bool unit_ok = w.count < 2 || (w.step * dil) == w.unit * s;
+            if (want != got || !unit_ok) {
+              ok = false;
+              what = "s " + std::to_string(s) + " dil " + std::to_string(dil) + " f " + std::to_string(f) +
+                     " i+pl " + std::to_string(ipl);
+            }
+          }
+    check(ok, "tap_walk: exactly the taps that reach a coordinate, unit columns apart", what);
+  }
+  // --- a phase's staged dy columns fit what is_supported checks ---------------------------------
+  {
+    bool ok = true;
+    for (int s = 1; s <= 4; ++s)
+      for (int dil = 1; dil <= 3; ++dil)
+        for (int f = 1; f <= 9; ++f)
+          for (int ph = 0; ph < s; ++ph) {
+            const direct::TapWalk w = direct::tap_walk(ph, f, s, dil);
+            const int64_t cols = 16 + (w.count > 0 ? (w.count - 1) * w.unit : 0);
+            ok = ok && cols <= direct::mma_staged_cols(false, 16, s, dil, f);
+          }
+    check(ok, "mma_staged_cols bounds every phase's staged columns");
+  }
+  // --- bands of H and W phases: every dx row and W phase once ----------------------------------
+  {
+    bool ok = true;
+    std::string what;
+    for (int sy = 1; sy <= 3 && ok; ++sy)
+      for (int sx = 1; sx <= 3 && ok; ++sx)
+        for (int hi = 1; hi <= 13 && ok; ++hi)
+          for (int band_rows : {1, 2, 4}) {
+            if (sy == 1 && sx == 1) continue;
+            ConvProblem p;
+            p.ndim = 2;
+            p.N = 1, p.G = 1, p.C = 8, p.K = 8;
+            p.in[0] = 1, p.in[1] = hi, p.in[2] = 5;
+            p.filter[0] = 1, p.filter[1] = 3, p.filter[2] = 3;
+            p.stride[0] = 1, p.stride[1] = sy, p.stride[2] = sx;
+            p.pad_l[1] = p.pad_l[2] = p.pad_r[1] = p.pad_r[2] = 1;
+            p.compute_output();
+            const int64_t bands = direct_bands_per_plane(Variant::BackwardData, p, band_rows);
+            std::vector<int> seen(size_t(hi * sx), 0);
+            for (int64_t hb = 0; hb < bands; ++hb) {  // the kernel's split of a band index
+              const int ph = int(hb % sx), hq = int(hb / sx), rho = hq % sy, bi = hq / sy;
+              const int h0 = rho + bi * band_rows * sy;
+              const int rows = std::min(band_rows, (hi - h0 + sy - 1) / sy);
+              for (int o = 0; o < rows; ++o) ++seen[size_t((h0 + o * sy) * sx + ph)];
+            }
+            for (int v : seen) ok = ok && v == 1;
+            if (!ok)
+              what = "sy " + std::to_string(sy) + " sx " + std::to_string(sx) + " H " + std::to_string(hi) +
+                     " band " + std::to_string(band_rows);
+          }
+    check(ok, "phased bands cover every dx row and W phase exactly once", what);
+  }
+  std::printf("all passed\n");
+  return 0;
+}
