@@ -395,7 +395,7 @@ def test_matrix_path_is_in_the_default_and_test_sets_for_nvidia_only() -> None:
 
 def test_phased_backward_data_plan_host_only(tmp_path: Path) -> None:
     """The matrix path's strided backward_data plan without a GPU: tests/host/direct_phases.cpp.
-    Over strides 1-4, dilations 1-3 and filters of 1-11 taps, a W phase's tap walk holds exactly
+    Over strides 1-4, dilations 1-3 and filters of 1-11 taps, a W phase's stride class holds exactly
     the taps that reach its pixels, its staged dy columns fit what is_supported checks, and the
     bands of H and W phases cover every dx row and phase exactly once."""
     exe = build_dispatch_host_test("direct_phases", tmp_path)

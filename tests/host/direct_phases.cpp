@@ -1,5 +1,5 @@
-// Host-only checks of the direct matrix path's phased backward_data plan (pipeline/direct_mma.hpp
-// tap_walk and mma_staged_cols, schedule/direct_plan.hpp bands; tests/test_direct.py compiles this
+// Host-only checks of the direct matrix path's phased backward_data plan (the stride classes of
+// conv/dim_class.hpp it walks, pipeline/direct_mma.hpp mma_staged_cols, schedule/direct_plan.hpp bands; tests/test_direct.py compiles this
 // like tests/test_dispatch.py's host tests): over every small stride, dilation, filter width and
 // padding, a W phase's walk holds exactly the taps that reach its pixels, its dy columns fit the
 // staged columns the host checks, and the bands of H and W phases cover every dx row and phase
@@ -25,20 +25,21 @@ int main() {
       for (int dil = 1; dil <= 3 && ok; ++dil)
         for (int f = 1; f <= 11 && ok; ++f)
           for (int ipl = 0; ipl <= 12 && ok; ++ipl) {
-            const direct::TapWalk w = direct::tap_walk(ipl, f, s, dil);
+            const DimClass w = make_dim_class(ipl, ipl + 1, f, s, dil, 0);
             std::vector<int> want, got;
             for (int k = 0; k < f; ++k)
               if ((ipl - k * dil) % s == 0) want.push_back(k);
-            for (int j = 0; j < w.count; ++j) got.push_back(w.first + j * w.step);
-            // consecutive walked taps read dy columns `unit` apart
-            const bool unit_ok = w.count < 2 || (w.step * dil) == w.unit * s;
-            if (want != got || !unit_ok) {
+            for (int j = 0; j < w.taps; ++j) got.push_back(w.f0 + j * w.fstep);
+            // walked tap j reads dy coordinate off0 - j * dstep
+            bool col_ok = true;
+            for (int j = 0; j < w.taps; ++j) col_ok = col_ok && (ipl - got[size_t(j)] * dil) == (w.off0 - j * w.dstep) * s;
+            if (want != got || !col_ok) {
               ok = false;
               what = "s " + std::to_string(s) + " dil " + std::to_string(dil) + " f " + std::to_string(f) +
                      " i+pl " + std::to_string(ipl);
             }
           }
-    check(ok, "tap_walk: exactly the taps that reach a coordinate, unit columns apart", what);
+    check(ok, "stride class: exactly the taps that reach a coordinate, at dy columns off0 - j * dstep", what);
   }
   // --- a phase's staged dy columns fit what is_supported checks ---------------------------------
   {
@@ -47,8 +48,8 @@ int main() {
       for (int dil = 1; dil <= 3; ++dil)
         for (int f = 1; f <= 9; ++f)
           for (int ph = 0; ph < s; ++ph) {
-            const direct::TapWalk w = direct::tap_walk(ph, f, s, dil);
-            const int64_t cols = 16 + (w.count > 0 ? (w.count - 1) * w.unit : 0);
+            const DimClass w = make_dim_class(ph, s, f, s, dil, 0);
+            const int64_t cols = 16 + (w.taps > 0 ? (w.taps - 1) * w.dstep : 0);
             ok = ok && cols <= direct::mma_staged_cols(false, 16, s, dil, f);
           }
     check(ok, "mma_staged_cols bounds every phase's staged columns");

@@ -36,6 +36,7 @@
 
 #include "ckgen/core/async_copy.hpp"
 #include "ckgen/core/config_traits.hpp"
+#include "ckgen/conv/dim_class.hpp"
 #include "ckgen/pipeline/direct_common.hpp"
 #include "ckgen/schedule/direct_plan.hpp"
 #include "ckgen/warp/mma_nvidia.hpp"
@@ -87,38 +88,20 @@ namespace direct {
 // XOR swizzle of a staged column's 16-byte chunk g (within each run of 8 chunks).
 CKGEN_HOST_DEVICE constexpr int mma_chunk(int g, int col) { return (g & ~7) | ((g ^ col) & 7); }
 
-// The taps k of a filter dimension (f taps, dilation dil) that carry input coordinate i to an
-// output coordinate at stride s, (i + pl - k * dil) % s == 0 (i_pl = i + pl): first, first +
-// step, ... (count of them, 0: none); consecutive ones read output coordinates `unit` apart.
-// At unit stride every tap, `dil` apart.
-struct TapWalk {
-  int first, step, count, unit;
-};
-CKGEN_HOST_DEVICE constexpr int64_t gcd64(int64_t a, int64_t b) {
-  while (b != 0) {
-    const int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-CKGEN_HOST_DEVICE constexpr TapWalk tap_walk(int i_pl, int f, int s, int dil) {
-  const int g = int(gcd64(s, dil)), step = s / g;
-  int first = 0;
-  while (first < step && (i_pl - first * dil) % s != 0) ++first;
-  const int count = first < step && first < f ? (f - 1 - first) / step + 1 : 0;
-  return {first, step, count, dil / g};
-}
+// A dimension's taps as a block walks them: backward_data's stride class of its coordinate
+// (conv/dim_class.hpp make_dim_class: the taps f0, f0 + fstep, ... that reach it, `taps` of
+// them, reading output coordinates off0, off0 - dstep, ...), or every tap of the filter, `dil`
+// apart (unit_walk: forward, and backward_data at unit stride).
+CKGEN_HOST_DEVICE inline DimClass unit_walk(int f, int dil) { return DimClass{0, 0, f, 0, 1, 0, dil}; }
 
 // Source columns a block stages per filter row: its P pixels with all X taps (the host's
 // is_supported compares them with DirectMmaTraits::kCols, the kernel stages that many). A
-// backward_data block at W stride s takes one W phase (pixels s apart) and the taps that reach
-// it (tap_walk): at most (X - 1) / step + 1 of them, `unit` columns apart.
-CKGEN_HOST_DEVICE constexpr int64_t mma_staged_cols(bool fwd, int P, int64_t stride, int64_t dil,
-                                                    int64_t taps_x) {
+// backward_data block at W stride s takes one W phase (pixels s apart) and the taps of its
+// stride class: at most (X - 1) / fstep + 1 of them, dstep columns apart.
+CKGEN_HOST_DEVICE inline int64_t mma_staged_cols(bool fwd, int P, int64_t stride, int64_t dil, int64_t taps_x) {
   if (fwd) return (P - 1) * stride + (taps_x - 1) * dil + 1;
-  const int64_t g = gcd64(stride, dil);
-  return P + (taps_x - 1) / (stride / g) * (dil / g);
+  const DimClass c = make_dim_class(0, 1, int(taps_x), int(stride), int(dil), 0);
+  return P + (taps_x - 1) / c.fstep * c.dstep;
 }
 
 #if defined(CKGEN_NVIDIA)  // the steps of the matrix path (mma.sync, ldmatrix)
@@ -180,19 +163,19 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage_weights(
 }
 
 // The phased blocks' weights: only the taps of the walks tz x ty x tx, in walk order (sB[w][h][q]
-// for walked tap w = (jz * ty.count + jy) * tx.count + jx), with the first row's commit group.
+// for walked tap w = (jz * ty.taps + jy) * tx.taps + jx), with the first row's commit group.
 template <class Cfg>
 CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage_walked_weights(
     const DirectArgs& a, const typename DirectMmaTraits<Cfg>::Raw* __restrict__ const& wg, const int& tid,
-    const int& ch0, const int& taps, const int& fy, const int& fx, const TapWalk& tz, const TapWalk& ty,
-    const TapWalk& tx, const uint32_t s_w) {
+    const int& ch0, const int& taps, const int& fy, const int& fx, const DimClass& tz, const DimClass& ty,
+    const DimClass& tx, const uint32_t s_w) {
   using Tr = DirectMmaTraits<Cfg>;
   constexpr int Gt = Tr::Gt, Cg = Tr::Cg, R = Tr::R;
-  const int n = tz.count * ty.count * tx.count * R * Gt;
+  const int n = tz.taps * ty.taps * tx.taps * R * Gt;
   for (int e = tid; e < n; e += Tr::kThreads) {
     const int th = e / Gt, qc = e - th * Gt, w = th / R, h = th - w * R;
-    const int jzy = w / tx.count, jx = w - jzy * tx.count, jz = jzy / ty.count, jy = jzy - jz * ty.count;
-    const int t = ((tz.first + jz * tz.step) * fy + ty.first + jy * ty.step) * fx + tx.first + jx * tx.step;
+    const int jzy = w / tx.taps, jx = w - jzy * tx.taps, jz = jzy / ty.taps, jy = jzy - jz * ty.taps;
+    const int t = ((tz.f0 + jz * tz.fstep) * fy + ty.f0 + jy * ty.fstep) * fx + tx.f0 + jx * tx.fstep;
     const bool ok = ch0 + qc < a.chans;
     async_copy_zfill_shared<16, true>(s_w + uint32_t(e - tid) * 16,
                                       wg + (ok ? int64_t(ch0 + qc) * taps * Cg + t * Cg + h * 8 : 0), ok);
@@ -205,7 +188,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage_walked_weights(
 // indexes the walked weights (mma_stage_walked_weights), the row's taps follow it.
 template <class Cfg, int KZ, bool kPhased, class Acc>
 CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int buf, const int t0,
-                                                 const int& fx, const TapWalk& tx, const uint32_t& a_lane,
+                                                 const int& fx, const DimClass& tx, const uint32_t& a_lane,
                                                  const uint32_t& b_lane, const int& colstep, Acc& acc) {
   using Tr = DirectMmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
@@ -219,12 +202,12 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int 
   // Warps with four group chunks take one tap an iteration: unrolled, several taps' fragments
   // outlive the 64-register cap and spill. With two chunks three taps fit, and the next tap's
   // loads overlap this one's MMAs.
-  const int nk = kPhased ? tx.count : fx;
+  const int nk = kPhased ? tx.taps : fx;
 #pragma unroll(GW <= 2 ? 3 : 1)
   for (int j = 0; j < nk; ++j) {
-    const int kx = kPhased ? tx.first + j * tx.step : j;
+    const int kx = kPhased ? tx.f0 + j * tx.fstep : j;
     const int t = t0 + (kPhased ? j : kx);
-    const int cofs = kPhased ? (nk - 1 - j) * tx.unit : (kFwd ? kx : fx - 1 - kx) * (kCT ? 1 : a.dil[2]);
+    const int cofs = kPhased ? (nk - 1 - j) * tx.dstep : (kFwd ? kx : fx - 1 - kx) * (kCT ? 1 : a.dil[2]);
     // Every fragment of the tap first, then the MMAs: the shared loads overlap instead of
     // each MMA waiting on its own two loads.
     // b[h][gi]: the 8 x 8 weights of rows chunk gi, input plane h
@@ -314,7 +297,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_store_row(const DirectArgs& a, const int
 // column a compile-time offset; the launch takes it for 1x3x3 filters), else 0, 0, 0.
 // kPhased: backward_data at a stride > 1. A block takes rows of dx of one H phase (stride H
 // apart) and one W phase of them (pixels ph + s * j), and walks only the taps that reach them
-// (tap_walk per dimension, the same for each of its rows): the staged dy columns of a tap are
+// (its stride class per dimension, the same for each of its rows): the staged dy columns of a tap are
 // consecutive, no MMA multiplies a tap that misses, and only the walked taps' weights are
 // staged; a phase no tap reaches stores zeros.
 template <class Cfg, int KZ, int KY, int KX, bool kPhased>
@@ -370,14 +353,15 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   const int z0 = kFwd ? d * a.s[0] - a.pl[0] : d + a.pl[0];
   const int y0 = kFwd ? h0 * a.s[1] - a.pl[1] : h0 + a.pl[1];
   const int dx = kCT ? 1 : a.dil[2];
-  const TapWalk tz = kPhased ? tap_walk(z0, a.fil[0], a.s[0], a.dil[0]) : TapWalk{0, 1, KZ > 0 ? KZ : a.fil[0], a.dil[0]};
-  const TapWalk ty = kPhased ? tap_walk(y0, fy, a.s[1], a.dil[1]) : TapWalk{0, 1, fy, a.dil[1]};
-  const TapWalk tx = kPhased ? tap_walk(ph + a.pl[2], fx, ps, dx) : TapWalk{0, 1, fx, dx};
+  const DimClass tz = kPhased ? make_dim_class(d, a.in_[0], a.fil[0], a.s[0], a.dil[0], a.pl[0])
+                               : unit_walk(KZ > 0 ? KZ : a.fil[0], a.dil[0]);
+  const DimClass ty = kPhased ? make_dim_class(h0, hlen, fy, a.s[1], a.dil[1], a.pl[1]) : unit_walk(fy, a.dil[1]);
+  const DimClass tx = kPhased ? make_dim_class(ph, wfull, fx, ps, dx, a.pl[2]) : unit_walk(fx, dx);
   // phased: dy column of pixel 0 under the last tap
   const int c0 = kFwd      ? w0 * a.s[2] - a.pl[2]
-                 : kPhased ? w0 + (ph + a.pl[2] - (tx.first + (tx.count - 1) * tx.step) * dx) / ps
+                 : kPhased ? w0 + tx.off0 - (tx.taps - 1) * tx.dstep
                            : w0 + a.pl[2] - (fx - 1) * dx;
-  const int cols = kFwd ? int(mma_staged_cols(true, P, a.s[2], dx, fx)) : P + (tx.count - 1) * tx.unit;
+  const int cols = kFwd ? int(mma_staged_cols(true, P, a.s[2], dx, fx)) : P + (tx.taps - 1) * tx.dstep;
   const int colstep = kFwd ? a.s[2] : 1;
 
   const int g = tid % Tr::kChunks;
@@ -466,23 +450,23 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
     // wait<S - 2> always means "filter row r has landed"). Row o's source rows are row h0's
     // moved by o strides (phased: by o); phased filter rows are the tz x ty walk (none where no
     // W tap reaches the block's phase).
-    const int frows = !kPhased ? (kCT ? KZ : a.fil[0]) * fy : tx.count > 0 ? tz.count * ty.count : 0;
+    const int frows = !kPhased ? (kCT ? KZ : a.fil[0]) * fy : tx.taps > 0 ? tz.taps * ty.taps : 0;
     const int row_shift = kFwd ? a.s[1] : 1;  // source rows from one of the band's rows to the next
     // kMulti: several rows (or phased); else the one row's loop alone, with the filter's taps
     // in order (a row's latency is all a small layer's blocks have).
     auto rows_loop = [&](auto multi) {
       constexpr bool kMulti = decltype(multi)::value;
       const int total = kMulti ? rows * frows : frows;
-      int jz = 0, jy = 0, jo = 0;  // the next filter row to stage: (kz, ky) = (tz, ty).first + j * step
+      int jz = 0, jy = 0, jo = 0;  // the next filter row to stage: (kz, ky) = (tz, ty).f0 + j * fstep
       auto stage_next = [&](int buf) {
-        const int kz = tz.first + jz * tz.step, ky = ty.first + jy * ty.step;
+        const int kz = tz.f0 + jz * tz.fstep, ky = ty.f0 + jy * ty.fstep;
         int iz = kFwd ? z0 + kz * a.dil[0] : z0 - kz * a.dil[0];
         int iy = kFwd ? y0 + ky * a.dil[1] : y0 - ky * a.dil[1];
-        if constexpr (kPhased) iz /= a.s[0], iy /= hs;  // exact: the walk's taps
+        if constexpr (kPhased) iz = tz.off0 - jz * tz.dstep, iy = ty.off0 - jy * ty.dstep;  // the class's dy rows
         stage(iz, kMulti ? iy + jo * row_shift : iy, buf);
-        if (++jy == ty.count) {
+        if (++jy == ty.taps) {
           jy = 0;
-          if (++jz == tz.count && kMulti) jz = 0, ++jo;
+          if (++jz == tz.taps && kMulti) jz = 0, ++jo;
         }
       };
       int mz = 0, my = 0, mo = 0;  // the filter row multiplied next, as (jz, jy), of row mo
@@ -497,10 +481,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
         if (r + S - 1 < total) stage_next(buf == 0 ? S - 1 : buf - 1);
         async_commit();
         if constexpr (kMulti) {
-          row_taps(buf, kPhased ? (mz * ty.count + my) * tx.count : (mz * fy + my) * fx);
-          if (++my == ty.count) {
+          row_taps(buf, kPhased ? (mz * ty.taps + my) * tx.taps : (mz * fy + my) * fx);
+          if (++my == ty.taps) {
             my = 0;
-            if (++mz == tz.count) mz = 0, store_row(h0 + hs * mo++);
+            if (++mz == tz.taps) mz = 0, store_row(h0 + hs * mo++);
           }
         } else {
           row_taps(buf, r * fx);
