@@ -185,32 +185,28 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   } else if (matrix) {
     // The launch's bands (pipeline/depthwise.hpp run, direct_mma_band_rows): a block of `band` rows stages
     // its band + Y - 1 source rows once each.
-    const int stages = direct_mma_ring(k.tile_m, k.tile_n, k.tile_k, eb).stages;
+    const DirectMmaRing ring = direct_mma_ring(k.tile_m, k.tile_n, k.tile_k, eb);
     const int band = direct_mma_band_rows(direct_row_segments(k.variant, p, k.tile_m) * gtiles, a.compute_units);
-    const bool shared = direct_mma_band_shares_rows(k.variant, p, stages);
+    const bool shared = direct_mma_band_shares_rows(k.variant, p, ring.stages);
+    const bool phased = direct_mma_phased(k.variant, p);
+    c.tiles = direct_band_segments(k.variant, p, k.tile_m, band) * gtiles;
     if (band > 1 && shared) rows_reread = double(band + p.filter[1] - 1) / band;
-    // source rows a block stages: a band's rows and the filter's, every filter row of one row,
-    // or (phased) each of its rows' walked filter rows
-    const double zy = double(p.filter[0] * p.filter[1]);
-    double staged = band > 1 && shared ? double(band + p.filter[1] - 1) : double(band) * zy;
     // strided backward_data: each W phase of a dx row stages the dy rows its taps reach, and
-    // each block its walked taps' weights (about taps / strides; L2 reads, at half price)
-    if (direct_mma_phased(k.variant, p)) {
+    // each block its walked taps' weights (about taps / strides; L2 reads, at half price); its
+    // waves of blocks each stage their rows' walked filter rows (kDirectMmaRowUs)
+    if (phased) {
       rows_reread *= double(p.stride[2]);
       const double walked = taps / double(p.stride[0] * p.stride[1] * p.stride[2]);
-      staged = double(band) * std::max(1.0, zy / double(p.stride[0] * p.stride[1]));
-      bytes += 0.5 * double(direct_band_segments(k.variant, p, k.tile_m, band) * gtiles) * std::max(1.0, walked) *
-               double(k.tile_n * k.tile_k * eb);
-    }
-    c.tiles = direct_band_segments(k.variant, p, k.tile_m, band) * gtiles;
-    active_threads = c.tiles * threads;
-    c.k_batch = 1;
-    const DirectMmaRing ring = direct_mma_ring(k.tile_m, k.tile_n, k.tile_k, eb);
-    const int resident = std::max(1, std::min(a.lds_bytes / (ring.stages * ring.row_bytes + ring.weight_bytes),
-                                              1024 / threads));
-    if (direct_mma_phased(k.variant, p))
+      const double zy = double(p.filter[0] * p.filter[1]);
+      const double staged = double(band) * std::max(1.0, zy / double(p.stride[0] * p.stride[1]));
+      bytes += 0.5 * double(c.tiles) * std::max(1.0, walked) * double(k.tile_n * k.tile_k * eb);
+      const int resident = std::max(1, std::min(a.lds_bytes / (ring.stages * ring.row_bytes + ring.weight_bytes),
+                                                1024 / threads));
       block_us = double(cdiv(c.tiles, int64_t(a.compute_units) * resident)) *
                  (kDirectMmaBlockUs + kDirectMmaRowUs * staged);
+    }
+    active_threads = c.tiles * threads;
+    c.k_batch = 1;
   } else {
     const bool rows = direct_row_window(k.variant, p, pp, k.tile_n) > 0;
     c.tiles = cdiv(rows ? direct_row_window_pixels(k.variant, p, pp) : pixels, k.tile_m) * gtiles;
