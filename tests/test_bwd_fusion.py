@@ -133,6 +133,28 @@ def test_wavelet_tma_sums_bias_grad_in_backward_weights_default_form() -> None:
         assert "wavelet_tma fuses bias_grad" in bad[1], bad
 
 
+def test_wavelet_tma_masks_dy_in_backward_data() -> None:
+    data = tma(Variant.BACKWARD_DATA, k_batch=1, activation=Activation.DRELU)
+    for ok in (
+        data,
+        replace(data, activation=Activation.DLEAKY_RELU, specialization=Specialization.STRIDE1),
+        replace(data, tile=(256, 64, 64), waves=(4, 1, 1), math_waves=4,
+                warp_tile=(64, 256, 16), swap_ab=True),
+    ):  # fmt: skip
+        assert check(ok, SM90) is None, ok.name
+    # y's tile rides beside dy's in every stage (stride1: y's patch beside dy's)
+    plain = replace(data, activation=Activation.NONE)
+    assert lds_bytes(data, SM90) - lds_bytes(plain, SM90) == data.stages * 128 * 128
+    s1 = replace(data, specialization=Specialization.STRIDE1)
+    s1_plain = replace(s1, activation=Activation.NONE)
+    assert lds_bytes(s1, SM90) - lds_bytes(s1_plain, SM90) == 2 * 128 * 128
+    # a ring that no longer fits once y rides along is rejected by the shared-memory rule
+    big = replace(data, tile=(256, 128, 64), stages=4)
+    assert check(replace(big, activation=Activation.NONE), SM90) is None
+    bad = check(big, SM90)
+    assert bad is not None and bad[0] == "lds", bad
+
+
 def test_bias_grad_adds_its_ones_to_the_shared_memory_estimate() -> None:
     plain = replace(TMA_WEIGHT, channel_op=ChannelOp.NONE)
     assert lds_bytes(TMA_WEIGHT, SM90) - lds_bytes(plain, SM90) == TMA_BIAS_GRAD_ONES_BYTES
@@ -163,7 +185,21 @@ def test_the_tests_sets_hold_one_backward_fusion_per_path() -> None:
     # 1D-3D in backward_data; 16-byte copies with and without a split in backward_weight
     ms_data = [i for i in every_data if i.pipeline is Pipeline.MULTISTAGE]
     ms_weight = [i for i in every_weight if i.pipeline is Pipeline.MULTISTAGE]
-    assert len(ms_data) + len(data) == len(every_data) and 3 <= len(ms_data) <= 6
+    tma_data = [i for i in every_data if i.pipeline is Pipeline.WAVELET_TMA]
+    assert len(ms_data) + len(data) + len(tma_data) == len(every_data) and 3 <= len(ms_data) <= 6
+    # wavelet_tma's masks (y's tile beside dy's): every mask, one and two warpgroups, ping-pong,
+    # swap_ab, stride1's patches, a split, 1D-3D, both epilogues, a handful of fp16 builds
+    assert 5 <= len(tma_data) <= 10 and {i.activation for i in tma_data} == set(GRAD_MASKS)
+    assert {i.ndim for i in tma_data} == {1, 2, 3} and any(i.swap_ab for i in tma_data)
+    assert {i.specialization for i in tma_data} == {Specialization.DEFAULT, Specialization.STRIDE1}
+    assert {i.waves[0] for i in tma_data} == {4, 8} and any(
+        i.math_waves == 8 and i.waves[0] == 4 for i in tma_data
+    )
+    assert any(i.k_batch != 1 for i in tma_data) and {i.epilogue.value for i in tma_data} == {
+        "default",
+        "cshuffle",
+    }
+    assert sum(i.datatype is DataType.FP16 for i in tma_data) <= 5
     assert {i.activation for i in ms_data} == set(GRAD_MASKS) and {i.ndim for i in ms_data} == {
         1,
         2,

@@ -14,7 +14,7 @@ from ckgen.model.limits import (
     TMA_WINDOW_COLUMNS,
     TMA_WINDOW_WEIGHT_PART_BYTES,
 )
-from ckgen.model.vocab import DATATYPE_BYTES, ChannelOp, Epilogue, Variant
+from ckgen.model.vocab import DATATYPE_BYTES, GRAD_MASKS, ChannelOp, Epilogue, Variant
 from ckgen.space.forms import is_patch, is_window
 
 
@@ -43,20 +43,28 @@ def tma_lds_bytes(i: KernelInstance) -> int:
     """A wavelet_tma instance: a ring of A and B tiles of one 128-byte row per tile row (the
     patch form: a ring of B tiles beside staged input patches; the window form: its own layout),
     an mbarrier pair per stage, the cshuffle slabs of the math warps, bias_grad's all-ones
-    operand, and the alignment slack."""
+    operand, and the alignment slack; a gradient mask copies y's A tile (patch form: y's patch)
+    beside dy's."""
     if is_window(i):
         return window_lds_bytes(i)
     e = DATATYPE_BYTES[i.datatype]
     tm, tn, _ = i.tile
+    copies = 2 if i.activation in GRAD_MASKS else 1  # dy's A tile (or patch), and y's
     slabs = i.math_waves * TMA_SLAB_ELEMS_PER_WARP * e if i.epilogue is Epilogue.CSHUFFLE else 0
     if is_patch(i):
         # B ring + two staged input patches of at least tile M pixels each (the patch grows
         # with the problem's row width; the kernel refuses problems whose patch does not fit)
         return (
-            (i.stages * tn + TMA_PATCH_BUFFERS * tm) * TMA_ROW_BYTES
+            (i.stages * tn + TMA_PATCH_BUFFERS * copies * tm) * TMA_ROW_BYTES
             + 16 * (i.stages + TMA_PATCH_BUFFERS)
             + slabs
             + TMA_SMEM_SLACK
         )
     ones = TMA_BIAS_GRAD_ONES_BYTES if i.channel_op is ChannelOp.BIAS_GRAD else 0
-    return i.stages * (tm + tn) * TMA_ROW_BYTES + 16 * i.stages + slabs + ones + TMA_SMEM_SLACK
+    return (
+        i.stages * (copies * tm + tn) * TMA_ROW_BYTES
+        + 16 * i.stages
+        + slabs
+        + ones
+        + TMA_SMEM_SLACK
+    )

@@ -118,7 +118,8 @@ def check_swap_ab(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | Non
 def check_backward_fusion(i: KernelInstance) -> str | None:
     """The backward fusions: a gradient mask on dy (backward_data, backward_weight) and
     bias_grad (backward_weight), applied as the basic pipeline stages dy (block/tile_loader.hpp);
-    a gradient mask alone also in the multistage pipeline (y copied beside dy)."""
+    a gradient mask alone also in the multistage pipeline (y copied beside dy) and in
+    backward_data on wavelet_tma (y's tile copied beside dy's, pipeline/tma_traits.hpp kMask)."""
     f = i.fusion
     grad = i.activation in GRAD_MASKS or i.channel_op in BACKWARD_CHANNEL_OPS
     if i.variant is Variant.FORWARD:
@@ -145,9 +146,16 @@ def check_backward_fusion(i: KernelInstance) -> str | None:
             and i.specialization is Specialization.DEFAULT
         ):
             return None
+        if (
+            i.variant is Variant.BACKWARD_DATA
+            and i.channel_op is ChannelOp.NONE
+            and i.specialization in (Specialization.DEFAULT, Specialization.STRIDE1)
+        ):
+            return None
         return (
             f"fusion {f}: wavelet_tma fuses bias_grad alone, in backward_weight's default "
-            "specialization; gradient masks are applied as the basic pipeline stages dy"
+            "specialization, and a gradient mask alone, in backward_data's default and stride1 "
+            "specializations"
         )
     if i.pipeline is Pipeline.MULTISTAGE and i.channel_op is not ChannelOp.NONE:
         return f"fusion {f}: the multistage pipeline fuses a gradient mask alone (bias_grad: basic)"

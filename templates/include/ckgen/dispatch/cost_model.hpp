@@ -372,7 +372,8 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
   const int pad = std::max(16 / eb, 1);
   const double smem = tma ? double(detail::tma_smem_bytes(k.tile_m, k.tile_n, stages, math_warps, eb,
                                                          k.epilogue == Epilogue::CShuffle,
-                                                         k.channel_op == ChannelOp::BiasGrad))
+                                                         k.channel_op == ChannelOp::BiasGrad,
+                                                         is_grad_mask(k.activation)))
                           : double(stages) * double((k.tile_m + k.tile_n) * (k.tile_k + pad)) * eb;
   const int acc_regs = (k.tile_m * k.tile_n) / (warps * a.warp_size);
   const int regs = std::min(255, acc_regs + 48);

@@ -179,10 +179,11 @@ inline int64_t tma_row_tiles(const ConvProblem& p, int tile_m) {
 // Shared memory of a wavelet_tma block (pipeline/tma_ws.hpp, TmaTraits; the dispatcher's occupancy
 // estimate): a ring of 128-byte rows (tile M + tile N per stage), two mbarriers per stage, with
 // the cshuffle epilogue a slab of 16 rows x 40 elements per math warp, with bias_grad the all-ones
-// operand of dy's row sums, 1 KB of alignment slack.
+// operand of dy's row sums, with a gradient mask y's tile beside dy's in every stage, 1 KB of
+// alignment slack.
 constexpr int tma_smem_bytes(int tile_m, int tile_n, int stages, int math_warps, int elem_bytes,
-                             bool staged, bool bias_grad = false) {
-  return stages * (tile_m + tile_n) * 128 + 2 * stages * 8 +
+                             bool staged, bool bias_grad = false, bool grad_mask = false) {
+  return stages * ((grad_mask ? 2 : 1) * tile_m + tile_n) * 128 + 2 * stages * 8 +
          (staged ? math_warps * 16 * 40 * elem_bytes : 0) + (bias_grad ? kTmaBiasGradOnesBytes : 0) + 1024;
 }
 // wavelet_tma's automatic split of a launch's reduction (pipeline/tma_ws.hpp TmaConvKernel::split_of

@@ -172,7 +172,8 @@ class TmaConvKernel final : public HostFace<Cfg> {
   }
   // Specialization::Stride1: the patch a block stages per 64-channel chunk of the forward
   // launch q (TmaConvArgs): rows of wp pixels, enough rows for any tile's BM positions under
-  // every tap, 1 KB-aligned buffers; smem = the block's dynamic shared memory.
+  // every tap, 1 KB-aligned buffers (a gradient mask: dy's patch and y's); smem = the block's
+  // dynamic shared memory.
   struct Patch {
     int wp, rows, box, stride;
     int smem;
@@ -183,7 +184,7 @@ class TmaConvKernel final : public HostFace<Cfg> {
     const int64_t reach = (q.filter[1] - 1) * q.dilation[1] * pt.wp + (q.filter[2] - 1) * q.dilation[2];
     pt.rows = int((pt.wp - 1 + Tr::BM - 1 + reach) / pt.wp + 1);
     pt.box = pt.rows * pt.wp * Tr::kRowBytes;
-    pt.stride = (pt.box + 1023) / 1024 * 1024;
+    pt.stride = (pt.box + 1023) / 1024 * 1024 * Tr::kPatchCopies;  // a gradient mask: y's patch after dy's
     pt.smem = Tr::kPatchFixedBytes + Tr::kPatchBuffers * pt.stride;
     return pt;
   }

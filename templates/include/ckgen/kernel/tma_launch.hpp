@@ -152,7 +152,7 @@ gpuError_t TmaConvKernel<Cfg>::run_forward(const Phase& ph, const void* x, const
                                            void* y, float* ws, const Split& sp, gpuStream_t stream,
                                            bool after_kernel, bool late_wait, const EpilogueArgs& ep) {
   const ConvProblem& p = ph.q;
-  if (!detail::aligned16({x, w, y})) return cudaErrorMisalignedAddress;
+  if (!detail::aligned16({x, w, y}) || (Tr::kMask && !detail::aligned16({ep.y}))) return cudaErrorMisalignedAddress;
   if (gpuError_t e = prepare_launch(); e != gpuSuccess) return e;
   TmaConvArgs a{};
   a.ep = ep;
@@ -162,11 +162,12 @@ gpuError_t TmaConvKernel<Cfg>::run_forward(const Phase& ph, const void* x, const
     const cuuint64_t dims[4] = {cuuint64_t(p.G * p.C), cuuint64_t(p.in[2]), cuuint64_t(p.in[1]), cuuint64_t(p.N)};
     const cuuint32_t box[4] = {cuuint32_t(Tr::BK), cuuint32_t(pt.wp), cuuint32_t(pt.rows), 1};
     if (!encode_tiled(&a.a, x, 4, dims, box)) return cudaErrorInvalidValue;
+    if (Tr::kMask && !encode_tiled(&a.ym, ep.y, 4, dims, box)) return cudaErrorInvalidValue;
     a.wp = pt.wp;
     a.patch_rows = pt.rows;
     a.patch_box = pt.box;
     a.patch_stride = pt.stride;
-  } else if (!encode_x(&a.a, x, p, Tr::BM)) {
+  } else if (!encode_x(&a.a, x, p, Tr::BM) || (Tr::kMask && !encode_x(&a.ym, ep.y, p, Tr::BM))) {
     return cudaErrorInvalidValue;
   }
   {  // forward w: {C, taps, G*K}, box 64 x 1 x BN; backward_data w: {C, taps, G*K} as it lies
@@ -182,7 +183,7 @@ gpuError_t TmaConvKernel<Cfg>::run_forward(const Phase& ph, const void* x, const
     const cuuint32_t box[3] = {cuuint32_t(Tr::BK), 1, cuuint32_t(b_rows)};
     if (!encode_tiled(&a.b, w, 3, dims, box)) return cudaErrorInvalidValue;
     a.b_rows = b_rows;
-    a.stage_tx = (Tr::kPatch ? 0 : Tr::kABytes) +
+    a.stage_tx = (Tr::kPatch ? 0 : Tr::kABytes + Tr::kYBytes) +
                  (Tr::kBNMajor ? (Tr::BN / 64) * b_rows * Tr::kRowBytes : b_rows * Tr::kRowBytes);
   }
   set_geometry(a, p);

@@ -29,6 +29,7 @@ namespace ckgen {
 struct TmaConvArgs : ConvGeometry2D {
   CUtensorMap a;  // im2col map of x (backward_weight: tiled map of dy)
   CUtensorMap b;  // tiled map of w (backward_weight: im2col map of x)
+  CUtensorMap ym;  // a gradient mask's saved forward output y: map a's twin over y (else unused)
   void* y;        // the written tensor (backward_weight: dw)
   int M, K, GK;        // GEMM rows, columns (per group), G*K
   int c_chunks;        // 64-channel chunks per tap
@@ -55,7 +56,7 @@ struct TmaConvArgs : ConvGeometry2D {
   // pixels (ow >= Q: no pixel; M = P * wp); tiles_m = N * tiles_img. Per 64-channel chunk a
   // block stages patch_rows input rows of wp pixels from row m0 / wp - pl_h, column -pl_w (one
   // 4D tiled copy of patch_box bytes; the engine zero-fills the padding) into one of two
-  // buffers patch_stride bytes apart, and tap (fy, fx) reads its A tile from position
+  // buffers patch_stride bytes apart (a gradient mask: y's patch in the second half), and tap (fy, fx) reads its A tile from position
   // m - (m0 / wp) * wp + fy * d_h * wp + fx * d_w of it. k tiles run tap-fastest (ftaps taps
   // per chunk), so a split covers whole chunks.
   int wp, patch_rows, patch_box, patch_stride, tiles_img, ftaps;
@@ -131,7 +132,14 @@ struct TmaTraits {
   static constexpr int kThreads = kMathThreads + 32;  // + one load warp
   static constexpr int kRowBytes = 128;  // one swizzle row = BK elements
   static constexpr int kABytes = BM * kRowBytes, kBBytes = BN * kRowBytes;
-  static constexpr int kStageBytes = kABytes + kBBytes;
+  // A gradient mask (backward_data, Cfg::kGradMask): a stage holds y's tile after dy's A tile
+  // and w's B tile, copied through TmaConvArgs::ym at the A tile's coordinates (the same layout
+  // and swizzle), and each math warpgroup multiplies the gradient of the activation at y into its
+  // rows of A before its wgmma (tma_ws::mask_rows). stride1: each patch buffer holds y's patch
+  // in its second half instead.
+  static constexpr bool kMask = Cfg::kGradMask;
+  static constexpr int kYBytes = kMask ? kABytes : 0;
+  static constexpr int kStageBytes = kABytes + kBBytes + kYBytes;
   static constexpr bool kStaged = Cfg::kEpilogue == Epilogue::CShuffle;
   // CShuffle slab per math warp: 16 rows x kSlabCols columns, rows kSlabStride elements apart.
   static constexpr int kSlabCols = 32, kSlabStride = 40;
@@ -140,8 +148,8 @@ struct TmaTraits {
   // Ring, 2 mbarriers per stage, slabs, slack to align the ring to the 1024-byte swizzle atom.
   // bias_grad: the all-ones operand of dy's row sums after the slabs (tma_ws_bias_grad.hpp).
   static constexpr int kOnesBytes = Cfg::kBiasGrad ? kTmaBiasGradOnesBytes : 0;
-  static constexpr int kSmemBytes = detail::tma_smem_bytes(BM, BN, S, kMathThreads / 32,
-                                                           int(sizeof(Raw)), kStaged, Cfg::kBiasGrad);
+  static constexpr int kSmemBytes = detail::tma_smem_bytes(BM, BN, S, kMathThreads / 32, int(sizeof(Raw)),
+                                                           kStaged, Cfg::kBiasGrad, kMask);
   static_assert(kSmemBytes == S * kStageBytes + 2 * S * 8 + kSlabsBytes + kOnesBytes + 1024,
                 "ckgen: TmaTraits' layout and detail::tma_smem_bytes disagree");
   static constexpr bool kBF16 = Cfg::kDataType == DataType::BF16;
@@ -165,6 +173,7 @@ struct TmaTraits {
   static constexpr int kRowPos = detail::tma_row_positions(BN);
   static constexpr int kRowBlock = (BM + BN - kRowPos) * kRowBytes;
   static constexpr int kPatchBuffers = 2;
+  static constexpr int kPatchCopies = kMask ? 2 : 1;  // dy's patch (and y's) in a buffer
   static constexpr int kRingStage = kPatch ? kBBytes : kStageBytes;
   static constexpr int kPatchFixedBytes = S * kBBytes + 2 * (S + kPatchBuffers) * 8 + kSlabsBytes + 1024;
   // Cluster reduction: a block's fp32 partial tile in the ring (free once its one unit is
@@ -202,6 +211,8 @@ struct TmaTraits {
   static_assert(Cfg::kGroupsToMerge == 1 && Cfg::kReduction == Reduction::SplitK && !Cfg::kPersistent &&
                     (Cfg::kSpecialization == Specialization::Default || kPatch || kRows),
                 "ckgen: wavelet_tma: no merged groups, split-K only, specialization default or stride1");
+  static_assert(!kMask || (Cfg::kVariant == Variant::BackwardData && !Cfg::kBiasGrad),
+                "ckgen: wavelet_tma applies a gradient mask alone, in backward_data");
   static_assert(!kRows || (BM == 64 && !kPingPong && BN >= 128),
                 "ckgen: backward_weight stride1 (the row form) needs Tile M 64, one math warpgroup, Tile N >= 128");
   static_assert(BN % kSlabCols == 0, "ckgen: wavelet_tma cshuffle stages 32-column slabs");

@@ -62,6 +62,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void load_role(const TmaConvArgs& p, const int ti
   if (tid == Tr::kMathThreads) {
     tma::prefetch_map(&p.a);
     tma::prefetch_map(&p.b);
+    if constexpr (Tr::kMask) tma::prefetch_map(&p.ym);
     int t = 0, pc = 0, bc = 0;  // k tiles, (stride1) patches issued, chunks of the B stream
     // stride1's patch cursor: the next (unit, chunk) to stage, up to two chunks ahead of the B
     // stream (the two buffers), across units; issue_patch(block) stages it when its buffer
@@ -152,6 +153,22 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_unit(const TmaConvArgs& p, Acc& acc, Fen
     mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
     if constexpr (Tr::kPatch)
       if (tap == 0) mbar::wait(pfull + pc % Tr::kPatchBuffers, uint32_t((pc / Tr::kPatchBuffers) & 1));
+    if constexpr (Tr::kMask) {
+      // The gradient mask, once per copy of dy: stride1, the whole patch at a chunk's first tap
+      // (every math thread; the taps then read any rows of it); else this warpgroup's rows of
+      // the stage's A tile (named barrier 4 + the warpgroup).
+      const int tid = int(threadIdx.x);
+      if constexpr (Tr::kPatch) {
+        if (tap == 0) {
+          const uint32_t pb = patches + (pc % Tr::kPatchBuffers) * p.patch_stride;
+          tma_ws::mask_rows<Cfg>(p, pb, pb + p.patch_stride / 2, p.patch_box, tid, Tr::kMathThreads, 1);
+        }
+      } else {
+        const uint32_t a = ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
+        tma_ws::mask_rows<Cfg>(p, a, a + Tr::kABytes + Tr::kBBytes, Tr::RepM * Tr::kBlockBytes, tid % 128, 128,
+                               4 + tid / 128);
+      }
+    }
     fence_acc();
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     // A: the stage's tile, or (stride1) the tap's rows of the chunk's patch: any start row of

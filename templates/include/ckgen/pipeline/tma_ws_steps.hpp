@@ -13,6 +13,7 @@
 
 #include "ckgen/block/tma_ptx.hpp"
 #include "ckgen/core/chain.hpp"
+#include "ckgen/epilogue/fusion.hpp"
 #include "ckgen/pipeline/tma_traits.hpp"
 #include "ckgen/warp/mma_wgmma.hpp"
 
@@ -79,6 +80,31 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage(const TmaConvArgs& p, Acc& acc, co
   }
 }
 
+// A gradient mask (TmaTraits::kMask): dy's staged bytes [0, bytes) at shared address a times the
+// activation's gradient at y's copy at y (the same layout and swizzle, so any byte offset pairs
+// an element with its own y), in 16-byte vectors shared by the n threads (index i) that then meet
+// at named barrier bar; the products are fenced to the async proxy first, which the wgmma reads
+// them through. Zero-filled dy (padding, rows past the tensor) stays zero.
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void mask_rows(const TmaConvArgs& p, const uint32_t a, const uint32_t y,
+                                              const int bytes, const int i, const int n, const int bar) {
+  using Raw = typename TmaTraits<Cfg>::Raw;
+  constexpr int kV = 16 / int(sizeof(Raw));
+#pragma unroll 4
+  for (int off = i * 16; off < bytes; off += n * 16) {
+    uint4* pa = static_cast<uint4*>(__cvta_shared_to_generic(a + uint32_t(off)));
+    const uint4 yv = *static_cast<const uint4*>(__cvta_shared_to_generic(y + uint32_t(off)));
+    uint4 av = *pa;
+    Raw* ae = reinterpret_cast<Raw*>(&av);
+    const Raw* ye = reinterpret_cast<const Raw*>(&yv);
+#pragma unroll
+    for (int e = 0; e < kV; ++e) ae[e] = fusion::grad_mask<Cfg::kActivation, Cfg::kDataType>(ae[e], ye[e], p.ep.alpha);
+    *pa = av;
+  }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile("bar.sync %0, %1;\n" ::"r"(bar), "r"(n) : "memory");
+}
+
 // The row form's copies of k tile kt (ring slot t) = positions [seg * row_len, + row_len) of
 // output row oh of image img: A = dy's positions x 64 output channels (channel ach), B = x's
 // row_len + (X - 1) * d_w input pixels of the segment at filter row fy (dh = fy * d_h - pl_h), 64
@@ -138,9 +164,12 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void issue_patch(const TmaConvArgs& p, const bool
     else if (!mbar::test(pempty + b, ph))
       return;
   }
-  tma::expect_tx(pfull + b, uint32_t(p.patch_box));
-  tma::load_tile_4d(base + b * p.patch_stride, &p.a, pfull + b, pg * p.C + pcc * Tr::BK, -p.pl_w,
-                    pj0 - p.pl_h, pimg);
+  tma::expect_tx(pfull + b, uint32_t(Tr::kPatchCopies * p.patch_box));
+  unsigned char* dst = base + b * p.patch_stride;
+  tma::load_tile_4d(dst, &p.a, pfull + b, pg * p.C + pcc * Tr::BK, -p.pl_w, pj0 - p.pl_h, pimg);
+  if constexpr (Tr::kMask)
+    tma::load_tile_4d(dst + p.patch_stride / 2, &p.ym, pfull + b, pg * p.C + pcc * Tr::BK, -p.pl_w, pj0 - p.pl_h,
+                      pimg);
   ++pc;
   if (++pcc == pcc1) {
     pu += gridDim.x;
@@ -223,6 +252,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void load_fwd(const TmaConvArgs& p, const U& u, i
     unsigned char* sa = smem + s * Tr::kStageBytes;
     tma::expect_tx(full + s, uint32_t(p.stage_tx));
     load_x(sa, &p.a, full + s, cbase + cc * Tr::BK, c0, fz, fy, fx);
+    if constexpr (Tr::kMask)
+      load_x(sa + Tr::kABytes + Tr::kBBytes, &p.ym, full + s, cbase + cc * Tr::BK, c0, fz, fy, fx);
     const int wtap = p.tap0 + fy * p.tap_dh + fx * p.tap_dw + (kDeep ? fz * p.tap_dd : 0);
     if constexpr (Tr::kBNMajor) {
 #pragma unroll
