@@ -11,7 +11,8 @@
 #   VARIANT=backward_data SUFFIX=_drelu TAIL=_v8x8x8 TEST_KERNELS='*_d*relu*' \
 #     TILES="t64x64x32_w2x2x1_wt16x8x16_ms3 ..." bash bench/device_fused_backward.sh
 # EXTRA: more --kernels globs of plain instances to time beside them (the best unfused kernel);
-# SHAPE_ARGS: options of `fused_pairs.py shapes` (e.g. --models resnet50).
+# SHAPE_ARGS: options of `fused_pairs.py shapes` (e.g. --models resnet50). MASK_TIME=1 (gradient
+# masks): also time PyTorch's mask of dy per layer and compare with the unfused path.
 #
 # Needs nvcc, cmake, ninja, python3 with click/jinja2/pyyaml; GoogleTest from Debian's
 # libgtest-dev .deb carried in .gtest/.
@@ -50,5 +51,10 @@ timeout "${BENCH_TIMEOUT:-240}" "$WORK/pf/build/bin/ckgen_profiler_$VARIANT" \
   --csv "$OUT/prof.csv" > "$OUT/prof.log" 2>&1
 log "profile rc $? in $((SECONDS - t0)) s"
 gzip -f "$OUT/prof.log"
-python3 bench/fused_pairs.py report "$OUT/prof.csv" --suffix "$SUFFIX" --out "$OUT/pairs.csv" |
+UNFUSED=()
+if [ "${MASK_TIME:-0}" = 1 ]; then  # the unfused path's mask (PyTorch) per layer
+  python3 bench/fused_pairs.py mask-time "$WORK/shapes.csv" --out "$OUT/mask.csv" | tee -a "$OUT/summary.txt"
+  UNFUSED=(--unfused "$OUT/mask.csv" --shapes "$WORK/shapes.csv")
+fi
+python3 bench/fused_pairs.py report "$OUT/prof.csv" --suffix "$SUFFIX" --out "$OUT/pairs.csv" "${UNFUSED[@]}" |
   tee -a "$OUT/summary.txt"

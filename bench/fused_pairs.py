@@ -4,12 +4,20 @@
     python3 bench/fused_pairs.py shapes --out shapes.csv [--models a,b] [--ndim 2] [--batch 32]
     python3 bench/fused_pairs.py report prof.csv --suffix _bgrad --out pairs.csv
     python3 bench/fused_pairs.py torch-report layers.csv shapes.csv [--arch sm_90a]
+    python3 bench/fused_pairs.py mask-time shapes.csv --out mask.csv   (a GPU, PyTorch)
+    python3 bench/fused_pairs.py report prof.csv --suffix _drelu --unfused mask.csv --shapes shapes.csv
 
 `shapes`: the unique layers of bench/shapes/models.csv of the given models, ndim and batch, without
 the depthwise ones (they run the direct kernels), in the profiler's shape format.
 `report`: per layer the best fused instance (name ending in --suffix) against the best plain one
 and the best plain one's own twin, written to --out; prints the geomean of best fused / best
 plain over all layers and over those whose plain time is above 20 us, and the spread.
+With --unfused (backward gradient masks), also per layer the unfused path, the best plain time
+plus PyTorch's mask of dy (threshold_backward, timed by `mask-time`), and plus the least time a
+separate mask can take (read dy and y, write the product: three times dy's bytes at the target's
+bandwidth, arch_specs.json).
+`mask-time`: PyTorch's threshold_backward over each layer's dy (fp16, CUDA-graph replay), the
+unfused mask of a dReLU backward.
 `torch-report`: bench/train_fused.py's layers CSV (dw + db through ckgen.torch) with the shapes it
 ran: the bias_grad kernel against the plain kernel plus PyTorch's sum of dy, and against the plain
 kernel plus the least time any separate sum can take (dy's bytes at the target's bandwidth,
@@ -88,6 +96,75 @@ def pairs(
     return out
 
 
+def dy_bytes(shapes: Path, dtype: DataType = DataType.FP16) -> dict[str, int]:
+    """Bytes of each layer's dy (the forward's output) in a profiler shapes file."""
+    return {
+        p.name: p.N * p.G * p.K * math.prod(p.output) * DATATYPE_BYTES[dtype]
+        for p in load_shapes(shapes)
+    }
+
+
+def add_unfused(
+    out: list[dict[str, str]], mask_ms: dict[str, float], dy: dict[str, int], gbs: float
+) -> None:
+    """Adds the unfused columns to pairs() rows: best plain + the measured mask, + the mask's
+    least time (3 x dy's bytes at gbs), and the best fused over each."""
+    for o in out:
+        plain, fused = float(o["plain_ms"]), float(o["fused_ms"])
+        least = plain + 3 * dy[o["shape"]] / (gbs * 1e6) if o["shape"] in dy else float("nan")
+        measured = plain + mask_ms[o["shape"]] if o["shape"] in mask_ms else float("nan")
+        o["unfused_ms"] = f"{measured:.5f}"
+        o["fused_over_unfused"] = f"{fused / measured:.4f}"
+        o["fused_over_least_unfused"] = f"{fused / least:.4f}"
+
+
+def unfused_summary(out: list[dict[str, str]]) -> str:
+    lines = []
+    for col, what in (
+        ("fused_over_unfused", "best plain + PyTorch's mask"),
+        ("fused_over_least_unfused", "best plain + the mask's least time"),
+    ):
+        r = sorted(float(o[col]) for o in out if not math.isnan(float(o[col])))
+        if r:
+            lines.append(
+                f"best fused / ({what}): {_geomean(r):.3f} (median {r[len(r) // 2]:.3f}, worst "
+                f"{r[-1]:.3f}); slower on {sum(x > 1.0 for x in r)} of {len(r)}, > 5 %: "
+                f"{sum(x > 1.05 for x in r)}"
+            )
+    return "\n".join(lines)
+
+
+def mask_time(shapes: Path, repeat: int = 20) -> dict[str, float]:
+    """Milliseconds of PyTorch's threshold_backward(dy, y, 0) on each layer's fp16 dy, channels-last,
+    by CUDA-graph replay (median of 5 replays of `repeat` calls)."""
+    import torch  # the GPU machine's; imported here so the other commands need none
+
+    out = {}
+    for p in load_shapes(shapes):
+        shape = (p.N, *p.output, p.G * p.K)
+        dy = torch.randn(shape, device="cuda", dtype=torch.float16)
+        y = torch.randn(shape, device="cuda", dtype=torch.float16).relu_()
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                torch.ops.aten.threshold_backward(dy, y, 0)
+        torch.cuda.synchronize()
+        with torch.cuda.graph(g):
+            for _ in range(repeat):
+                torch.ops.aten.threshold_backward(dy, y, 0)
+        times = []
+        for _ in range(5):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            g.replay()
+            b.record()
+            torch.cuda.synchronize()
+            times.append(a.elapsed_time(b) / repeat)
+        out[p.name] = sorted(times)[2]
+    return out
+
+
 def summary(out: list[dict[str, str]]) -> str:
     r = sorted(float(o["best_fused_over_best_plain"]) for o in out)
     if not r:
@@ -145,6 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--suffix", default="_bgrad", help="name suffix of the fused instances")
     r.add_argument("--out", default="")
     r.add_argument("--ignore", action="append", default=[], help="name suffix left out (repeat)")
+    r.add_argument("--unfused", default="", help="mask-time's CSV: compare with the unfused path")
+    r.add_argument("--shapes", type=Path, help="the profiled shapes (with --unfused)")
+    r.add_argument("--arch", default="sm_90a", help="the target of the mask's least time")
+    m = sub.add_parser("mask-time", help="PyTorch's mask of dy per layer (a GPU)")
+    m.add_argument("shapes", type=Path)
+    m.add_argument("--out", required=True)
     t = sub.add_parser("torch-report", help="train_fused.py's layers against the unfused ops")
     t.add_argument("layers")
     t.add_argument("shapes", type=Path)
@@ -153,6 +236,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "torch-report":
         with open(a.layers, newline="") as fh:
             print(torch_report(list(csv.DictReader(fh)), a.shapes, a.arch))
+        return 0
+    if a.cmd == "mask-time":
+        times = mask_time(a.shapes)
+        with open(a.out, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["shape", "mask_ms"])
+            w.writerows([n, f"{ms:.5f}"] for n, ms in times.items())
+        print(f"{len(times)} layers -> {a.out}")
         return 0
     if a.cmd == "shapes":
         rows = corpus_layers(read_corpus(), tuple(a.models.split(",")), a.ndim, a.batch)
@@ -164,12 +255,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with open(a.profile, newline="") as fh:
         out = pairs(list(csv.DictReader(fh)), a.suffix, tuple(a.ignore))
+    if a.unfused and out:
+        if a.shapes is None:
+            print("fused_pairs: --unfused needs --shapes", file=sys.stderr)
+            return 2
+        with open(a.unfused, newline="") as fh:
+            mask_ms = {r["shape"]: float(r["mask_ms"]) for r in csv.DictReader(fh)}
+        add_unfused(out, mask_ms, dy_bytes(a.shapes), get_arch(a.arch).bandwidth_gbs)
     if a.out and out:
         with open(a.out, "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(out[0]))
             w.writeheader()
             w.writerows(out)
     print(summary(out))
+    if a.unfused and out:
+        print(unfused_summary(out))
     return 0 if out else 1
 
 

@@ -91,3 +91,28 @@ def test_the_separate_pass_report_names_its_operation(tmp_path: Path) -> None:
     # a: 1.2 / 1.5 = 0.8, b: 2.0 / 3.0 = 0.667 -> geomean 0.730; vs plain 1.2 and 1.0 -> 1.095
     assert text.startswith("2 layers: best to_fp32 / (best plain + cast to fp32) 0.730")
     assert "faster on 2" in text and "best plain alone 1.095" in text
+
+
+def test_the_unfused_path_is_plain_plus_the_mask(tmp_path: Path, capsys) -> None:
+    rows = [_row("a", "t1", 0.010), _row("a", "t1_drelu", 0.012), _row("b", "t1", 0.02)]
+    rows.append(_row("b", "t2_drelu", 0.018))
+    out = fp.pairs(rows, "_drelu")
+    # dy of 4.8 MB: the least mask time at 4,800 GB/s is 3 us
+    fp.add_unfused(out, {"a": 0.004}, {"a": 4_800_000, "b": 4_800_000}, 4800.0)
+    a, b = out
+    assert a["unfused_ms"] == "0.01400" and a["fused_over_unfused"] == "0.8571"
+    assert a["fused_over_least_unfused"] == "0.9231"
+    assert b["unfused_ms"] == "nan" and b["fused_over_least_unfused"] == "0.7826"
+    s = fp.unfused_summary(out)
+    assert "PyTorch's mask): 0.857" in s and "slower on 0 of 1" in s
+    assert "least time): 0.850" in s and "slower on 0 of 2" in s
+    # the command line: --unfused needs the shapes whose dy it sizes
+    prof = tmp_path / "prof.csv"
+    with prof.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["shape", "instance", "ms"])
+        w.writeheader()
+        w.writerows(rows)
+    mask = tmp_path / "mask.csv"
+    mask.write_text("shape,mask_ms\na,0.004\n")
+    assert fp.main(["report", str(prof), "--suffix", "_drelu", "--unfused", str(mask)]) == 2
+    assert "--unfused needs --shapes" in capsys.readouterr().err

@@ -84,4 +84,14 @@ struct Fused {
 using Plain = Fused<ChannelOp::Identity, Activation::Identity, false>;
 }  // namespace epilogue
 
+// An instance configuration with its gradient mask taken off (the rest as Cfg): the unmasked twin
+// that wavelet_tma runs over a masked copy of dy (kernel/tma_kernel.hpp premask).
+template <class Cfg>
+struct WithoutGradMask : Cfg {
+  static constexpr Activation kActivation = Activation::Identity;
+  static constexpr bool kGradMask = false;
+  static constexpr bool kFused = false;
+  static constexpr bool kEpilogueOps = false;
+};
+
 }  // namespace ckgen

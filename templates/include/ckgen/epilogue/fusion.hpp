@@ -126,7 +126,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE typename DataTypeTraits<D>::raw grad_mask(
     return yf > 0.f && yf < 6.f ? dy : Raw(0);
   } else {
     static_assert(A == Activation::DLeakyRelu, "ckgen: not a gradient mask");
-    return yf > 0.f ? dy : float_to_raw<D>(alpha * raw_to_float<D>(dy));
+    // dy x 1 or x alpha, one multiply either way (no branch: wavelet_tma's wgmma stay pipelined)
+    return float_to_raw<D>((yf > 0.f ? 1.f : alpha) * raw_to_float<D>(dy));
   }
 }
 

@@ -60,9 +60,6 @@ std::string TmaConvKernel<Cfg>::shape_refusal(const ConvProblem& p, const RunOpt
     return {};
   } else {
     if (std::string e = im2col_staging_limits(p); !e.empty()) return e;
-    if (Tr::kMask && padded_k(p) > 0)
-      return "wavelet_tma copies y beside dy through the same map: a gradient mask needs K (" + str(p.K) +
-             ") to be a multiple of 8 (16-byte rows of dy and y)";
     const Plan pl = plan(p);
     if (!pl.error.empty()) return pl.error;
     for (const Phase& ph : pl.phase) {

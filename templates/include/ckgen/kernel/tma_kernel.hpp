@@ -70,18 +70,60 @@ class TmaConvKernel final : public HostFace<Cfg> {
     if (std::string e = detail::common_refusal(p, Cfg::kNDim, [&] { return options_refusal(opts); });
         !e.empty())
       return e;
+    if constexpr (Tr::kMask)
+      if (premask(view(p))) return Unmasked().is_supported(p, opts);
     return shape_refusal(view(p), opts);
   }
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
+    if constexpr (Tr::kMask)
+      if (premask(view(p))) return mask_bytes(p) + Unmasked().workspace_bytes(p, opts);
     return workspace_2d(view(p), opts);
   }
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                  const RunOptions& opts = {}) const override {
     if (!detail::epilogue_operands_refusal<Cfg>(t.ep).empty()) return cudaErrorInvalidValue;
+    if constexpr (Tr::kMask)
+      if (premask(view(p))) return run_premasked(p, t, workspace, stream, opts);
     return run_2d(view(p), t, workspace, stream, opts);
   }
 
+  // A gradient mask (backward_data) is applied in the kernel (y's tiles copied beside dy's) where
+  // each dy tile is read at most kMaskKernelReads times: the column tiles of dx's channels x the
+  // taps of a stride phase. There y's copies cost less than a masked copy of dy, three passes
+  // over dy's bytes; elsewhere, and where dy's rows are padded (K % 8 != 0), the call masks a
+  // copy of dy in the workspace and the unmasked twin (the same tiles) reads it.
+  static constexpr int64_t kMaskKernelReads = 2;
+  static bool premask(const ConvProblem& q) {
+    if constexpr (!Tr::kMask) {
+      (void)q;
+      return false;
+    } else {
+      if (padded_k(q) > 0) return true;
+      const Plan pl = plan(q);
+      int64_t taps = 0;
+      for (const Phase& ph : pl.phase) taps = std::max(taps, ph.q.filter_spatial());
+      return pl.error.empty() && detail::ceil_div(q.C, Tr::BN) * taps > kMaskKernelReads;
+    }
+  }
+
  private:
+  using Unmasked = TmaConvKernel<WithoutGradMask<Cfg>>;
+  // premask: the masked copy of dy leads the workspace (256-byte aligned), the twin's after it.
+  static std::size_t mask_bytes(const ConvProblem& p) {
+    return (std::size_t(p.N * p.out_spatial() * p.G * p.K) * sizeof(typename Tr::Raw) + 255) / 256 * 256;
+  }
+  gpuError_t run_premasked(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
+                           const RunOptions& opts) const {
+    if (workspace == nullptr) return cudaErrorInvalidValue;
+    if (gpuError_t e = mask_copy<Cfg>(t.out, t.ep.y, workspace, p.N * p.out_spatial() * p.G * p.K, t.ep.alpha, stream);
+        e != gpuSuccess)
+      return e;
+    ConvTensors u = t;
+    u.out = workspace;
+    u.ep = EpilogueArgs{};
+    return Unmasked().run(p, u, static_cast<unsigned char*>(workspace) + mask_bytes(p), stream, opts);
+  }
+
   // The call's options, refused whatever problem they come with (common_refusal's order).
   std::string options_refusal(const RunOptions& opts) const;
   // What the problem's view leaves out, once common_refusal has passed.

@@ -134,9 +134,11 @@ struct TmaTraits {
   static constexpr int kABytes = BM * kRowBytes, kBBytes = BN * kRowBytes;
   // A gradient mask (backward_data, Cfg::kGradMask): a stage holds y's tile after dy's A tile
   // and w's B tile, copied through TmaConvArgs::ym at the A tile's coordinates (the same layout
-  // and swizzle), and each math warpgroup multiplies the gradient of the activation at y into its
-  // rows of A before its wgmma (tma_ws::mask_rows). stride1: each patch buffer holds y's patch
-  // in its second half instead.
+  // and swizzle). kMaskRegs: each math warp loads its A fragments and y's into registers,
+  // multiplies in the gradient of the activation at y and issues the wgmma with A from registers
+  // (tma_ws::load_masked_a). stride1 (each patch buffer holds y's patch in its second half) and
+  // swap_ab (the pixel tile is the instruction's B) multiply it into shared memory instead, once
+  // per copy (tma_ws::mask_rows).
   static constexpr bool kMask = Cfg::kGradMask;
   static constexpr int kYBytes = kMask ? kABytes : 0;
   static constexpr int kStageBytes = kABytes + kBBytes + kYBytes;
@@ -174,6 +176,7 @@ struct TmaTraits {
   static constexpr int kRowBlock = (BM + BN - kRowPos) * kRowBytes;
   static constexpr int kPatchBuffers = 2;
   static constexpr int kPatchCopies = kMask ? 2 : 1;  // dy's patch (and y's) in a buffer
+  static constexpr bool kMaskRegs = kMask && !kPatch && !kSwap;  // (kMask above)
   static constexpr int kRingStage = kPatch ? kBBytes : kStageBytes;
   static constexpr int kPatchFixedBytes = S * kBBytes + 2 * (S + kPatchBuffers) * 8 + kSlabsBytes + 1024;
   // Cluster reduction: a block's fp32 partial tile in the ring (free once its one unit is

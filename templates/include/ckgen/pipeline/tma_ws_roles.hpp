@@ -153,10 +153,15 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_unit(const TmaConvArgs& p, Acc& acc, Fen
     mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
     if constexpr (Tr::kPatch)
       if (tap == 0) mbar::wait(pfull + pc % Tr::kPatchBuffers, uint32_t((pc / Tr::kPatchBuffers) & 1));
-    if constexpr (Tr::kMask) {
-      // The gradient mask, once per copy of dy: stride1, the whole patch at a chunk's first tap
-      // (every math thread; the taps then read any rows of it); else this warpgroup's rows of
-      // the stage's A tile (named barrier 4 + the warpgroup).
+    // kMaskRegs: this warp's masked A fragments, in registers before the fence
+    uint32_t af[Tr::kMaskRegs ? Tr::RepM : 1][4][4];
+    if constexpr (Tr::kMaskRegs)
+      tma_ws::load_masked_a<Cfg>(p, ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes,
+                                 Tr::kABytes + Tr::kBBytes, af, lane);
+    if constexpr (Tr::kMask && !Tr::kMaskRegs) {
+      // The gradient mask in shared memory, once per copy of dy: stride1, the whole patch at a
+      // chunk's first tap (every math thread; the taps then read any rows of it); swap_ab, this
+      // warpgroup's rows of the stage's A tile (named barrier 4 + the warpgroup).
       const int tid = int(threadIdx.x);
       if constexpr (Tr::kPatch) {
         if (tap == 0) {
@@ -177,10 +182,18 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_unit(const TmaConvArgs& p, Acc& acc, Fen
                                          uint32_t(a_row + fy * p.d_h * p.wp + fx * p.d_w) * Tr::kRowBytes
                                    : ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
     const uint32_t b0 = ring + s * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes);
-    tma_ws::mma_stage<Op, Cfg>(p, acc, ring, s, a0, b0);
+    if constexpr (Tr::kMaskRegs)
+      tma_ws::mma_stage_regs<Cfg>(acc, af, b0);
+    else
+      tma_ws::mma_stage<Op, Cfg>(p, acc, ring, s, a0, b0);
     if constexpr (!std::is_same_v<OnStage, NoStage>) on_stage(a0);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    // kMaskRegs: the next tile's fragments are loaded into the same registers, which the wgmma
+    // read until they complete: wait for all of them
+    if constexpr (Tr::kMaskRegs)
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    else
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
     fence_acc();
     tma_ws::release_stage<Cfg>(empty, pempty, t, pc, tap, kt > u.kt0 && lane == 0);
     if constexpr (Tr::kPatch) {

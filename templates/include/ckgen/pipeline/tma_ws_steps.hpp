@@ -15,7 +15,9 @@
 #include "ckgen/core/chain.hpp"
 #include "ckgen/epilogue/fusion.hpp"
 #include "ckgen/pipeline/tma_traits.hpp"
+#include "ckgen/warp/mma_nvidia.hpp"
 #include "ckgen/warp/mma_wgmma.hpp"
+#include "ckgen/warp/mma_wgmma_rs.hpp"
 
 namespace ckgen {
 
@@ -103,6 +105,54 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mask_rows(const TmaConvArgs& p, const uint32
   }
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   asm volatile("bar.sync %0, %1;\n" ::"r"(bar), "r"(n) : "memory");
+}
+
+// kMaskRegs: this thread's A fragments of one k tile (warpgroup rows from shared address a0,
+// i.e. the stage's A tile at this warpgroup's slices) times the gradient of the activation at y's
+// (yoff bytes on: the same layout and swizzle), in the register layout of OpRS: warp w's rows
+// 16w..16w+15 of each m64 slice, the four k16 steps of the 128-byte rows. ldmatrix lane l reads
+// row l % 16, 16-byte chunk 2 * kk + l / 16, which the 128-byte swizzle moves to chunk
+// ^ (address bits 7..9).
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void load_masked_a(const TmaConvArgs& p, const uint32_t a0, const uint32_t yoff,
+                                                  uint32_t (&f)[TmaTraits<Cfg>::RepM][4][4], const int lane) {
+  using Tr = TmaTraits<Cfg>;
+  using Raw = typename Tr::Raw;
+  const int row = ((int(threadIdx.x) % 128) / 32) * 16 + (lane & 15);
+#pragma unroll
+  for (int i = 0; i < Tr::RepM; ++i) {
+    const uint32_t ra = a0 + uint32_t(i * Tr::kBlockBytes + row * Tr::kRowBytes);
+    const uint32_t sw = (ra >> 7) & 7u;
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      const uint32_t addr = ra + (((uint32_t(2 * kk) + uint32_t(lane >> 4)) ^ sw) << 4);
+      uint32_t y[4];
+      nvmma::ldsm_x4(f[i][kk], addr);
+      nvmma::ldsm_x4(y, addr + yoff);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        Raw* x2 = reinterpret_cast<Raw*>(&f[i][kk][e]);
+        const Raw* y2 = reinterpret_cast<const Raw*>(&y[e]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) x2[h] = fusion::grad_mask<Cfg::kActivation, Cfg::kDataType>(x2[h], y2[h], p.ep.alpha);
+      }
+    }
+  }
+}
+
+// kMaskRegs: one k tile's wgmma with A from registers (load_masked_a) and B at b0.
+template <class Cfg, class Acc>
+CKGEN_DEVICE CKGEN_FORCEINLINE void mma_stage_regs(Acc& acc, const uint32_t (&f)[TmaTraits<Cfg>::RepM][4][4],
+                                                   const uint32_t b0) {
+  using Tr = TmaTraits<Cfg>;
+  using OpA = wgmma_detail::OpRS<Tr::kAccN, Tr::kBF16, Tr::kBNMajor ? 1 : 0>;
+#pragma unroll
+  for (int kk = 0; kk < Tr::BK / 16; ++kk) {
+    const uint64_t db =
+        Tr::kBNMajor ? tma::sw128_desc_mn(b0 + kk * 2048, Tr::kBlockBytes) : tma::sw128_desc(b0 + kk * 32);
+#pragma unroll
+    for (int i = 0; i < Tr::RepM; ++i) OpA::run(acc[i], f[i][kk], db);
+  }
 }
 
 // The row form's copies of k tile kt (ring slot t) = positions [seg * row_len, + row_len) of
