@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The backward fusions on the GPU machine, in one call: the GoogleTests (and the seeded sweep) of
-# the tests set's fused instances (TEST_KERNELS), then configs/<VARIANT>/fused.yaml's fp16 2D twins
+# the tests set's instances of TEST_KERNELS (space-separated globs), then configs/<VARIANT>/fused.yaml's fp16 2D twins
 # (TILES, named ..._<tile><TAIL><SUFFIX>) against their plain default tiles over the corpus layers
 # (bench/fused_pairs.py shapes: batch 32, 2D, no depthwise), side by side in one profiler run, and
 # the per-layer report (bench/fused_pairs.py report). $OUT: summary.txt, test.log, prof.csv,
@@ -12,7 +12,8 @@
 #     TILES="t64x64x32_w2x2x1_wt16x8x16_ms3 ..." bash bench/device_fused_backward.sh
 # EXTRA: more --kernels globs of plain instances to time beside them (the best unfused kernel);
 # SHAPE_ARGS: options of `fused_pairs.py shapes` (e.g. --models resnet50). MASK_TIME=1 (gradient
-# masks): also time PyTorch's mask of dy per layer and compare with the unfused path.
+# masks): also time PyTorch's mask of dy per layer and compare with the unfused path. FUSION (e.g.
+# drelu): a second profiler pass over that fusion's instances and faces, appended to prof.csv.
 #
 # Needs nvcc, cmake, ninja, python3 with click/jinja2/pyyaml; GoogleTest from Debian's
 # libgtest-dev .deb carried in .gtest/.
@@ -39,7 +40,10 @@ for t in $TILES; do
   GLOBS+=(--kernels "grouped_conv_${ABBR}_fp16_2d_${t}${TAIL}"
     --kernels "grouped_conv_${ABBR}_fp16_2d_${t}${TAIL}${SUFFIX}")
 done
-build_tests_and_pairs "$VARIANT" --kernels "${TEST_KERNELS:-*bgrad*}" -- \
+TESTS=()
+read -ra TK <<< "${TEST_KERNELS:-*bgrad*}"  # space-separated globs (not expanded here)
+for g in "${TK[@]}"; do TESTS+=(--kernels "$g"); done
+build_tests_and_pairs "$VARIANT" "${TESTS[@]}" -- \
   --config "configs/$VARIANT/default.yaml" --config "configs/$VARIANT/fused.yaml" "${GLOBS[@]}" \
   ${EXTRA:-}
 run_gtests "$VARIANT" "${CKGEN_SWEEP_SEED:-$RANDOM}" "${TEST_TIMEOUT:-200}"
@@ -51,6 +55,14 @@ timeout "${BENCH_TIMEOUT:-240}" "$WORK/pf/build/bin/ckgen_profiler_$VARIANT" \
   --csv "$OUT/prof.csv" > "$OUT/prof.log" 2>&1
 log "profile rc $? in $((SECONDS - t0)) s"
 gzip -f "$OUT/prof.log"
+if [ -n "${FUSION:-}" ]; then  # also the registry's faces of that fusion (kernel/mask_copy.hpp)
+  t0=$SECONDS
+  timeout "${BENCH_TIMEOUT:-240}" "$WORK/pf/build/bin/ckgen_profiler_$VARIANT" \
+    --shapes "$WORK/shapes.csv" --datatype fp16 --fusion "$FUSION" --verify "$VERIFY" --warmup 3 --repeat 10 \
+    --csv "$WORK/prof_fusion.csv" > /dev/null 2>&1
+  log "profile --fusion $FUSION rc $? in $((SECONDS - t0)) s"
+  tail -n +2 "$WORK/prof_fusion.csv" >> "$OUT/prof.csv"
+fi
 UNFUSED=()
 if [ "${MASK_TIME:-0}" = 1 ]; then  # the unfused path's mask (PyTorch) per layer
   python3 bench/fused_pairs.py mask-time "$WORK/shapes.csv" --out "$OUT/mask.csv" | tee -a "$OUT/summary.txt"

@@ -70,6 +70,8 @@ def key_line(name: str) -> str:
             continue
         if field == "channel_pad":
             value = str(16 // DATATYPE_BYTES[i.datatype] if name.endswith(FACE) else 0)
+        elif field == "mask_copy":  # the profiles time plain and fused instances only
+            value = "false"
         elif field in vals:
             value = vals[field]
         elif field == "out_datatype":

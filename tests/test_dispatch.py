@@ -81,6 +81,20 @@ def test_channel_pad_faces_host_only(tmp_path: Path) -> None:
     assert out.stdout.count("ok face equals the reference") == 15, out.stdout
 
 
+def test_mask_copy_faces_host_only(tmp_path: Path) -> None:
+    """Mask-copy faces (kernel/mask_copy.hpp) without a GPU: tests/host/mask_copy.cpp runs a face
+    over the fake fp32 reference instance for backward_data and backward_weight with drelu,
+    drelu6 and dleaky_relu (1D-3D, groups, stride 2): the result equals the reference of dy times
+    the mask of y with the output poisoned and the workspace garbage, a call without y fails; the
+    registry gives faces only to plain backward instances and none where the fused twin is
+    registered; the cost model prices a face as its instance plus the copy; a drelu request gets
+    the face, or the fused twin where one serves it."""
+    exe = build_dispatch_host_test("mask_copy", tmp_path)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "all passed" in out.stdout, out.stdout + out.stderr
+    assert out.stdout.count("ok face equals the reference") == 24, out.stdout
+
+
 def test_chain_mode_host_only(tmp_path: Path) -> None:
     """CKGEN_CHAIN (core/chain.hpp): unset / all chains every launch, call only the kernels after
     the first of a call, off none; the process reads the value it was started with."""
@@ -128,9 +142,11 @@ def test_jit_build_and_cache_hit(reg) -> None:
     assert not r.cached and r2.cached
     assert second < 2.0 and second < first / 10, (first, second)
     v8 = [FWD_V8, FWD_V8.replace("fwd", "bwd_weight"), FWD_V8.replace("fwd", "bwd_data")]
-    # the 16-byte instances and their channel-padding faces (kernel/channel_pad.hpp)
+    # the 16-byte instances, their channel-padding faces (kernel/channel_pad.hpp) and the
+    # mask-copy faces of the plain backward ones (kernel/mask_copy.hpp)
+    masks = ("drelu", "drelu6", "dlrelu")
     assert r2.lib_path == r.lib_path and sorted(k.name for k in r.kernels) == sorted(
-        [FWD_V1, *v8, *(n + "_cpad" for n in v8)]
+        [FWD_V1, *v8, *(n + "_cpad" for n in v8), *(f"{n}_{m}" for n in v8[1:] for m in masks)]
     )
     assert {k.variant for k in r.kernels} == {"forward", "backward_weight", "backward_data"}
     # the shared library exports the C API and links the shared CUDA runtime (one cudart)

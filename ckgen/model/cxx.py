@@ -97,13 +97,14 @@ def render_forms_hpp() -> str:
 
 # KernelKey spells a triple field of KernelInstance as three fields <prefix>_m, _n, _k.
 _KEY_TRIPLES = {"tile": "tile", "waves": "wave", "warp_tile": "warp"}
-# Fields KernelKey has beyond the instance's: name first, arch and channel_pad (a registry face,
-# not an instance) last, ping_pong (derived) after swap_ab.
+# Fields KernelKey has beyond the instance's: name first, arch, channel_pad and mask_copy (registry
+# faces, not instances) last, ping_pong (derived) after swap_ab.
 _KEY_COMMENTS = {
     "swap_ab": "wavelet_tma: the MMA computes the transposed tile (pipeline/tma_ws.hpp)",
     "ping_pong": "wavelet_tma: two math warpgroups take turns on units (TmaTraits::kPingPong)",
     "out_datatype": "the output's datatype (datatype unless the instance converts)",
     "channel_pad": "> 0: a face padding channels to this multiple (kernel/channel_pad.hpp)",
+    "mask_copy": "a face masking a copy of dy ahead of a plain instance (kernel/mask_copy.hpp)",
 }
 
 
@@ -139,6 +140,7 @@ def kernel_key_fields() -> list[tuple[str, str, str]]:
             out.append(("bool", "ping_pong", " = false"))
     out.append(("const char*", "arch", ""))
     out.append(("int", "channel_pad", " = 0"))
+    out.append(("bool", "mask_copy", " = false"))
     return out
 
 

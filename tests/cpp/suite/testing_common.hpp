@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ckgen/host/common.hpp"
@@ -117,10 +118,20 @@ inline Workbench& workbench(Variant v) {
   return *w;
 }
 
+// The registered instances of variant v. The mask-copy faces (kernel/mask_copy.hpp: three for
+// every plain backward instance, the same copy ahead of it) are taken once per pipeline, datatype,
+// ndim and mask.
 inline std::vector<const KernelBase*> instances_of(Variant v) {
   std::vector<const KernelBase*> out;
-  for (const auto& k : registry().all())
-    if (k->key().variant == v) out.push_back(k.get());
+  std::set<std::tuple<int, int, int, int>> faces;
+  for (const auto& k : registry().all()) {
+    const KernelKey& key = k->key();
+    if (key.variant != v) continue;
+    if (key.mask_copy &&
+        !faces.emplace(int(key.pipeline), int(key.datatype), key.ndim, int(key.activation)).second)
+      continue;
+    out.push_back(k.get());
+  }
   return out;
 }
 

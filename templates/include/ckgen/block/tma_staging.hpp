@@ -14,7 +14,6 @@
 #include <cstdint>
 
 #include "ckgen/core/chain.hpp"
-#include "ckgen/epilogue/fusion.hpp"
 #include "ckgen/core/fast_div.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
 #include "ckgen/core/portability.hpp"
@@ -89,59 +88,6 @@ gpuError_t pad_channels(const Raw* src, Raw* dst, int64_t rows, int64_t k, int64
   if (clear != nullptr) return cudaErrorInvalidValue;
   return launch_chained(pad_channels_kernel<Raw>, dim3(unsigned(detail::grid_stride_blocks(rows * kp, kThreads, 8))),
                         dim3(kThreads), 0, stream, after_kernel, nullptr, src, dst, rows, int(k), int(kp));
-}
-
-// A gradient mask's copy of dy (kernel/tma_kernel.hpp premask): dst = dy x the gradient of the
-// activation at the saved forward output y, element by element over n elements; 16-byte vectors
-// where n and the three pointers allow them.
-template <class Cfg>
-CKGEN_GLOBAL void mask_copy_kernel(const typename DataTypeTraits<Cfg::kDataType>::raw* __restrict__ dy,
-                                   const typename DataTypeTraits<Cfg::kDataType>::raw* __restrict__ y,
-                                   typename DataTypeTraits<Cfg::kDataType>::raw* __restrict__ dst, int64_t n,
-                                   float alpha, bool vec) {
-  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
-  chain_wait();
-  chain_release();
-  const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  const int64_t i0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (vec) {  // kUnroll vectors a thread in flight (their loads first)
-    constexpr int kUnroll = 4;
-    union V {
-      uint4 u;
-      Raw e[8];
-    };
-    const int64_t vecs = n / 8;
-    for (int64_t i = i0; i < vecs; i += kUnroll * step) {
-      V a[kUnroll], b[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (i + u * step < vecs) {
-          a[u].u = reinterpret_cast<const uint4*>(dy)[i + u * step];
-          b[u].u = reinterpret_cast<const uint4*>(y)[i + u * step];
-        }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (i + u * step < vecs) {
-#pragma unroll
-          for (int j = 0; j < 8; ++j)
-            a[u].e[j] = fusion::grad_mask<Cfg::kActivation, Cfg::kDataType>(a[u].e[j], b[u].e[j], alpha);
-          reinterpret_cast<uint4*>(dst)[i + u * step] = a[u].u;
-        }
-    }
-  } else {
-    for (int64_t i = i0; i < n; i += step) dst[i] = fusion::grad_mask<Cfg::kActivation, Cfg::kDataType>(dy[i], y[i], alpha);
-  }
-}
-template <class Cfg>
-gpuError_t mask_copy(const void* dy, const void* y, void* dst, int64_t n, float alpha, gpuStream_t stream) {
-  using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
-  constexpr int kThreads = 256;
-  const bool vec = n % 8 == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(y) % 16 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0;
-  return launch_chained(mask_copy_kernel<Cfg>,
-                        dim3(unsigned(detail::grid_stride_blocks(vec ? n / 8 : n, kThreads, 8))), dim3(kThreads), 0,
-                        stream, false, nullptr, static_cast<const Raw*>(dy), static_cast<const Raw*>(y),
-                        static_cast<Raw*>(dst), n, alpha, vec);
 }
 
 struct Im2colArgs : ConvGeometry2D {

@@ -47,6 +47,7 @@ struct KernelKey {
   DataType out_datatype;  // the output's datatype (datatype unless the instance converts)
   const char* arch;
   int channel_pad = 0;  // > 0: a face padding channels to this multiple (kernel/channel_pad.hpp)
+  bool mask_copy = false;  // a face masking a copy of dy ahead of a plain instance (kernel/mask_copy.hpp)
 };
 
 }  // namespace ckgen

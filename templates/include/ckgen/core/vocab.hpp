@@ -135,6 +135,22 @@ inline constexpr const char* to_string(Platform v) {
 inline constexpr bool is_grad_mask(Activation v) { return v == Activation::DRelu || v == Activation::DRelu6 || v == Activation::DLeakyRelu; }
 inline constexpr bool is_backward_op(ChannelOp v) { return v == ChannelOp::BiasGrad; }
 
+// An activation's token in instance names (Activation.short, model/naming.py).
+inline constexpr const char* name_token(Activation v) {
+  switch (v) {
+    case Activation::Identity: return "none";
+    case Activation::Relu: return "relu";
+    case Activation::Relu6: return "relu6";
+    case Activation::LeakyRelu: return "lrelu";
+    case Activation::Silu: return "silu";
+    case Activation::GeluTanh: return "gelutanh";
+    case Activation::DRelu: return "drelu";
+    case Activation::DRelu6: return "drelu6";
+    case Activation::DLeakyRelu: return "dlrelu";
+  }
+  return "?";
+}
+
 // The bytes of one element (DATATYPE_BYTES).
 inline constexpr int elem_bytes(DataType v) {
   switch (v) {

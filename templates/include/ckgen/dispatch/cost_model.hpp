@@ -308,6 +308,17 @@ inline constexpr double kPadLaunchUs = 1.0;
 // calibration (estimate_cost below).
 inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p, int k_batch,
                                         const ArchNumbers& a = {}) {
+  if (k.mask_copy) {
+    // a mask-copy face: the copy (read dy and y, write their product) in one launch, then its
+    // plain instance
+    KernelKey inner = k;
+    inner.mask_copy = false;
+    inner.activation = Activation::Identity;
+    CostEstimate c = estimate_cost(inner, p, k_batch, a);
+    c.us += 3.0 * double(p.N * p.out_spatial() * p.G * p.K) * elem_bytes(k.datatype) / (a.bandwidth_gbs * 1e9) * 1e6 +
+            kPadLaunchUs;
+    return c;
+  }
   if (k.channel_pad > 0) {
     // a channel-padding face: its instance on the padded problem, then the copies (one launch each)
     KernelKey inner = k;
@@ -471,10 +482,10 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
 
 // Estimated time of one instance on one problem with a given split count: the model's estimate
 // times the target's measured calibration of the instance's variant and pipeline (a
-// channel-padding face: its instance's, calibrated, plus the copies).
+// channel-padding or mask-copy face: its instance's, calibrated, plus the copies).
 inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch, const ArchNumbers& a) {
   CostEstimate c = estimate_cost_model(k, p, k_batch, a);
-  if (k.channel_pad == 0) c.us *= a.calibration(k.variant, k.pipeline);
+  if (k.channel_pad == 0 && !k.mask_copy) c.us *= a.calibration(k.variant, k.pipeline);
   return c;
 }
 

@@ -114,9 +114,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void apply(const EpilogueArgs& e, float* v, int64
 
 // Backward gradient masks (Activation::DRelu, DRelu6, DLeakyRelu): dy scaled by the gradient
 // of the forward activation at its saved output y: 1 where y > 0 (relu6: 0 < y < 6), else 0
-// (leaky_relu: alpha). Applied by the loaders as dy is staged (block/tile_loader.hpp).
+// (leaky_relu: alpha). Applied by the loaders as dy is staged (block/tile_loader.hpp), by
+// wavelet_tma's math warps and by the masked copies of dy (kernel/mask_copy.hpp).
 template <Activation A, DataType D>
-CKGEN_DEVICE CKGEN_FORCEINLINE typename DataTypeTraits<D>::raw grad_mask(
+CKGEN_HOST_DEVICE CKGEN_FORCEINLINE typename DataTypeTraits<D>::raw grad_mask(
     typename DataTypeTraits<D>::raw dy, typename DataTypeTraits<D>::raw y, float alpha) {
   using Raw = typename DataTypeTraits<D>::raw;
   const float yf = raw_to_float<D>(y);

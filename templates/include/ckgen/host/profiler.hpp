@@ -205,8 +205,10 @@ inline std::string profiler_fusion_arg(const ProfilerOptions& o) {
   return s;
 }
 
-// The registered instances of the variant that match --datatype, --kernels and --fusion; without
-// --datatype, fills o.dtypes with the datatypes that have instances.
+// The registered instances of the variant that match --datatype, --kernels and --fusion (the
+// mask-copy faces, kernel/mask_copy.hpp, only where --fusion names their mask: three for each
+// plain backward instance); without --datatype, fills o.dtypes with the datatypes that have
+// instances.
 inline std::vector<const KernelBase*> profiler_select_instances(Variant variant, ProfilerOptions& o) {
   std::vector<const KernelBase*> instances;
   for (const auto& k : registry().all()) {
@@ -216,6 +218,8 @@ inline std::vector<const KernelBase*> profiler_select_instances(Variant variant,
         std::find(o.dtypes.begin(), o.dtypes.end(), key.datatype) == o.dtypes.end())
       continue;
     if (!glob_match(o.kernels_glob, key.name)) continue;
+    if (key.mask_copy && std::find(o.fusions.begin(), o.fusions.end(), fusion_spelling(key)) == o.fusions.end())
+      continue;
     if (!o.fusions.empty()) {
       const std::string f = fusion_spelling(key);
       const bool any = is_fused(key) && std::find(o.fusions.begin(), o.fusions.end(), "any") != o.fusions.end();

@@ -13,6 +13,7 @@
 #include "ckgen/core/chain.hpp"
 #include "ckgen/kernel/host_face.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
+#include "ckgen/kernel/mask_copy.hpp"
 #include "ckgen/kernel/tma_maps.hpp"
 #include "ckgen/pipeline/tma_ws.hpp"
 #include "ckgen/schedule/splitk_finish.hpp"
@@ -108,14 +109,13 @@ class TmaConvKernel final : public HostFace<Cfg> {
 
  private:
   using Unmasked = TmaConvKernel<WithoutGradMask<Cfg>>;
-  // premask: the masked copy of dy leads the workspace (256-byte aligned), the twin's after it.
-  static std::size_t mask_bytes(const ConvProblem& p) {
-    return (std::size_t(p.N * p.out_spatial() * p.G * p.K) * sizeof(typename Tr::Raw) + 255) / 256 * 256;
-  }
+  // premask: the masked copy of dy leads the workspace, the twin's after it.
+  static std::size_t mask_bytes(const ConvProblem& p) { return detail::mask_copy_bytes(p, Cfg::kDataType); }
   gpuError_t run_premasked(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                            const RunOptions& opts) const {
     if (workspace == nullptr) return cudaErrorInvalidValue;
-    if (gpuError_t e = mask_copy<Cfg>(t.out, t.ep.y, workspace, p.N * p.out_spatial() * p.G * p.K, t.ep.alpha, stream);
+    if (gpuError_t e = detail::mask_copy<Cfg::kActivation, Cfg::kDataType>(
+            t.out, t.ep.y, workspace, p.N * p.out_spatial() * p.G * p.K, t.ep.alpha, stream);
         e != gpuSuccess)
       return e;
     ConvTensors u = t;

@@ -137,6 +137,49 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void load_role(const TmaConvArgs& p, const int ti
   tma_ws::load_warp_cluster_syncs<Cfg>(p);
 }
 
+// kMaskRegs: mma_unit's loop with the A fragments masked in registers (load_masked_a). The wgmma
+// of a k tile read its fragments until they complete, so two sets of registers alternate: k
+// tiles in pairs, each tile's wgmma issued on one set, committed, and the wait for all but the
+// last group (the other set's tile) followed by a fence that holds the other set live until
+// then, so the next tile's loads go to registers no wgmma still reads.
+template <class Cfg, class Acc, class Fence, class U>
+CKGEN_DEVICE CKGEN_FORCEINLINE void mma_unit_masked(const TmaConvArgs& p, Acc& acc, Fence& fence_acc, const U& u,
+                                                    int& t, uint64_t* full, uint64_t* empty, const uint32_t ring,
+                                                    const int wg, const int lane) {
+  using Tr = TmaTraits<Cfg>;
+  using Frag = uint32_t[Tr::RepM][4][4];
+  Frag f0 = {}, f1 = {};
+  auto hold = [](Frag& f) {
+#pragma unroll
+    for (int i = 0; i < Tr::RepM; ++i)
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(f[i][kk][e])::"memory");
+  };
+  auto step = [&](Frag& f, Frag& other, const int kt) {
+    const int s = t % Tr::S;
+    mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
+    const uint32_t stage = ring + s * Tr::kStageBytes;
+    tma_ws::load_masked_a<Cfg>(p, stage + wg * Tr::RepM * Tr::kBlockBytes, Tr::kABytes + Tr::kBBytes, f, lane);
+    fence_acc();
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    tma_ws::mma_stage_regs<Cfg>(acc, f, stage + Tr::kABytes);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    hold(other);
+    fence_acc();
+    tma_ws::release_stage<Cfg>(empty, nullptr, t, 0, 1, kt > u.kt0 && lane == 0);
+    ++t;
+  };
+  int kt = u.kt0;
+  for (; kt + 1 < u.kt1; kt += 2) {
+    step(f0, f1, kt);
+    step(f1, f0, kt + 1);
+  }
+  if (kt < u.kt1) step(f0, f1, kt);
+}
+
 // A math warpgroup's main loop over unit u's k tiles (ring slots from t on): wait for the stage
 // (stride1: and, at a chunk's first tap, its patch), the wgmma instructions, then release the
 // previous stage; t and (stride1) pc, tap, fy, fx step on. on_stage(a0) issues more wgmma on
@@ -148,17 +191,17 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_unit(const TmaConvArgs& p, Acc& acc, Fen
                                              const uint32_t ring, const uint32_t patches, const int a_row,
                                              const int wg, const int lane, OnStage& on_stage) {
   using Tr = TmaTraits<Cfg>;
+  if constexpr (Tr::kMaskRegs) {
+    (void)pc, (void)tap, (void)fy, (void)fx, (void)pfull, (void)pempty, (void)patches, (void)a_row, (void)on_stage;
+    tma_ws::mma_unit_masked<Cfg>(p, acc, fence_acc, u, t, full, empty, ring, wg, lane);
+    return;
+  }
   for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
     const int s = t % Tr::S;
     mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
     if constexpr (Tr::kPatch)
       if (tap == 0) mbar::wait(pfull + pc % Tr::kPatchBuffers, uint32_t((pc / Tr::kPatchBuffers) & 1));
-    // kMaskRegs: this warp's masked A fragments, in registers before the fence
-    uint32_t af[Tr::kMaskRegs ? Tr::RepM : 1][4][4];
-    if constexpr (Tr::kMaskRegs)
-      tma_ws::load_masked_a<Cfg>(p, ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes,
-                                 Tr::kABytes + Tr::kBBytes, af, lane);
-    if constexpr (Tr::kMask && !Tr::kMaskRegs) {
+    if constexpr (Tr::kMask) {
       // The gradient mask in shared memory, once per copy of dy: stride1, the whole patch at a
       // chunk's first tap (every math thread; the taps then read any rows of it); swap_ab, this
       // warpgroup's rows of the stage's A tile (named barrier 4 + the warpgroup).
@@ -182,18 +225,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_unit(const TmaConvArgs& p, Acc& acc, Fen
                                          uint32_t(a_row + fy * p.d_h * p.wp + fx * p.d_w) * Tr::kRowBytes
                                    : ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
     const uint32_t b0 = ring + s * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes);
-    if constexpr (Tr::kMaskRegs)
-      tma_ws::mma_stage_regs<Cfg>(acc, af, b0);
-    else
-      tma_ws::mma_stage<Op, Cfg>(p, acc, ring, s, a0, b0);
+    tma_ws::mma_stage<Op, Cfg>(p, acc, ring, s, a0, b0);
     if constexpr (!std::is_same_v<OnStage, NoStage>) on_stage(a0);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    // kMaskRegs: the next tile's fragments are loaded into the same registers, which the wgmma
-    // read until they complete: wait for all of them
-    if constexpr (Tr::kMaskRegs)
-      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    else
-      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
     fence_acc();
     tma_ws::release_stage<Cfg>(empty, pempty, t, pc, tap, kt > u.kt0 && lane == 0);
     if constexpr (Tr::kPatch) {
