@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The backward fusions on the GPU machine, in one call: the GoogleTests (and the seeded sweep) of
-# the tests set's instances of TEST_KERNELS (space-separated globs), then configs/<VARIANT>/fused.yaml's fp16 2D twins
-# (TILES, named ..._<tile><TAIL><SUFFIX>) against their plain default tiles over the corpus layers
+# the tests set's instances of TEST_KERNELS (space-separated globs), then
+# configs/<VARIANT>/fused.yaml's fp16 2D twins (TILES, named ..._<tile><TAIL><SUFFIX>) against
+# their plain default tiles over the corpus layers
 # (bench/fused_pairs.py shapes: batch 32, 2D, no depthwise), side by side in one profiler run, and
 # the per-layer report (bench/fused_pairs.py report). $OUT: summary.txt, test.log, prof.csv,
 # pairs.csv, build logs.
