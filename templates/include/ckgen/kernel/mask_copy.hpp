@@ -81,8 +81,8 @@ gpuError_t mask_copy(const void* dy, const void* y, void* dst, int64_t n, float 
   Raw* c = static_cast<Raw*>(dst);
 #if CKGEN_GPU_COMPILER
   constexpr int64_t V = int64_t(16 / sizeof(Raw));
-  const bool vec = n % V == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(dst) % 16 == 0;
+  auto a16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  const bool vec = n % V == 0 && a16(dy) && a16(y) && a16(dst);
   const unsigned blocks = unsigned(grid_stride_blocks(vec ? n / V : n, kMaskCopyThreads, 8));
   return launch_chained(mask_copy_kernel<A, D>, dim3(blocks), dim3(kMaskCopyThreads), 0, stream, false, nullptr, a, b,
                         c, n, alpha, vec);

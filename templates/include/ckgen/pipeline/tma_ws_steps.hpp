@@ -134,7 +134,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void load_masked_a(const TmaConvArgs& p, const ui
         Raw* x2 = reinterpret_cast<Raw*>(&f[i][kk][e]);
         const Raw* y2 = reinterpret_cast<const Raw*>(&y[e]);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) x2[h] = fusion::grad_mask<Cfg::kActivation, Cfg::kDataType>(x2[h], y2[h], p.ep.alpha);
+        for (int h = 0; h < 2; ++h)
+          x2[h] = fusion::grad_mask<Cfg::kActivation, Cfg::kDataType>(x2[h], y2[h], p.ep.alpha);
       }
     }
   }
