@@ -42,25 +42,22 @@ CKGEN_GLOBAL void mask_copy_kernel(const typename DataTypeTraits<D>::raw* __rest
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   const int64_t i0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (vec) {
-    union Vec {
-      uint4 u;
-      Raw e[V];
-    };
+    using VecT = Vec<Raw, V>;  // 16 bytes
     const int64_t vecs = n / V;
     for (int64_t i = i0; i < vecs; i += kUnroll * step) {
-      Vec a[kUnroll], b[kUnroll];
+      VecT a[kUnroll], b[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
         if (i + u * step < vecs) {
-          a[u].u = reinterpret_cast<const uint4*>(dy)[i + u * step];
-          b[u].u = reinterpret_cast<const uint4*>(y)[i + u * step];
+          a[u] = reinterpret_cast<const VecT*>(dy)[i + u * step];
+          b[u] = reinterpret_cast<const VecT*>(y)[i + u * step];
         }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
         if (i + u * step < vecs) {
 #pragma unroll
-          for (int j = 0; j < V; ++j) a[u].e[j] = fusion::grad_mask<A, D>(a[u].e[j], b[u].e[j], alpha);
-          reinterpret_cast<uint4*>(dst)[i + u * step] = a[u].u;
+          for (int j = 0; j < V; ++j) a[u].v[j] = fusion::grad_mask<A, D>(a[u].v[j], b[u].v[j], alpha);
+          reinterpret_cast<VecT*>(dst)[i + u * step] = a[u];
         }
     }
   } else {
@@ -84,8 +81,8 @@ gpuError_t mask_copy(const void* dy, const void* y, void* dst, int64_t n, float 
   auto a16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   const bool vec = n % V == 0 && a16(dy) && a16(y) && a16(dst);
   const unsigned blocks = unsigned(grid_stride_blocks(vec ? n / V : n, kMaskCopyThreads, 8));
-  return launch_chained(mask_copy_kernel<A, D>, dim3(blocks), dim3(kMaskCopyThreads), 0, stream, false, nullptr, a, b,
-                        c, n, alpha, vec);
+  return launch_kernel(mask_copy_kernel<A, D>, dim3(blocks), dim3(kMaskCopyThreads), 0, stream, false, a, b, c, n,
+                       alpha, vec);
 #else
   (void)stream;
   for (int64_t i = 0; i < n; ++i) c[i] = fusion::grad_mask<A, D>(a[i], b[i], alpha);
