@@ -13,7 +13,7 @@
 #include "ckgen/core/chain.hpp"
 #include "ckgen/kernel/host_face.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
-#include "ckgen/kernel/mask_copy.hpp"
+#include "ckgen/kernel/mask_copy_kernel.hpp"
 #include "ckgen/kernel/tma_maps.hpp"
 #include "ckgen/pipeline/tma_ws.hpp"
 #include "ckgen/schedule/splitk_finish.hpp"
