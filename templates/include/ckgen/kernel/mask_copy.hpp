@@ -67,17 +67,13 @@ class MaskCopyKernel final : public KernelBase {
   }
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                  const RunOptions& opts = {}) const override {
-    if (!epilogue_operands_refusal(epilogue_ops(key_), t.ep).empty() || workspace == nullptr)
-      return gpu_invalid_value();
-    if (gpuError_t e = detail::mask_copy(key_.activation, key_.datatype, t.out, t.ep.y, workspace,
-                                         p.N * p.out_spatial() * p.G * p.K, t.ep.alpha, stream);
-        e != gpuSuccess)
-      return e;
-    ConvTensors u = t;
-    u.out = workspace;
-    u.ep = EpilogueArgs{};
-    return inner_.run(p, u, static_cast<unsigned char*>(workspace) + detail::mask_copy_bytes(p, key_.datatype),
-                      stream, opts);
+    if (!epilogue_operands_refusal(epilogue_ops(key_), t.ep).empty()) return gpu_invalid_value();
+    return detail::run_premasked(
+        p, key_.datatype, t, workspace,
+        [&](const void* dy, const void* y, void* dst, int64_t n, float alpha) {
+          return detail::mask_copy(key_.activation, key_.datatype, dy, y, dst, n, alpha, stream);
+        },
+        [&](const ConvTensors& u, void* ws) { return inner_.run(p, u, ws, stream, opts); });
   }
 
   const KernelBase& inner() const { return inner_; }

@@ -80,10 +80,26 @@ gpuError_t mask_copy(const void* dy, const void* y, void* dst, int64_t n, float 
 #endif
 }
 
-// The bytes of dy (the forward's output) of p, rounded up to kMaskCopyAlign.
+// The elements of dy (the forward's output) of p, and their bytes rounded up to kMaskCopyAlign.
+inline int64_t mask_copy_elems(const ConvProblem& p) { return p.N * p.out_spatial() * p.G * p.K; }
 inline std::size_t mask_copy_bytes(const ConvProblem& p, DataType d) {
-  const std::size_t b = std::size_t(p.N * p.out_spatial() * p.G * p.K) * std::size_t(elem_bytes(d));
+  const std::size_t b = std::size_t(mask_copy_elems(p)) * std::size_t(elem_bytes(d));
   return (b + kMaskCopyAlign - 1) / kMaskCopyAlign * kMaskCopyAlign;
+}
+
+// A masked request run unmasked: copy(dy, y, dst, n, alpha) writes dy's masked copy at the
+// workspace's start, then run(tensors, workspace) reads it, without epilogue operands and with
+// the workspace after the copy (mask_copy_bytes).
+template <class Copy, class Run>
+gpuError_t run_premasked(const ConvProblem& p, DataType d, const ConvTensors& t, void* workspace, Copy&& copy,
+                         Run&& run) {
+  if (workspace == nullptr) return gpu_invalid_value();
+  if (gpuError_t e = copy(t.out, t.ep.y, workspace, mask_copy_elems(p), t.ep.alpha); e != gpuSuccess)
+    return e;
+  ConvTensors u = t;
+  u.out = workspace;
+  u.ep = EpilogueArgs{};
+  return run(u, static_cast<unsigned char*>(workspace) + mask_copy_bytes(p, d));
 }
 
 }  // namespace detail

@@ -113,15 +113,12 @@ class TmaConvKernel final : public HostFace<Cfg> {
   static std::size_t mask_bytes(const ConvProblem& p) { return detail::mask_copy_bytes(p, Cfg::kDataType); }
   gpuError_t run_premasked(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                            const RunOptions& opts) const {
-    if (workspace == nullptr) return cudaErrorInvalidValue;
-    if (gpuError_t e = detail::mask_copy<Cfg::kActivation, Cfg::kDataType>(
-            t.out, t.ep.y, workspace, p.N * p.out_spatial() * p.G * p.K, t.ep.alpha, stream);
-        e != gpuSuccess)
-      return e;
-    ConvTensors u = t;
-    u.out = workspace;
-    u.ep = EpilogueArgs{};
-    return Unmasked().run(p, u, static_cast<unsigned char*>(workspace) + mask_bytes(p), stream, opts);
+    return detail::run_premasked(
+        p, Cfg::kDataType, t, workspace,
+        [&](const void* dy, const void* y, void* dst, int64_t n, float alpha) {
+          return detail::mask_copy<Cfg::kActivation, Cfg::kDataType>(dy, y, dst, n, alpha, stream);
+        },
+        [&](const ConvTensors& u, void* ws) { return Unmasked().run(p, u, ws, stream, opts); });
   }
 
   // The call's options, refused whatever problem they come with (common_refusal's order).

@@ -194,51 +194,51 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_unit(const TmaConvArgs& p, Acc& acc, Fen
   if constexpr (Tr::kMaskRegs) {
     (void)pc, (void)tap, (void)fy, (void)fx, (void)pfull, (void)pempty, (void)patches, (void)a_row, (void)on_stage;
     tma_ws::mma_unit_masked<Cfg>(p, acc, fence_acc, u, t, full, empty, ring, wg, lane);
-    return;
-  }
-  for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
-    const int s = t % Tr::S;
-    mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
-    if constexpr (Tr::kPatch)
-      if (tap == 0) mbar::wait(pfull + pc % Tr::kPatchBuffers, uint32_t((pc / Tr::kPatchBuffers) & 1));
-    if constexpr (Tr::kMask) {
-      // The gradient mask in shared memory, once per copy of dy: stride1, the whole patch at a
-      // chunk's first tap (every math thread; the taps then read any rows of it); swap_ab, this
-      // warpgroup's rows of the stage's A tile (named barrier 4 + the warpgroup).
-      const int tid = int(threadIdx.x);
-      if constexpr (Tr::kPatch) {
-        if (tap == 0) {
-          const uint32_t pb = patches + (pc % Tr::kPatchBuffers) * p.patch_stride;
-          tma_ws::mask_rows<Cfg>(p, pb, pb + p.patch_stride / 2, p.patch_box, tid, Tr::kMathThreads, 1);
+  } else {
+    for (int kt = u.kt0; kt < u.kt1; ++kt, ++t) {
+      const int s = t % Tr::S;
+      mbar::wait(full + s, uint32_t((t / Tr::S) & 1));
+      if constexpr (Tr::kPatch)
+        if (tap == 0) mbar::wait(pfull + pc % Tr::kPatchBuffers, uint32_t((pc / Tr::kPatchBuffers) & 1));
+      if constexpr (Tr::kMask) {
+        // The gradient mask in shared memory, once per copy of dy: stride1, the whole patch at a
+        // chunk's first tap (every math thread; the taps then read any rows of it); swap_ab, this
+        // warpgroup's rows of the stage's A tile (named barrier 4 + the warpgroup).
+        const int tid = int(threadIdx.x);
+        if constexpr (Tr::kPatch) {
+          if (tap == 0) {
+            const uint32_t pb = patches + (pc % Tr::kPatchBuffers) * p.patch_stride;
+            tma_ws::mask_rows<Cfg>(p, pb, pb + p.patch_stride / 2, p.patch_box, tid, Tr::kMathThreads, 1);
+          }
+        } else {
+          const uint32_t a = ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
+          tma_ws::mask_rows<Cfg>(p, a, a + Tr::kABytes + Tr::kBBytes, Tr::RepM * Tr::kBlockBytes, tid % 128,
+                                 128, 4 + tid / 128);
         }
-      } else {
-        const uint32_t a = ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
-        tma_ws::mask_rows<Cfg>(p, a, a + Tr::kABytes + Tr::kBBytes, Tr::RepM * Tr::kBlockBytes, tid % 128, 128,
-                               4 + tid / 128);
       }
-    }
-    fence_acc();
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    // A: the stage's tile, or (stride1) the tap's rows of the chunk's patch: any start row of
-    // the 128-byte swizzled patch (the swizzle follows the shared-memory address bits)
-    const uint32_t a0 = Tr::kPatch ? patches + (pc % Tr::kPatchBuffers) * p.patch_stride +
-                                         uint32_t(a_row + fy * p.d_h * p.wp + fx * p.d_w) * Tr::kRowBytes
-                                   : ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
-    const uint32_t b0 = ring + s * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes);
-    tma_ws::mma_stage<Op, Cfg>(p, acc, ring, s, a0, b0);
-    if constexpr (!std::is_same_v<OnStage, NoStage>) on_stage(a0);
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-    fence_acc();
-    tma_ws::release_stage<Cfg>(empty, pempty, t, pc, tap, kt > u.kt0 && lane == 0);
-    if constexpr (Tr::kPatch) {
-      if (++fx == p.X) {
-        fx = 0;
-        ++fy;
-      }
-      if (++tap == p.ftaps) {
-        tap = fy = fx = 0;
-        ++pc;
+      fence_acc();
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      // A: the stage's tile, or (stride1) the tap's rows of the chunk's patch: any start row of
+      // the 128-byte swizzled patch (the swizzle follows the shared-memory address bits)
+      const uint32_t a0 = Tr::kPatch ? patches + (pc % Tr::kPatchBuffers) * p.patch_stride +
+                                           uint32_t(a_row + fy * p.d_h * p.wp + fx * p.d_w) * Tr::kRowBytes
+                                     : ring + s * Tr::kStageBytes + wg * Tr::RepM * Tr::kBlockBytes;
+      const uint32_t b0 = ring + s * Tr::kRingStage + (Tr::kPatch ? 0 : Tr::kABytes);
+      tma_ws::mma_stage<Op, Cfg>(p, acc, ring, s, a0, b0);
+      if constexpr (!std::is_same_v<OnStage, NoStage>) on_stage(a0);
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      fence_acc();
+      tma_ws::release_stage<Cfg>(empty, pempty, t, pc, tap, kt > u.kt0 && lane == 0);
+      if constexpr (Tr::kPatch) {
+        if (++fx == p.X) {
+          fx = 0;
+          ++fy;
+        }
+        if (++tap == p.ftaps) {
+          tap = fy = fx = 0;
+          ++pc;
+        }
       }
     }
   }
