@@ -116,6 +116,23 @@ int main() {
   const double copy_us = 3.0 * double(big.output_elems()) * 2 / (ArchNumbers{}.bandwidth_gbs * 1e9) * 1e6;
   check(std::fabs(face_us - inner_us - copy_us - kPadLaunchUs) < 1e-6, "face estimate = instance + copy",
         std::to_string(inner_us) + " / " + std::to_string(face_us));
+  // wavelet_tma's masked backward_data twin: priced as its unmasked twin plus the copy where it
+  // masks a copy of dy (tma_phases::premask_dy: 2 column tiles x 9 taps read a dy tile 18 times),
+  // with the mask in the kernel (not the copy) where each dy tile is read once.
+  KernelKey tma = fake_key("t_drelu", Variant::BackwardData, 128, 128, 64);
+  tma.pipeline = Pipeline::WaveletTma;
+  tma.activation = Activation::DRelu;
+  KernelKey tma_plain = tma;
+  tma_plain.activation = Activation::Identity;
+  check(tma_phases::premask_dy(big, 128) && runs_mask_copy(tma, big), "a re-read dy tile: the copy");
+  const double tma_us = estimate_cost(tma, big, 1).us, tma_plain_us = estimate_cost(tma_plain, big, 1).us;
+  check(std::fabs(tma_us - tma_plain_us - copy_us - kPadLaunchUs) < 1e-6, "premasked twin = unmasked + copy",
+        std::to_string(tma_plain_us) + " / " + std::to_string(tma_us));
+  const ConvProblem once = make(2, 1, 32, 128, 256, 28, 1, 1);
+  check(!tma_phases::premask_dy(once, 128) && !runs_mask_copy(tma, once), "a dy tile read once: the kernel");
+  ConvProblem odd = once;
+  odd.K = 36;
+  check(tma_phases::premask_dy(odd, 128), "dy's padded rows: the copy");
   Dispatcher disp(reg);
   const EpilogueOps drelu{ChannelOp::Identity, Activation::DRelu, false, false, 0};
   const Selection s = disp.select(big, DataType::FP16, Variant::BackwardData, drelu);

@@ -26,6 +26,7 @@
 #include "ckgen/kernel/kernel_base.hpp"
 #include "ckgen/schedule/channel_pad_plan.hpp"
 #include "ckgen/schedule/direct_plan.hpp"
+#include "ckgen/schedule/tma_phases.hpp"
 
 namespace ckgen {
 
@@ -304,13 +305,19 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
 // random-family layers alike (2 us cost 3-5 % of the random layers' picks, none of the corpus').
 inline constexpr double kPadLaunchUs = 1.0;
 
+// Whether instance k runs problem p as its unmasked instance over a masked copy of dy: a mask-copy
+// face, or wavelet_tma's masked backward_data twin where it masks a copy (tma_phases::premask_dy).
+inline bool runs_mask_copy(const KernelKey& k, const ConvProblem& p) {
+  return k.mask_copy || (k.pipeline == Pipeline::WaveletTma && k.variant == Variant::BackwardData &&
+                         is_grad_mask(k.activation) && tma_phases::premask_dy(p, k.tile_n));
+}
+
 // Estimated time of one instance on one problem with a given split count, before the target's
 // calibration (estimate_cost below).
 inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p, int k_batch,
                                         const ArchNumbers& a = {}) {
-  if (k.mask_copy) {
-    // a mask-copy face: the copy (read dy and y, write their product) in one launch, then its
-    // plain instance
+  if (runs_mask_copy(k, p)) {
+    // the copy (read dy and y, write their product) in one launch, then the unmasked instance
     KernelKey inner = k;
     inner.mask_copy = false;
     inner.activation = Activation::Identity;
@@ -485,7 +492,7 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
 // channel-padding or mask-copy face: its instance's, calibrated, plus the copies).
 inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch, const ArchNumbers& a) {
   CostEstimate c = estimate_cost_model(k, p, k_batch, a);
-  if (k.channel_pad == 0 && !k.mask_copy) c.us *= a.calibration(k.variant, k.pipeline);
+  if (k.channel_pad == 0 && !runs_mask_copy(k, p)) c.us *= a.calibration(k.variant, k.pipeline);
   return c;
 }
 

@@ -88,22 +88,14 @@ class TmaConvKernel final : public HostFace<Cfg> {
     return run_2d(view(p), t, workspace, stream, opts);
   }
 
-  // A gradient mask (backward_data) is applied in the kernel (y's tiles copied beside dy's) where
-  // each dy tile is read at most kMaskKernelReads times: the column tiles of dx's channels x the
-  // taps of a stride phase. There y's copies cost less than a masked copy of dy, three passes
-  // over dy's bytes; elsewhere, and where dy's rows are padded (K % 8 != 0), the call masks a
-  // copy of dy in the workspace and the unmasked twin (the same tiles) reads it.
-  static constexpr int64_t kMaskKernelReads = 2;
+  // backward_data with a gradient mask: the mask in the kernel, or a masked copy of dy that the
+  // unmasked twin reads (tma_phases::premask_dy).
   static bool premask(const ConvProblem& q) {
     if constexpr (!Tr::kMask) {
       (void)q;
       return false;
     } else {
-      if (padded_k(q) > 0) return true;
-      const Plan pl = plan(q);
-      int64_t taps = 0;
-      for (const Phase& ph : pl.phase) taps = std::max(taps, ph.q.filter_spatial());
-      return pl.error.empty() && detail::ceil_div(q.C, Tr::BN) * taps > kMaskKernelReads;
+      return tma_phases::premask_dy(q, Tr::BN);
     }
   }
 
@@ -265,7 +257,7 @@ class TmaConvKernel final : public HostFace<Cfg> {
       (void)p;
       return 0;
     } else {
-      return p.K % 8 != 0 && p.G == 1 ? (p.K + 7) / 8 * 8 : 0;
+      return tma_phases::padded_dy_channels(p);
     }
   }
   // forward / backward_weight with C % 8 != 0 in one group (the C=3 stem): the explicit im2col

@@ -141,5 +141,24 @@ inline Plan backward_data_plan(const ConvProblem& p) {
   return pl;
 }
 
+// dy's channels as backward_data / backward_weight read them: with K % 8 != 0 in one group dy's
+// rows are not 16-byte multiples, which the copy engine needs, so a copy of dy pads K to a
+// multiple of 8 (zeros); 0 = dy is read as it lies.
+inline int64_t padded_dy_channels(const ConvProblem& p) { return p.K % 8 != 0 && p.G == 1 ? (p.K + 7) / 8 * 8 : 0; }
+
+// backward_data with a gradient mask (drelu, ...) on an instance of tile_n dx channels a tile: the
+// mask is applied in the kernel (y's tiles copied beside dy's) where each dy tile is read at most
+// kMaskKernelReads times, dx's column tiles x the taps of a stride phase; there y's copies cost
+// less than a masked copy of dy (three passes over dy's bytes). premask_dy: the call masks a copy
+// of dy instead (elsewhere, and where dy's rows are padded), which the unmasked kernel reads.
+inline constexpr int64_t kMaskKernelReads = 2;
+inline bool premask_dy(const ConvProblem& p, int tile_n) {
+  if (padded_dy_channels(p) > 0) return true;
+  const Plan pl = backward_data_plan(p);
+  int64_t taps = 0;
+  for (const Phase& ph : pl.phase) taps = ph.q.filter_spatial() > taps ? ph.q.filter_spatial() : taps;
+  return pl.error.empty() && (p.C + tile_n - 1) / tile_n * taps > kMaskKernelReads;
+}
+
 }  // namespace tma_phases
 }  // namespace ckgen
