@@ -73,6 +73,40 @@ int main(int argc, char** argv) {
               freg.all()[size_t(cs[1].index)]->name() == "fwd_a_bias_relu",
           "fused candidates follow the plain twins' ranking", std::to_string(cs.size()));
   }
+  // --- a gradient mask's cost rides on the twins' measurements ---------------------------------
+  {
+    // bd_a's mask is a copy of dy (a mask-copy face), bd_b's in the kernel (wavelet_tma, dx's
+    // channels in one column tile, a 1x1 filter: each dy tile read once); the database timed bd_a
+    // 5 % faster than bd_b, less than the copy of dy costs
+    KernelKey a = key("bd_a", Variant::BackwardData, 128, 128, 32);
+    KernelKey b = key("bd_b", Variant::BackwardData, 128, 128, 64);
+    b.pipeline = Pipeline::WaveletTma;
+    KernelKey fa = a, fb = b;
+    fa.name += "_drelu", fb.name += "_drelu";
+    fa.activation = fb.activation = Activation::DRelu;
+    fa.mask_copy = true;
+    Registry mreg;
+    for (const KernelKey& k : {a, b, fa, fb}) mreg.add(std::make_unique<FakeKernel>(k));
+    Dispatcher md(mreg);
+    const ConvProblem tuned = conv(32, 128, 256, 52, 1), target = conv(32, 128, 256, 56, 1);
+    const EpilogueOps drelu{ChannelOp::Identity, Activation::DRelu, false, false, 0};
+    const double copy_us = estimate_cost(fa, tuned, 1, md.arch()).us - estimate_cost(a, tuned, 1, md.arch()).us;
+    const double y_us = estimate_cost(fb, tuned, 1, md.arch()).us - estimate_cost(b, tuned, 1, md.arch()).us;
+    check(y_us > 0 && copy_us > 2 * y_us, "the model: y's tiles cost less than the copy of dy",
+          std::to_string(y_us) + " / " + std::to_string(copy_us));
+    write_db(db, {entry_json("backward_data", "tuned", tuned, {{"bd_a", 0, 0.0100}, {"bd_b", 0, 0.0105}})});
+    md.load_tuning_db(db);
+    Selection m = md.select(tuned, DataType::FP16, Variant::BackwardData);
+    check(m.source == "tuning-db-exact" && m.kernel->name() == "bd_a", "plain: the ranking's first",
+          m.kernel ? m.kernel->name() : m.why);
+    m = md.select(tuned, DataType::FP16, Variant::BackwardData, drelu);
+    check(m.source == "tuning-db-exact" && m.kernel->name() == "bd_b_drelu",
+          "drelu, exact: the twins' times plus the mask's cost", m.kernel ? m.kernel->name() + " | " + m.why : m.why);
+    m = md.select(target, DataType::FP16, Variant::BackwardData, drelu);
+    check(m.source == "tuning-db-nearest" && m.kernel->name() == "bd_b_drelu" &&
+              m.why.find("of its fused operations") != std::string::npos,
+          "drelu, nearest: the same", m.kernel ? m.kernel->name() + " | " + m.why : m.why);
+  }
   // --- bf16 requests read a database of fp16 measurements (sibling_datatype) ------------------
   {
     auto typed = [&](const std::string& name, int tm, DataType dt) {

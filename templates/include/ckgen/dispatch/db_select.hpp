@@ -50,9 +50,31 @@ struct DbContext {
 
 namespace db_select {
 
-// An exact entry's ranking walked until a registered instance (or its fused twin) supports p.
+// The key of instance k's plain twin: k without its fused operations.
+inline KernelKey plain_twin_key(const KernelKey& k) {
+  KernelKey t = k;
+  t.name = plain_twin_name(k);
+  t.channel_op = ChannelOp::Identity;
+  t.activation = Activation::Identity;
+  t.residual = t.stats = t.mask_copy = false;
+  t.out_datatype = k.datatype;
+  return t;
+}
+
+// What instance k's fused operations add to its plain twin's time on p by the cost model (a
+// gradient mask's y tiles or masked copy of dy, an epilogue's operands): a twin's measurement
+// plus this stands for the fused instance. 0 for a plain instance.
+inline double fused_extra_us(const DbContext& ctx, const KernelKey& k, const ConvProblem& p, int kb) {
+  if (epilogue_ops(k) == EpilogueOps{}) return 0.0;
+  const int ekb = ctx.effective_k_batch(k, p, kb);
+  return std::max(0.0, estimate_cost(k, p, ekb, ctx.arch).us - estimate_cost(plain_twin_key(k), p, ekb, ctx.arch).us);
+}
+
+// An exact entry's ranking walked until a registered instance (or its fused twin) supports p; a
+// fused request takes the least measured time plus fused_extra_us among them.
 inline bool try_entry(const DbContext& ctx, const TunedEntry& e, const ConvProblem& p, const TwinIndex& twins,
-                      Selection& s) {
+                      const EpilogueOps& ops, Selection& s) {
+  double best = 0;
   for (const TunedChoice& c : e.ranking) {
     const int i = twins(c.kernel);
     if (i < 0) continue;
@@ -60,12 +82,16 @@ inline bool try_entry(const DbContext& ctx, const TunedEntry& e, const ConvProbl
     RunOptions o;
     o.k_batch = c.k_batch;
     if (!k.is_supported(p, o).empty()) continue;
+    const bool in_order = !ops.fused() || !(c.ms > 0);  // plain, or no time: the ranking's order
+    const double us = in_order ? 0.0 : c.ms * 1e3 + fused_extra_us(ctx, k.key(), p, c.k_batch);
+    if (s.kernel && (in_order || us >= best)) continue;
     s.kernel = &k;
     s.index = i;
     s.k_batch = c.k_batch;
-    return true;
+    best = us;
+    if (in_order) return true;
   }
-  return false;
+  return s.kernel != nullptr;
 }
 
 // The split features of instance k on p at RunOptions::k_batch kb.
@@ -95,7 +121,7 @@ inline bool rank_by_neighbours(const DbContext& ctx, const TuningDb& db,
       const KernelKey& k = all[size_t(it->second)]->key();
       if (k.ndim != p.ndim) continue;
       const int kb = ctx.effective_k_batch(k, e->problem, c.k_batch);
-      const double est = estimate_cost(k, e->problem, kb, ctx.arch).us;
+      const double est = estimate_cost(plain_twin_key(k), e->problem, kb, ctx.arch).us;  // what was timed
       if (!(est > 0)) continue;
       ResidualPoint q;
       q.shape_distance = d;
@@ -122,7 +148,7 @@ inline bool rank_by_neighbours(const DbContext& ctx, const TuningDb& db,
     if (!k.is_supported(p, o).empty()) continue;
     cs.push_back({i, kb, estimate_cost(k.key(), p, ctx.effective_k_batch(k.key(), p, kb), ctx.arch)});
   }
-  double best_score = 0, best_est = 0, best_r = 0;
+  double best_score = 0, best_est = 0, best_r = 0, best_extra = 0;
   int best_used = 0;
   bool best_timed = false;
   for (const CostCandidate& c : cs) {
@@ -136,14 +162,17 @@ inline bool rank_by_neighbours(const DbContext& ctx, const TuningDb& db,
                                  TuningDb::kShapeWeight, TuningDb::kBlocksWeight, TuningDb::kSplitWeight,
                                  TuningDb::kPriorWeight, &used);
     if (!timed) r += TuningDb::kUntimedPenalty;
-    const double score = std::log(c.cost.us) + r;
+    // a fused candidate: its plain twin's calibrated estimate plus what its operations add
+    const double extra = fused_extra_us(ctx, k, p, c.k_batch);
+    const double score = std::log((c.cost.us - extra) * std::exp(r) + extra);
     if (s.kernel && score >= best_score) continue;
     s.kernel = all[size_t(c.index)].get();
     s.index = c.index;
     s.k_batch = c.k_batch;
-    s.estimate_us = c.cost.us * std::exp(r);
+    s.estimate_us = std::exp(score);
     best_score = score;
-    best_est = c.cost.us;
+    best_est = c.cost.us - extra;
+    best_extra = extra;
     best_r = r;
     best_used = used;
     best_timed = timed;
@@ -155,7 +184,9 @@ inline bool rank_by_neighbours(const DbContext& ctx, const TuningDb& db,
      << TuningDb::kMaxDistance << ", nearest";
   for (size_t i = 0; i < near.size() && i < 3; ++i)
     os << " '" << near[i].second->shape << "' (" << near[i].first << ")";
-  os << "; cost model " << best_est << " us x " << std::exp(best_r) << " = " << s.estimate_us << " us";
+  os << "; cost model " << best_est << " us x " << std::exp(best_r);
+  if (best_extra > 0) os << " + " << best_extra << " us of its fused operations";
+  os << " = " << s.estimate_us << " us";
   if (best_timed)
     os << " (calibrated by " << best_used << " measured point(s) of this instance)";
   else
@@ -183,7 +214,7 @@ inline bool select_from_db(const DbContext& ctx, const TuningDb& db, const ConvP
   for (const TunedEntry& e : db.entries()) {
     if (e.variant != v || e.datatype != named || e.problem.ndim != p.ndim) continue;
     if (same_problem(e.problem, p)) {
-      if (db_select::try_entry(ctx, e, p, twins, s)) {
+      if (db_select::try_entry(ctx, e, p, twins, ops, s)) {
         s.source = "tuning-db-exact";
         s.why = "tuning db " + db.path() + ": exact match '" + e.shape + "'" + as;
         if (ops.fused()) s.why += " (ranked as its plain twin " + plain_twin_name(s.kernel->key()) + ")";
