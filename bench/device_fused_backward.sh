@@ -14,7 +14,9 @@
 # EXTRA: more --kernels globs of plain instances to time beside them (the best unfused kernel);
 # SHAPE_ARGS: options of `fused_pairs.py shapes` (e.g. --models resnet50). MASK_TIME=1 (gradient
 # masks): also time PyTorch's mask of dy per layer and compare with the unfused path. FUSION (e.g.
-# drelu): a second profiler pass over that fusion's instances and faces, appended to prof.csv.
+# drelu): a second profiler pass over that fusion's instances and faces, appended to prof.csv;
+# with PICKS=1 also select()'s picks of the built library for the plain and the fused request
+# (cost model, and the shipped tuning database), scored in the report.
 #
 # Needs nvcc, cmake, ninja, python3 with click/jinja2/pyyaml; GoogleTest from Debian's
 # libgtest-dev .deb carried in .gtest/.
@@ -68,6 +70,11 @@ UNFUSED=()
 if [ "${MASK_TIME:-0}" = 1 ]; then  # the unfused path's mask (PyTorch) per layer
   python3 bench/fused_pairs.py mask-time "$WORK/shapes.csv" --out "$OUT/mask.csv" | tee -a "$OUT/summary.txt"
   UNFUSED=(--unfused "$OUT/mask.csv" --shapes "$WORK/shapes.csv")
+fi
+if [ -n "${FUSION:-}" ] && [ "${PICKS:-0}" = 1 ]; then  # select()'s picks of the built library
+  python3 bench/fused_pairs.py picks "$WORK/pf/build" "$WORK/shapes.csv" --fusion "$FUSION" \
+    --variant "$VARIANT" --out "$OUT/picks.csv" 2>&1 | tail -3 | tee -a "$OUT/summary.txt"
+  [ -s "$OUT/picks.csv" ] && UNFUSED+=(--picks "$OUT/picks.csv")
 fi
 python3 bench/fused_pairs.py report "$OUT/prof.csv" --suffix "$SUFFIX" --out "$OUT/pairs.csv" "${UNFUSED[@]}" |
   tee -a "$OUT/summary.txt"

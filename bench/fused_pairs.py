@@ -6,6 +6,8 @@
     python3 bench/fused_pairs.py torch-report layers.csv shapes.csv [--arch sm_90a]
     python3 bench/fused_pairs.py mask-time shapes.csv --out mask.csv   (a GPU, PyTorch)
     python3 bench/fused_pairs.py report prof.csv --suffix _drelu --unfused mask.csv --shapes shapes.csv
+    python3 bench/fused_pairs.py picks BUILD_DIR shapes.csv --fusion drelu --out picks.csv  (a GPU)
+    python3 bench/fused_pairs.py report prof.csv --suffix _drelu --picks picks.csv
 
 `shapes`: the unique layers of bench/shapes/models.csv of the given models, ndim and batch, without
 the depthwise ones (they run the direct kernels), in the profiler's shape format.
@@ -16,6 +18,9 @@ With --unfused (backward gradient masks), also per layer the unfused path, the b
 plus PyTorch's mask of dy (threshold_backward, timed by `mask-time`), and plus the least time a
 separate mask can take (read dy and y, write the product: three times dy's bytes at the target's
 bandwidth, arch_specs.json).
+`picks`: what select() of the built library (BUILD_DIR) answers per layer for the plain and the
+fused request, by the cost model and with the shipped tuning database of the GPU; `report --picks`
+adds each pick's time over the best of its kind (plain or fused) in the same profile.
 `mask-time`: PyTorch's threshold_backward over each layer's dy (fp16, CUDA-graph replay), the
 unfused mask of a dReLU backward.
 `torch-report`: bench/train_fused.py's layers CSV (dw + db through ckgen.torch) with the shapes it
@@ -165,6 +170,73 @@ def mask_time(shapes: Path, repeat: int = 20) -> dict[str, float]:
     return out
 
 
+def select_picks(
+    build: Path, shapes: Path, fusion: str, variant: str, datatype: str = "fp16"
+) -> list[dict[str, str]]:
+    """select()'s pick per layer of `shapes` for the plain and the `fusion` request, by the cost
+    model ("cost") and with the shipped tuning database of this GPU ("db"; none where no database
+    matches the GPU)."""
+    from ckgen.errors import CkgenError
+    from ckgen.runtime.library import KernelLibrary
+
+    lib = KernelLibrary.load(build)
+    problems = load_shapes(shapes)
+    out: list[dict[str, str]] = []
+    for source in ("cost", "db"):
+        if source == "db" and lib.load_shipped_tuning_db(quiet=True) is None:
+            break
+        for p in problems:
+            for f in ("none", fusion):
+                try:
+                    sel = lib.select(p, variant, datatype, fusion=None if f == "none" else f)
+                    name, kb = sel.name, str(sel.k_batch)
+                except CkgenError:
+                    name, kb = "", ""
+                out.append({"shape": p.name, "fusion": f, "source": source, "instance": name,
+                            "k_batch": kb})  # fmt: skip
+    return out
+
+
+def add_picks(
+    out: list[dict[str, str]], rows: list[dict[str, str]], picks: list[dict[str, str]]
+) -> str:
+    """Adds each pick's time over the best of its kind (pick_<source>_<plain|fused> columns) to
+    pairs() rows; returns the summary: per source and kind, the geomean pick / best and how many
+    layers' picks are within 10 % (a pick the profile did not time counts as a miss)."""
+    timed: dict[tuple[str, str], dict[str, float]] = {}
+    for r in rows:
+        if r.get("ms"):
+            t = timed.setdefault((r["shape"], r["instance"]), {})
+            t[r.get("k_batch", "")] = min(float(r["ms"]), t.get(r.get("k_batch", ""), math.inf))
+    by_row = {o["shape"]: o for o in out}
+    ratios: dict[str, list[float]] = {}
+    misses: dict[str, int] = {}
+    for pk in picks:
+        o = by_row.get(pk["shape"])
+        if o is None:
+            continue
+        kind = "plain" if pk["fusion"] == "none" else "fused"
+        col = f"pick_{pk['source']}_{kind}"
+        best = float(o["plain_ms" if kind == "plain" else "fused_ms"])
+        t = timed.get((pk["shape"], pk["instance"]), {})
+        ms = t.get(pk["k_batch"], min(t.values(), default=math.nan))
+        o[col] = pk["instance"]
+        o[col + "_over_best"] = f"{ms / best:.4f}"
+        if math.isnan(ms):
+            misses[col] = misses.get(col, 0) + 1
+        else:
+            ratios.setdefault(col, []).append(ms / best)
+    lines = []
+    for col in sorted(set(ratios) | set(misses)):
+        r = ratios.get(col, [])
+        n = len(r) + misses.get(col, 0)
+        lines.append(
+            f"{col}: pick / best {_geomean(r):.3f} geomean (worst {max(r, default=math.nan):.3f}), "
+            f"within 10 % on {sum(x <= 1.10 for x in r)} of {n} ({misses.get(col, 0)} untimed)"
+        )
+    return "\n".join(lines)
+
+
 def summary(out: list[dict[str, str]]) -> str:
     r = sorted(float(o["best_fused_over_best_plain"]) for o in out)
     if not r:
@@ -225,6 +297,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--unfused", default="", help="mask-time's CSV: compare with the unfused path")
     r.add_argument("--shapes", type=Path, help="the profiled shapes (with --unfused)")
     r.add_argument("--arch", default="sm_90a", help="the target of the mask's least time")
+    r.add_argument("--picks", default="", help="picks' CSV: add select()'s picks")
+    k = sub.add_parser("picks", help="select()'s picks per layer (a GPU)")
+    k.add_argument("build", type=Path, help="the built project (its build directory)")
+    k.add_argument("shapes", type=Path)
+    k.add_argument("--fusion", default="drelu")
+    k.add_argument("--variant", default="backward_data")
+    k.add_argument("--out", required=True)
     m = sub.add_parser("mask-time", help="PyTorch's mask of dy per layer (a GPU)")
     m.add_argument("shapes", type=Path)
     m.add_argument("--out", required=True)
@@ -245,6 +324,14 @@ def main(argv: list[str] | None = None) -> int:
             w.writerows([n, f"{ms:.5f}"] for n, ms in times.items())
         print(f"{len(times)} layers -> {a.out}")
         return 0
+    if a.cmd == "picks":
+        got = select_picks(a.build, a.shapes, a.fusion, a.variant)
+        with open(a.out, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=["shape", "fusion", "source", "instance", "k_batch"])
+            w.writeheader()
+            w.writerows(got)
+        print(f"{len(got)} picks -> {a.out}")
+        return 0
     if a.cmd == "shapes":
         rows = corpus_layers(read_corpus(), tuple(a.models.split(",")), a.ndim, a.batch)
         if not rows:
@@ -254,7 +341,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(rows)} layers -> {a.out}")
         return 0
     with open(a.profile, newline="") as fh:
-        out = pairs(list(csv.DictReader(fh)), a.suffix, tuple(a.ignore))
+        prof = list(csv.DictReader(fh))
+    out = pairs(prof, a.suffix, tuple(a.ignore))
+    pick_lines = ""
+    if a.picks and out:
+        with open(a.picks, newline="") as fh:
+            pick_lines = add_picks(out, prof, list(csv.DictReader(fh)))
     if a.unfused and out:
         if a.shapes is None:
             print("fused_pairs: --unfused needs --shapes", file=sys.stderr)
@@ -264,12 +356,15 @@ def main(argv: list[str] | None = None) -> int:
         add_unfused(out, mask_ms, dy_bytes(a.shapes), get_arch(a.arch).bandwidth_gbs)
     if a.out and out:
         with open(a.out, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(out[0]))
+            cols = list(dict.fromkeys(c for o in out for c in o))
+            w = csv.DictWriter(fh, fieldnames=cols, restval="")
             w.writeheader()
             w.writerows(out)
     print(summary(out))
     if a.unfused and out:
         print(unfused_summary(out))
+    if pick_lines:
+        print(pick_lines)
     return 0 if out else 1
 
 

@@ -116,3 +116,37 @@ def test_the_unfused_path_is_plain_plus_the_mask(tmp_path: Path, capsys) -> None
     mask.write_text("shape,mask_ms\na,0.004\n")
     assert fp.main(["report", str(prof), "--suffix", "_drelu", "--unfused", str(mask)]) == 2
     assert "--unfused needs --shapes" in capsys.readouterr().err
+
+
+def test_picks_are_scored_against_the_best_of_their_kind(tmp_path: Path, capsys) -> None:
+    rows = [
+        _row("a", "t1", 1.0), _row("a", "t2", 1.05), _row("a", "t1_drelu", 1.5),
+        _row("a", "t2_drelu", 1.1), _row("b", "t1", 2.0), _row("b", "t1_drelu", 2.2),
+    ]  # fmt: skip
+    prof = tmp_path / "prof.csv"
+    with open(prof, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["shape", "instance", "ms"])
+        w.writeheader()
+        w.writerows(rows)
+    picks = tmp_path / "picks.csv"
+    got = [
+        ("a", "none", "db", "t1"), ("a", "drelu", "db", "t1_drelu"),
+        ("b", "none", "db", "t1"), ("b", "drelu", "db", "t9_drelu"),  # t9: never timed
+    ]  # fmt: skip
+    with open(picks, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["shape", "fusion", "source", "instance", "k_batch"])
+        w.writerows([*g, "1"] for g in got)
+    out = tmp_path / "pairs.csv"
+    rc = fp.main(
+        ["report", str(prof), "--suffix", "_drelu", "--picks", str(picks), "--out", str(out)]
+    )
+    assert rc == 0
+    text = capsys.readouterr().out
+    # a: the fused pick t1_drelu (1.5) over the best fused t2_drelu (1.1); b's fused pick untimed
+    assert "pick_db_fused: pick / best 1.364 geomean" in text, text
+    assert "within 10 % on 0 of 2 (1 untimed)" in text, text
+    assert "pick_db_plain: pick / best 1.000 geomean (worst 1.000), within 10 % on 2 of 2" in text
+    with open(out, newline="") as fh:
+        a = next(csv.DictReader(fh))
+    assert a["pick_db_fused"] == "t1_drelu" and a["pick_db_fused_over_best"] == "1.3636"
