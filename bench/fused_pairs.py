@@ -171,11 +171,16 @@ def mask_time(shapes: Path, repeat: int = 20) -> dict[str, float]:
 
 
 def select_picks(
-    build: Path, shapes: Path, fusion: str, variant: str, datatype: str = "fp16"
+    build: Path,
+    shapes: Path,
+    fusion: str,
+    variant: str,
+    datatype: str = "fp16",
+    db: Path | None = None,
 ) -> list[dict[str, str]]:
     """select()'s pick per layer of `shapes` for the plain and the `fusion` request, by the cost
-    model ("cost") and with the shipped tuning database of this GPU ("db"; none where no database
-    matches the GPU)."""
+    model ("cost") and with a tuning database ("db": `db`, else the shipped one of this GPU; none
+    where none matches). `build`: a built project, or an offline library (offline_dispatch.py)."""
     from ckgen.errors import CkgenError
     from ckgen.runtime.library import KernelLibrary
 
@@ -183,8 +188,11 @@ def select_picks(
     problems = load_shapes(shapes)
     out: list[dict[str, str]] = []
     for source in ("cost", "db"):
-        if source == "db" and lib.load_shipped_tuning_db(quiet=True) is None:
-            break
+        if source == "db":
+            if db is not None:
+                lib.load_tuning_db(db, force=True)
+            elif lib.load_shipped_tuning_db(quiet=True) is None:
+                break
         for p in problems:
             for f in ("none", fusion):
                 try:
@@ -303,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("shapes", type=Path)
     k.add_argument("--fusion", default="drelu")
     k.add_argument("--variant", default="backward_data")
+    k.add_argument("--db", type=Path, help="this tuning database (default: the GPU's shipped one)")
     k.add_argument("--out", required=True)
     m = sub.add_parser("mask-time", help="PyTorch's mask of dy per layer (a GPU)")
     m.add_argument("shapes", type=Path)
@@ -325,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(times)} layers -> {a.out}")
         return 0
     if a.cmd == "picks":
-        got = select_picks(a.build, a.shapes, a.fusion, a.variant)
+        got = select_picks(a.build, a.shapes, a.fusion, a.variant, db=a.db)
         with open(a.out, "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=["shape", "fusion", "source", "instance", "k_batch"])
             w.writeheader()

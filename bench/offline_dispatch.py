@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ckgen.model import cxx
 from ckgen.model.naming import parse_instance_name
-from ckgen.model.vocab import DATATYPE_BYTES
+from ckgen.model.vocab import DATATYPE_BYTES, GRAD_MASKS
 
 ROOT = Path(__file__).resolve().parent.parent
 FACE = "_cpad"
@@ -55,7 +55,7 @@ def signature(r: dict[str, str]) -> str:
     return "|".join(parts)
 
 
-def key_line(name: str) -> str:
+def key_line(name: str, faces: frozenset[str] = frozenset()) -> str:
     """CKGEN_OFFLINE_KEY(name, k.<field> = <value>, ...) of an instance or face name: an
     assignment per field of KernelKey (cxx.kernel_key_fields) but name, arch and ping_pong."""
     inner = name[: -len(FACE)] if name.endswith(FACE) else name
@@ -70,8 +70,8 @@ def key_line(name: str) -> str:
             continue
         if field == "channel_pad":
             value = str(16 // DATATYPE_BYTES[i.datatype] if name.endswith(FACE) else 0)
-        elif field == "mask_copy":  # the profiles time plain and fused instances only
-            value = "false"
+        elif field == "mask_copy":
+            value = "true" if name in faces else "false"
         elif field in vals:
             value = vals[field]
         elif field == "out_datatype":
@@ -87,7 +87,37 @@ def key_line(name: str) -> str:
     return f"CKGEN_OFFLINE_KEY({', '.join(args)})"
 
 
-def build(out: Path, profiles: list[Path]) -> Path:
+def mask_copy_faces(names: list[str], fused_configs: list[Path]) -> frozenset[str]:
+    """The names among `names` that are mask-copy faces (kernel/mask_copy.hpp): a gradient mask's
+    name that none of the fused instance lists (configs/<variant>/fused.yaml) holds."""
+    if not fused_configs:
+        return frozenset()
+    cmd = [
+        sys.executable,
+        "-m",
+        "ckgen.cli",
+        "list-instances",
+        "--arch",
+        "sm_90a",
+        "--format",
+        "names",
+    ]
+    for c in fused_configs:
+        cmd += ["--config", str(c)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"offline_dispatch: list-instances failed:\n{r.stderr[-2000:]}")
+    twins = set(r.stdout.split())
+    return frozenset(
+        n
+        for n in names
+        if not n.endswith(FACE)
+        and n not in twins
+        and parse_instance_name(n).activation in GRAD_MASKS
+    )
+
+
+def build(out: Path, profiles: list[Path], fused_configs: list[Path] | None = None) -> Path:
     measured: set[tuple[str, str]] = set()
     for p in profiles:
         with _open(p) as f:
@@ -97,7 +127,8 @@ def build(out: Path, profiles: list[Path]) -> Path:
                 measured.add((r["instance"], signature(r)))
     names = sorted({n for n, _ in measured})
     out.mkdir(parents=True, exist_ok=True)
-    (out / "offline_keys.inc").write_text("\n".join(key_line(n) for n in names) + "\n")
+    faces = mask_copy_faces(names, fused_configs or [])
+    (out / "offline_keys.inc").write_text("\n".join(key_line(n, faces) for n in names) + "\n")
     with open(out / "offline_measured.tsv", "w") as f:
         for n, s in sorted(measured):
             f.write(f"{n}\t{s}\n")
@@ -136,8 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--out", type=Path, required=True, help="folder for the keys, the table and lib/"
     )
+    ap.add_argument(
+        "--fused-config",
+        type=Path,
+        action="append",
+        default=[],
+        help="a fused instance list (repeat): a gradient mask's name it does not hold is a "
+        "mask-copy face (profiles of `--fusion drelu` time both)",
+    )
     a = ap.parse_args(argv)
-    build(a.out, a.profiles)
+    build(a.out, a.profiles, a.fused_config)
     return 0
 
 

@@ -63,3 +63,22 @@ def test_offline_library_selects_among_measured_entries(tmp_path: Path) -> None:
         lib.select(
             Problem.make(N=4, C=64, K=64, input=(56, 56), filter=(3, 3), pad=1), "forward", "fp16"
         )
+
+
+def test_masked_names_outside_the_fused_lists_are_faces() -> None:
+    """A profile of `--fusion drelu` times fused twins and mask-copy faces under the same kind of
+    name: a gradient mask's name that configs/backward_data/fused.yaml does not hold is a face."""
+    import offline_dispatch as od
+
+    twin = (
+        "grouped_conv_bwd_data_fp16_2d_t128x128x64_w8x1x1_wt64x128x16_wltma4_lm1x8_cshuffle_v8x8x8"
+        "_drelu"
+    )
+    face = "grouped_conv_bwd_data_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_ms3_v8x8x8_drelu"
+    plain = "grouped_conv_bwd_data_fp16_2d_t64x64x32_w2x2x1_wt16x8x16_ms3_v8x8x8"
+    fused = [REPO / "configs" / "backward_data" / "fused.yaml"]
+    faces = od.mask_copy_faces([twin, face, plain], fused)
+    assert faces == {face}
+    assert "k.mask_copy = true" in od.key_line(face, faces)
+    assert "k.mask_copy = false" in od.key_line(twin, faces)
+    assert od.mask_copy_faces([face], []) == frozenset()  # no lists: every name as timed

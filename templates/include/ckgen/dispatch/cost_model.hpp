@@ -458,9 +458,8 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
   const double reread =
       double(c.tiles) * double(k.tile_m + k.tile_n) * double(kt * k.tile_k) * eb * 0.5;
   double bytes = unique + reread;
-  // a gradient mask in the kernel: y's tiles read beside dy's (the A operand), as often
-  if (is_grad_mask(k.activation))
-    bytes += double(p.output_elems()) * eb + double(c.tiles) * double(k.tile_m) * double(kt * k.tile_k) * eb * 0.5;
+  // a gradient mask in the kernel: y read once beside dy (its tiles' re-reads hit L2)
+  if (is_grad_mask(k.activation)) bytes += double(p.output_elems()) * eb;
   // wavelet_tma stores the rows of an output whose channels are not whole 16-byte vectors element
   // by element from the cshuffle slabs, in pairs from registers (pipeline/tma_ws.hpp): narrow
   // stores either way.
