@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -13,13 +14,60 @@ import pytest
 from click.testing import CliRunner
 
 from ckgen.cli import main
+from ckgen.model.naming import parse_instance_name
+from ckgen.model.vocab import DATATYPE_BYTES, DataType
 
-# CKGEN_EXHAUSTIVE=1: the slow builds cover every target and datatype (the whole default set on
-# each AMD target, bf16 in the nvcc build of the tests project); by default they cover each code
-# path once, which keeps a CI run on a 2-core machine under an hour.
+# CKGEN_EXHAUSTIVE=1: the slow builds cover every instance (the whole default set on each AMD
+# target, the whole tests set, bf16 too, in the nvcc build); by default they build one instance
+# per code path (one_per_code_path), which keeps a CI run on a 2-core machine near an hour.
 EXHAUSTIVE = os.environ.get("CKGEN_EXHAUSTIVE", "0") == "1"
 
 REPO = Path(__file__).resolve().parent.parent
+
+# the sizes of an instance; every other field of its name selects a code path
+_SIZE_FIELDS = (
+    "tile",
+    "vec_a",
+    "vec_b",
+    "vec_c",
+    "waves",
+    "stages",
+    "groups_to_merge",
+    "load_waves",
+    "math_waves",
+    "k_batch",
+    "origin",
+)
+
+
+def _vector_class(v: int, dt: DataType) -> str:
+    """An operand's access as a code path: scalar, vectors under 4 bytes (a synchronous copy where
+    the pipeline prefetches), or asynchronous vectors."""
+    return "scalar" if v == 1 else "sync" if v * DATATYPE_BYTES[dt] < 4 else "async"
+
+
+def one_per_code_path(names: list[str]) -> list[str]:
+    """One instance per code path: names grouped by every field but the sizes, with what the sizes
+    select kept (k_batch: chosen by the instance, 1 or a fixed split; wavelet_tma's ping-pong:
+    more math warps than the tile's; each operand's vector class), the largest tile x stages of
+    each group (ties: the first name)."""
+    groups: dict[tuple, list[tuple[int, str]]] = {}
+    for n in sorted(names):
+        i = parse_instance_name(n)
+        key = tuple(
+            (f.name, str(getattr(i, f.name)))
+            for f in dataclasses.fields(i)
+            if f.name not in _SIZE_FIELDS
+        ) + (
+            ("k_batch", min(i.k_batch, 2)),
+            ("vectors", tuple(_vector_class(v, i.datatype) for v in (i.vec_a, i.vec_b, i.vec_c))),
+            ("ping_pong", i.math_waves > i.waves[0] * i.waves[1] * i.waves[2]),
+        )
+        size = i.tile[0] * i.tile[1] * i.tile[2] * max(i.stages, 1)
+        groups.setdefault(key, []).append((-size, n))
+    return sorted(min(g)[1] for g in groups.values())
+
+
 ALL_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201", "sm_80", "sm_90a")
 
 

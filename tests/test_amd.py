@@ -38,7 +38,7 @@ from ckgen.runtime.isa import (
 from ckgen.space import rules
 from ckgen.space.rules.measured import check_measured
 
-from conftest import EXHAUSTIVE, cli, cli_proc, have
+from conftest import EXHAUSTIVE, cli, cli_proc, have, one_per_code_path
 
 NOTES = """\
 Displaying notes found in: .note
@@ -260,43 +260,15 @@ def test_check_isa_subset(tmp_path: Path, arch: str, unit: str) -> None:
 # for every target.
 COVER_TARGETS = ("gfx942", "gfx1201")
 GFX950_ONLY_TILES = ("*_wt16x16x32_*", "*_wt32x32x16_*")
-# the sizes of a tile; every other field of a name selects a code path
-_SIZE_FIELDS = (
-    "tile",
-    "waves",
-    "vec_a",
-    "vec_b",
-    "vec_c",
-    "stages",
-    "groups_to_merge",
-    "load_waves",
-    "math_waves",
-    "k_batch",
-    "origin",
-)
-
-
-def one_per_code_path(names: list[str]) -> list[str]:
-    """One instance per code path: names grouped by every field but the sizes (k_batch only as
-    split or not), the largest tile x stages of each group (ties: the first name)."""
-    groups: dict[tuple, list[tuple[int, str]]] = {}
-    for n in sorted(names):
-        i = parse_instance_name(n)
-        key = tuple(
-            (f.name, str(getattr(i, f.name)))
-            for f in dataclasses.fields(i)
-            if f.name not in _SIZE_FIELDS
-        ) + (("split_k", i.k_batch > 1),)
-        size = i.tile[0] * i.tile[1] * i.tile[2] * max(i.stages, 1)
-        groups.setdefault(key, []).append((-size, n))
-    return sorted(min(g)[1] for g in groups.values())
 
 
 def test_one_per_code_path() -> None:
     big = "grouped_conv_fwd_fp16_2d_t128x128x32_w2x2x1_wt32x32x8_ms3_v8x8x8"
     small = "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt32x32x8_ms3_v8x8x8"
     other_warp = "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x16x16_ms3_v8x8x8"
+    scalar = "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt32x32x8_ms3_v1x1x1"
     assert one_per_code_path([small, big, other_warp]) == sorted([big, other_warp])
+    assert one_per_code_path([small, big, scalar]) == sorted([big, scalar])  # another access
     names = _names("gfx942")
     cover = one_per_code_path(names)
     assert 0 < len(cover) < len(names)

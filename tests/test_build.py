@@ -1,10 +1,11 @@
-"""Full build (slow): the generated `--set tests` project for sm_90a (fp16 and fp32; bf16 too
-with CKGEN_EXHAUSTIVE=1) builds with CMake + Ninja + nvcc, its GoogleTest binaries run
-(skipping visibly where there is no GPU), the profilers answer --help / --list, and a no-op
-regeneration rebuilds nothing."""
+"""Full build (slow): the generated `--set tests` project for sm_90a (one fp16 / fp32 instance per
+code path; every instance, bf16 too, with CKGEN_EXHAUSTIVE=1) builds with CMake + Ninja + nvcc,
+its GoogleTest binaries run (skipping visibly where there is no GPU), the profilers answer
+--help / --list, and a no-op regeneration rebuilds nothing."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -16,7 +17,7 @@ import pytest
 from ckgen.model.naming import parse_instance_name
 from ckgen.model.vocab import Variant
 
-from conftest import EXHAUSTIVE, cli, have
+from conftest import EXHAUSTIVE, cli, have, one_per_code_path
 
 pytestmark = [
     pytest.mark.slow,
@@ -26,10 +27,21 @@ pytestmark = [
 ]
 
 BUILD_TIMEOUT = int(os.environ.get("CKGEN_BUILD_TIMEOUT", "2400"))
-# bf16 instances share every code path with fp16 (the element type differs); the full tests set
-# (about 500 translation units, 30 min on 2 cores) builds with CKGEN_EXHAUSTIVE=1 and on the GPU
-# machine (bench/device.sh).
-SELECT: tuple[str, ...] = () if EXHAUSTIVE else ("--datatype", "fp16", "--datatype", "fp32")
+
+
+# bf16 instances share every code path with fp16 (the element type differs), and of the fp16 and
+# fp32 instances one per code path builds (one_per_code_path); the full tests set (about 500
+# translation units, 30 min on 2 cores) builds with CKGEN_EXHAUSTIVE=1 and on the GPU machine
+# (bench/device.sh), which runs its GoogleTests.
+@functools.cache
+def _select() -> tuple[str, ...]:
+    if EXHAUSTIVE:
+        return ()
+    dts = ("--datatype", "fp16", "--datatype", "fp32")
+    names = cli(
+        "list-instances", "--arch", "sm_90a", "--set", "tests", *dts, "--format", "names"
+    ).stdout.split()
+    return dts + tuple(a for n in one_per_code_path(names) for a in ("--kernels", n))
 
 
 def _gpu_present() -> bool:
@@ -50,7 +62,7 @@ def _run(
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> tuple[Path, Path, list[str]]:
     src = tmp_path_factory.mktemp("full") / "gen"
-    cli("generate", "--arch", "sm_90a", "--set", "tests", *SELECT, "-o", str(src), "-q")
+    cli("generate", "--arch", "sm_90a", "--set", "tests", *_select(), "-o", str(src), "-q")
     cli("emit-cmake", "-o", str(src), "--platform", "nvidia", "--gpu-targets", "90a")
     build = src / "build"
     _run(
@@ -69,7 +81,7 @@ def built(tmp_path_factory) -> tuple[Path, Path, list[str]]:
     jobs = str(max(1, os.cpu_count() or 1))
     _run(["ninja", "-C", str(build), "-j", jobs], timeout=BUILD_TIMEOUT)
     names = cli(
-        "list-instances", "--arch", "sm_90a", "--set", "tests", *SELECT, "--format", "names"
+        "list-instances", "--arch", "sm_90a", "--set", "tests", *_select(), "--format", "names"
     ).stdout.split()
     return src, build, names
 
@@ -126,7 +138,7 @@ def test_profiler_help_and_list(built, variant: str) -> None:
 
 def test_noop_regeneration_rebuilds_nothing(built) -> None:
     src, build, _ = built
-    res = cli("generate", "--arch", "sm_90a", "--set", "tests", *SELECT, "-o", str(src))
+    res = cli("generate", "--arch", "sm_90a", "--set", "tests", *_select(), "-o", str(src))
     assert "0 written, 0 removed" in res.stdout
     cli("emit-cmake", "-o", str(src), "--platform", "nvidia", "--gpu-targets", "90a")
     p = _run(["ninja", "-C", str(build), "-n", "-d", "explain"])
