@@ -26,6 +26,11 @@ CKGEN_DEVICE inline void async_copy_zfill_shared(uint32_t s, const void* gmem_sr
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(gmem_src), "n"(Bytes),
                  "r"(src_bytes));
 }
+#else
+// Declared for the NVIDIA-only kernels that name it (a template is parsed on every platform);
+// defined and called only where cp.async exists.
+template <int Bytes, bool L1 = false>
+CKGEN_DEVICE void async_copy_zfill_shared(uint32_t s, const void* gmem_src, bool ok);
 #endif
 
 // Copies Bytes from gmem_src (always a valid address) to smem_dst, or zeros when !ok.
