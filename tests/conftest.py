@@ -24,7 +24,8 @@ EXHAUSTIVE = os.environ.get("CKGEN_EXHAUSTIVE", "0") == "1"
 
 REPO = Path(__file__).resolve().parent.parent
 
-# the sizes of an instance; every other field of its name selects a code path
+# the sizes of an instance (and its rank, covered per pipeline below); every other field of its
+# name selects a code path
 _SIZE_FIELDS = (
     "tile",
     "vec_a",
@@ -37,6 +38,7 @@ _SIZE_FIELDS = (
     "math_waves",
     "k_batch",
     "origin",
+    "ndim",
 )
 
 
@@ -46,11 +48,12 @@ def _vector_class(v: int, dt: DataType) -> str:
     return "scalar" if v == 1 else "sync" if v * DATATYPE_BYTES[dt] < 4 else "async"
 
 
-def one_per_code_path(names: list[str]) -> list[str]:
+def one_per_code_path(names: list[str], largest: bool = True) -> list[str]:
     """One instance per code path: names grouped by every field but the sizes, with what the sizes
     select kept (k_batch: chosen by the instance, 1 or a fixed split; wavelet_tma's ping-pong:
-    more math warps than the tile's; each operand's vector class), the largest tile x stages of
-    each group (ties: the first name)."""
+    more math warps than the tile's; each operand's vector class), and one per variant, datatype,
+    rank and pipeline; of each group the largest tile x stages (the likeliest to spill), or with
+    largest=False the smallest (the quickest to compile). Ties: the first name."""
     groups: dict[tuple, list[tuple[int, str]]] = {}
     for n in sorted(names):
         i = parse_instance_name(n)
@@ -64,8 +67,10 @@ def one_per_code_path(names: list[str]) -> list[str]:
             ("ping_pong", i.math_waves > i.waves[0] * i.waves[1] * i.waves[2]),
         )
         size = i.tile[0] * i.tile[1] * i.tile[2] * max(i.stages, 1)
-        groups.setdefault(key, []).append((-size, n))
-    return sorted(min(g)[1] for g in groups.values())
+        entry = (-size if largest else size, n)
+        groups.setdefault(key, []).append(entry)
+        groups.setdefault(("rank", i.variant, i.datatype, i.ndim, i.pipeline), []).append(entry)
+    return sorted({min(g)[1] for g in groups.values()})
 
 
 ALL_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201", "sm_80", "sm_90a")

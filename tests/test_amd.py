@@ -267,8 +267,12 @@ def test_one_per_code_path() -> None:
     small = "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt32x32x8_ms3_v8x8x8"
     other_warp = "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt16x16x16_ms3_v8x8x8"
     scalar = "grouped_conv_fwd_fp16_2d_t64x64x32_w2x2x1_wt32x32x8_ms3_v1x1x1"
+    rank1 = "grouped_conv_fwd_fp16_1d_t64x64x32_w2x2x1_wt32x32x8_ms3_v8x8x8"
     assert one_per_code_path([small, big, other_warp]) == sorted([big, other_warp])
     assert one_per_code_path([small, big, scalar]) == sorted([big, scalar])  # another access
+    assert one_per_code_path([small, big], largest=False) == [small]
+    # another rank: its own representative per pipeline, not per code path
+    assert one_per_code_path([small, big, rank1]) == sorted([big, rank1])
     names = _names("gfx942")
     cover = one_per_code_path(names)
     assert 0 < len(cover) < len(names)
