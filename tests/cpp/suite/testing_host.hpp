@@ -1,6 +1,7 @@
 // The host-only suites (testing.hpp): streamk_host and harness_host, run without a GPU too.
 #pragma once
 
+#include "ckgen/kernel/mask_copy_kernel.hpp"
 #include "testing_common.hpp"
 #include "testing_streamk.hpp"
 #include "testing_sweep.hpp"
@@ -28,7 +29,8 @@ inline void register_streamk_host_tests() {
   });
   add_test(suite, "instances_size_their_workspace_from_the_plan", [] {
     // Every StreamK instance: workspace_bytes == the formula on streamk_plan_of (the plan the
-    // GPU cases are chosen with) at forced grids (no device query).
+    // GPU cases are chosen with) at forced grids (no device query); a mask-copy face's workspace
+    // holds the masked copy of dy first (kernel/mask_copy.hpp).
     const ConvProblem p = make_problem(2, 2, 4, 64, 72, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1});
     for (const KernelBase* k : instances_of(Variant::BackwardWeight)) {
       if (!is_streamk(*k) || k->key().ndim != 2) continue;
@@ -37,8 +39,9 @@ inline void register_streamk_host_tests() {
         RunOptions o;
         o.streamk_blocks = blocks;
         const StreamKPlan s = streamk_plan_of(key, p, blocks);
+        const std::size_t copy = key.mask_copy ? detail::mask_copy_bytes(p, key.datatype) : 0;
         EXPECT_EQ(k->workspace_bytes(p, o),
-                  std::size_t(streamk_workspace_bytes(s, key.tile_m, key.tile_n)))
+                  copy + std::size_t(streamk_workspace_bytes(s, key.tile_m, key.tile_n)))
             << k->name() << " blocks " << blocks;
       }
     }
