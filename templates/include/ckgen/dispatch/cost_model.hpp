@@ -312,30 +312,10 @@ inline bool runs_mask_copy(const KernelKey& k, const ConvProblem& p) {
                          is_grad_mask(k.activation) && tma_phases::premask_dy(p, k.tile_n));
 }
 
-// Estimated time of one instance on one problem with a given split count, before the target's
-// calibration (estimate_cost below).
+// Estimated time of one instance running one problem as it lies (no copies around it) with a
+// given split count, before the target's calibration (estimate_cost below).
 inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p, int k_batch,
                                         const ArchNumbers& a = {}) {
-  if (runs_mask_copy(k, p)) {
-    // the copy (read dy and y, write their product) in one launch, then the unmasked instance
-    KernelKey inner = k;
-    inner.mask_copy = false;
-    inner.activation = Activation::Identity;
-    CostEstimate c = estimate_cost(inner, p, k_batch, a);
-    c.us += 3.0 * double(p.N * p.out_spatial() * p.G * p.K) * elem_bytes(k.datatype) / (a.bandwidth_gbs * 1e9) * 1e6 +
-            kPadLaunchUs;
-    return c;
-  }
-  if (k.channel_pad > 0) {
-    // a channel-padding face: its instance on the padded problem, then the copies (one launch each)
-    KernelKey inner = k;
-    inner.channel_pad = 0;
-    const ChannelPadPlan plan = channel_pad_plan(k.variant, p, k.channel_pad);
-    CostEstimate c = estimate_cost(inner, plan.padded, k_batch, a);
-    c.us += channel_pad_bytes(plan, elem_bytes(k.datatype)) / (a.bandwidth_gbs * 1e9) * 1e6 +
-            kPadLaunchUs * plan.count;
-    return c;
-  }
   if (k.pipeline == Pipeline::Direct) return estimate_direct_cost(k, p, k_batch, a);
   if (tma_window_form(k)) return estimate_window_cost(k, p, a);
   CostEstimate c;
@@ -493,8 +473,28 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
 // times the target's measured calibration of the instance's variant and pipeline (a
 // channel-padding or mask-copy face: its instance's, calibrated, plus the copies).
 inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int k_batch, const ArchNumbers& a) {
+  if (runs_mask_copy(k, p)) {
+    // the copy (read dy and y, write their product) in one launch, then the unmasked instance
+    KernelKey inner = k;
+    inner.mask_copy = false;
+    inner.activation = Activation::Identity;
+    CostEstimate c = estimate_cost(inner, p, k_batch, a);
+    c.us += 3.0 * double(p.output_elems()) * elem_bytes(k.datatype) / (a.bandwidth_gbs * 1e9) * 1e6 +
+            kPadLaunchUs;
+    return c;
+  }
+  if (k.channel_pad > 0) {
+    // a channel-padding face: its instance on the padded problem, then the copies (one launch each)
+    KernelKey inner = k;
+    inner.channel_pad = 0;
+    const ChannelPadPlan plan = channel_pad_plan(k.variant, p, k.channel_pad);
+    CostEstimate c = estimate_cost(inner, plan.padded, k_batch, a);
+    c.us += channel_pad_bytes(plan, elem_bytes(k.datatype)) / (a.bandwidth_gbs * 1e9) * 1e6 +
+            kPadLaunchUs * plan.count;
+    return c;
+  }
   CostEstimate c = estimate_cost_model(k, p, k_batch, a);
-  if (k.channel_pad == 0 && !runs_mask_copy(k, p)) c.us *= a.calibration(k.variant, k.pipeline);
+  c.us *= a.calibration(k.variant, k.pipeline);
   return c;
 }
 

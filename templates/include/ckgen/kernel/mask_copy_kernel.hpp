@@ -80,10 +80,9 @@ gpuError_t mask_copy(const void* dy, const void* y, void* dst, int64_t n, float 
 #endif
 }
 
-// The elements of dy (the forward's output) of p, and their bytes rounded up to kMaskCopyAlign.
-inline int64_t mask_copy_elems(const ConvProblem& p) { return p.N * p.out_spatial() * p.G * p.K; }
+// The bytes of dy (the forward's output's shape) of p, rounded up to kMaskCopyAlign.
 inline std::size_t mask_copy_bytes(const ConvProblem& p, DataType d) {
-  const std::size_t b = std::size_t(mask_copy_elems(p)) * std::size_t(elem_bytes(d));
+  const std::size_t b = std::size_t(p.output_elems()) * std::size_t(elem_bytes(d));
   return (b + kMaskCopyAlign - 1) / kMaskCopyAlign * kMaskCopyAlign;
 }
 
@@ -94,7 +93,7 @@ template <class Copy, class Run>
 gpuError_t run_premasked(const ConvProblem& p, DataType d, const ConvTensors& t, void* workspace, Copy&& copy,
                          Run&& run) {
   if (workspace == nullptr) return gpu_invalid_value();
-  if (gpuError_t e = copy(t.out, t.ep.y, workspace, mask_copy_elems(p), t.ep.alpha); e != gpuSuccess)
+  if (gpuError_t e = copy(t.out, t.ep.y, workspace, p.output_elems(), t.ep.alpha); e != gpuSuccess)
     return e;
   ConvTensors u = t;
   u.out = workspace;

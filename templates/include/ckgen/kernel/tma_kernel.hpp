@@ -77,7 +77,7 @@ class TmaConvKernel final : public HostFace<Cfg> {
   }
   std::size_t workspace_bytes(const ConvProblem& p, const RunOptions& opts = {}) const override {
     if constexpr (Tr::kMask)
-      if (premask(view(p))) return mask_bytes(p) + Unmasked().workspace_bytes(p, opts);
+      if (premask(view(p))) return detail::mask_copy_bytes(p, Cfg::kDataType) + Unmasked().workspace_bytes(p, opts);
     return workspace_2d(view(p), opts);
   }
   gpuError_t run(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
@@ -101,8 +101,6 @@ class TmaConvKernel final : public HostFace<Cfg> {
 
  private:
   using Unmasked = TmaConvKernel<WithoutGradMask<Cfg>>;
-  // premask: the masked copy of dy leads the workspace, the twin's after it.
-  static std::size_t mask_bytes(const ConvProblem& p) { return detail::mask_copy_bytes(p, Cfg::kDataType); }
   gpuError_t run_premasked(const ConvProblem& p, const ConvTensors& t, void* workspace, gpuStream_t stream,
                            const RunOptions& opts) const {
     return detail::run_premasked(
