@@ -13,7 +13,8 @@
 #     TILES="t64x64x32_w2x2x1_wt16x8x16_ms3 ..." bash bench/device_fused_backward.sh
 # EXTRA: more --kernels globs of plain instances to time beside them (the best unfused kernel);
 # SHAPE_ARGS: options of `fused_pairs.py shapes` (e.g. --models resnet50). MASK_TIME=1 (gradient
-# masks): also time PyTorch's mask of dy per layer and compare with the unfused path. FUSION (e.g.
+# masks): also time PyTorch's mask of dy per layer and compare with the unfused path, summed and
+# as a step runs them (bench/mask_chain.py: chain.csv). FUSION (e.g.
 # drelu): a second profiler pass over that fusion's instances and faces, appended to prof.csv;
 # with PICKS=1 also select()'s picks of the built library for the plain and the fused request
 # (cost model, and the shipped tuning database), scored in the report.
@@ -78,3 +79,9 @@ if [ -n "${FUSION:-}" ] && [ "${PICKS:-0}" = 1 ]; then  # select()'s picks of th
 fi
 python3 bench/fused_pairs.py report "$OUT/prof.csv" --suffix "$SUFFIX" --out "$OUT/pairs.csv" "${UNFUSED[@]}" |
   tee -a "$OUT/summary.txt"
+if [ "${MASK_TIME:-0}" = 1 ] && [ -s "$OUT/pairs.csv" ]; then  # the same pairs as a step runs them
+  python3 bench/mask_chain.py "$WORK/pf/build" "$WORK/shapes.csv" "$OUT/pairs.csv" --out "$OUT/chain.csv" \
+    > "$WORK/chain.log" 2>&1
+  log "mask_chain rc $?"
+  tail -4 "$WORK/chain.log" | tee -a "$OUT/summary.txt"
+fi
