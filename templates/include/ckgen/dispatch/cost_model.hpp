@@ -146,6 +146,12 @@ inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int
   return ppt / pp * (loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C)) + combine;
 }
 
+// A residual add (epilogue/fusion.hpp) reads a tensor of the written one's shape in the output's
+// datatype, once, beside the store.
+inline double residual_bytes(const KernelKey& k, const ConvProblem& p) {
+  return k.residual ? double(written_elems(k.variant, p)) * elem_bytes(k.out_datatype) : 0.0;
+}
+
 inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& p, int k_batch,
                                          const ArchNumbers& a) {
   CostEstimate c;
@@ -216,6 +222,7 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
     rows_reread = 1.0;  // the taps' re-reads are loads the issue term counts (L1 / L2 hits)
   }
   bytes += (src * (1.0 + 0.5 * (rows_reread - 1.0)) + dst + double(p.weight_elems())) * eb;
+  bytes += residual_bytes(k, p);
   c.waves = cdiv(c.tiles, int64_t(a.compute_units) * c.blocks_per_cu);
   c.tile_efficiency = 1.0 / overhang;
   if (matrix)  // idle pixels past each row's last segment
@@ -252,6 +259,11 @@ inline constexpr double kTmaRoundUs = 0.75;
 // the H200 corpus profiles (bench/offline_dispatch.py): 5 to 7 score alike, 8 mis-ranks one
 // warpgroup tiles against ping-pong ones and two-stage multistage splits in backward_weight.
 inline constexpr double kTmaHidingWarps = 6.0;
+// Time a wavelet_tma round of units adds with a residual add, microseconds: the math warps load
+// their unit's residual from global memory after its last wgmma and wait on it before the store
+// (epilogue/tma_ws_epilogue.hpp), a latency the bytes alone do not see. A ping-pong block's
+// rounds are twice as many (its slots hold one unit each).
+inline constexpr double kTmaResidualRoundUs = 1.75;
 
 // The window forms (pipeline/tma_window.hpp, pipeline/tma_window_weight.hpp): the busiest block
 // runs ceil(G / groups side by side) groups x ceil(windows / blocks a group) windows, each taps x
@@ -292,7 +304,8 @@ inline CostEstimate estimate_window_cost(const KernelKey& k, const ConvProblem& 
   const double filter_bytes = double(p.filter_spatial()) * 64 * 64 * (weight_grad ? 4 : eb);
   const int64_t adders = wg.bpg / wg.cluster;  // blocks (clusters) of a group copying or adding its filter
   const double bytes = (double(c.tiles) * double(ws.pw * ws.ph) * 64 + double(p.output_elems())) * eb +
-                       double(adders * wg.group_stride * groups_per_block) * filter_bytes;
+                       double(adders * wg.group_stride * groups_per_block) * filter_bytes +
+                       residual_bytes(k, p);
   c.us = std::max(compute_us, bytes / (a.bandwidth_gbs * 1e9) * 1e6) + 3.0;
   return c;
 }
@@ -440,6 +453,7 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
   double bytes = unique + reread;
   // a gradient mask in the kernel: y read once beside dy (its tiles' re-reads hit L2)
   if (is_grad_mask(k.activation)) bytes += double(p.output_elems()) * eb;
+  bytes += residual_bytes(k, p);
   // wavelet_tma stores the rows of an output whose channels are not whole 16-byte vectors element
   // by element from the cshuffle slabs, in pairs from registers (pipeline/tma_ws.hpp): narrow
   // stores either way.
@@ -448,6 +462,7 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
   if (kb == 1 && (k.epilogue != Epilogue::CShuffle || narrow_rows))
     bytes += double(written) * eb * (1.0 / kRegisterStoreEfficiency - 1.0);
   double extra_us = 3.0;  // launch
+  if (tma && k.residual) extra_us += double(c.waves) * kTmaResidualRoundUs;
   double serial_bytes = 0;  // split-K work outside the main kernel (memset, finish kernel)
   if (kb > 1) {
     const double ws = double(written) * 4.0;  // the fp32 workspace holds the written tensor
