@@ -14,6 +14,7 @@
 #include "ckgen/core/portability.hpp"
 
 #include <cstdint>
+#include <type_traits>
 
 #include "ckgen/block/tma_ptx.hpp"
 #include "ckgen/core/limits.hpp"
@@ -370,9 +371,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void stage_slab_f32(const AccRow& a, float* slab,
 }
 
 // CShuffle: columns [c0, c0 + kSlabCols) of this lane's accumulators of row slice i (fused
-// operations applied first, from the unit's channels), converted, into the warp's slab
-// (kSlabStride elements a row).
-template <class Cfg, class Acc, class RowOk, class GCol>
+// operations applied first, from the unit's channels; kOpOnly: the channel op alone, the residual
+// rounds add the rest), converted, into the warp's slab (kSlabStride elements a row).
+template <class Cfg, bool kOpOnly = false, class Acc, class RowOk, class GCol>
 CKGEN_DEVICE CKGEN_FORCEINLINE void stage_chunk(const TmaConvArgs& p, Acc& acc,
                                                 typename TmaTraits<Cfg>::Raw* const slab, const int i,
                                                 const int c0, const int r0, const int lane,
@@ -387,7 +388,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void stage_chunk(const TmaConvArgs& p, Acc& acc,
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float f[2] = {acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]};
-      if constexpr (Cfg::kEpilogueOps) {
+      if constexpr (kOpOnly) {
+        fusion::channel_op<Cfg, 2>(f, b, s);
+      } else if constexpr (Cfg::kEpilogueOps) {
         const int row = r0 + (lane >> 2) + 8 * h, col = gcol(c0 + jj * 8 + (lane & 3) * 2);
         if (row_ok(row) && col < p.K) fusion::apply_values<Cfg, 2>(p.ep, f, b, s, nullptr);
       }
@@ -399,71 +402,105 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void stage_chunk(const TmaConvArgs& p, Acc& acc,
   }
 }
 
-// CShuffle with a residual: the unit's tile in fp32 rounds of 8 rows x 32 columns through the
-// warp's slab (half h of a chunk, the channel op applied as it is staged), each lane then taking 8
-// consecutive columns of one row: the residual's 16 bytes (UnitResidual), the add and the
-// activation in fp32, one 16-byte store. The residual is read as the output is written: whole
-// sectors, a quarter of the requests of a per-pair read.
+// A residual add and activation on 8 outputs y (op(acc) already in the output type) with their
+// residual r, 16 bytes each: identity, relu and relu6 in the output type's paired arithmetic
+// (y + beta r rounded once, as the unfused add does), the other activations in fp32.
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE uint4 residual_combine(const EpilogueArgs& e, const uint4 y, const uint4 r) {
+  constexpr DataType D = Cfg::kOutDataType;
+  constexpr Activation A = Cfg::kActivation;
+  using Raw = typename DataTypeTraits<D>::raw;
+  static_assert(sizeof(Raw) == 2, "ckgen: the residual rounds combine 16-bit outputs");
+  uint32_t w[4] = {y.x, y.y, y.z, y.w};
+  const uint32_t rw[4] = {r.x, r.y, r.z, r.w};
+  if constexpr (A == Activation::Identity || A == Activation::Relu || A == Activation::Relu6) {
+    using H2 = std::conditional_t<D == DataType::BF16, __nv_bfloat162, __half2>;
+    auto to_h2 = [](const uint32_t u) { return *reinterpret_cast<const H2*>(&u); };
+    H2 beta, lo, hi;
+    if constexpr (D == DataType::BF16) {
+      beta = __float2bfloat162_rn(e.beta);
+      lo = __float2bfloat162_rn(0.f);
+      hi = __float2bfloat162_rn(6.f);
+    } else {
+      beta = __float2half2_rn(e.beta);
+      lo = __float2half2_rn(0.f);
+      hi = __float2half2_rn(6.f);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      H2 v = __hfma2(to_h2(rw[k]), beta, to_h2(w[k]));
+      if constexpr (A != Activation::Identity) v = __hmax2(v, lo);
+      if constexpr (A == Activation::Relu6) v = __hmin2(v, hi);
+      w[k] = *reinterpret_cast<const uint32_t*>(&v);
+    }
+  } else {
+    float v[8], f[8];
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      v[q] = raw_to_float<D>(Raw((w[q / 2] >> (16 * (q & 1))) & 0xffffu));
+      f[q] = raw_to_float<D>(Raw((rw[q / 2] >> (16 * (q & 1))) & 0xffffu));
+    }
+    fusion::residual_act<Cfg, 8>(e, v, f);
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      w[k] = uint32_t(float_to_raw<D>(v[2 * k])) | (uint32_t(float_to_raw<D>(v[2 * k + 1])) << 16);
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// CShuffle with a residual: per 32-column chunk of row slice i, op(acc) (the channel op) converted
+// into the warp's slab as the plain copy stages it (stage_chunk), then each lane takes 8
+// consecutive columns of two slab rows: 16 bytes of the slab and of the residual (UnitResidual,
+// else global memory), the add and the activation (residual_combine), one 16-byte store. The
+// residual is read as the output is written: whole sectors, a quarter of the requests of a
+// per-pair read.
 template <class Cfg, class Acc, class RowOk, class RowBase, class GCol>
 CKGEN_DEVICE CKGEN_FORCEINLINE void residual_rounds(const TmaConvArgs& p, Acc& acc,
-                                                    typename TmaTraits<Cfg>::Raw* const y, float* const slab,
-                                                    const int m0, const int wg, const int warp, const int lane,
+                                                    typename TmaTraits<Cfg>::Raw* const y,
+                                                    typename TmaTraits<Cfg>::Raw* const slab, const int m0,
+                                                    const int wg, const int warp, const int lane,
                                                     const UnitChannels<Cfg>& ch, const UnitResidual<Cfg>& res,
                                                     RowOk& row_ok, RowBase& row_base, GCol& gcol) {
   using Tr = TmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
-  constexpr int kPitch = 36;  // floats a slab row
-  static_assert(8 * kPitch * 4 <= Tr::kSlabBytes, "ckgen: the fp32 round fits the cshuffle slab");
   const bool vec = (p.K % 8) == 0;
 #pragma unroll
   for (int i = 0; i < Tr::RepM; ++i) {
+    const int r0 = m0 + (wg * Tr::RepM + i) * 64 + warp * 16;
+    bool ok[2];
+    int64_t base[2];  // this lane's two slab rows, lane/4 and lane/4 + 8
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = m0 + (wg * Tr::RepM + i) * 64 + warp * 16 + 8 * h + (lane >> 2);
-      const bool ok = row_ok(row);
-      const int64_t base = ok ? row_base(row) : 0;
+    for (int q = 0; q < 2; ++q) {
+      const int row = r0 + (lane >> 2) + 8 * q;
+      ok[q] = row_ok(row);
+      base[q] = ok[q] ? row_base(row) : 0;
+    }
 #pragma unroll
-      for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
-        const int col = gcol(c0 + (lane & 3) * 8);
+    for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
+      stage_chunk<Cfg, true>(p, acc, slab, i, c0, r0, lane, ch, row_ok, gcol);
+      __syncwarp();
+      const int col = gcol(c0 + (lane & 3) * 8);
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
         uint4 rv;
         if constexpr (UnitResidual<Cfg>::kOn) {
-          rv = res.r[i][c0 / Tr::kSlabCols][h];
+          rv = res.r[i][c0 / Tr::kSlabCols][q];
         } else {
-          rv = ok && col < p.K ? residual_vec8<Cfg>(p, base + col, col, vec) : make_uint4(0, 0, 0, 0);
+          rv = ok[q] && col < p.K ? residual_vec8<Cfg>(p, base[q] + col, col, vec) : make_uint4(0, 0, 0, 0);
         }
-        __syncwarp();
-#pragma unroll
-        for (int jj = 0; jj < Tr::kSlabCols / 8; ++jj) {
-          const int j = c0 / 8 + jj;
-          float b[2], s[2];
-          ch.pair(c0 / 32, jj * 8 + (lane & 3) * 2, b, s);
-          float f[2] = {acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]};
-          fusion::channel_op<Cfg, 2>(f, b, s);
-          *reinterpret_cast<float2*>(slab + (lane >> 2) * kPitch + jj * 8 + (lane & 3) * 2) =
-              make_float2(f[0], f[1]);
-        }
-        __syncwarp();
-        const float4 v0 = *reinterpret_cast<const float4*>(slab + (lane >> 2) * kPitch + (lane & 3) * 8);
-        const float4 v1 = *reinterpret_cast<const float4*>(slab + (lane >> 2) * kPitch + (lane & 3) * 8 + 4);
-        float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w}, r[8];
-        const uint32_t w[4] = {rv.x, rv.y, rv.z, rv.w};
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          r[e] = raw_to_float<Cfg::kOutDataType>(Raw((w[e / 2] >> (16 * (e & 1))) & 0xffffu));
-        fusion::residual_act<Cfg, 8>(p.ep, v, r);
-        if (!ok || col >= p.K) continue;
-        uint32_t o[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          o[e] = uint32_t(float_to_raw<Cfg::kOutDataType>(v[2 * e])) |
-                 (uint32_t(float_to_raw<Cfg::kOutDataType>(v[2 * e + 1])) << 16);
-        Raw* dst = y + base + col;
+        const uint4 sv =
+            *reinterpret_cast<const uint4*>(slab + ((lane >> 2) + 8 * q) * Tr::kSlabStride + (lane & 3) * 8);
+        const uint4 o = residual_combine<Cfg>(p.ep, sv, rv);
+        if (!ok[q] || col >= p.K) continue;
+        Raw* dst = y + base[q] + col;
         if (vec && col + 8 <= p.K) {
-          *reinterpret_cast<uint4*>(dst) = make_uint4(o[0], o[1], o[2], o[3]);
+          *reinterpret_cast<uint4*>(dst) = o;
         } else {
-          for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = Raw((o[e / 2] >> (16 * (e & 1))) & 0xffffu);
+          const uint32_t ow[4] = {o.x, o.y, o.z, o.w};
+          for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = Raw((ow[e / 2] >> (16 * (e & 1))) & 0xffffu);
         }
       }
+      __syncwarp();
     }
   }
 }

@@ -230,7 +230,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         tma_ws::red_split<Cfg>(p, acc, m0, wg, warp, lane, row_ok, row_base, gcol);
       }
     } else if constexpr (tma_ws::UnitResidual<Cfg>::kRounds) {
-      float* slab = reinterpret_cast<float*>(slabs + (tid / 32) * Tr::kSlabBytes);
+      Raw* slab = reinterpret_cast<Raw*>(slabs + (tid / 32) * Tr::kSlabBytes);
       tma_ws::residual_rounds<Cfg>(p, acc, y, slab, m0, wg, warp, lane, ch, res, row_ok, row_base, gcol);
     } else if constexpr (Tr::kStaged) {
       Raw* slab = reinterpret_cast<Raw*>(slabs + (tid / 32) * Tr::kSlabBytes);
