@@ -387,7 +387,11 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
                                                          is_grad_mask(k.activation)))
                           : double(stages) * double((k.tile_m + k.tile_n) * (k.tile_k + pad)) * eb;
   const int acc_regs = (k.tile_m * k.tile_n) / (warps * a.warp_size);
-  const int regs = std::min(255, acc_regs + 48);
+  // wavelet_tma: a residual read into registers ahead of the main loop holds them through it
+  const int preload = tma ? detail::tma_residual_preload_registers(k.tile_m, k.tile_n, k.wave_m, k.residual,
+                                                                   k.epilogue == Epilogue::CShuffle, k.swap_ab)
+                          : 0;
+  const int regs = std::min(255, acc_regs + 48 + preload);
   const int by_threads = std::max(1, 2048 / threads);
   const int by_smem = smem > 0 ? std::max(1, int(double(a.lds_bytes) / smem)) : 32;
   const int by_regs = std::max(1, a.register_file_bytes_per_cu / (4 * regs * threads));

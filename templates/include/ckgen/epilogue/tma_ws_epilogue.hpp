@@ -102,13 +102,15 @@ CKGEN_DEVICE CKGEN_FORCEINLINE uint4 residual_vec8(const TmaConvArgs& p, const i
 // A fused instance's residual of one unit for this lane, as residual_rounds reads it: per row
 // slice i, 32-column chunk c and half h, the 8 columns c * 32 + (lane % 4) * 8 of row
 // warp * 16 + 8 h + lane / 4 (0 outside the output). Loaded before the unit's main loop (16-byte
-// reads) where a thread's accumulators leave room (kOn: at most 64); else residual_rounds reads
+// reads) where a thread's accumulators leave room (kOn: at most 64,
+// detail::tma_residual_preload_registers); else residual_rounds reads
 // each round's as it stages the round.
 template <class Cfg>
 struct UnitResidual {
   using Tr = TmaTraits<Cfg>;
   static constexpr bool kRounds = Cfg::kEpilogueOps && Cfg::kResidual && Tr::kStaged && !Tr::kSwap;
-  static constexpr bool kOn = kRounds && Tr::kAccRows * Tr::kAccN / 2 <= 64;
+  static constexpr bool kOn =
+      kRounds && detail::tma_residual_preload_registers(Tr::BM, Tr::BN, Cfg::Waves::kM, true, true, false) > 0;
   static constexpr int kChunks = Tr::BN / Tr::kSlabCols;
   uint4 r[kOn ? Tr::RepM : 1][kOn ? kChunks : 1][2];
 
