@@ -259,10 +259,10 @@ inline constexpr double kTmaRoundUs = 0.75;
 // the H200 corpus profiles (bench/offline_dispatch.py): 5 to 7 score alike, 8 mis-ranks one
 // warpgroup tiles against ping-pong ones and two-stage multistage splits in backward_weight.
 inline constexpr double kTmaHidingWarps = 6.0;
-// Time a wavelet_tma round of units adds with a residual add, microseconds: the math warps load
-// their unit's residual from global memory after its last wgmma and wait on it before the store
-// (epilogue/tma_ws_epilogue.hpp), a latency the bytes alone do not see. A ping-pong block's
-// rounds are twice as many (its slots hold one unit each).
+// Time a wavelet_tma round of units adds with a residual add, microseconds: the math warps wait on
+// their unit's residual (read ahead of the main loop, or in the epilogue: tma_ws::UnitResidual)
+// and add it before the store (epilogue/tma_ws_epilogue.hpp), a time the bytes alone do not see.
+// A ping-pong block's rounds are twice as many (its slots hold one unit each).
 inline constexpr double kTmaResidualRoundUs = 1.75;
 
 // The window forms (pipeline/tma_window.hpp, pipeline/tma_window_weight.hpp): the busiest block

@@ -99,6 +99,11 @@ CKGEN_DEVICE CKGEN_FORCEINLINE uint4 residual_vec8(const TmaConvArgs& p, const i
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// Element e (0..7) of 8 16-bit values packed in 4 words, low half first.
+CKGEN_DEVICE CKGEN_FORCEINLINE uint16_t raw16(const uint32_t (&w)[4], const int e) {
+  return uint16_t((w[e / 2] >> (16 * (e & 1))) & 0xffffu);
+}
+
 // A fused instance's residual of one unit for this lane, as residual_rounds reads it: per row
 // slice i, 32-column chunk c and half h, the 8 columns c * 32 + (lane % 4) * 8 of row
 // warp * 16 + 8 h + lane / 4 (0 outside the output). Loaded before the unit's main loop (16-byte
@@ -110,7 +115,8 @@ struct UnitResidual {
   using Tr = TmaTraits<Cfg>;
   static constexpr bool kRounds = Cfg::kEpilogueOps && Cfg::kResidual && Tr::kStaged && !Tr::kSwap;
   static constexpr bool kOn =
-      kRounds && detail::tma_residual_preload_registers(Tr::BM, Tr::BN, Cfg::Waves::kM, true, true, false) > 0;
+      kRounds && detail::tma_residual_preload_registers(Tr::BM, Tr::BN, Cfg::Waves::kM, Cfg::kResidual, Tr::kStaged,
+                                                        Tr::kSwap) > 0;
   static constexpr int kChunks = Tr::BN / Tr::kSlabCols;
   uint4 r[kOn ? Tr::RepM : 1][kOn ? kChunks : 1][2];
 
@@ -195,7 +201,7 @@ struct ChunkStats {
     if constexpr (kOn) {
       const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-      for (int e = 0; e < 8; ++e) add(e, Raw((w[e / 2] >> (16 * (e & 1))) & 0xffffu));
+      for (int e = 0; e < 8; ++e) add(e, Raw(raw16(w, e)));
     }
   }
   // Reduce-scatter over the lanes of one lane % 4: lane l ends with column e = l / 4's sums in
@@ -439,8 +445,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE uint4 residual_combine(const EpilogueArgs& e, con
     float v[8], f[8];
 #pragma unroll
     for (int q = 0; q < 8; ++q) {
-      v[q] = raw_to_float<D>(Raw((w[q / 2] >> (16 * (q & 1))) & 0xffffu));
-      f[q] = raw_to_float<D>(Raw((rw[q / 2] >> (16 * (q & 1))) & 0xffffu));
+      v[q] = raw_to_float<D>(Raw(raw16(w, q)));
+      f[q] = raw_to_float<D>(Raw(raw16(rw, q)));
     }
     fusion::residual_act<Cfg, 8>(e, v, f);
 #pragma unroll
@@ -499,7 +505,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void residual_rounds(const TmaConvArgs& p, Acc& a
           *reinterpret_cast<uint4*>(dst) = o;
         } else {
           const uint32_t ow[4] = {o.x, o.y, o.z, o.w};
-          for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = Raw((ow[e / 2] >> (16 * (e & 1))) & 0xffffu);
+          for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = Raw(raw16(ow, e));
         }
       }
       __syncwarp();
