@@ -25,6 +25,7 @@
 #   MODES=compile,compile_max MODELS=resnet50,mobilenet_v2 bash bench/device_fused.sh
 #
 # $OUT: summary.txt, <date>_<gpu>_fused_inference.csv (copy it to bench/results/), its .png,
+# fused_layers.csv (each fused layer alone against the plain conv, with both picks),
 # fused.log, build.log.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -111,7 +112,8 @@ if [ "$budget" -gt 30 ]; then
   # shellcheck disable=SC2086  # BENCH_ARGS: separate arguments
   run_limited $(($(left) - 20)) python3 bench/fused_inference.py --models "$MODELS" \
     --dtypes "$DTYPES" --modes "$MODES" --batches "$BATCHES" --budget-s "$budget" \
-    --out-dir "$OUT" --resume "$WORK/fused.csv" $BENCH_ARGS > "$OUT/fused.log" 2>&1
+    --out-dir "$OUT" --resume "$WORK/fused.csv" --layers-csv "$OUT/fused_layers.csv" \
+    $BENCH_ARGS > "$OUT/fused.log" 2>&1
   rc=$?
   log "bench rc=$rc in $((SECONDS - t0)) s"
   [ $rc -eq 0 ] || tail -n 8 "$OUT/fused.log" | tee -a "$OUT/summary.txt"

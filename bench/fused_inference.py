@@ -111,6 +111,12 @@ def parse_args(argv: list[str] | None = None) -> Any:
         help="ckgen_graph rows: also time each fused layer alone and ckgen's plain conv of its "
         "problem (the sums: conv_fused_ms, conv_plain_ms)",
     )
+    p.add_argument(
+        "--layers-csv",
+        type=Path,
+        default=None,
+        help="with --conv-sums: append each fused layer's times and both picks to this CSV",
+    )
     p.add_argument("--summary", action="store_true")
     p.add_argument("--plot", nargs="?", const="auto", default=None)
     p.add_argument("--report-only", action="store_true")

@@ -113,11 +113,33 @@ class Case:
         return self._fused
 
 
-def conv_sums(model: nn.Module, x: torch.Tensor, args: Any) -> tuple[float, float, str]:
-    """(fused ms, plain ms, worst layers): the sums over the fused model's FusedConv calls in
-    model(x) of each one's time alone (one call under a CUDA graph, on the input it sees) and of
-    ckgen's plain convolution of the same problem (select() without the epilogue); a problem
-    met n times counts n times. worst: the three layers of the largest fused / plain ratio."""
+LAYER_COLUMNS = (
+    "model", "batch", "datatype", "fusion", "input", "weight", "conf", "calls", "fused_us",
+    "plain_us", "ratio", "fused_kernel", "plain_kernel",
+)  # fmt: skip
+
+
+def _picks() -> dict[tuple, str]:
+    """{(fused or "", input shape, weight shape): kernel name} of ckgen.torch's prepared launches."""
+    from ckgen.torch import ops
+
+    names = {}
+    for key, pr in ops.cache_info().items():
+        if pr.selection is None:
+            continue
+        if key[0] == "fused":
+            names[(key[7][0], tuple(key[1]), tuple(key[2]))] = pr.selection.name
+        elif key[0] == "forward":
+            names[("", tuple(key[1]), tuple(key[2]))] = pr.selection.name
+    return names
+
+
+def conv_sums(model: nn.Module, x: torch.Tensor, args: Any) -> tuple[float, float, str, list[dict]]:
+    """(fused ms, plain ms, worst layers, per-layer rows): the sums over the fused model's
+    FusedConv calls in model(x) of each one's time alone (one call under a CUDA graph, on the
+    input it sees) and of ckgen's plain convolution of the same problem (select() without the
+    epilogue); a problem met n times counts n times. worst: the three layers of the largest
+    fused / plain ratio; the rows (LAYER_COLUMNS but the case's) name both picks."""
     import ckgen.torch as ct
 
     seen: dict[tuple, list] = {}
@@ -139,6 +161,7 @@ def conv_sums(model: nn.Module, x: torch.Tensor, args: Any) -> tuple[float, floa
             h.remove()
     fused_ms = plain_ms = 0.0
     ratios = []
+    layers: list[dict] = []
     for m, inputs, n in seen.values():
 
         def plain(m: Any = m, xi: Any = inputs[0]) -> Any:
@@ -151,8 +174,37 @@ def conv_sums(model: nn.Module, x: torch.Tensor, args: Any) -> tuple[float, floa
             times.append(time_ms(replay, 3, 200, args.repeats, 20.0, True))
         fused_ms, plain_ms = fused_ms + n * times[0], plain_ms + n * times[1]
         ratios.append((times[0] / times[1], f"{tuple(inputs[0].shape)}: {m.extra_repr()}"))
+        layers.append({
+            "fusion": m.fusion, "input": tuple(inputs[0].shape), "weight": tuple(m.weight.shape),
+            "conf": m.conf[:5], "calls": n, "fused_us": 1e3 * times[0],
+            "plain_us": 1e3 * times[1], "ratio": times[0] / times[1],
+        })  # fmt: skip
+    names = _picks()
+    for r in layers:
+        shapes = (r["input"], r["weight"])
+        r["fused_kernel"] = names.get((r["fusion"], *shapes), "")
+        r["plain_kernel"] = names.get(("", *shapes), "")
     worst = "; ".join(f"{r:.2f}x {what}" for r, what in sorted(ratios, reverse=True)[:3])
-    return fused_ms, plain_ms, worst
+    return fused_ms, plain_ms, worst, layers
+
+
+def write_layers(path: Path, key: Any, layers: list[dict]) -> None:
+    """Append the per-layer rows of one case to path (the header first when it is new)."""
+    import csv
+
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, LAYER_COLUMNS)
+        if new:
+            w.writeheader()
+        for r in layers:
+            row = {"model": key.model, "batch": key.batch, "datatype": key.datatype, **r}
+            for k in ("fused_us", "plain_us"):
+                row[k] = f"{row[k]:.2f}"
+            row["ratio"] = f"{row['ratio']:.3f}"
+            for k in ("input", "weight", "conf"):
+                row[k] = "x".join(map(str, row[k])) if k != "conf" else repr(row[k])
+            w.writerow(row)
 
 
 class _Call(nn.Module):
@@ -173,10 +225,12 @@ def measure(case: Case, key: fi.Key, row: dict, args: Any) -> None:
             row["fused"], row["left"] = count(model)
             if args.conv_sums:
                 try:
-                    row["conv_fused_ms"], row["conv_plain_ms"], worst = conv_sums(
+                    row["conv_fused_ms"], row["conv_plain_ms"], worst, layers = conv_sums(
                         model, case.x, args
                     )
                     print(f"  slowest fused layers against plain: {worst}", flush=True)
+                    if args.layers_csv:
+                        write_layers(args.layers_csv, key, layers)
                 except Exception as ex:  # noqa: BLE001 - the model's own time is still measured
                     print(f"  conv sums failed: {short(ex)}", flush=True)
                 torch.cuda.empty_cache()

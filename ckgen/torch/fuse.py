@@ -5,6 +5,10 @@ one FusedConv; the residual blocks of torchvision (ResNet's Bottleneck and Basic
 MobileNetV2's InvertedResidual with its shortcut) become a FusedResidual whose last convolution
 adds the shortcut (and applies ReLU) in its epilogue.
 
+A Conv with a bias and nothing to fold after it, in a sequence or alone anywhere in the model,
+becomes a FusedConv (inference) or FusedTrainConv (training) adding its bias in the epilogue:
+a separate bias add reads and writes the whole output again.
+
 Training (model.train()): Conv → activation, and a Conv with a bias alone, become a
 FusedTrainConv (the bias and activation in the forward epilogue, db in the backward_weight
 kernel); an activation whose gradient needs its input (silu, gelu) stays separate. A BatchNorm in
@@ -170,7 +174,7 @@ class Fuser:
                 apart = why_not_differentiable(*spelled)
             if spelled is not None and not apart:
                 act, j = mods[names[j]], j + 1
-            alone = self.training and conv.bias is not None
+            alone = conv.bias is not None
             if norm is not None or act is not None or alone:
                 path = _join(prefix, names[i])
                 fc = self.make(conv, norm, act, False, path)
@@ -217,7 +221,7 @@ class Fuser:
             self.result.left[_join(path, "tail")] = f"residual block left unfused: {why}"
             return None
         fc = self.make(conv, norm, act, True, _join(path, "tail"))
-        if fc is None:
+        if not isinstance(fc, FusedConv):  # None (noted why); in inference never a training one
             return None
         block = FusedResidual(nn.Sequential(body), fc, shortcut)
         self.visit(block, path)
@@ -233,6 +237,12 @@ class Fuser:
             if child is None or isinstance(child, (FusedConv, FusedResidual, FusedTrainConv)):
                 continue
             path = _join(prefix, name)
+            if _is_conv(child):
+                if child.bias is not None and path not in self.result.left:
+                    fc = self.make(child, None, None, False, path)
+                    if fc is not None:
+                        mod._modules[name] = fc
+                continue
             block = self.residual_block(child, path)
             if block is not None:
                 mod._modules[name] = block
