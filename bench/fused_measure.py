@@ -237,9 +237,11 @@ def measure(case: Case, key: fi.Key, row: dict, args: Any) -> None:
         fn, out = graph_fn(model, case.x)
         fn()
     else:
-        mode = "max-autotune-no-cudagraphs" if key.mode == "compile_max" else "default"
+        mode = fi.COMPILE_MODE[key.mode]
         torch._dynamo.reset()
-        compiled = torch.compile(case.model, mode=mode)
+        compiled = torch.compile(
+            case.fused() if key.mode == "ckgen_compile" else case.model, mode=mode
+        )
 
         def fn() -> Any:
             with torch.no_grad():
@@ -284,7 +286,7 @@ def run(args: Any) -> tuple[list[dict], Path]:
             ck = (key.model, key.batch, key.datatype)
             if dead:
                 row["status"] = f"skipped: CUDA failed before ({dead})"
-            elif key.mode == "ckgen_graph" and reg is None:
+            elif key.mode in fi.CKGEN_MODES and reg is None:
                 row["status"] = f"skipped: no ckgen library ({lib_error})"
             elif budget.allows(section, key.mode):
                 t0 = time.monotonic()

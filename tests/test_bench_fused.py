@@ -28,15 +28,16 @@ def test_parse_and_globs(capsys) -> None:
 def test_plan_sections_and_order() -> None:
     a = fi.parse_args(["--batches", "1,32"])
     keys = list(fi.plan(a))
-    assert len(keys) == 4 * 2 * 2 * 4
+    assert len(keys) == 4 * 2 * 2 * len(fi.MODES)
     sections = [s for s, _ in keys]
     assert sections == sorted(sections)  # graph rows first, then compile, then compile_max
     first = [k for s, k in keys if s == 0]
     assert first[:2] == [fi.Key("resnet50", 1, "fp16", "cudnn_graph"),
                          fi.Key("resnet50", 1, "fp16", "ckgen_graph")]  # fmt: skip
     comp = [k for s, k in keys if s == 1]
-    assert {k.mode for k in comp} == {"compile"} and comp[0].batch == 32
-    assert [k.model for k in comp[:4]] == list(fi.MODELS)
+    assert {k.mode for k in comp} == {"compile", "ckgen_compile"} and comp[0].batch == 32
+    assert [k.model for k in comp[:8:2]] == list(fi.MODELS)
+    assert [k.mode for k in comp[:2]] == ["compile", "ckgen_compile"]
     a = fi.parse_args(["--modes", "cudnn_graph,compile"])
     assert {k.mode for _, k in fi.plan(a)} == {"cudnn_graph", "compile"}
 
@@ -168,3 +169,16 @@ def test_fused_coverage(tmp_path, capsys) -> None:
     out = capsys.readouterr().out.splitlines()
     assert any(line.split()[:5] == ["m1", "3", "1.000x", "1.000x", "1.000x"] for line in out), out
     assert any(line.split()[:5] == ["m2", "1", "2.000x", "1.000x", "2.000x"] for line in out), out
+
+
+def test_best_ckgen_path_against_compile() -> None:
+    """With ckgen_compile rows, a second verdict takes the faster of ckgen's two paths; the
+    ckgen_graph verdict is kept as it was."""
+    rows = _rows(1.3, 8.0)  # ckgen_graph 7.69 ms: 1.04x compile
+    rows.append({"model": "mobilenet_v2", "batch": "32", "datatype": "fp16",
+                 "mode": "ckgen_compile", "ms": "7.0", "status": "ok"})  # fmt: skip
+    met = {t: (v, d) for t, v, d in fi.targets(rows)}
+    assert met["mobilenet_v2: ckgen_graph >= 1.1x compile"][0] == "missed"
+    best = met["mobilenet_v2: best of ckgen_graph / ckgen_compile >= 1.1x compile"]
+    assert best == ("met", "b32 fp16 1.14x")
+    assert not any(t.startswith("resnet50: best of") for t in met)  # no ckgen_compile row
