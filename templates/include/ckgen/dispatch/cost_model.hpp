@@ -410,7 +410,7 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
   const double peak_cu = a.peak_tflops(k.datatype) * 1e12 / a.compute_units;
   const int64_t per_cu = cdiv(c.tiles, a.compute_units);
   // wavelet_tma: a warpgroup (4 warps along M) owns a 64-row wgmma slice of the whole tile N.
-  const double wm = double(k.tile_m) / std::max(1, tma ? k.wave_m / 4 : k.wave_m);
+  const double wm = double(k.tile_m) / (tma ? detail::tma_math_groups(k.wave_m) : std::max(1, k.wave_m));
   const double wn = double(k.tile_n) / std::max(1, k.wave_n);
   const double reuse = 2.0 * wm * wn / (wm + wn);  // harmonic mean of a warp's C tile sides
   const double vec_bytes = double(std::min(k.vec_a, k.vec_b) * eb);

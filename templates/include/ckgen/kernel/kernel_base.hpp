@@ -176,12 +176,16 @@ inline int64_t tma_row_k_tiles(const ConvProblem& p, int tile_n) {
 inline int64_t tma_row_tiles(const ConvProblem& p, int tile_m) {
   return p.G * p.filter[0] * p.filter[1] * ceil_div(p.K, tile_m) * ceil_div(p.C, 64);
 }
+// A wavelet_tma tile's math warpgroups (waves M / 4, sharing one tile) and the m64 row slices
+// each of them computes (TmaTraits::kMathGroups, RepM; the cost model's register estimate).
+constexpr int tma_math_groups(int wave_m) { return wave_m >= 4 ? wave_m / 4 : 1; }
+constexpr int tma_rep_m(int tile_m, int wave_m) { return tile_m / (64 * tma_math_groups(wave_m)); }
 // Registers a wavelet_tma math thread spends holding its unit's residual through the main loop
 // (tma_ws::UnitResidual: a cshuffle instance with a residual add, no swap_ab, at most 64
 // accumulators a thread): a 16-byte vector per m64 row slice, 32-column chunk and half; else 0.
 constexpr int tma_residual_preload_registers(int tile_m, int tile_n, int wave_m, bool residual, bool cshuffle,
                                              bool swap_ab) {
-  const int rep_m = tile_m / (64 * (wave_m >= 4 ? wave_m / 4 : 1));
+  const int rep_m = tma_rep_m(tile_m, wave_m);
   return residual && cshuffle && !swap_ab && rep_m * tile_n / 2 <= 64 ? rep_m * (tile_n / 32) * 2 * 4 : 0;
 }
 // Shared memory of a wavelet_tma block (pipeline/tma_ws.hpp, TmaTraits; the dispatcher's occupancy

@@ -113,8 +113,8 @@ struct TmaTraits {
   using Raw = typename DataTypeTraits<Cfg::kDataType>::raw;
   using OutRaw = typename DataTypeTraits<Cfg::kOutDataType>::raw;  // a forward's written output
   static constexpr int BM = Cfg::Tile::kM, BN = Cfg::Tile::kN, BK = Cfg::Tile::kK;
-  static constexpr int kMathGroups = Cfg::Waves::kM / 4;  // warpgroups that share one tile
-  static constexpr int RepM = BM / (64 * kMathGroups);
+  static constexpr int kMathGroups = detail::tma_math_groups(Cfg::Waves::kM);  // share one tile
+  static constexpr int RepM = detail::tma_rep_m(BM, Cfg::Waves::kM);
   // Ping-pong (math waves = 2 x waves M, one warpgroup a tile): two math warpgroups take turns
   // on the block's units, each with the whole tile; one's epilogue overlaps the other's MMA.
   static constexpr bool kPingPong = Cfg::kMathWaves == 2 * Cfg::Waves::kM;
