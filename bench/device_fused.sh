@@ -44,7 +44,7 @@ BENCH_ARGS=${BENCH_ARGS:---repeats 3 --target-ms 200}  # more bench/fused_infere
 source "$ROOT/bench/device_lib.sh"  # start_run, log, left, run_limited
 start_run
 [ "${FRESH:-0}" = 1 ] && rm -f "$WORK/fused.csv"
-log "ckgen $(git rev-parse --short HEAD 2> /dev/null) torch $(python3 -c 'import torch, torchvision; print(torch.__version__, torchvision.__version__)' 2>&1 | tail -1)"
+log "ckgen $(ckgen_id), torch $(python3 -c 'import torch, torchvision; print(torch.__version__, torchvision.__version__)' 2>&1 | tail -1)"
 
 if [ -n "${TUNE_FROM:-}" ]; then
   cat > "$WORK/tuning_db.py" << 'EOF'

@@ -5,6 +5,10 @@
 #                          off; cd $ROOT; $OUT/summary.txt emptied and the GPU logged
 #   log MSG...             a timestamped line to stdout and $OUT/summary.txt
 #   left                   seconds left of $BUDGET
+#   ckgen_id               the checkout's HEAD and a hash of the sources the run reads (ckgen/,
+#                          templates/, configs/, arch_specs.json as they are in the working tree:
+#                          a copied tree may carry a stale HEAD); bash bench/device_lib.sh --id
+#                          prints the same here, to match a result to a commit
 #   run_limited SECS CMD   CMD in its own process group, all of it (a build's compilers too)
 #                          ended when SECS have passed; CMD's exit status
 #   gtest_prefix           GoogleTest from the .deb carried in .gtest/, unpacked under $WORK once;
@@ -23,6 +27,18 @@
 
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
 left() { echo $((BUDGET - SECONDS)); }
+ckgen_id() {
+  local root head sources
+  root=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+  head=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo "no git")
+  sources=$(cd "$root" && find ckgen templates configs arch_specs.json -type f \
+    -not -path '*/__pycache__/*' -not -name '*.pyc' | LC_ALL=C sort \
+    | xargs -d '\n' sha256sum | sha256sum | cut -c1-12)
+  echo "HEAD $head, sources $sources"
+}
+if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = --id ]; then
+  ckgen_id
+fi
 
 start_run() {
   mkdir -p "$OUT" "$WORK"

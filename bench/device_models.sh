@@ -43,7 +43,7 @@ MODELS_ARGS=${MODELS_ARGS:-}      # more bench/models.py arguments, e.g. "--infe
 # shellcheck source=bench/device_lib.sh
 source "$ROOT/bench/device_lib.sh"  # start_run, log, left, run_limited
 start_run
-log "ckgen $(git rev-parse --short HEAD 2> /dev/null) torch $(python3 -c 'import torch; print(torch.__version__)' 2>&1 | tail -1)"
+log "ckgen $(ckgen_id), torch $(python3 -c 'import torch; print(torch.__version__)' 2>&1 | tail -1)"
 [ "${FRESH:-0}" = 1 ] && rm -f "$WORK/models.csv"
 
 # --- 1. build ----------------------------------------------------------------------------------

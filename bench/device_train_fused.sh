@@ -36,7 +36,7 @@ TESTS=${TESTS:-tests/test_torch_fused_train_gpu.py tests/test_torch_op.py tests/
 # shellcheck source=bench/device_lib.sh
 source "$ROOT/bench/device_lib.sh"  # start_run, log, left, run_limited
 start_run
-log "ckgen $(git rev-parse --short HEAD 2> /dev/null) steps $STEPS dtypes $DTYPES"
+log "ckgen $(ckgen_id), steps $STEPS dtypes $DTYPES"
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 
 # --- 1. build ----------------------------------------------------------------------------------

@@ -182,3 +182,26 @@ def test_best_ckgen_path_against_compile() -> None:
     best = met["mobilenet_v2: best of ckgen_graph / ckgen_compile >= 1.1x compile"]
     assert best == ("met", "b32 fp16 1.14x")
     assert not any(t.startswith("resnet50: best of") for t in met)  # no ckgen_compile row
+
+
+def test_layers_csv_rows(tmp_path) -> None:
+    """--layers-csv: one row a fused layer, the header once, shapes spelled NxCxHxW."""
+    pytest.importorskip("torch")
+    import fused_measure
+
+    key = fi.Key("resnet50", 32, "fp16", "ckgen_graph")
+    layer = {
+        "fusion": "bias_relu", "input": (32, 64, 56, 56), "weight": (64, 64, 3, 3),
+        "conf": ((1, 1), (1, 1), (1, 1), (1, 1), 1), "calls": 3, "fused_us": 22.019,
+        "plain_us": 14.8, "ratio": 22.019 / 14.8, "fused_kernel": "f", "plain_kernel": "p",
+    }  # fmt: skip
+    path = tmp_path / "layers.csv"
+    fused_measure.write_layers(path, key, [layer])
+    fused_measure.write_layers(path, key._replace(batch=1), [layer])
+    rows = fi.read_rows(path)
+    assert [r["batch"] for r in rows] == ["32", "1"]
+    assert list(rows[0]) == list(fused_measure.LAYER_COLUMNS)
+    r = rows[0]
+    assert (r["input"], r["weight"], r["fused_us"], r["ratio"]) == (
+        "32x64x56x56", "64x64x3x3", "22.02", "1.488",
+    )  # fmt: skip
