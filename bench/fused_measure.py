@@ -198,13 +198,12 @@ def write_layers(path: Path, key: Any, layers: list[dict]) -> None:
         if new:
             w.writeheader()
         for r in layers:
-            row = {"model": key.model, "batch": key.batch, "datatype": key.datatype, **r}
-            for k in ("fused_us", "plain_us"):
-                row[k] = f"{row[k]:.2f}"
-            row["ratio"] = f"{row['ratio']:.3f}"
-            for k in ("input", "weight", "conf"):
-                row[k] = "x".join(map(str, row[k])) if k != "conf" else repr(row[k])
-            w.writerow(row)
+            w.writerow({
+                "model": key.model, "batch": key.batch, "datatype": key.datatype, **r,
+                "input": "x".join(map(str, r["input"])), "weight": "x".join(map(str, r["weight"])),
+                "conf": repr(r["conf"]), "fused_us": f"{r['fused_us']:.2f}",
+                "plain_us": f"{r['plain_us']:.2f}", "ratio": f"{r['ratio']:.3f}",
+            })  # fmt: skip
 
 
 class _Call(nn.Module):

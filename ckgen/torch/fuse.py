@@ -9,10 +9,10 @@ A Conv with a bias and nothing to fold after it, in a sequence or alone anywhere
 becomes a FusedConv (inference) or FusedTrainConv (training) adding its bias in the epilogue:
 a separate bias add reads and writes the whole output again.
 
-Training (model.train()): Conv → activation, and a Conv with a bias alone, become a
-FusedTrainConv (the bias and activation in the forward epilogue, db in the backward_weight
-kernel); an activation whose gradient needs its input (silu, gelu) stays separate. A BatchNorm in
-training mode needs the convolution's output for its batch statistics: its convolution is left.
+Training (model.train()): Conv → activation becomes a FusedTrainConv (the bias and activation
+in the forward epilogue, db in the backward_weight kernel); an activation whose gradient needs
+its input (silu, gelu) stays separate. A BatchNorm in training mode needs the convolution's
+output for its batch statistics: its convolution is left.
 
 What cannot be fused is left as it was, with the reason, for the plain pass of convert()."""
 

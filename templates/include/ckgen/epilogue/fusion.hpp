@@ -6,10 +6,11 @@
 // in fp32 (wavelet_tma's cshuffle residual rounds, epilogue/tma_ws_epilogue.hpp: op(acc) in fp32,
 // rounded to the output type, then the residual add and identity / relu / relu6 in the output
 // type's paired arithmetic, as the unfused ops round), with c = g * K + k the output channel
-// (per-channel vectors: G*K floats) and the residual a tensor of the output's shape, layout and type (Cfg::kOutDataType: the inputs', or
-// the problem's conversion). An instance's parts come from its epilogue tag
-// (epilogue::Fused<Op, Act, Residual>, core/epilogue_ops.hpp); unfused instances take
-// epilogue::Plain, whose apply() is never instantiated, so their code does not change.
+// (per-channel vectors: G*K floats) and the residual a tensor of the output's shape, layout and
+// type (Cfg::kOutDataType: the inputs', or the problem's conversion). An instance's parts come
+// from its epilogue tag (epilogue::Fused<Op, Act, Residual>, core/epilogue_ops.hpp); unfused
+// instances take epilogue::Plain, whose apply() is never instantiated, so their code does not
+// change.
 #pragma once
 
 #include <cstdint>
