@@ -144,33 +144,52 @@ def run_bounded(args: list[str]) -> tuple[int, str]:
     return out
 
 
+# A small launcher between the test process and the CLI: Linux starts a child's peak resident
+# size (ru_maxrss) at its parent's size when it forks, so a CLI run forked straight from a pytest
+# process that has grown (torch imported by other tests) would report pytest's size. The launcher
+# (python -S, a few MB) forks the CLI, waits for it and writes its rusage peak to argv[1].
+_LAUNCHER = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execv(sys.argv[2], sys.argv[2:])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "with open(sys.argv[1], 'w') as f:\n"
+    "    f.write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status) & 0xFF)\n"
+)
+
+
 def run_measured(args: list[str], limit_s: float = 60.0) -> tuple[int, str, float, int]:
     """``python -m ckgen.cli ARGS`` in its own process: exit code, output, wall seconds and peak
-    resident bytes of that process (wait4's rusage)."""
+    resident bytes of that process (wait4's rusage, taken by _LAUNCHER)."""
     env = {k: v for k, v in os.environ.items() if k != "CKGEN_DEBUG"}
-    with open(os.devnull, "rb") as devnull, tempfile.TemporaryFile() as buf:
+    with (
+        open(os.devnull, "rb") as devnull,
+        tempfile.TemporaryFile() as buf,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        peak_file = Path(tmp) / "peak"
+        cmd = [sys.executable, "-S", "-c", _LAUNCHER, str(peak_file)]
         t0 = time.perf_counter()
         p = subprocess.Popen(
-            [sys.executable, "-m", "ckgen.cli", *args],
+            [*cmd, sys.executable, "-m", "ckgen.cli", *args],
             stdin=devnull,
             stdout=buf,
             stderr=subprocess.STDOUT,
             env=env,
+            start_new_session=True,
         )
-        while True:
-            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() - t0 > limit_s:
-                p.kill()
-                pid, status, usage = os.wait4(p.pid, 0)
-                break
-            time.sleep(0.005)
+        try:
+            p.wait(timeout=limit_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            p.wait()
         secs = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         buf.seek(0)
         output = buf.read().decode("utf-8", "replace")
-    return p.returncode, output, secs, usage.ru_maxrss * 1024
+        peak_kb = int(peak_file.read_text() or 0) if peak_file.is_file() else 0
+    return p.returncode, output, secs, peak_kb * 1024
 
 
 def run_proc(args: list[str]) -> tuple[int, str]:

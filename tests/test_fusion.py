@@ -155,13 +155,33 @@ def test_wavelet_tma_fuses_with_split_k() -> None:
         assert check(replace(tma, k_batch=k_batch), SM90) is None
 
 
-def test_fusion_rule_takes_direct_fma_but_not_its_matrix_path_or_the_window_kernel() -> None:
+def test_fusion_rule_takes_both_direct_paths_the_matrix_path_without_conversion() -> None:
     fma = replace(FUSED, pipeline=Pipeline.DIRECT, stages=1, warp_tile=(1, 1, 1))
     mma = replace(fma, warp_tile=(16, 8, 16))
-    window = replace(FUSED, pipeline=Pipeline.WAVELET_TMA, specialization=Specialization.WINDOW)
     assert check_fusion(fma, SM90, NO_CONTEXT) is None
-    assert "direct matrix path" in (check_fusion(mma, SM90, NO_CONTEXT) or "")
-    assert "window kernel" in (check_fusion(window, SM90, NO_CONTEXT) or "")
+    assert check_fusion(mma, SM90, NO_CONTEXT) is None
+    fp32_out = replace(fma, out_datatype=DataType.FP32, vec_c=4)
+    assert check_fusion(fp32_out, SM90, NO_CONTEXT) is None
+    why = check_fusion(replace(mma, out_datatype=DataType.FP32), SM90, NO_CONTEXT) or ""
+    assert "direct matrix path writes its input datatype" in why
+
+
+def test_window_kernel_fuses_a_channel_op_and_an_activation_only() -> None:
+    window = replace(
+        FUSED,
+        pipeline=Pipeline.WAVELET_TMA,
+        specialization=Specialization.WINDOW,
+        residual=False,
+        stats=False,
+        out_datatype=None,
+    )
+    for op in (ChannelOp.BIAS, ChannelOp.SCALE_SHIFT):
+        for act in (Activation.NONE, Activation.RELU, Activation.SILU):
+            fused = replace(window, channel_op=op, activation=act)
+            assert check_fusion(fused, SM90, NO_CONTEXT) is None
+    for extra in ({"residual": True}, {"stats": True}, {"out_datatype": DataType.FP32}):
+        why = check_fusion(replace(window, **extra), SM90, NO_CONTEXT) or ""
+        assert "window kernel" in why and "channel op and an activation only" in why
 
 
 def test_unfused_fields_default_to_none() -> None:
@@ -187,9 +207,11 @@ def _fused_test_names() -> list[str]:
 def test_the_tests_set_holds_a_handful_of_fused_instances_one_per_store_path() -> None:
     fused = [parse_instance_name(n) for n in _fused_test_names()]
     # one per store path and operation (wavelet_tma's cshuffle residual: read into registers ahead
-    # of the main loop, or in the epilogue), four with stats (the CShuffle sums: 16-byte and fp32
-    # vectors, merged groups, wavelet_tma) and seven conversions
-    assert 5 <= len(fused) <= 29, [i.name for i in fused]
+    # of the main loop, or in the epilogue; the window kernel's staged tile; the direct matrix
+    # path's channel pairs), four with stats (the
+    # CShuffle sums: 16-byte and fp32 vectors, merged groups, wavelet_tma) and seven conversions
+    assert 5 <= len(fused) <= 33, [i.name for i in fused]
+    assert any(i.specialization is Specialization.WINDOW for i in fused)
     paths = {(i.pipeline, i.epilogue.value, i.swap_ab, i.groups_to_merge > 1) for i in fused}
     assert (Pipeline.MULTISTAGE, "default", False, False) in paths
     assert (Pipeline.MULTISTAGE, "cshuffle", False, True) in paths

@@ -185,10 +185,18 @@ def check_fusion(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None
             f"fusion {i.fusion} needs k_batch 1 outside wavelet_tma: only wavelet_tma's split-K "
             "finish applies the epilogue to a split's sums"
         )
-    if is_direct_mma(i):
-        return f"fusion {i.fusion}: the direct matrix path's epilogue applies none (FMA tiles fuse)"
-    if i.specialization is Specialization.WINDOW:
-        return f"fusion {i.fusion}: the window kernel's epilogue applies none"
+    if is_direct_mma(i) and i.out_datatype is not None:
+        return (
+            f"fusion {i.fusion}: the direct matrix path writes its input datatype (the FMA tiles "
+            "convert)"
+        )
+    if i.specialization is Specialization.WINDOW and (
+        i.residual or i.stats or i.out_datatype is not None
+    ):
+        return (
+            f"fusion {i.fusion}: the window kernel's epilogue applies a channel op and an "
+            "activation only (no residual, stats or to_<datatype>)"
+        )
     if i.out_datatype is not None and (why := check_convert(i)):
         return why
     return check_stats(i, a) if i.stats else None

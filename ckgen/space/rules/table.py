@@ -133,10 +133,12 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "fusion",
         "fused epilogues: forward, k_batch 1 (any for wavelet_tma, whose split-K finish applies "
-        "them), a pipeline whose epilogue applies them (not direct, not the window kernel); "
+        "them), a pipeline whose epilogue applies them (the window kernel: a channel op and an "
+        "activation only); "
         "backward: a gradient mask (and bias_grad for backward_weight) in the basic pipeline, "
         "a mask alone also in multistage, groups_to_merge 1, bias_grad with split-K; "
-        "to_<datatype> (forward): vec_c within a 16-byte store, wavelet_tma into fp16 / bf16 only",
+        "to_<datatype> (forward): vec_c within a 16-byte store, wavelet_tma into fp16 / bf16 only, "
+        "not the direct matrix path",
         check_fusion,
     ),
     Rule("lds", "shared memory of the pipeline fits the target", check_lds, GEMM),

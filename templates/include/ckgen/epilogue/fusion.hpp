@@ -13,6 +13,7 @@
 // change.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "ckgen/core/config_traits.hpp"

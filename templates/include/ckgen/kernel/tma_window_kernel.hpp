@@ -116,6 +116,7 @@ class TmaWindowKernel final : public HostFace<Cfg> {
     }
     a.taps = int(p.filter_spatial());
     a.X = int(p.filter[2]);
+    a.ep = t.ep;
     a.patch_bytes = detail::tma_window_patch_bytes(int(gm.pw), int(gm.ph));
     a.patch_tx = int(gm.pw * gm.ph) * Tr::kRowBytes;
     const detail::TmaWindowGrid gr = detail::tma_window_grid(p.G, detail::device_sm_count());

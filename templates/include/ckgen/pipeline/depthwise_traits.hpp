@@ -62,8 +62,9 @@ struct DirectTraits {
                     Cfg::kScheduler == Scheduler::Intrawave && Cfg::kReduction == Reduction::SplitK &&
                     !Cfg::kPersistent && Cfg::kLoadWaves == 0 && Cfg::kMathWaves == 0,
                 "ckgen: direct takes the default value of every GEMM-only field");
-  static_assert(!Cfg::kFused || (kVariant == Variant::Forward && !kMma && Cfg::kEpilogueOps),
-                "ckgen: direct fuses forward epilogues on its FMA path only");
+  static_assert(!Cfg::kFused || (kVariant == Variant::Forward && Cfg::kEpilogueOps &&
+                                 (!kMma || (!Cfg::kStats && Cfg::kOutDataType == Cfg::kDataType))),
+                "ckgen: direct fuses forward epilogues (the matrix path: no stats or conversion)");
   static_assert(kVariant == Variant::BackwardWeight || (Cfg::kKBatch == 1 && Cfg::kStage == Stage::One),
                 "ckgen: direct forward / backward_data do not split (kKBatch 1, Stage::One)");
 };

@@ -25,7 +25,7 @@
 // Warps: WM of them along the pixels (warp w % WM takes the m16 tiles w % WM, + WM, ...), and
 // where there are more warps than m16 tiles, w / WM picks one of WN equal sets of the block's
 // groups (whole groups: GW chunks, a multiple of Cg / 8); each lane stores its accumulators as
-// channel pairs.
+// channel pairs, a fused forward's operations (epilogue/fusion.hpp) applied to each pair first.
 #pragma once
 
 #include "ckgen/core/portability.hpp"
@@ -37,6 +37,7 @@
 #include "ckgen/core/async_copy.hpp"
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/conv/dim_class.hpp"
+#include "ckgen/epilogue/fusion.hpp"
 #include "ckgen/pipeline/direct_common.hpp"
 #include "ckgen/schedule/direct_plan.hpp"
 #include "ckgen/warp/mma_nvidia.hpp"
@@ -279,9 +280,14 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_store_row(const DirectArgs& a, const int
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         const int dw = mi * Tr::WM * 16 + hh * 8;  // pixels past lane_w
-        const float f[2] = {acc[mi][gi][2 * hh], acc[mi][gi][2 * hh + 1]};
-        if (lane_w + dw < wlen && lane_ch + gi * 8 < a.chans)
-          store<D, 2>(d + int64_t(dw) * pix_elems + gi * 8, f);
+        float f[2] = {acc[mi][gi][2 * hh], acc[mi][gi][2 * hh + 1]};
+        if (lane_w + dw < wlen && lane_ch + gi * 8 < a.chans) {
+          Raw* const o = d + int64_t(dw) * pix_elems + gi * 8;
+          // output channel lane_ch + gi * 8 of the pixel's G * K (forward: C = K a group)
+          if constexpr (Cfg::kEpilogueOps)
+            fusion::apply<Cfg, 2>(a.ep, f, lane_ch + gi * 8, o - static_cast<const Raw*>(a.dst));
+          store<D, 2>(o, f);
+        }
       }
     }
 #pragma unroll

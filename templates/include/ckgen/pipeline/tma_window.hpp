@@ -17,7 +17,9 @@
 //           64 output channels on the instruction's M, Tile M pixels on its N, taps x 4
 //           m64n(Tile M)k16 back to back from resident operands), so one's epilogue runs beside
 //           the other's MMA.
-//   epilogue: the tile converted, transposed into a staging buffer (stmatrix .trans, 128-byte
+//   epilogue: a fused instance's channel op and activation (epilogue/fusion.hpp; a thread's
+//           accumulators hold two output channels, whose bias / scale it reads once a group),
+//           the tile converted, transposed into a staging buffer (stmatrix .trans, 128-byte
 //           swizzled pixel rows of 64 channels) and written by one 4D tiled store of y
 //           {G*K, Q, P, N} (the engine clips the window at the image's edge).
 // Each input pixel of a window is copied once and read by every tap, where the default form's
@@ -78,6 +80,8 @@ struct TmaWindowTraits : TmaWindowCommonTraits<Cfg> {
   // buffer and the faster one can wait for a `full` parity two phases early (a window whose copy
   // has not landed reads as landed), so S must be even.
   static_assert(S == 2 || S == 4, "ckgen: specialization window needs 2 or 4 patch buffers (stages)");
+  static_assert(!Cfg::kResidual && !Cfg::kStats && Cfg::kOutDataType == Cfg::kDataType,
+                "ckgen: specialization window fuses a channel op and an activation only (rule fusion)");
 };
 
 namespace detail {
@@ -113,6 +117,7 @@ struct TmaWindowArgs {
   TmaWindowGeometry win;
   int taps, X;
   int patch_bytes, patch_tx;  // buffer stride, bytes a patch copy lands
+  EpilogueArgs ep;            // a fused instance's operands
 };
 
 namespace tma {
@@ -199,6 +204,16 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowTraits<Cfg>::kThreads, 1)
   int li = 0, gi = 0;
   bool stored = false;
   for (int g = slot; g < p.win.G; g += p.win.group_stride, ++gi) {
+    // A fused instance's operands of this thread's channels warp * 16 + 8h + lane / 4 of group g.
+    [[maybe_unused]] float fb[2] = {0.f, 0.f}, fs[2] = {1.f, 1.f};
+    if constexpr (Cfg::kEpilogueOps) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t ch = int64_t(g) * 64 + warp * 16 + 8 * h + lane / 4;
+        if constexpr (fusion::kReadsBias<Cfg>) fb[h] = __ldg(p.ep.bias + ch);
+        if constexpr (fusion::kReadsScale<Cfg>) fs[h] = __ldg(p.ep.scale + ch);
+      }
+    }
     mbar::wait(wfull, uint32_t(gi & 1));
     for (int tile = sub; tile < p.win.tiles_group; tile += p.win.bpg, ++li) {
       if ((li & 1) != c) continue;
@@ -245,8 +260,12 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowTraits<Cfg>::kThreads, 1)
 #pragma unroll
         for (int m = 0; m < 4; ++m) {
           const int jj = j + m / 2, h = m % 2;
-          r[m] = uint32_t(float_to_raw<Cfg::kDataType>(acc[jj * 4 + h * 2])) |
-                 (uint32_t(float_to_raw<Cfg::kDataType>(acc[jj * 4 + h * 2 + 1])) << 16);
+          float f[2] = {acc[jj * 4 + h * 2], acc[jj * 4 + h * 2 + 1]};
+          if constexpr (Cfg::kEpilogueOps) {
+            const float b[2] = {fb[h], fb[h]}, sc[2] = {fs[h], fs[h]};
+            fusion::apply_values<Cfg, 2>(p.ep, f, b, sc, nullptr);
+          }
+          r[m] = uint32_t(float_to_raw<Cfg::kDataType>(f[0])) | (uint32_t(float_to_raw<Cfg::kDataType>(f[1])) << 16);
         }
         const int m = lane / 8, pix = (j + m / 2) * 8 + lane % 8, chunk = warp * 2 + (m % 2);
         const uint32_t addr = out + uint32_t(pix * Tr::kRowBytes + ((chunk ^ (pix & 7)) << 4));
