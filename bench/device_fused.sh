@@ -24,9 +24,14 @@
 #   bash bench/device_fused.sh
 #   MODES=compile,compile_max MODELS=resnet50,mobilenet_v2 bash bench/device_fused.sh
 #
+# TEST_KERNELS="GLOB ..." (space-separated): beside steps 1-2, build the forward tests set's
+# instances matching those globs (TEST_JOBS jobs, 4 by default) and run their GoogleTests and the
+# seeded sweep (CKGEN_SWEEP_SEED, else random): the kernels a change touched, checked in the call
+# that measures them (needs GoogleTest: carry .gtest/ with Debian's libgtest-dev .deb).
+#
 # $OUT: summary.txt, <date>_<gpu>_fused_inference.csv (copy it to bench/results/), its .png,
 # fused_layers.csv (each fused layer alone against the plain conv, with both picks),
-# fused.log, build.log.
+# fused.log, build.log; with TEST_KERNELS test.log and build_gt.log.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/ckgen-fused-out}
@@ -41,7 +46,7 @@ BATCHES=${BATCHES:-32,1}
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-240}
 BENCH_ARGS=${BENCH_ARGS:---repeats 3 --target-ms 200}  # more bench/fused_inference.py arguments
 # shellcheck source=bench/device_lib.sh
-source "$ROOT/bench/device_lib.sh"  # start_run, log, left, run_limited
+source "$ROOT/bench/device_lib.sh"  # start_run, log, left, run_limited, build_project, run_gtests
 start_run
 [ "${FRESH:-0}" = 1 ] && rm -f "$WORK/fused.csv"
 log "ckgen $(ckgen_id), torch $(python3 -c 'import torch, torchvision; print(torch.__version__, torchvision.__version__)' 2>&1 | tail -1)"
@@ -70,6 +75,25 @@ fi
 if [ -n "${TUNING_DB:-}" ]; then
   export CKGEN_TUNING_DB=$TUNING_DB
   log "CKGEN_TUNING_DB=$TUNING_DB"
+fi
+
+# --- 0. tests (TEST_KERNELS, in the background) -------------------------------------------------
+GT_PID=""
+if [ -n "${TEST_KERNELS:-}" ]; then
+  TESTS=()
+  read -ra TK <<< "$TEST_KERNELS"  # globs, not expanded here
+  for g in "${TK[@]}"; do TESTS+=(--kernels "$g"); done
+  (
+    t0=$SECONDS
+    if JOBS=${TEST_JOBS:-4} build_project "$WORK/gt" ON --set tests --variant forward "${TESTS[@]}" \
+      > "$WORK/gt_build.txt" 2>&1; then
+      log "tests build in $((SECONDS - t0)) s ($TEST_KERNELS)"
+      run_gtests forward "${CKGEN_SWEEP_SEED:-$RANDOM}" "${TEST_TIMEOUT:-200}"
+    else
+      log "tests build failed: $(grep -m 3 -i error "$WORK/gt_build.txt" "$OUT"/build_gt.log 2> /dev/null)"
+    fi
+  ) &
+  GT_PID=$!
 fi
 
 # --- 1. build ----------------------------------------------------------------------------------
@@ -120,6 +144,8 @@ if [ "$budget" -gt 30 ]; then
 else
   log "bench skipped: $(left) s left"
 fi
+
+[ -n "$GT_PID" ] && wait "$GT_PID"
 
 # --- 3. report ---------------------------------------------------------------------------------
 CSV=$(ls -t "$OUT"/*_fused_inference.csv 2> /dev/null | head -1)
