@@ -375,6 +375,25 @@ def test_profile_passes_run_options_to_every_variant(tmp_path: Path) -> None:
     )  # the profilers' defaults
 
 
+def test_profile_refuses_bad_shapes_and_a_missing_build_before_writing(tmp_path: Path) -> None:
+    """A shapes file that is not a regular file, one without the profiler's columns, and a
+    project with nothing built: exit 2, the reason, and no OUTPUT/profile left behind."""
+    out = _fake_project(tmp_path, ("forward",))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cases = [
+        (out, "/dev/null", "is not a regular file"),
+        (out, str(bad), "missing column(s)"),
+        (empty, str(SHAPES), "ckgen build -o"),
+    ]
+    for project, shapes, why in cases:
+        r = cli_proc("profile", "-o", str(project), "--shapes", shapes, ok=False)
+        assert r.returncode == 2 and why in r.stderr, r.stderr
+        assert not (project / "profile").exists()
+
+
 @pytest.mark.parametrize("bad", ["x", "1,-2", "65", "1;2"])
 def test_profile_rejects_bad_k_batch(tmp_path: Path, bad: str) -> None:
     out = _fake_project(tmp_path, ("forward",))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ckgen.errors import CkgenError
 from ckgen.model.naming import parse_instance_name
+from ckgen.model.problem import load_shapes
 
 VARIANTS = ("forward", "backward_data", "backward_weight")
 FAILED = ("fail", "error")
@@ -120,12 +121,15 @@ def run_profile(
     k_batches, split_reduce and streamk_blocks are the profilers' --k-batch / --split-reduce /
     --streamk-blocks (RunOptions), passed to every variant; an instance that cannot take a value
     is skipped for it by the profiler (is_supported), not run wrong."""
-    devs = list(devices) or visible_devices()
-    work = out / "profile"
-    work.mkdir(parents=True, exist_ok=True)
     shapes = shapes.resolve()
-    if not shapes.is_file():
+    if not shapes.exists():
         raise CkgenError(f"shapes file {shapes} not found")
+    if not shapes.is_file():
+        raise CkgenError(f"shapes file {shapes} is not a regular file")
+    if not load_shapes(shapes):  # read before anything is written: a bad row is an error here
+        raise CkgenError(f"shapes file {shapes} holds no shapes")
+    devs = list(devices) or visible_devices()
+    work = out / "profile"  # created by the first shard's start(), after every check
     shards: list[Shard] = []
     for v in variants:
         names = list_instances(out, v, datatypes, kernels)
