@@ -71,9 +71,8 @@ def find_tool(name: str) -> str | None:
     """A CUDA tool from PATH, the toolkit, or a pip package's nvidia/*/bin."""
     if hit := shutil.which(name):
         return hit
-    for cand in (Path("/usr/local/cuda/bin") / name,):
-        if cand.is_file():
-            return str(cand)
+    if (toolkit := Path("/usr/local/cuda/bin") / name).is_file():
+        return str(toolkit)
     purelib = Path(sysconfig.get_paths()["purelib"])
     hits = sorted(purelib.glob(f"nvidia/*/bin/{name}"))
     return str(hits[-1]) if hits else None

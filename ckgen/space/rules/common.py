@@ -185,11 +185,6 @@ def check_fusion(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None
             f"fusion {i.fusion} needs k_batch 1 outside wavelet_tma: only wavelet_tma's split-K "
             "finish applies the epilogue to a split's sums"
         )
-    if is_direct_mma(i) and i.out_datatype is not None:
-        return (
-            f"fusion {i.fusion}: the direct matrix path writes its input datatype (the FMA tiles "
-            "convert)"
-        )
     if i.specialization is Specialization.WINDOW and (
         i.residual or i.stats or i.out_datatype is not None
     ):
@@ -205,7 +200,7 @@ def check_fusion(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None
 def check_convert(i: KernelInstance) -> str | None:
     """to_<datatype>: the epilogue converts to another output datatype, vec_c elements a store
     (at most 16 bytes); wavelet_tma stores pairs from registers, and its CShuffle copy moves
-    16-bit slabs (tma_ws_epilogue.hpp)."""
+    16-bit slabs (tma_ws_epilogue.hpp); the direct matrix path stores its input datatype."""
     out = i.out_datatype
     assert out is not None
     tag, size = f"fusion {i.fusion}", DATATYPE_BYTES[out]
@@ -213,6 +208,8 @@ def check_convert(i: KernelInstance) -> str | None:
         return (
             f"{tag}: an {out.value} instance's output is {out.value} already (drop to_{out.value})"
         )
+    if is_direct_mma(i):
+        return f"{tag}: the direct matrix path writes its input datatype (the FMA tiles convert)"
     if i.pipeline is Pipeline.WAVELET_TMA:
         if size != 2 and i.epilogue is Epilogue.CSHUFFLE:
             return f"{tag}: wavelet_tma's CShuffle copy writes fp16 or bf16 (epilogue default does)"
