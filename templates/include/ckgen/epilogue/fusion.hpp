@@ -91,12 +91,29 @@ inline constexpr bool kReadsBias =
 template <class Cfg>
 inline constexpr bool kReadsScale = Cfg::kChannelOp == ChannelOp::ScaleShift;
 
-// W consecutive outputs v[0..W) of channels c..c+W-1, at element offset `off` of the output
-// (the residual's offset too), rewritten in place.
+// The bias and scale of W consecutive channels, read once where a thread's channels stay the same
+// over many stores (the direct paths): a load beside the stores would be repeated for each, as
+// the output may alias the vectors. ok: the channels exist (else zeros, never stored).
 template <class Cfg, int W>
-CKGEN_DEVICE CKGEN_FORCEINLINE void apply(const EpilogueArgs& e, float* v, int64_t c, int64_t off) {
+struct ChannelVals {
+  float b[W], s[W];
+  CKGEN_DEVICE CKGEN_FORCEINLINE void load(const EpilogueArgs& e, int64_t c, bool ok = true) {
+#pragma unroll
+    for (int q = 0; q < W; ++q) {
+      b[q] = s[q] = 0.f;
+      if constexpr (kReadsBias<Cfg>) b[q] = ok ? e.bias[c + q] : 0.f;
+      if constexpr (kReadsScale<Cfg>) s[q] = ok ? e.scale[c + q] : 0.f;
+    }
+  }
+};
+
+// W consecutive outputs v[0..W) whose channels' bias and scale are ch, at element offset `off` of
+// the output (the residual's offset too), rewritten in place.
+template <class Cfg, int W>
+CKGEN_DEVICE CKGEN_FORCEINLINE void apply(const EpilogueArgs& e, float* v, const ChannelVals<Cfg, W>& ch,
+                                          int64_t off) {
   using Raw = typename DataTypeTraits<Cfg::kOutDataType>::raw;  // the residual is in the output's type
-  float r[W], b[W], s[W];
+  float r[W];
   if constexpr (Cfg::kResidual) {
     const Raw* res = static_cast<const Raw*>(e.residual) + off;
     if constexpr (W > 1 && W * sizeof(Raw) <= 16 && (W & (W - 1)) == 0) {
@@ -108,12 +125,15 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void apply(const EpilogueArgs& e, float* v, int64
       for (int q = 0; q < W; ++q) r[q] = raw_to_float<Cfg::kOutDataType>(res[q]);
     }
   }
-#pragma unroll
-  for (int q = 0; q < W; ++q) {
-    if constexpr (kReadsBias<Cfg>) b[q] = e.bias[c + q];
-    if constexpr (kReadsScale<Cfg>) s[q] = e.scale[c + q];
-  }
-  apply_values<Cfg, W>(e, v, b, s, r);
+  apply_values<Cfg, W>(e, v, ch.b, ch.s, r);
+}
+
+// W consecutive outputs v[0..W) of channels c..c+W-1, at element offset `off` of the output.
+template <class Cfg, int W>
+CKGEN_DEVICE CKGEN_FORCEINLINE void apply(const EpilogueArgs& e, float* v, int64_t c, int64_t off) {
+  ChannelVals<Cfg, W> ch;
+  ch.load(e, c);
+  apply<Cfg, W>(e, v, ch, off);
 }
 
 // Backward gradient masks (Activation::DRelu, DRelu6, DLeakyRelu): dy scaled by the gradient

@@ -69,16 +69,27 @@ CKGEN_DEVICE CKGEN_FORCEINLINE packet_t<D, V> load_if(bool ok,
   return r;
 }
 
+// Forward's fused channel vectors (bias, scale) of the thread's V channels from g0, read once
+// before its stores (store_pixel); unread for other instances.
+template <class Cfg>
+using StoreChannels = fusion::ChannelVals<Cfg, Cfg::kVecC>;
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE StoreChannels<Cfg> store_channels(const DirectArgs& a, int g0) {
+  StoreChannels<Cfg> ch;
+  if constexpr (Cfg::kVariant == Variant::Forward && Cfg::kFused) ch.load(a.ep, g0);
+  return ch;
+}
+
 // The V channels from g0 of the written tensor at pixel index pix, in the output's datatype:
-// forward applies its fused epilogue first (channel g0 + k of G * K; the residual at the
+// forward applies its fused epilogue first (ch: channels g0.. of G * K; the residual at the
 // output's offset).
 template <class Cfg>
 CKGEN_DEVICE CKGEN_FORCEINLINE void store_pixel(const DirectArgs& a, int64_t pix, int g0,
-                                                float (&acc)[Cfg::kVecC]) {
+                                                const StoreChannels<Cfg>& ch, float (&acc)[Cfg::kVecC]) {
   using Raw = typename DataTypeTraits<Cfg::kOutDataType>::raw;
   const int64_t off = pix * a.chans + g0;
   if constexpr (Cfg::kVariant == Variant::Forward && Cfg::kFused)
-    fusion::apply<Cfg, Cfg::kVecC>(a.ep, acc, g0, off);
+    fusion::apply<Cfg, Cfg::kVecC>(a.ep, acc, ch, off);
   store<Cfg::kOutDataType, Cfg::kVecC>(static_cast<Raw*>(a.dst) + off, acc);
 }
 
@@ -170,11 +181,12 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void row_pair(const DirectArgs& a, const int& g0,
       }
     }
   }
+  const StoreChannels<Cfg> ch = store_channels<Cfg>(a, g0);
 #pragma unroll
   for (int o = 0; o < 2; ++o)
     if (o == 0 || u.second)
 #pragma unroll
-      for (int j = 0; j < PC; ++j) store_pixel<Cfg>(a, u.m + int64_t(o) * a.out_[2] + j, g0, acc[o][j]);
+      for (int j = 0; j < PC; ++j) store_pixel<Cfg>(a, u.m + int64_t(o) * a.out_[2] + j, g0, ch, acc[o][j]);
 }
 
 // fwd_bwd_data's compile-time plan: KZ, KY, KX > 0 is a compile-time filter (else 0, 0, 0), Path
@@ -510,9 +522,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data(const DirectArgs& a) {
           }
         }
   }
+  const StoreChannels<Cfg> ch = store_channels<Cfg>(a, g0);
 #pragma unroll
   for (int j = 0; j < PP; ++j)
-    if (live[j]) store_pixel<Cfg>(a, m0 + j, g0, acc[j]);
+    if (live[j]) store_pixel<Cfg>(a, m0 + j, g0, ch, acc[j]);
 }
 
 }  // namespace direct

@@ -132,9 +132,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void rows_fwd(const DirectArgs& a) {
     }
   }
   const int64_t pix = int64_t(u.n) * a.out_spatial + (int64_t(u.d) * a.out_[1] + u.h) * a.out_[2] + u.w;
+  const StoreChannels<Cfg> ch = store_channels<Cfg>(a, g0);
 #pragma unroll
   for (int j = 0; j < PP; ++j)
-    if (u.w + j < a.out_[2]) store_pixel<Cfg>(a, pix + j, g0, acc[j]);
+    if (u.w + j < a.out_[2]) store_pixel<Cfg>(a, pix + j, g0, ch, acc[j]);
 }
 
 // backward_data (W dilation 1): dx pixel i gathers dy at (i + pl - k * dil) / s where exact.

@@ -259,15 +259,28 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_row_taps(const DirectArgs& a, const int 
   }
 }
 
+// The fused channel vectors of this lane's channel pairs lane_ch + 8 gi (gi < GW), read once a
+// block (forward instances with epilogue operations; unread otherwise).
+template <class Cfg>
+struct MmaLaneChannels {
+  fusion::ChannelVals<Cfg, 2> pair[DirectMmaTraits<Cfg>::GW];
+  CKGEN_DEVICE CKGEN_FORCEINLINE void load(const DirectArgs& a, const int lane_ch) {
+    if constexpr (Cfg::kEpilogueOps)
+#pragma unroll
+      for (int gi = 0; gi < DirectMmaTraits<Cfg>::GW; ++gi)
+        pair[gi].load(a.ep, lane_ch + gi * 8, lane_ch + gi * 8 < a.chans);
+  }
+};
+
 // Stores this lane's accumulators as output row h of the band (lane_dst: its first pixel and
-// channel pair in row h0; the block's pixels pix_elems apart, wlen of them) and clears them for
-// the next row.
+// channel pair in row h0; the block's pixels pix_elems apart, wlen of them; ch: its channels'
+// fused vectors) and clears them for the next row.
 template <class Cfg, class Acc>
 CKGEN_DEVICE CKGEN_FORCEINLINE void mma_store_row(const DirectArgs& a, const int h, const int& h0,
                                                   typename DirectMmaTraits<Cfg>::Raw* const& lane_dst,
                                                   const int64_t& row_elems, const int& pix_elems,
                                                   const int& lane_w, const int& lane_ch, const int& wlen,
-                                                  Acc& acc) {
+                                                  const MmaLaneChannels<Cfg>& ch, Acc& acc) {
   using Tr = DirectMmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
   constexpr DataType D = Cfg::kDataType;
@@ -285,7 +298,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void mma_store_row(const DirectArgs& a, const int
           Raw* const o = d + int64_t(dw) * pix_elems + gi * 8;
           // output channel lane_ch + gi * 8 of the pixel's G * K (forward: C = K a group)
           if constexpr (Cfg::kEpilogueOps)
-            fusion::apply<Cfg, 2>(a.ep, f, lane_ch + gi * 8, o - static_cast<const Raw*>(a.dst));
+            fusion::apply<Cfg, 2>(a.ep, f, ch.pair[gi], o - static_cast<const Raw*>(a.dst));
           store<D, 2>(o, f);
         }
       }
@@ -419,8 +432,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fwd_bwd_data_mma(const DirectArgs& a) {
   Raw* const lane_dst = static_cast<Raw*>(a.dst) +
                         ((int64_t(plane) * hlen + h0) * wfull + ph + lane_w * ps) * a.chans + lane_ch;
   const int64_t row_elems = int64_t(wfull) * a.chans;
+  MmaLaneChannels<Cfg> lane_chv;
+  lane_chv.load(a, lane_ch);
   auto store_row = [&](int h) {
-    mma_store_row<Cfg>(a, h, h0, lane_dst, row_elems, ps * a.chans, lane_w, lane_ch, wlen, acc);
+    mma_store_row<Cfg>(a, h, h0, lane_dst, row_elems, ps * a.chans, lane_w, lane_ch, wlen, lane_chv, acc);
   };
 
   if (!kPhased && a.band_shares_rows && a.band_rows > 1) {

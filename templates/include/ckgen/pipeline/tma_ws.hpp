@@ -243,7 +243,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
         for (int q = 0; q < 2; ++q) base[q] = row_base(r0 + (lane >> 2) + 8 * q);
 #pragma unroll
         for (int c0 = 0; c0 < Tr::BN; c0 += Tr::kSlabCols) {
-          tma_ws::stage_chunk<Cfg>(p, acc, slab, i, c0, r0, lane, ch, row_ok, gcol);
+          tma_ws::stage_chunk<Cfg>(p, acc, slab, i, c0, lane, ch);
           __syncwarp();
           tma_ws::ChunkStats<Cfg> st;  // stats: this lane's columns of the chunk
           st.clear();
