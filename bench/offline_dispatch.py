@@ -11,8 +11,9 @@ The library exports the C API only (hidden visibility, as the generated one): it
 never binds to another dispatch library loaded in the same process.
 
 Writes OUT/offline_keys.inc (one KernelKey per instance, spelled from its name; a `_cpad` name
-is its instance's channel-padding face), OUT/offline_measured.tsv (instance, problem signature)
-and OUT/lib/libckgen_dispatch.so (bench/offline_registry.cpp + dispatch/ckgen_dispatch.cpp).
+is its instance's channel-padding face, a `_s2d` one its space-to-depth face),
+OUT/offline_measured.tsv (instance, problem signature) and OUT/lib/libckgen_dispatch.so
+(bench/offline_registry.cpp + dispatch/ckgen_dispatch.cpp).
 Every pick is a measured instance, so scores read a little better than a real library's (which
 may pick an instance nobody timed); compare cost models with one another, not with those.
 """
@@ -33,6 +34,7 @@ from ckgen.model.vocab import DATATYPE_BYTES, GRAD_MASKS
 
 ROOT = Path(__file__).resolve().parent.parent
 FACE = "_cpad"
+S2D = "_s2d"
 FAILED = ("fail", "error")
 
 
@@ -58,7 +60,8 @@ def signature(r: dict[str, str]) -> str:
 def key_line(name: str, faces: frozenset[str] = frozenset()) -> str:
     """CKGEN_OFFLINE_KEY(name, k.<field> = <value>, ...) of an instance or face name: an
     assignment per field of KernelKey (cxx.kernel_key_fields) but name, arch and ping_pong."""
-    inner = name[: -len(FACE)] if name.endswith(FACE) else name
+    inner = name.removesuffix(S2D)
+    inner = inner[: -len(FACE)] if inner.endswith(FACE) else inner
     i = parse_instance_name(inner)
     vals: dict[str, str] = {}
     for f in ("tile", "waves", "warp_tile"):
@@ -72,6 +75,8 @@ def key_line(name: str, faces: frozenset[str] = frozenset()) -> str:
             value = str(16 // DATATYPE_BYTES[i.datatype] if name.endswith(FACE) else 0)
         elif field == "mask_copy":
             value = "true" if name in faces else "false"
+        elif field == "space_to_depth":
+            value = "true" if name.endswith(S2D) else "false"
         elif field in vals:
             value = vals[field]
         elif field == "out_datatype":
