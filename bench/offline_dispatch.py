@@ -29,12 +29,11 @@ import sys
 from pathlib import Path
 
 from ckgen.model import cxx
-from ckgen.model.naming import parse_instance_name
+from ckgen.model.naming import FACE_SUFFIXES, face_instance, parse_instance_name
 from ckgen.model.vocab import DATATYPE_BYTES, GRAD_MASKS
 
 ROOT = Path(__file__).resolve().parent.parent
-FACE = "_cpad"
-S2D = "_s2d"
+FACE, S2D = FACE_SUFFIXES
 FAILED = ("fail", "error")
 
 
@@ -60,9 +59,7 @@ def signature(r: dict[str, str]) -> str:
 def key_line(name: str, faces: frozenset[str] = frozenset()) -> str:
     """CKGEN_OFFLINE_KEY(name, k.<field> = <value>, ...) of an instance or face name: an
     assignment per field of KernelKey (cxx.kernel_key_fields) but name, arch and ping_pong."""
-    inner = name.removesuffix(S2D)
-    inner = inner[: -len(FACE)] if inner.endswith(FACE) else inner
-    i = parse_instance_name(inner)
+    i = parse_instance_name(face_instance(name))
     vals: dict[str, str] = {}
     for f in ("tile", "waves", "warp_tile"):
         for col, v in zip(cxx.key_columns(f), getattr(i, f), strict=True):
@@ -72,7 +69,9 @@ def key_line(name: str, faces: frozenset[str] = frozenset()) -> str:
         if field in ("name", "arch", "ping_pong"):
             continue
         if field == "channel_pad":
-            value = str(16 // DATATYPE_BYTES[i.datatype] if name.endswith(FACE) else 0)
+            value = str(
+                16 // DATATYPE_BYTES[i.datatype] if name.removesuffix(S2D).endswith(FACE) else 0
+            )
         elif field == "mask_copy":
             value = "true" if name in faces else "false"
         elif field == "space_to_depth":
@@ -116,7 +115,7 @@ def mask_copy_faces(names: list[str], fused_configs: list[Path]) -> frozenset[st
     return frozenset(
         n
         for n in names
-        if not n.endswith(FACE)
+        if face_instance(n) == n
         and n not in twins
         and parse_instance_name(n).activation in GRAD_MASKS
     )

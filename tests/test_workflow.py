@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ckgen.model.naming import face_instance
 from ckgen.model.problem import Problem, load_shapes, write_shapes
 from ckgen.runtime.build import parse_status
 from ckgen.tuning.profile import mark_best, shard
@@ -156,9 +157,7 @@ def test_shipped_tuning_databases_name_default_instances() -> None:
                 e["shape"],
             )
             used.update(r["kernel"] for r in e["ranking"])
-        # a face is its instance's name + "_cpad" (kernel/channel_pad.hpp) or "_s2d"
-        # (kernel/space_to_depth.hpp)
-        faces = {n.removesuffix("_s2d").removesuffix("_cpad") for n in used}
+        faces = {face_instance(n) for n in used}  # a face runs its instance
         assert used and faces <= names, (path.name, sorted(faces - names)[:5])
 
 
