@@ -11,9 +11,8 @@ The library exports the C API only (hidden visibility, as the generated one): it
 never binds to another dispatch library loaded in the same process.
 
 Writes OUT/offline_keys.inc (one KernelKey per instance, spelled from its name; a `_cpad` name
-is its instance's channel-padding face, a `_s2d` one its space-to-depth face),
-OUT/offline_measured.tsv (instance, problem signature) and OUT/lib/libckgen_dispatch.so
-(bench/offline_registry.cpp + dispatch/ckgen_dispatch.cpp).
+is its instance's channel-padding face), OUT/offline_measured.tsv (instance, problem signature)
+and OUT/lib/libckgen_dispatch.so (bench/offline_registry.cpp + dispatch/ckgen_dispatch.cpp).
 Every pick is a measured instance, so scores read a little better than a real library's (which
 may pick an instance nobody timed); compare cost models with one another, not with those.
 """
@@ -29,11 +28,11 @@ import sys
 from pathlib import Path
 
 from ckgen.model import cxx
-from ckgen.model.naming import FACE_SUFFIXES, face_instance, parse_instance_name
+from ckgen.model.naming import parse_instance_name
 from ckgen.model.vocab import DATATYPE_BYTES, GRAD_MASKS
 
 ROOT = Path(__file__).resolve().parent.parent
-FACE, S2D = FACE_SUFFIXES
+FACE = "_cpad"
 FAILED = ("fail", "error")
 
 
@@ -59,7 +58,8 @@ def signature(r: dict[str, str]) -> str:
 def key_line(name: str, faces: frozenset[str] = frozenset()) -> str:
     """CKGEN_OFFLINE_KEY(name, k.<field> = <value>, ...) of an instance or face name: an
     assignment per field of KernelKey (cxx.kernel_key_fields) but name, arch and ping_pong."""
-    i = parse_instance_name(face_instance(name))
+    inner = name[: -len(FACE)] if name.endswith(FACE) else name
+    i = parse_instance_name(inner)
     vals: dict[str, str] = {}
     for f in ("tile", "waves", "warp_tile"):
         for col, v in zip(cxx.key_columns(f), getattr(i, f), strict=True):
@@ -69,13 +69,9 @@ def key_line(name: str, faces: frozenset[str] = frozenset()) -> str:
         if field in ("name", "arch", "ping_pong"):
             continue
         if field == "channel_pad":
-            value = str(
-                16 // DATATYPE_BYTES[i.datatype] if name.removesuffix(S2D).endswith(FACE) else 0
-            )
+            value = str(16 // DATATYPE_BYTES[i.datatype] if name.endswith(FACE) else 0)
         elif field == "mask_copy":
             value = "true" if name in faces else "false"
-        elif field == "space_to_depth":
-            value = "true" if name.endswith(S2D) else "false"
         elif field in vals:
             value = vals[field]
         elif field == "out_datatype":
@@ -115,7 +111,7 @@ def mask_copy_faces(names: list[str], fused_configs: list[Path]) -> frozenset[st
     return frozenset(
         n
         for n in names
-        if face_instance(n) == n
+        if not n.endswith(FACE)
         and n not in twins
         and parse_instance_name(n).activation in GRAD_MASKS
     )

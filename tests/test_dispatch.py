@@ -81,20 +81,6 @@ def test_channel_pad_faces_host_only(tmp_path: Path) -> None:
     assert out.stdout.count("ok face equals the reference") == 15, out.stdout
 
 
-def test_space_to_depth_faces_host_only(tmp_path: Path) -> None:
-    """Space-to-depth faces (kernel/space_to_depth.hpp) without a GPU: tests/host/space_to_depth.cpp
-    runs a face over the fake fp32 reference instance on strided problems with few channels (1D,
-    2D, 3D, groups, strides 2 and 3, one strided dimension, asymmetric pads, even filters): the
-    result equals the reference with the output poisoned and the workspace garbage and the
-    instance runs the stride-1 problem; the face refuses unit stride, dilation and wide packs;
-    only forward split-K instances of whole vectors get one (a fused one's plain twin is the plain
-    face); the cost model prices it as its instance on the stride-1 problem plus the copies."""
-    exe = build_dispatch_host_test("space_to_depth", tmp_path)
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and "all passed" in out.stdout, out.stdout + out.stderr
-    assert out.stdout.count("ok face equals the reference") == 7, out.stdout
-
-
 def test_mask_copy_faces_host_only(tmp_path: Path) -> None:
     """Mask-copy faces (kernel/mask_copy.hpp) without a GPU: tests/host/mask_copy.cpp runs a face
     over the fake fp32 reference instance for backward_data and backward_weight with drelu,

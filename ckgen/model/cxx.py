@@ -97,15 +97,14 @@ def render_forms_hpp() -> str:
 
 # KernelKey spells a triple field of KernelInstance as three fields <prefix>_m, _n, _k.
 _KEY_TRIPLES = {"tile": "tile", "waves": "wave", "warp_tile": "warp"}
-# Fields KernelKey has beyond the instance's: name first, arch, channel_pad, mask_copy and
-# space_to_depth (registry faces, not instances) last, ping_pong (derived) after swap_ab.
+# Fields KernelKey has beyond the instance's: name first, arch, channel_pad and mask_copy (registry
+# faces, not instances) last, ping_pong (derived) after swap_ab.
 _KEY_COMMENTS = {
     "swap_ab": "wavelet_tma: the MMA computes the transposed tile (pipeline/tma_ws.hpp)",
     "ping_pong": "wavelet_tma: two math warpgroups take turns on units (TmaTraits::kPingPong)",
     "out_datatype": "the output's datatype (datatype unless the instance converts)",
     "channel_pad": "> 0: a face padding channels to this multiple (kernel/channel_pad.hpp)",
     "mask_copy": "a face masking a copy of dy ahead of a plain instance (kernel/mask_copy.hpp)",
-    "space_to_depth": "a face running a strided stem at stride 1 (kernel/space_to_depth.hpp)",
 }
 
 
@@ -142,7 +141,6 @@ def kernel_key_fields() -> list[tuple[str, str, str]]:
     out.append(("const char*", "arch", ""))
     out.append(("int", "channel_pad", " = 0"))
     out.append(("bool", "mask_copy", " = false"))
-    out.append(("bool", "space_to_depth", " = false"))
     return out
 
 

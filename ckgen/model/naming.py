@@ -44,9 +44,6 @@ from ckgen.model.vocab import (
 )
 
 PREFIX = "grouped_conv_"
-# The registry's faces (an instance run another way: kernel/channel_pad.hpp,
-# kernel/space_to_depth.hpp) are named after it with these suffixes, a channel-padding face's first.
-FACE_SUFFIXES = ("_cpad", "_s2d")
 NAME_RE = re.compile(r"^[a-z0-9_]+$")
 
 
@@ -102,13 +99,6 @@ def instance_name(i: KernelInstance) -> str:
 
 _TRIPLE = r"(\d+)x(\d+)x(\d+)"
 _PIPE_RE = re.compile(r"^(basic|[a-z]+?)(\d*)$")
-
-
-def face_instance(name: str) -> str:
-    """The instance name under a face's name (FACE_SUFFIXES); an instance's own name."""
-    for suffix in reversed(FACE_SUFFIXES):
-        name = name.removesuffix(suffix)
-    return name
 
 
 def parse_instance_name(name: str) -> KernelInstance:

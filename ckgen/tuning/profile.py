@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckgen.errors import CkgenError
-from ckgen.model.naming import face_instance, parse_instance_name
+from ckgen.model.naming import parse_instance_name
 from ckgen.model.problem import load_shapes
 
 VARIANTS = ("forward", "backward_data", "backward_weight")
@@ -230,7 +230,7 @@ def is_fused_instance(name: str) -> bool:
     """Whether a profiled instance has a fused epilogue: it computes more than the convolution,
     so its time is never the best plain convolution's (nor in the tuning database)."""
     try:
-        return parse_instance_name(face_instance(name)).fused
+        return parse_instance_name(name).fused
     except ValueError:
         return False
 

@@ -48,7 +48,6 @@ struct KernelKey {
   const char* arch;
   int channel_pad = 0;  // > 0: a face padding channels to this multiple (kernel/channel_pad.hpp)
   bool mask_copy = false;  // a face masking a copy of dy ahead of a plain instance (kernel/mask_copy.hpp)
-  bool space_to_depth = false;  // a face running a strided stem at stride 1 (kernel/space_to_depth.hpp)
 };
 
 }  // namespace ckgen

@@ -26,7 +26,6 @@
 #include "ckgen/kernel/kernel_base.hpp"
 #include "ckgen/schedule/channel_pad_plan.hpp"
 #include "ckgen/schedule/direct_plan.hpp"
-#include "ckgen/schedule/space_to_depth_plan.hpp"
 #include "ckgen/schedule/tma_phases.hpp"
 
 namespace ckgen {
@@ -511,17 +510,6 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
     CostEstimate c = estimate_cost(inner, plan.padded, k_batch, a);
     c.us += channel_pad_bytes(plan, elem_bytes(k.datatype)) / (a.bandwidth_gbs * 1e9) * 1e6 +
             kPadLaunchUs * plan.count;
-    return c;
-  }
-  if (k.space_to_depth) {
-    // a space-to-depth face: its instance on the stride-1 problem, after the two copies (x read,
-    // x' written; w' a few thousand elements)
-    KernelKey inner = k;
-    inner.space_to_depth = false;
-    const SpaceToDepthPlan plan = space_to_depth_plan(p, channel_pad_quantum(k.datatype));
-    CostEstimate c = estimate_cost(inner, plan.inner, k_batch, a);
-    const double bytes = double(p.input_elems() + plan.inner.input_elems()) * elem_bytes(k.datatype);
-    c.us += bytes / (a.bandwidth_gbs * 1e9) * 1e6 + 2 * kPadLaunchUs;
     return c;
   }
   CostEstimate c = estimate_cost_model(k, p, k_batch, a);

@@ -19,17 +19,15 @@ inline bool serves_request(const KernelKey& k, Variant v, DataType dt, const Epi
 // activation, the residual add, stats and the output datatype (ckgen/model/naming.py). A plain
 // instance's own name.
 inline std::string plain_twin_name(const KernelKey& k) {
-  static constexpr char kFace[] = "_s2d";  // a space-to-depth face's suffix follows the fused tokens
   int n = int(k.channel_op != ChannelOp::Identity) + int(k.activation != Activation::Identity) + int(k.residual) +
           int(k.stats) + int(k.out_datatype != k.datatype);
   std::string s = k.name;
-  if (k.space_to_depth) s.resize(s.size() - (sizeof(kFace) - 1));
   for (; n > 0; --n) {
     const size_t at = s.rfind('_');
     if (at == std::string::npos) break;
     s.resize(at);
   }
-  return k.space_to_depth ? s + kFace : s;
+  return s;
 }
 
 // The datatype whose measurements stand for dt's where a tuning database has none of dt: fp16
