@@ -158,11 +158,6 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
   }
   tma_ws::UnitStats<Cfg> stats;  // stats: this warp's channel sums over a run of its units
   stats.clear();
-  // A fused epilogue's channel operands, read while a unit's MMAs run and kept over the warp's
-  // next units while they keep the group and column tile (ch_g, ch_n0: whose they are): a
-  // write-bound unit's epilogue would otherwise wait on their read every unit.
-  tma_ws::UnitChannels<Cfg> ch;
-  int ch_g = -1, ch_n0 = -1;
   for (; unit < num_units; unit += Tr::kConsumers * gridDim.x) {
     const Unit u = decode(unit);
     tma_ws::pingpong_wait<Cfg>(consumer, unit);
@@ -182,13 +177,10 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, 1)
     auto row_ok = [&](int row) -> bool { return tma_ws::row_ok<Cfg>(p, row); };
     auto row_base = [&](int row) -> int64_t { return tma_ws::row_base<Cfg>(p, g, u, row); };
     auto gcol = [&](int tc) -> int { return tma_ws::gcol<Cfg>(p, n0, tc); };
+    tma_ws::UnitChannels<Cfg> ch;  // a fused epilogue's operands, read while the unit's MMAs run
     tma_ws::UnitResidual<Cfg> res;
     if constexpr (Tr::kStaged) {
-      if (tma_ws::UnitChannels<Cfg>::kBias && (g != ch_g || n0 != ch_n0)) {
-        ch.load(p, g, gcol, lane);
-        ch_g = g;
-        ch_n0 = n0;
-      }
+      ch.load(p, g, gcol, lane);
       res.load(p, m0, wg, warp, lane, row_ok, row_base, gcol);
     }
     if constexpr (Cfg::kResidual) {  // this unit's residual (when it is the first) and the next's
