@@ -47,7 +47,8 @@ BATCHES=${BATCHES:-32,1}
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-240}
 BENCH_ARGS=${BENCH_ARGS:---repeats 3 --target-ms 200}  # more bench/fused_inference.py arguments
 # shellcheck source=bench/device_lib.sh
-source "$ROOT/bench/device_lib.sh"  # start_run, log, left, run_limited, build_project, run_gtests
+source "$ROOT/bench/device_lib.sh"  # start_run, log, left, run_limited, kernel_args, build_project,
+# run_gtests
 start_run
 [ "${FRESH:-0}" = 1 ] && rm -f "$WORK/fused.csv"
 log "ckgen $(ckgen_id), torch $(python3 -c 'import torch, torchvision; print(torch.__version__, torchvision.__version__)' 2>&1 | tail -1)"
@@ -81,9 +82,7 @@ fi
 # --- 0. tests (TEST_KERNELS, in the background) -------------------------------------------------
 GT_PID=""
 if [ -n "${TEST_KERNELS:-}" ]; then
-  TESTS=()
-  read -ra TK <<< "$TEST_KERNELS"  # globs, not expanded here
-  for g in "${TK[@]}"; do TESTS+=(--kernels "$g"); done
+  kernel_args TESTS "$TEST_KERNELS"
   (
     t0=$SECONDS
     if JOBS=${TEST_JOBS:-4} build_project "$WORK/gt" ON --set tests --variant forward "${TESTS[@]}" \

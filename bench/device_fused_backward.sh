@@ -36,7 +36,7 @@ TILES=${TILES:-"t64x64x64_w4x1x1_wt64x64x16_wltma4_lm1x4 t64x64x64_w4x1x1_wt64x6
   t64x128x64_w4x1x1_wt64x128x16_wltma8_lm1x4 t128x128x64_w8x1x1_wt64x128x16_wltma4_lm1x8
   t128x192x64_w8x1x1_wt64x192x16_wltma4_lm1x8 t128x256x64_w8x1x1_wt64x256x16_wltma4_lm1x8"}
 # shellcheck source=bench/device_lib.sh
-source "$ROOT/bench/device_lib.sh"  # start_run, log, build_tests_and_pairs, run_gtests
+source "$ROOT/bench/device_lib.sh"  # start_run, log, kernel_args, build_tests_and_pairs, run_gtests
 start_run
 
 GLOBS=()
@@ -44,9 +44,7 @@ for t in $TILES; do
   GLOBS+=(--kernels "grouped_conv_${ABBR}_fp16_2d_${t}${TAIL}"
     --kernels "grouped_conv_${ABBR}_fp16_2d_${t}${TAIL}${SUFFIX}")
 done
-TESTS=()
-read -ra TK <<< "${TEST_KERNELS:-*bgrad*}"  # space-separated globs (not expanded here)
-for g in "${TK[@]}"; do TESTS+=(--kernels "$g"); done
+kernel_args TESTS "${TEST_KERNELS:-*bgrad*}"
 build_tests_and_pairs "$VARIANT" "${TESTS[@]}" -- \
   --config "configs/$VARIANT/default.yaml" --config "configs/$VARIANT/fused.yaml" "${GLOBS[@]}" \
   ${EXTRA:-}

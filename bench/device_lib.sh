@@ -21,6 +21,9 @@
 #                          side by side: $WORK/gt, the tests set of VARIANT with its GoogleTests
 #                          (generate --set tests TEST ARGS), and $WORK/pf, profilers of VARIANT
 #                          (generate PAIR ARGS); the build logged; exit 1 when one fails
+#   kernel_args NAME "GLOB ..."
+#                          sets array NAME to --kernels GLOB for each space-separated glob (not
+#                          expanded against the file system)
 #   run_gtests VARIANT SEED SECS [LOG]
 #                          $WORK/gt's GoogleTests of VARIANT (the seeded sweep: SEED) within SECS
 #                          into $OUT/LOG (default test.log); the counts and the failed tests logged
@@ -39,6 +42,14 @@ ckgen_id() {
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = --id ]; then
   ckgen_id
 fi
+
+kernel_args() {
+  local -n _args=$1
+  local _g _globs
+  read -ra _globs <<< "$2"
+  _args=()
+  for _g in "${_globs[@]}"; do _args+=(--kernels "$_g"); done
+}
 
 start_run() {
   mkdir -p "$OUT" "$WORK"
