@@ -4,6 +4,7 @@ instance headers, the manifest and the C++ vocabulary and kernel key."""
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from ckgen.model.vocab import (
 from ckgen.space.rules import NO_CONTEXT, check
 from ckgen.space.rules.common import check_fusion
 
-from conftest import REPO, cli
+from conftest import REPO, build_dispatch_host_test, cli
 
 SM90 = load_arch_specs()["sm_90a"]
 PLAIN = KernelInstance(
@@ -298,3 +299,15 @@ def test_profiles_rank_no_fused_instance() -> None:
     assert [r["best"] for r in rows] == ["0", "1"]
     db = build_db(rows, shapes, arch="sm_90a")
     assert [c["kernel"] for c in db["entries"][0]["ranking"]] == [PLAIN.name]
+
+
+def test_fusion_arithmetic_host_only(tmp_path: Path) -> None:
+    """epilogue/fusion.hpp's arithmetic on the host (tests/host/fusion_ops.cpp): for every channel
+    op, activation and residual, fusion::apply equals y = act(op(acc) + beta * residual) written
+    out in double, both with its channel vectors read per call and read once into
+    fusion::ChannelVals (as the direct paths do); a ChannelVals load of channels that do not
+    exist reads nothing and gives zeros."""
+    exe = build_dispatch_host_test("fusion_ops", tmp_path)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "all passed" in out.stdout, out.stdout + out.stderr
+    assert out.stdout.count("ok apply equals the definition") == 30, out.stdout
