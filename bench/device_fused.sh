@@ -150,7 +150,8 @@ fi
 # --- 3. report ---------------------------------------------------------------------------------
 CSV=$(ls -t "$OUT"/*_fused_inference.csv 2> /dev/null | head -1)
 if [ -n "$CSV" ]; then
-  python3 bench/fused_inference.py --report-only --csv "$CSV" --summary --plot 2>&1 \
+  python3 bench/fused_inference.py --report-only --csv "$CSV" --summary --plot \
+    --layers-csv "$OUT/fused_layers.csv" 2>&1 \
     | tee -a "$OUT/summary.txt"
   log "done: $(($(wc -l < "$CSV") - 1)) rows ($(grep -c ',skipped' "$CSV") skipped) in $CSV"
 else

@@ -127,7 +127,8 @@ def parse_args(argv: list[str] | None = None) -> Any:
         "--layers-csv",
         type=Path,
         default=None,
-        help="with --conv-sums: append each fused layer's times and both picks to this CSV",
+        help="with --conv-sums: append each fused layer's times and both picks to this CSV; "
+        "with --summary (and --report-only), count the layers within 5 %% of their plain conv",
     )
     p.add_argument("--summary", action="store_true")
     p.add_argument("--plot", nargs="?", const="auto", default=None)
@@ -311,6 +312,30 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def layer_counts(layers: list[dict]) -> list[str]:
+    """The issue's per-layer criterion over a --layers-csv: per model, batch and dtype, how many
+    fused layers (each problem once) run within TARGET_LAYER of ckgen's plain conv of their
+    problem, and the geomean fused / plain."""
+    groups: dict[tuple[str, int, str], list[float]] = {}
+    for r in layers:
+        if num(r.get("ratio")) and float(r["ratio"]) > 0:
+            key = (r["model"], int(r["batch"]), r["datatype"])
+            groups.setdefault(key, []).append(float(r["ratio"]))
+    order = sorted(
+        groups, key=lambda k: (MODELS.index(k[0]) if k[0] in MODELS else 99, -k[1], k[2])
+    )
+    lines = []
+    for model, b, dt in order:
+        v = groups[(model, b, dt)]
+        within = sum(x <= TARGET_LAYER for x in v)
+        geo = math.exp(sum(map(math.log, v)) / len(v))
+        lines.append(
+            f"fused layers of {model} b{b} {dt}: {within} of {len(v)} within "
+            f"{TARGET_LAYER - 1:.0%} of their plain conv (geomean {geo:.3f}x)"
+        )
+    return lines
+
+
 def plot(rows: list[dict], path: Path) -> str:
     """Bars of each mode's speedup over cudnn_graph per (model, batch), one panel per dtype."""
     try:
@@ -368,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.summary:
         print(summary(rows))
+        if args.layers_csv and args.layers_csv.is_file():
+            print("\n".join(layer_counts(read_rows(args.layers_csv))))
     if args.plot:
         out = Path(args.plot) if args.plot != "auto" else path.with_suffix(".png")
         print(plot(rows, out))

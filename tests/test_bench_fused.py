@@ -185,6 +185,35 @@ def test_best_ckgen_path_against_compile() -> None:
     assert not any(t.startswith("resnet50: best of") for t in met)  # no ckgen_compile row
 
 
+def test_layer_counts(tmp_path, capsys) -> None:
+    """--summary with --layers-csv: per model, batch and dtype, the fused layers within 5 % of
+    their plain conv (each problem once) and the geomean fused / plain; --report-only reads it."""
+    rows = [
+        {"model": "resnet50", "batch": "32", "datatype": "fp16", "ratio": r}
+        for r in ("1.000", "1.050", "1.060", "2.000")
+    ] + [{"model": "resnet50", "batch": "1", "datatype": "fp16", "ratio": "0.980"},
+         {"model": "mobilenet_v2", "batch": "32", "datatype": "bf16", "ratio": ""}]  # fmt: skip
+    lines = fi.layer_counts(rows)
+    assert lines == [
+        "fused layers of resnet50 b32 fp16: 2 of 4 within 5% of their plain conv (geomean 1.221x)",
+        "fused layers of resnet50 b1 fp16: 1 of 1 within 5% of their plain conv (geomean 0.980x)",
+    ]
+    import csv
+
+    layers = tmp_path / "layers.csv"
+    with layers.open("w", newline="") as f:
+        w = csv.DictWriter(f, ["model", "batch", "datatype", "ratio"])
+        w.writeheader()
+        w.writerows(rows)
+    main_csv = tmp_path / "rows.csv"
+    main_csv.write_text(
+        "model,batch,datatype,mode,ms,status,gpu\nresnet50,32,fp16,cudnn_graph,2.0,ok,G\n"
+    )
+    args = ["--report-only", "--csv", str(main_csv), "--summary", "--layers-csv", str(layers)]
+    assert fi.main(args) == 0
+    assert "fused layers of resnet50 b32 fp16: 2 of 4 within 5%" in capsys.readouterr().out
+
+
 def test_layers_csv_rows(tmp_path) -> None:
     """--layers-csv: one row a fused layer, the header once, shapes spelled NxCxHxW."""
     pytest.importorskip("torch")
