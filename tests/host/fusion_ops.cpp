@@ -1,7 +1,8 @@
 // The forward epilogue's arithmetic (epilogue/fusion.hpp) on the host: for every channel op,
 // activation and residual, fusion::apply on W outputs (its channel vectors read per call, and
 // read once into fusion::ChannelVals as the direct paths do) equals the definition written out
-// here, y = act(op(acc) + beta * residual), with op(acc) = acc, acc + b[c] or acc * s[c] + b[c];
+// here, y = act(op(acc) + beta * residual), with op(acc) = acc, acc + b[c] or acc * s[c] + b[c]
+// and act the fused reference's (host/activation_ref.hpp);
 // ChannelVals with `ok` false reads nothing and gives zeros.
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "ckgen/epilogue/fusion.hpp"
+#include "ckgen/host/activation_ref.hpp"
 #include "fake_dispatch.hpp"
 
 using namespace ckgen;
@@ -21,23 +23,6 @@ template <ChannelOp Op, Activation Act, bool Res>
 struct Cfg : epilogue::Fused<Op, Act, Res> {
   static constexpr DataType kOutDataType = DataType::FP32;
 };
-
-double act_ref(Activation a, double x, double alpha) {
-  switch (a) {
-    case Activation::Relu:
-      return x > 0 ? x : 0;
-    case Activation::Relu6:
-      return x < 0 ? 0 : x > 6 ? 6 : x;
-    case Activation::LeakyRelu:
-      return x > 0 ? x : alpha * x;
-    case Activation::Silu:
-      return x / (1 + std::exp(-x));
-    case Activation::GeluTanh:
-      return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    default:
-      return x;
-  }
-}
 
 // The largest difference of apply (both forms) from the definition over random values.
 template <ChannelOp Op, Activation Act, bool Res>
@@ -67,7 +52,7 @@ double worst() {
         if (Op == ChannelOp::Bias) x += bias[size_t(c + q)];
         if (Op == ChannelOp::ScaleShift) x = x * scale[size_t(c + q)] + bias[size_t(c + q)];
         if (Res) x += double(e.beta) * res[size_t(off + q)];
-        want[q] = act_ref(Act, x, e.alpha);
+        want[q] = host::activate_ref(Act, x, e.alpha);
       }
       fusion::apply<C, W>(e, v, c, off);
       fusion::ChannelVals<C, W> ch;

@@ -15,6 +15,7 @@
 #include "ckgen/core/kernel_key.hpp"
 #include "ckgen/core/problem.hpp"
 #include "ckgen/core/vocab.hpp"
+#include "ckgen/host/activation_ref.hpp"
 #include "ckgen/host/common.hpp"
 
 namespace ckgen::host {
@@ -36,24 +37,6 @@ inline std::string fusion_spelling(const KernelKey& k) {
   if (k.stats) add("stats");
   if (k.out_datatype != k.datatype) add((std::string("to_") + to_string(k.out_datatype)).c_str());
   return s.empty() ? "none" : s;
-}
-
-inline double activate_ref(Activation a, double x, double alpha) {
-  switch (a) {
-    case Activation::Relu:
-      return x > 0 ? x : 0;
-    case Activation::Relu6:
-      return x > 0 ? (x < 6 ? x : 6) : 0;
-    case Activation::LeakyRelu:
-      return x > 0 ? x : alpha * x;
-    case Activation::Silu:
-      return x / (1 + std::exp(-x));
-    case Activation::GeluTanh:
-      return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    default:  // Identity; the backward gradient masks are not activations (grad_mask_ref)
-      break;
-  }
-  return x;
 }
 
 // y (the output in NDHWGK order) <- act(op(y) + beta * residual), channel c = i mod (G*K).
