@@ -278,11 +278,15 @@ def _verdict(title: str, pairs: list[tuple[str, float]], goal: float) -> tuple[s
     return title, verdict, ", ".join(f"{w} {s:.2f}x" for w, s in sorted(pairs))
 
 
+def _table_order(k: tuple[str, int, str]) -> tuple[int, int, str]:
+    """(model, batch, dtype) in the tables' order: MODELS', larger batches first, then dtype."""
+    return (MODELS.index(k[0]) if k[0] in MODELS else 99, -k[1], k[2])
+
+
 def summary(rows: list[dict]) -> str:
     lines = ["model                   batch dtype " + " ".join(f"{m:>12}" for m in MODES)]
     ms = _ms(rows)
-    keys = sorted({(k.model, k.batch, k.datatype) for k in ms},
-                  key=lambda k: (MODELS.index(k[0]) if k[0] in MODELS else 99, -k[1], k[2]))  # fmt: skip
+    keys = sorted({(k.model, k.batch, k.datatype) for k in ms}, key=_table_order)
     for model, b, dt in keys:
         cells = []
         for m in MODES:
@@ -321,11 +325,8 @@ def layer_counts(layers: list[dict]) -> list[str]:
         if num(r.get("ratio")) and float(r["ratio"]) > 0:
             key = (r["model"], int(r["batch"]), r["datatype"])
             groups.setdefault(key, []).append(float(r["ratio"]))
-    order = sorted(
-        groups, key=lambda k: (MODELS.index(k[0]) if k[0] in MODELS else 99, -k[1], k[2])
-    )
     lines = []
-    for model, b, dt in order:
+    for model, b, dt in sorted(groups, key=_table_order):
         v = groups[(model, b, dt)]
         within = sum(x <= TARGET_LAYER for x in v)
         geo = math.exp(sum(map(math.log, v)) / len(v))
