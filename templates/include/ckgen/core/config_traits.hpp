@@ -66,6 +66,13 @@ CKGEN_HOST_DEVICE inline typename DataTypeTraits<D>::raw float_to_raw(float f) {
   }
 }
 
+// Two floats converted to 16-bit type D as one word, f0 in the low half.
+template <DataType D>
+CKGEN_HOST_DEVICE inline uint32_t pack_pair(float f0, float f1) {
+  static_assert(D != DataType::FP32, "ckgen: pack_pair packs 16-bit values");
+  return uint32_t(float_to_raw<D>(f0)) | (uint32_t(float_to_raw<D>(f1)) << 16);
+}
+
 // N elements moved as one access.
 template <typename T, int N>
 struct alignas(sizeof(T) * N) Vec {

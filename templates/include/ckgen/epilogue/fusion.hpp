@@ -84,6 +84,43 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void apply_values(const EpilogueArgs& e, float* v
   residual_act<Cfg, W>(e, v, r);
 }
 
+// Two outputs of one row (f0: the lower column) with their channels' bias b and scale s, through
+// the channel op and the activation (no residual), converted to 16-bit type D as one word, f0 in
+// the low half. On NVIDIA devices relu and relu6 ride on the conversion (cvt's .relu clamp, relu6's
+// upper bound as one paired min): round-to-nearest is monotonic and 0 and 6 are exact, so the
+// values are those of the activation in fp32 followed by the conversion, in fewer instructions.
+template <class Cfg, DataType D>
+CKGEN_DEVICE CKGEN_FORCEINLINE uint32_t apply_pack2(const EpilogueArgs& e, float (&f)[2], const float* b,
+                                                    const float* s) {
+  static_assert(D != DataType::FP32, "ckgen: apply_pack2 packs 16-bit outputs");
+  static_assert(!Cfg::kResidual, "ckgen: apply_pack2 takes no residual");
+  constexpr Activation A = Cfg::kActivation;
+  channel_op<Cfg, 2>(f, b, s);
+#if defined(CKGEN_NVIDIA) && CKGEN_DEVICE_PASS
+  if constexpr (A == Activation::Relu || A == Activation::Relu6) {
+    uint32_t w;
+    if constexpr (D == DataType::BF16) {
+      asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;\n" : "=r"(w) : "f"(f[1]), "f"(f[0]));
+      if constexpr (A == Activation::Relu6) {
+        const __nv_bfloat162 v =
+            __hmin2_nan(*reinterpret_cast<const __nv_bfloat162*>(&w), __float2bfloat162_rn(6.f));
+        w = *reinterpret_cast<const uint32_t*>(&v);
+      }
+    } else {
+      asm("cvt.rn.relu.f16x2.f32 %0, %1, %2;\n" : "=r"(w) : "f"(f[1]), "f"(f[0]));
+      if constexpr (A == Activation::Relu6) {
+        const __half2 v = __hmin2_nan(*reinterpret_cast<const __half2*>(&w), __float2half2_rn(6.f));
+        w = *reinterpret_cast<const uint32_t*>(&v);
+      }
+    }
+    return w;
+  }
+#endif
+#pragma unroll
+  for (int q = 0; q < 2; ++q) f[q] = activate<A>(f[q], e.alpha);
+  return pack_pair<D>(f[0], f[1]);
+}
+
 // Whether the channel op reads the bias / scale vectors.
 template <class Cfg>
 inline constexpr bool kReadsBias =

@@ -263,10 +263,10 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowTraits<Cfg>::kThreads, 1)
           float f[2] = {acc[jj * 4 + h * 2], acc[jj * 4 + h * 2 + 1]};
           if constexpr (Cfg::kEpilogueOps) {
             const float b[2] = {fb[h], fb[h]}, sc[2] = {fs[h], fs[h]};
-            fusion::apply_values<Cfg, 2>(p.ep, f, b, sc, nullptr);
+            r[m] = fusion::apply_pack2<Cfg, Cfg::kDataType>(p.ep, f, b, sc);
+          } else {
+            r[m] = pack_pair<Cfg::kDataType>(f[0], f[1]);
           }
-          r[m] = uint32_t(float_to_raw<Cfg::kDataType>(f[0])) |
-                 (uint32_t(float_to_raw<Cfg::kDataType>(f[1])) << 16);
         }
         const int m = lane / 8, pix = (j + m / 2) * 8 + lane % 8, chunk = warp * 2 + (m % 2);
         const uint32_t addr = out + uint32_t(pix * Tr::kRowBytes + ((chunk ^ (pix & 7)) << 4));

@@ -290,8 +290,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void cluster_reduce(const TmaConvArgs& p, Acc& ac
         uint32_t w[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          w[e] = uint32_t(float_to_raw<Cfg::kDataType>(sum[2 * e])) |
-                 (uint32_t(float_to_raw<Cfg::kDataType>(sum[2 * e + 1])) << 16);
+          w[e] = pack_pair<Cfg::kDataType>(sum[2 * e], sum[2 * e + 1]);
         *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
       } else {
         for (int e = 0; e < 8 && col + e < p.K; ++e) dst[e] = float_to_raw<Cfg::kDataType>(sum[e]);
