@@ -73,9 +73,6 @@ TMA_BIAS_GRAD_ONES_BYTES = 256
 # wavelet_tma stats: the most fp32 accumulators a math thread may hold beside the warp's channel
 # sums (tma_ws_epilogue.hpp UnitStats); more spill.
 TMA_STATS_MAX_ACC = 64
-# wavelet_tma cshuffle: most accumulator plus lane-held channel registers of a block's math
-# threads, per warpgroup of them, for the epilogue's bias / scale to be held per lane
-TMA_LANE_CHANNEL_MAX_REGS = 96
 
 # --- the direct kernel ------------------------------------------------------------------------
 # The direct kernel, templates/include/ckgen/depthwise.hpp: depthwise problems (C = K = 1 per
@@ -246,12 +243,6 @@ CXX_LIMITS: tuple[tuple[str, int | tuple[int, ...], str], ...] = (
         "kTmaStatsMaxAcc",
         TMA_STATS_MAX_ACC,
         "wavelet_tma stats: most fp32 accumulators a math thread holds beside the channel sums",
-    ),
-    (
-        "kTmaLaneChannelMaxRegs",
-        TMA_LANE_CHANNEL_MAX_REGS,
-        "wavelet_tma cshuffle: most accumulator + lane-held bias / scale registers a math thread,"
-        " times its warpgroups",
     ),
     ("kDirectWindowWidths", DIRECT_WINDOW_WIDTHS, "direct row windows: the filter widths compiled"),
     (

@@ -53,8 +53,6 @@ inline constexpr int kTmaForwardTileN[] = {64, 128, 160, 192, 256};
 inline constexpr int kTmaBiasGradOnesBytes = 256;
 // wavelet_tma stats: most fp32 accumulators a math thread holds beside the channel sums
 inline constexpr int kTmaStatsMaxAcc = 64;
-// wavelet_tma cshuffle: most accumulator + lane-held bias / scale registers a math thread, times its warpgroups
-inline constexpr int kTmaLaneChannelMaxRegs = 96;
 // direct row windows: the filter widths compiled
 inline constexpr int kDirectWindowWidths[] = {3, 5, 7, 11};
 // direct row windows: most bytes of staged filter (forward / backward_data)

@@ -391,14 +391,7 @@ inline CostEstimate estimate_cost_model(const KernelKey& k, const ConvProblem& p
   const int preload = tma ? detail::tma_residual_preload_registers(k.tile_m, k.tile_n, k.wave_m, k.residual,
                                                                    k.epilogue == Epilogue::CShuffle, k.swap_ab)
                           : 0;
-  // and a cshuffle epilogue's bias / scale held per lane where its registers are free
-  const int channel_vectors = k.channel_op == ChannelOp::Bias ? 1 : k.channel_op == ChannelOp::ScaleShift ? 2 : 0;
-  const int lane_channels =
-      tma && channel_vectors > 0 && k.variant == Variant::Forward
-          ? detail::tma_lane_channel_registers(k.tile_m, k.tile_n, k.wave_m, math_warps, channel_vectors,
-                                               k.epilogue == Epilogue::CShuffle, k.swap_ab)
-          : 0;
-  const int regs = std::min(255, acc_regs + 48 + preload + lane_channels);
+  const int regs = std::min(255, acc_regs + 48 + preload);
   const int by_threads = std::max(1, 2048 / threads);
   const int by_smem = smem > 0 ? std::max(1, int(double(a.lds_bytes) / smem)) : 32;
   const int by_regs = std::max(1, a.register_file_bytes_per_cu / (4 * regs * threads));

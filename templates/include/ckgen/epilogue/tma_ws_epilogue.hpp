@@ -45,35 +45,22 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void fuse_pair(const TmaConvArgs& p, float& f0, f
   }
 }
 
-// A fused instance's bias / scale of one unit's BN tile columns, read before the unit's main
-// loop, so the epilogue waits on no global load for them. Two layouts:
-//  - lane-held (kLaneHeld): each lane holds the channels of its own accumulator columns
-//    8 j + 2 (lane % 4) + {0, 1} (BN / 4 registers a vector, 8-byte loads where K is even): the
-//    epilogue reads registers only;
-//  - spread: lane l holds tile column 32 k + l's in register k (0 past K), and a lane takes
-//    column tc's from lane tc % 32 with a shuffle (BN / 32 registers a vector, but two shuffles a
-//    column pair and row slice, which share the shared-memory pipe with the cshuffle copy).
-// Lane-held where the registers are free: detail::tma_lane_channel_registers.
+// A fused instance's bias / scale of one unit's BN tile columns, read once a unit and spread over
+// the warp: lane l holds tile column 32 k + l's in register k (0 past K); a lane takes column tc's
+// from lane tc % 32 with a shuffle. load() is issued before the unit's main loop, so the epilogue
+// waits on no global load for them.
 template <class Cfg>
 struct UnitChannels {
   using Tr = TmaTraits<Cfg>;
   static constexpr bool kBias = Cfg::kEpilogueOps && fusion::kReadsBias<Cfg>;
   static constexpr bool kScale = Cfg::kEpilogueOps && fusion::kReadsScale<Cfg>;
-  static constexpr bool kLaneHeld =
-      kBias && !Tr::kRows &&
-      detail::tma_lane_channel_registers(Tr::BM, Tr::BN, Cfg::Waves::kM, Tr::kMathThreads / 32, kScale ? 2 : 1,
-                                         Tr::kStaged, Tr::kSwap) > 0;
-  static constexpr int kRegs = kLaneHeld ? Tr::BN / 4 : (Tr::BN + 31) / 32;
+  static constexpr int kRegs = (Tr::BN + 31) / 32;
   float b[kBias ? kRegs : 1];
   float s[kScale ? kRegs : 1];
 
   template <class GCol>
   CKGEN_DEVICE CKGEN_FORCEINLINE void load(const TmaConvArgs& p, const int g, GCol& gcol, const int lane) {
-    if constexpr (kLaneHeld) {  // tile column tc is output column col0 - 2 (lane % 4) + tc
-      const int col0 = gcol(2 * (lane & 3));
-      const int64_t c0 = int64_t(g) * p.K + col0;
-      load_lane<kScale>(p, c0, col0);
-    } else if constexpr (kBias) {
+    if constexpr (kBias) {
 #pragma unroll
       for (int k = 0; k < kRegs; ++k) {
         const int tc = 32 * k + lane;
@@ -84,54 +71,16 @@ struct UnitChannels {
       }
     }
   }
-  // Tile columns tc, tc + 1 of this lane, tc = tc8 + 2 (lane % 4) (tc8 a multiple of 8,
-  // compile-time in the unrolled epilogue): every lane calls it.
-  CKGEN_DEVICE CKGEN_FORCEINLINE void pair(const int tc8, const int lane, float (&bias)[2],
+  // Columns tc, tc + 1 (tc even, tc % 32 + 1 < 32) of register k = tc / 32: every lane calls it.
+  CKGEN_DEVICE CKGEN_FORCEINLINE void pair(const int k, const int src, float (&bias)[2],
                                            float (&scale)[2]) const {
-    if constexpr (kLaneHeld) {
-      const int j = tc8 / 8;
-#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        bias[q] = b[2 * j + q];
-        if constexpr (kScale) scale[q] = s[2 * j + q];
-      }
-    } else if constexpr (kBias) {
-      const int k = tc8 / 32, src = tc8 % 32 + 2 * (lane & 3);
+    if constexpr (kBias) {
       bias[0] = __shfl_sync(0xffffffffu, b[k], src);
       bias[1] = __shfl_sync(0xffffffffu, b[k], src + 1);
-      if constexpr (kScale) {
-        scale[0] = __shfl_sync(0xffffffffu, s[k], src);
-        scale[1] = __shfl_sync(0xffffffffu, s[k], src + 1);
-      }
     }
-  }
-
- private:
-  // Lane-held: columns col0 + 8 j, + 1 (channels c0 + 8 j, + 1; 0 past K) of each vector, as
-  // 8-byte loads where K is even (every pair aligned), else one by one.
-  template <bool kWithScale>
-  CKGEN_DEVICE CKGEN_FORCEINLINE void load_lane(const TmaConvArgs& p, const int64_t c0, const int col0) {
-    if ((p.K & 1) == 0) {
-#pragma unroll
-      for (int j = 0; j < Tr::BN / 8; ++j) {
-        const bool ok = col0 + 8 * j < p.K;  // then col0 + 8 j + 1 < K too
-        const float2 w = ok ? __ldg(reinterpret_cast<const float2*>(p.ep.bias + c0) + 4 * j) : make_float2(0.f, 0.f);
-        b[2 * j] = w.x;
-        b[2 * j + 1] = w.y;
-        if constexpr (kWithScale) {
-          const float2 v = ok ? __ldg(reinterpret_cast<const float2*>(p.ep.scale + c0) + 4 * j) : make_float2(0.f, 0.f);
-          s[2 * j] = v.x;
-          s[2 * j + 1] = v.y;
-        }
-      }
-    } else {
-#pragma unroll
-      for (int e = 0; e < Tr::BN / 4; ++e) {
-        const int off = 8 * (e / 2) + (e & 1);
-        const bool ok = col0 + off < p.K;
-        b[e] = ok ? __ldg(p.ep.bias + c0 + off) : 0.f;
-        if constexpr (kWithScale) s[e] = ok ? __ldg(p.ep.scale + c0 + off) : 0.f;
-      }
+    if constexpr (kScale) {
+      scale[0] = __shfl_sync(0xffffffffu, s[k], src);
+      scale[1] = __shfl_sync(0xffffffffu, s[k], src + 1);
     }
   }
 };
@@ -441,7 +390,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void stage_chunk(const TmaConvArgs& p, Acc& acc,
   for (int jj = 0; jj < Tr::kSlabCols / 8; ++jj) {
     const int j = c0 / 8 + jj;
     float b[2], s[2];
-    if constexpr (Cfg::kEpilogueOps) ch.pair(c0 + jj * 8, lane, b, s);
+    if constexpr (Cfg::kEpilogueOps) ch.pair(c0 / 32, jj * 8 + (lane & 3) * 2, b, s);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float f[2] = {acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1]};

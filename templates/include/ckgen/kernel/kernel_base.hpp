@@ -188,17 +188,6 @@ constexpr int tma_residual_preload_registers(int tile_m, int tile_n, int wave_m,
   const int rep_m = tma_rep_m(tile_m, wave_m);
   return residual && cshuffle && !swap_ab && rep_m * tile_n / 2 <= 64 ? rep_m * (tile_n / 32) * 2 * 4 : 0;
 }
-// Registers a wavelet_tma math thread spends holding its own columns' channel vectors (bias,
-// scale: `vectors`) for the cshuffle epilogue (tma_ws::UnitChannels, lane-held: BN / 4 a vector)
-// where a block's math warpgroups (math_waves / 4; ping-pong: both consumers) keep at most
-// kTmaLaneChannelMaxRegs accumulator and channel registers a thread between them, so the block's
-// residency does not fall; else 0 (spread over the warp, read by shuffles).
-constexpr int tma_lane_channel_registers(int tile_m, int tile_n, int wave_m, int math_waves, int vectors,
-                                         bool cshuffle, bool swap_ab) {
-  const int acc = tma_rep_m(tile_m, wave_m) * tile_n / 2, lane = vectors * tile_n / 4;
-  const int groups = math_waves >= 4 ? math_waves / 4 : 1;
-  return cshuffle && !swap_ab && (acc + lane) * groups <= kTmaLaneChannelMaxRegs ? lane : 0;
-}
 // Shared memory of a wavelet_tma block (pipeline/tma_ws.hpp, TmaTraits; the dispatcher's occupancy
 // estimate): a ring of 128-byte rows (tile M + tile N per stage), two mbarriers per stage, with
 // the cshuffle epilogue a slab of 16 rows x 40 elements per math warp, with bias_grad the all-ones
