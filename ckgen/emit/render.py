@@ -19,6 +19,7 @@ from ckgen.model.instance import KernelInstance
 from ckgen.model.naming import NAME_RE, parse_instance_name
 from ckgen.model.vocab import Pipeline, Variant
 from ckgen.resources import share_dir, templates_dir, testing_dir
+from ckgen.space.estimate.tma import tma_min_blocks
 from ckgen.space.forms import math_unit
 
 MANIFEST = "manifest.json"
@@ -80,6 +81,7 @@ def render_instance_header(inst: KernelInstance, arch: ArchSpec) -> str:
         layouts=inst.layouts,
         math_unit=math_unit(inst, arch),
         warp_size=arch.warp_size,
+        min_blocks=tma_min_blocks(inst, arch),
     )
 
 

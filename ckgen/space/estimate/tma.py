@@ -3,6 +3,7 @@ pipeline/tma_window_weight.hpp)."""
 
 from __future__ import annotations
 
+from ckgen.model.arch import ArchSpec
 from ckgen.model.instance import KernelInstance
 from ckgen.model.limits import (
     TMA_BIAS_GRAD_ONES_BYTES,
@@ -14,7 +15,7 @@ from ckgen.model.limits import (
     TMA_WINDOW_COLUMNS,
     TMA_WINDOW_WEIGHT_PART_BYTES,
 )
-from ckgen.model.vocab import DATATYPE_BYTES, GRAD_MASKS, ChannelOp, Epilogue, Variant
+from ckgen.model.vocab import DATATYPE_BYTES, GRAD_MASKS, ChannelOp, Epilogue, Pipeline, Variant
 from ckgen.space.forms import is_patch, is_window
 
 
@@ -68,3 +69,21 @@ def tma_lds_bytes(i: KernelInstance) -> int:
         + ones
         + TMA_SMEM_SLACK
     )
+
+
+def tma_min_blocks(i: KernelInstance, a: ArchSpec) -> int:
+    """The resident blocks a wavelet_tma instance's launch bounds ask the compiler to fit: 2 for a
+    fused twin whose epilogue applies only a channel op and an activation (no residual, no stats),
+    with at most 64 accumulators a math thread, when two of its blocks fit the target's shared
+    memory; else 1. The epilogue's few registers would otherwise cost such a twin the second
+    block its plain tile keeps (the compiler then fits 96 registers a thread for 288 threads)."""
+    if i.pipeline is not Pipeline.WAVELET_TMA or is_window(i) or not i.fused:
+        return 1
+    if i.residual or i.stats or i.channel_op in (ChannelOp.NONE, ChannelOp.BIAS_GRAD):
+        return 1
+    if i.activation in GRAD_MASKS or i.epilogue is not Epilogue.CSHUFFLE or i.swap_ab:
+        return 1
+    tm, tn, _ = i.tile
+    wm, wn, wk = i.waves
+    accumulators = tm * tn // (wm * wn * wk * a.warp_size)
+    return 2 if accumulators <= 64 and 2 * tma_lds_bytes(i) <= a.lds_bytes else 1

@@ -102,10 +102,12 @@ struct Wavelet : Fields<Pipeline::Wavelet, Block, Stages, LoadWaves, MathWaves, 
   static std::unique_ptr<KernelBase> make() { return std::make_unique<GroupedConvKernel<Cfg>>(); }
 };
 
-// The TMA warp-specialized main loop of sm_90a (pipeline/tma_ws.hpp).
+// The TMA warp-specialized main loop of sm_90a (pipeline/tma_ws.hpp). MinBlocks: the resident
+// blocks its launch bounds ask the compiler to fit (the generator's tma_min_blocks).
 template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int VecB, bool SwapAB,
-          Scheduler S = Scheduler::Intrawave>
+          Scheduler S = Scheduler::Intrawave, int MinBlocks = 1>
 struct TmaWs : Fields<Pipeline::WaveletTma, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
+  static constexpr int kMinBlocks = MinBlocks;
   template <class Cfg>
   static std::unique_ptr<KernelBase> make() {
 #if defined(CKGEN_NVIDIA)
