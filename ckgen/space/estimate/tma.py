@@ -72,16 +72,16 @@ def tma_lds_bytes(i: KernelInstance) -> int:
 
 
 def tma_min_blocks(i: KernelInstance, a: ArchSpec) -> int:
-    """The resident blocks a wavelet_tma instance's launch bounds ask the compiler to fit: 2 for a
-    fused twin whose epilogue applies only a channel op and an activation (no residual, no stats),
-    with at most 64 accumulators a math thread, when two of its blocks fit the target's shared
-    memory; else 1. The epilogue's few registers would otherwise cost such a twin the second
-    block its plain tile keeps (the compiler then fits 96 registers a thread for 288 threads)."""
-    if i.pipeline is not Pipeline.WAVELET_TMA or is_window(i) or not i.fused:
+    """The resident blocks a forward wavelet_tma instance's launch bounds ask the compiler to fit:
+    2 where a math thread holds at most 64 accumulators and two blocks fit the target's shared
+    memory, unless its epilogue holds more than a channel op and an activation (a residual or
+    stats, which need their registers); else 1. Without it a tile of two warpgroups and a load
+    warp that takes a few registers more than 96 a thread (a channel op's, or its own) runs one
+    block an SM where two fit (288 threads: 96 registers on sm_90a). The backward variants keep
+    one: their automatic splits count the resident blocks, and two made some of them slower."""
+    if i.pipeline is not Pipeline.WAVELET_TMA or is_window(i) or i.variant is not Variant.FORWARD:
         return 1
-    if i.residual or i.stats or i.channel_op in (ChannelOp.NONE, ChannelOp.BIAS_GRAD):
-        return 1
-    if i.activation in GRAD_MASKS or i.epilogue is not Epilogue.CSHUFFLE or i.swap_ab:
+    if i.residual or i.stats:
         return 1
     tm, tn, _ = i.tile
     wm, wn, wk = i.waves

@@ -73,7 +73,7 @@ namespace ckgen {
 #if defined(CKGEN_NVIDIA)
 
 template <class Cfg, bool kPlainX>
-CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, (Cfg::kEpilogueOps && !Cfg::kResidual && !Cfg::kStats && TmaTraits<Cfg>::RepM * TmaTraits<Cfg>::BN <= 128) ? 2 : 1)
+CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, Cfg::kMinBlocks)
     tma_conv_kernel(const CKGEN_GRID_CONSTANT TmaConvArgs p) {
   using Tr = TmaTraits<Cfg>;
   using Raw = typename Tr::Raw;
