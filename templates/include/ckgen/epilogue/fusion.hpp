@@ -88,7 +88,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void apply_values(const EpilogueArgs& e, float* v
 // the channel op and the activation (no residual), converted to 16-bit type D as one word, f0 in
 // the low half. On NVIDIA devices relu and relu6 ride on the conversion (cvt's .relu clamp, relu6's
 // upper bound as one paired min): round-to-nearest is monotonic and 0 and 6 are exact, so the
-// values are those of the activation in fp32 followed by the conversion, in fewer instructions.
+// values are those of the activation in fp32 followed by the conversion, in fewer instructions
+// (but for a NaN, which stays NaN here, as PyTorch's relu keeps it).
 template <class Cfg, DataType D>
 CKGEN_DEVICE CKGEN_FORCEINLINE uint32_t apply_pack2(const EpilogueArgs& e, float (&f)[2], const float* b,
                                                     const float* s) {
