@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "ckgen/core/config_traits.hpp"
 #include "ckgen/core/epilogue_ops.hpp"
@@ -84,6 +85,37 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void apply_values(const EpilogueArgs& e, float* v
   residual_act<Cfg, W>(e, v, r);
 }
 
+#if defined(CKGEN_NVIDIA)
+// NVIDIA's paired 16-bit type of D, a pair's word viewed as it and back, and a float in both
+// halves.
+template <DataType D>
+using Pair16 = std::conditional_t<D == DataType::BF16, __nv_bfloat162, __half2>;
+template <DataType D>
+CKGEN_DEVICE CKGEN_FORCEINLINE Pair16<D> as_pair16(const uint32_t u) {
+  return *reinterpret_cast<const Pair16<D>*>(&u);
+}
+template <DataType D>
+CKGEN_DEVICE CKGEN_FORCEINLINE uint32_t pair16_bits(const Pair16<D> v) {
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+template <DataType D>
+CKGEN_DEVICE CKGEN_FORCEINLINE Pair16<D> splat_pair16(const float x) {
+  if constexpr (D == DataType::BF16)
+    return __float2bfloat162_rn(x);
+  else
+    return __float2half2_rn(x);
+}
+#endif
+
+// Whether apply_pack2 applies activation A in the conversion to 16 bits (NVIDIA device code).
+template <Activation A>
+inline constexpr bool kActInConversion =
+#if defined(CKGEN_NVIDIA) && CKGEN_DEVICE_PASS
+    A == Activation::Relu || A == Activation::Relu6;
+#else
+    false;
+#endif
+
 // Two outputs of one row (f0: the lower column) with their channels' bias b and scale s, through
 // the channel op and the activation (no residual), converted to 16-bit type D as one word, f0 in
 // the low half. On NVIDIA devices relu and relu6 ride on the conversion (cvt's .relu clamp, relu6's
@@ -97,29 +129,21 @@ CKGEN_DEVICE CKGEN_FORCEINLINE uint32_t apply_pack2(const EpilogueArgs& e, float
   static_assert(!Cfg::kResidual, "ckgen: apply_pack2 takes no residual");
   constexpr Activation A = Cfg::kActivation;
   channel_op<Cfg, 2>(f, b, s);
+  uint32_t w;
+  if constexpr (kActInConversion<A>) {
 #if defined(CKGEN_NVIDIA) && CKGEN_DEVICE_PASS
-  if constexpr (A == Activation::Relu || A == Activation::Relu6) {
-    uint32_t w;
-    if constexpr (D == DataType::BF16) {
+    if constexpr (D == DataType::BF16)
       asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;\n" : "=r"(w) : "f"(f[1]), "f"(f[0]));
-      if constexpr (A == Activation::Relu6) {
-        const __nv_bfloat162 v =
-            __hmin2_nan(*reinterpret_cast<const __nv_bfloat162*>(&w), __float2bfloat162_rn(6.f));
-        w = *reinterpret_cast<const uint32_t*>(&v);
-      }
-    } else {
+    else
       asm("cvt.rn.relu.f16x2.f32 %0, %1, %2;\n" : "=r"(w) : "f"(f[1]), "f"(f[0]));
-      if constexpr (A == Activation::Relu6) {
-        const __half2 v = __hmin2_nan(*reinterpret_cast<const __half2*>(&w), __float2half2_rn(6.f));
-        w = *reinterpret_cast<const uint32_t*>(&v);
-      }
-    }
-    return w;
-  }
+    if constexpr (A == Activation::Relu6) w = pair16_bits<D>(__hmin2_nan(as_pair16<D>(w), splat_pair16<D>(6.f)));
 #endif
+  } else {
 #pragma unroll
-  for (int q = 0; q < 2; ++q) f[q] = activate<A>(f[q], e.alpha);
-  return pack_pair<D>(f[0], f[1]);
+    for (int q = 0; q < 2; ++q) f[q] = activate<A>(f[q], e.alpha);
+    w = pack_pair<D>(f[0], f[1]);
+  }
+  return w;
 }
 
 // Whether the channel op reads the bias / scale vectors.

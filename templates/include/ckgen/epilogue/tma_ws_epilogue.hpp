@@ -420,24 +420,15 @@ CKGEN_DEVICE CKGEN_FORCEINLINE uint4 residual_combine(const EpilogueArgs& e, con
   uint32_t w[4] = {y.x, y.y, y.z, y.w};
   const uint32_t rw[4] = {r.x, r.y, r.z, r.w};
   if constexpr (A == Activation::Identity || A == Activation::Relu || A == Activation::Relu6) {
-    using H2 = std::conditional_t<D == DataType::BF16, __nv_bfloat162, __half2>;
-    auto to_h2 = [](const uint32_t u) { return *reinterpret_cast<const H2*>(&u); };
-    H2 beta, lo, hi;
-    if constexpr (D == DataType::BF16) {
-      beta = __float2bfloat162_rn(e.beta);
-      lo = __float2bfloat162_rn(0.f);
-      hi = __float2bfloat162_rn(6.f);
-    } else {
-      beta = __float2half2_rn(e.beta);
-      lo = __float2half2_rn(0.f);
-      hi = __float2half2_rn(6.f);
-    }
+    using fusion::as_pair16;
+    const auto beta = fusion::splat_pair16<D>(e.beta), lo = fusion::splat_pair16<D>(0.f),
+               hi = fusion::splat_pair16<D>(6.f);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      H2 v = __hfma2(to_h2(rw[k]), beta, to_h2(w[k]));
+      auto v = __hfma2(as_pair16<D>(rw[k]), beta, as_pair16<D>(w[k]));
       if constexpr (A != Activation::Identity) v = __hmax2(v, lo);
       if constexpr (A == Activation::Relu6) v = __hmin2(v, hi);
-      w[k] = *reinterpret_cast<const uint32_t*>(&v);
+      w[k] = fusion::pair16_bits<D>(v);
     }
   } else {
     float v[8], f[8];
