@@ -577,26 +577,3 @@ def test_wave_layout_12_is_only_the_weight_window() -> None:
     )
     assert bad is not None
     assert rules.check(weight_window(), ARCHS["sm_80"]) is not None
-
-
-def test_forward_tiles_ask_for_two_resident_blocks_where_they_fit() -> None:
-    """A forward tile of at most 64 accumulators a thread whose two blocks fit shared memory asks
-    its launch bounds for two resident blocks, plain or with a channel op and activation; not with
-    a residual or stats, not a deeper ring, a tile of more accumulators or a backward variant."""
-    from ckgen.emit.render import render_instance_header
-    from ckgen.model.vocab import Activation, ChannelOp
-    from ckgen.space.estimate.tma import tma_min_blocks
-
-    a = ARCHS["sm_90a"]
-    plain = tma(epilogue=Epilogue.CSHUFFLE)
-    bias = dict(epilogue=Epilogue.CSHUFFLE, channel_op=ChannelOp.BIAS, activation=Activation.RELU)
-    assert tma_min_blocks(plain, a) == 2
-    assert tma_min_blocks(tma(**bias), a) == 2
-    assert "/*min_blocks*/ 2>" in render_instance_header(tma(**bias), a)
-    assert tma_min_blocks(tma(**bias, residual=True), a) == 1
-    assert tma_min_blocks(tma(**bias, stats=True), a) == 1
-    assert tma_min_blocks(tma(**bias, stages=4), a) == 1  # two blocks no longer fit
-    assert "min_blocks" not in render_instance_header(tma(**bias, stages=4), a)
-    assert tma_min_blocks(tma(**bias, tile=(256, 128, 64)), a) == 1  # 128 accumulators a thread
-    for v in (Variant.BACKWARD_DATA, Variant.BACKWARD_WEIGHT):
-        assert tma_min_blocks(tma(v, epilogue=Epilogue.CSHUFFLE), a) == 1
