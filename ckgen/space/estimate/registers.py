@@ -38,6 +38,14 @@ LOAD_ADDRESS_REGS = 4
 REGISTER_OVERHEAD_BY_FAMILY = {"rdna3": 40, "rdna4": 40}
 
 
+def accumulators_per_thread(i: KernelInstance, a: ArchSpec) -> int:
+    """fp32 accumulators a math thread holds: the block tile spread over the math threads of its
+    waves (a ping-pong instance's warpgroups each hold the whole tile: its waves are one's)."""
+    tm, tn, _ = i.tile
+    wm, wn, wk = i.waves
+    return tm * tn // (wm * wn * wk * a.warp_size)
+
+
 def register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     """32-bit registers per math thread: fp32 accumulators, the matrix operands of one k step,
     the global staging of one stage of A and B (data plus LOAD_ADDRESS_REGS per load, so small
@@ -48,7 +56,7 @@ def register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     wm, wn, wk = i.waves
     e = DATATYPE_BYTES[i.datatype]
     threads = wm * wn * wk * a.warp_size
-    acc = tm * tn // threads
+    acc = accumulators_per_thread(i, a)
     frag = ((tm // wm) * i.warp_tile[2] + (tn // wn) * i.warp_tile[2]) * e // 4 // a.warp_size
     if a.math_unit_for(i.datatype, i.warp_tile) is MathUnit.WGMMA:
         frag = 0  # operands straight from shared memory (descriptors)

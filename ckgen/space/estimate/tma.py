@@ -16,6 +16,7 @@ from ckgen.model.limits import (
     TMA_WINDOW_WEIGHT_PART_BYTES,
 )
 from ckgen.model.vocab import DATATYPE_BYTES, GRAD_MASKS, ChannelOp, Epilogue, Pipeline, Variant
+from ckgen.space.estimate.registers import accumulators_per_thread
 from ckgen.space.forms import is_patch, is_window
 
 
@@ -83,7 +84,4 @@ def tma_min_blocks(i: KernelInstance, a: ArchSpec) -> int:
         return 1
     if i.residual or i.stats:
         return 1
-    tm, tn, _ = i.tile
-    wm, wn, wk = i.waves
-    accumulators = tm * tn // (wm * wn * wk * a.warp_size)
-    return 2 if accumulators <= 64 and 2 * tma_lds_bytes(i) <= a.lds_bytes else 1
+    return 2 if accumulators_per_thread(i, a) <= 64 and 2 * tma_lds_bytes(i) <= a.lds_bytes else 1
