@@ -154,6 +154,10 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowTraits<Cfg>::kThreads, 1)
   uint64_t* pempty = pfull + Tr::S;
   const int tid = threadIdx.x;
   const int slot = int(blockIdx.x) / p.win.bpg, sub = int(blockIdx.x) % p.win.bpg;
+  if (tid == 256) {  // the copies' issuer: the maps fetched while the previous kernel ends
+    tma::prefetch_map(&p.x);
+    tma::prefetch_map(&p.w);
+  }
   if (tid == 0) {
     mbar::init(wfull, 1);
     mbar::init(wempty, 8);  // every math warp, once per group
@@ -167,8 +171,6 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowTraits<Cfg>::kThreads, 1)
   chain_wait();
   if (tid >= 256) {  // the load warp: one thread issues every copy
     if (tid == 256) {
-      tma::prefetch_map(&p.x);
-      tma::prefetch_map(&p.w);
       int li = 0, gi = 0;  // windows and groups of this block
       for (int g = slot; g < p.win.G; g += p.win.group_stride, ++gi) {
         if (gi > 0) mbar::wait(wempty, uint32_t((gi - 1) & 1));  // the last group's MMA done

@@ -89,6 +89,10 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
   uint64_t* empty = full + Tr::S;
   const int tid = threadIdx.x;
   const int slot = int(blockIdx.x) / p.win.bpg, sub = int(blockIdx.x) % p.win.bpg;
+  if (tid == Tr::kMathThreads) {  // the copies' issuer: the maps fetched while the previous kernel ends
+    tma::prefetch_map(&p.x);
+    tma::prefetch_map(&p.dy);
+  }
   if (tid == 0) {
     for (int b = 0; b < Tr::S; ++b) {
       mbar::init(full + b, 1);
@@ -103,10 +107,6 @@ CKGEN_GLOBAL void __launch_bounds__(TmaWindowWeightTraits<Cfg>::kThreads, 1)
   const bool summing = sub - sub % p.cluster < p.win.tiles_group;
   if (tid >= Tr::kMathThreads) {  // the load warp: one thread issues every copy
     const bool issuer = tid == Tr::kMathThreads;
-    if (issuer) {
-      tma::prefetch_map(&p.x);
-      tma::prefetch_map(&p.dy);
-    }
     int li = 0;
     for (int g = slot; g < p.win.G; g += p.win.group_stride) {
       if (issuer)

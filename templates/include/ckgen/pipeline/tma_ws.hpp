@@ -102,6 +102,7 @@ CKGEN_GLOBAL void __launch_bounds__(TmaTraits<Cfg>::kThreads, Cfg::kMinBlocks)
   };
   auto decode = [&](int unit) { return tma_ws::decode_unit<Cfg>(p, unit, k_range); };
 
+  if (tid == Tr::kMathThreads) tma_ws::prefetch_maps<Cfg>(p);
   tma_ws::init_barriers<Cfg>(tid, full, empty, pfull, pempty);
   // bias_grad's all-ones operand, after the slabs
   unsigned char* ones = slabs + Tr::kSlabsBytes;

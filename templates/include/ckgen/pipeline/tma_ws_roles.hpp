@@ -50,6 +50,16 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void init_barriers(const int tid, uint64_t* full,
   }
 }
 
+// The launch's tensor maps into the copy engine's descriptor cache, by the thread that issues
+// the copies, first thing in the kernel: they are its parameters, not the previous kernel's
+// output, so their fetch overlaps that kernel's end (chain_wait follows).
+template <class Cfg>
+CKGEN_DEVICE CKGEN_FORCEINLINE void prefetch_maps(const TmaConvArgs& p) {
+  tma::prefetch_map(&p.a);
+  tma::prefetch_map(&p.b);
+  if constexpr (TmaTraits<Cfg>::kMask) tma::prefetch_map(&p.ym);
+}
+
 // The load warp: thread kMathThreads walks the block's units b, b + grid, ... and issues, per k
 // tile, the copies of the A and B tiles into the ring (stride1: of the B tiles, and the chunks'
 // patches ahead of them); the whole warp then meets the math warps' cluster barriers.
@@ -60,9 +70,6 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void load_role(const TmaConvArgs& p, const int ti
                                               Decode& decode, CornerFn& corner, LoadX& load_x) {
   using Tr = TmaTraits<Cfg>;
   if (tid == Tr::kMathThreads) {
-    tma::prefetch_map(&p.a);
-    tma::prefetch_map(&p.b);
-    if constexpr (Tr::kMask) tma::prefetch_map(&p.ym);
     int t = 0, pc = 0, bc = 0;  // k tiles, (stride1) patches issued, chunks of the B stream
     // stride1's patch cursor: the next (unit, chunk) to stage, up to two chunks ahead of the B
     // stream (the two buffers), across units; issue_patch(block) stages it when its buffer
