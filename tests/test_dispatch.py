@@ -43,7 +43,7 @@ def test_neighbour_ranking_host_only(tmp_path: Path) -> None:
     and a rendered arch_params.hpp. It checks split_features, residual_estimate, that measured
     residuals override the cost model's order, that an untimed instance borrows the other
     instances' residuals plus the penalty, and that a measured split count is matched by blocks
-    per compute unit (k_batch 8 on a shape becomes 2 on one with 4x the tiles), not copied; and
+    per compute unit (k_batch 8 on a shape becomes 2 or 4 on one with 4x the tiles), not copied; and
     that a wavelet_tma backward_weight instance's automatic split is estimated with the rule the
     kernel runs (detail::tma_reduction_splits), not the multistage one; and that backward_weight's
     row form (wavelet_tma stride1) is picked from a tuning database's exact ranking, never by the

@@ -157,9 +157,11 @@ int main(int argc, char** argv) {
     const SplitFeatures f2 = split_features(Variant::BackwardWeight, 128, 64, 1, target, 2, 132);
     check(std::fabs(f8.log_blocks_per_cu - f2.log_blocks_per_cu) < 1e-12, "4x tiles at k_batch 2 = k_batch 8 blocks");
     Selection s = d.select(target, DataType::FP16, Variant::BackwardWeight);
-    // copying the measured k_batch would give 8 (its residual 0 on the tuned shape)
-    check(s.kernel && s.kernel->name() == "bww" && s.k_batch == 2, "k_batch scaled by the tiles (8 -> 2)",
-          std::to_string(s.k_batch) + " | " + s.why);
+    // copying the measured k_batch would give 8 (its residual 0 on the tuned shape); the blocks
+    // match is 2, and the residuals, averaged over the neighbouring split regimes, may settle
+    // between the two
+    check(s.kernel && s.kernel->name() == "bww" && (s.k_batch == 2 || s.k_batch == 4),
+          "k_batch scaled down by the tiles (8 -> 2 or 4)", std::to_string(s.k_batch) + " | " + s.why);
     // a shape with the tuned shape's tiles but a different size elsewhere keeps k_batch 8
     const ConvProblem same_tiles = conv(2, 64, 128, 56);
     s = d.select(same_tiles, DataType::FP16, Variant::BackwardWeight);
