@@ -512,10 +512,11 @@ def run(a: argparse.Namespace) -> int:
     notes.append(
         "The cost model's constants (dispatch/cost_model.hpp: kTmaRoundUs, kTmaWindow*, "
         "kDirect*, kRegisterStoreEfficiency and the utilisation terms; dispatch/tuning_db.hpp: "
-        "the neighbour weights) are compile-time constants set by hand on earlier measurements; "
-        "bench/calibration/ fits the register estimate, not times. They are evaluated as "
-        "shipped here: a leave-one-model-out fit needs them settable at run time (or one "
-        "rebuilt library per fold)."
+        "the neighbour weights) are compile-time constants set on earlier measurements, and "
+        "the per-pipeline calibration (arch_specs.json cost_calibration) is refit by "
+        "bench/calibration/cost_calibration.py, which scores its refit leave-one-model-out. "
+        "They are evaluated as shipped here: a leave-one-model-out fit of the constants needs "
+        "one rebuilt library per setting (bench/offline_dispatch.py)."
     )
     md = summary_markdown(outcomes, a.tol, a.tight, notes)
     (a.out_dir / "summary.md").write_text(md)
