@@ -43,11 +43,11 @@ def test_fit_is_the_square_root_of_the_median_ratio() -> None:
 def test_held_out_score_counts_the_refit_without_the_held_out_model() -> None:
     cc = _module()
     rows, layers = _rows()
-    within, geomean = cc.held_out_score(rows, layers, "forward", refit=False)
+    within, geomean = cc.held_out_score(rows, layers, "forward", set())
     assert within == 0.0 and math.isclose(geomean, 4.5)
-    within, geomean = cc.held_out_score(rows, layers, "forward", refit=True)
+    within, geomean = cc.held_out_score(rows, layers, "forward", {"multistage", "wavelet_tma"})
     assert within == 1.0 and math.isclose(geomean, 1.0)
     # a model whose rows no other model's rows calibrate keeps the shipped picks
     alone = [r for r in rows if r[0].startswith("a") or r[2] == "wavelet_tma"]
-    within, _ = cc.held_out_score(alone, layers, "forward", refit=True)
+    within, _ = cc.held_out_score(alone, layers, "forward", {"multistage", "wavelet_tma"})
     assert within == 0.5

@@ -13,9 +13,9 @@ the square root of the median measured / estimated time (the square root: half t
 shipped table was made). A pipeline's face (channel-padding copies) counts as its pipeline. The
 refit is scored as the cost model alone would pick with it: the argmin of the corrected estimates
 over the instances each problem timed, the corrections fitted without the model held out, the
-share of corpus rows within 10 % of the best. Prints the tables and, for the variants whose
-held-out score the refit raises (the others keep theirs), the `cost_calibration` block to put
-into arch_specs.json.
+share of corpus rows within 10 % of the best. A pipeline's refit is kept only where it raises
+that share (one at a time, in name order); the others keep their factors. Prints the tables and
+the `cost_calibration` block to put into arch_specs.json.
 """
 
 from __future__ import annotations
@@ -78,10 +78,11 @@ def fit(rows: list[Timed]) -> dict[tuple[str, str], float]:
 
 
 def held_out_score(
-    rows: list[Timed], layers: list[dict[str, str]], variant: str, refit: bool
+    rows: list[Timed], layers: list[dict[str, str]], variant: str, pipes: set[str]
 ) -> tuple[float, float]:
     """Share of the variant's corpus rows within TOL of the best, and the geomean picked / best,
-    the cost model picking among the timed instances (corrections fitted without the row's model)."""
+    the cost model picking among the timed instances with the refit of `pipes` (fitted without
+    the row's model)."""
     models_of: dict[str, set[str]] = defaultdict(set)
     for x in layers:
         models_of[x["shape"]].add(x["model"])
@@ -92,7 +93,8 @@ def held_out_score(
     n = within = 0
     logs = 0.0
     for m in sorted({x["model"] for x in layers}):
-        corr = fit([r for r in rows if m not in models_of[r[0]]]) if refit else {}
+        corr = fit([r for r in rows if m not in models_of[r[0]]]) if pipes else {}
+        corr = {k: c for k, c in corr.items() if k[1] in pipes}
         for x in layers:
             cs = by_problem.get(x["shape"])
             if x["model"] != m or not cs:
@@ -112,11 +114,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", type=Path, required=True)
     ap.add_argument("--map", type=Path, required=True, help="corpus map (shape,row,model,count)")
     ap.add_argument("--arch", default="sm_90a")
+    ap.add_argument(
+        "--specs",
+        type=Path,
+        default=ROOT / "arch_specs.json",
+        help="the table the library was built with",
+    )
     a = ap.parse_args(argv)
     rows = timed_rows(a.lib, a.shapes, a.profiles)
     with open(a.map, newline="") as f:
         layers = list(csv.DictReader(f))
-    specs = json.loads((ROOT / "arch_specs.json").read_text())
+    specs = json.loads(a.specs.read_text())
     shipped = specs[a.arch]["cost_calibration"]
     corr = fit(rows)
     print(f"{len(rows)} timed (instance, problem) pairs")
@@ -128,19 +136,23 @@ def main(argv: list[str] | None = None) -> int:
     for (v, pipe), c in sorted(corr.items()):
         old = shipped[v][pipe]
         print(f"| {v} | {pipe} | {counts[(v, pipe)]} | {old:.3f} | {old * c:.3f} |")
-    print("\n| variant | held out, shipped | held out, refit | applied |")
+    print("\n| variant | held out, shipped | held out, refit | pipelines refit |")
     print("| --- | --- | --- | --- |")
     for v in sorted({r[1] for r in rows}):
-        w0, g0 = held_out_score(rows, layers, v, refit=False)
-        w1, g1 = held_out_score(rows, layers, v, refit=True)
-        apply = w1 > w0 and g1 <= g0
-        print(
-            f"| {v} | {100 * w0:.1f} %, {g0:.3f} | {100 * w1:.1f} %, {g1:.3f} | {'yes' if apply else 'no'} |"
-        )
-        if apply:
-            for (cv, pipe), c in corr.items():
-                if cv == v:
-                    shipped[v][pipe] = round(shipped[v][pipe] * c, 3)
+        w0, g0 = held_out_score(rows, layers, v, set())
+        # a pipeline's refit is kept where it raises the held-out share without raising the
+        # geomean; one that changes no pick (a pipeline the corpus never picks) keeps its factor
+        kept: set[str] = set()
+        w, g = w0, g0
+        for pipe in sorted({p for (cv, p) in corr if cv == v}):
+            w1, g1 = held_out_score(rows, layers, v, kept | {pipe})
+            if w1 > w and g1 <= g:
+                kept.add(pipe)
+                w, g = w1, g1
+        names = ", ".join(sorted(kept)) or "none"
+        print(f"| {v} | {100 * w0:.1f} %, {g0:.3f} | {100 * w:.1f} %, {g:.3f} | {names} |")
+        for pipe in kept:
+            shipped[v][pipe] = round(shipped[v][pipe] * corr[(v, pipe)], 3)
     print(f"\n{a.arch} cost_calibration:\n{json.dumps(shipped)}")
     return 0
 
