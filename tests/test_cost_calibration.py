@@ -3,20 +3,9 @@ and its leave-one-model-out score (no library: synthetic timed rows)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def _module():  # noqa: ANN202
-    path = REPO / "bench" / "calibration" / "cost_calibration.py"
-    spec = importlib.util.spec_from_file_location("cost_calibration", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from calibration import cost_calibration as cc  # bench/ is on the tests' path (pyproject.toml)
 
 
 def _rows() -> tuple[list, list[dict[str, str]]]:
@@ -33,7 +22,6 @@ def _rows() -> tuple[list, list[dict[str, str]]]:
 
 
 def test_fit_is_the_square_root_of_the_median_ratio() -> None:
-    cc = _module()
     rows, _ = _rows()
     corr = cc.fit(rows)
     assert math.isclose(corr[("forward", "multistage")], 3.0)
@@ -41,7 +29,6 @@ def test_fit_is_the_square_root_of_the_median_ratio() -> None:
 
 
 def test_held_out_score_counts_the_refit_without_the_held_out_model() -> None:
-    cc = _module()
     rows, layers = _rows()
     within, geomean = cc.held_out_score(rows, layers, "forward", set())
     assert within == 0.0 and math.isclose(geomean, 4.5)

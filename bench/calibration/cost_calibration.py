@@ -46,12 +46,14 @@ def timed_rows(lib: Path, shapes: Path, profiles: list[Path]) -> list[Timed]:
     reg.load_tuning_db(None)
     problems = {p.name: p for p in load_shapes(shapes)}
     est: dict[tuple[str, str, str, int], float] = {}
+    estimated: set[str] = set()  # variants whose candidates are in est
     out: list[Timed] = []
     for path in profiles:
         opener = gzip.open(path, "rt") if path.suffix == ".gz" else open(path, newline="")
         with opener as f:
             rows = [r for r in csv.DictReader(f) if r.get("datatype") == "fp16"]
-        for v in sorted({r["variant"] for r in rows}):
+        for v in sorted({r["variant"] for r in rows} - estimated):
+            estimated.add(v)
             for name, p in problems.items():
                 try:
                     cs = reg.candidates(p, v, "fp16", 1000)
@@ -86,14 +88,14 @@ def held_out_score(
     models_of: dict[str, set[str]] = defaultdict(set)
     for x in layers:
         models_of[x["shape"]].add(x["model"])
+    own = [r for r in rows if r[1] == variant]
     by_problem: dict[str, list[Timed]] = defaultdict(list)
-    for r in rows:
-        if r[1] == variant:
-            by_problem[r[0]].append(r)
+    for r in own:
+        by_problem[r[0]].append(r)
     n = within = 0
     logs = 0.0
     for m in sorted({x["model"] for x in layers}):
-        corr = fit([r for r in rows if m not in models_of[r[0]]]) if pipes else {}
+        corr = fit([r for r in own if m not in models_of[r[0]]]) if pipes else {}
         corr = {k: c for k, c in corr.items() if k[1] in pipes}
         for x in layers:
             cs = by_problem.get(x["shape"])
