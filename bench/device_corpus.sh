@@ -14,8 +14,9 @@
 #            ckgen generate of the default set for ARCH, the VARIANTS and DTYPES (every ndim, or
 #            NDIMS), SHARD instances a translation unit; cmake (no GoogleTest) + ninja
 #   peer     cuDNN over the same problems and DTYPES (bench/peer_corpus.py: CUDA-graph replay,
-#            cudnn.benchmark), in the background WHILE ninja builds (the GPU is idle then; the
-#            figure is GPU time, so the busy CPUs do not change it), at most PEER_LIMIT s
+#            cudnn.benchmark), at most PEER_LIMIT s; after the build (PEER_WITH_BUILD=0, the
+#            default) or in the background while ninja builds (PEER_WITH_BUILD=1: saves the
+#            peer's time, but cuDNN's sub-10 us rows read up to 1.2x slower with every core busy)
 #   profile  each profiler over the corpus, one datatype and variant at a time, --verify none,
 #            --warmup WARMUP --repeat REPEAT --iters ITERS, --k-batch KBATCH; each run gets an
 #            equal share of the time left before EVAL_RESERVE s remain; a run cut short keeps its
@@ -60,6 +61,7 @@ ITERS=${ITERS:-3}
 KBATCH=${KBATCH:-0}
 BUDGET=${BUDGET:-530}            # seconds for the whole script
 PEER_LIMIT=${PEER_LIMIT:-200}  # the profiles wait for it
+PEER_WITH_BUILD=${PEER_WITH_BUILD:-0}  # 1: time cuDNN beside the ninja build (see peer above)
 EVAL_RESERVE=${EVAL_RESERVE:-120}  # seconds kept after profiling for eval + report + packing
 TAG=${TAG:-$(echo $DTYPES | tr ' ' '_')}
 left() { echo $((BUDGET - SECONDS)); }
@@ -117,13 +119,14 @@ if has build; then
 fi
 
 peer_pid=""
-if has peer; then
+start_peer() {
   timeout $((PEER_LIMIT + 60)) python3 "$ROOT/bench/peer_corpus.py" --datatype "$(comma $DTYPES)" \
     --variants "$(comma $VARIANTS)" --time-limit "$PEER_LIMIT" --out "$OUT/cudnn_$TAG.csv" "$SHAPES" \
     > "$LOGS/peer.log" 2>&1 &
   peer_pid=$!
   peer_t0=$SECONDS
-fi
+}
+has peer && [ "$PEER_WITH_BUILD" = 1 ] && start_peer
 
 if has build; then
   t0=$SECONDS
@@ -134,9 +137,11 @@ if has build; then
   [ $rc -eq 0 ] || { grep -m 20 -B2 -A6 -E "error|FAILED" "$LOGS/build.log" | tee -a "$OUT/summary.txt"; }
 fi
 
+has peer && [ -z "$peer_pid" ] && start_peer  # on a quiet machine
+
 if [ -n "$peer_pid" ]; then
   wait "$peer_pid"
-  log "peer rc=$? in $((SECONDS - peer_t0)) s (started with the build): $(tail -1 "$LOGS/peer.log")"
+  log "peer rc=$? in $((SECONDS - peer_t0)) s (beside the build: $PEER_WITH_BUILD): $(tail -1 "$LOGS/peer.log")"
   grep -c "^skip" "$LOGS/peer.log" | xargs -I{} echo "peer: {} skipped (see peer.log)" | tee -a "$OUT/summary.txt"
 fi
 
