@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import gzip
 import math
 import sys
 from collections import Counter, defaultdict
@@ -30,6 +29,7 @@ from ckgen.model.vocab import Activation, ChannelOp
 from ckgen.space.expand import Filters, expand, load_configs
 from ckgen.space.rules import NO_CONTEXT
 from ckgen.space.rules.common import check_fusion
+from ckgen.tuning.profile import read_rows
 
 SM90 = get_arch("sm_90a")
 
@@ -51,12 +51,11 @@ def fusable(name: str) -> bool:
 def read_profile(path: Path) -> dict[str, dict[str, float]]:
     """shape -> instance -> ms (verified or unverified rows with a time)."""
     times: dict[str, dict[str, float]] = defaultdict(dict)
-    with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as f:
-        for r in csv.DictReader(f):
-            ms = float(r.get("ms") or 0)
-            if ms > 0 and r.get("verified") not in ("fail", "failed", "False"):
-                old = times[r["shape"]].get(r["instance"])
-                times[r["shape"]][r["instance"]] = min(ms, old or ms)
+    for r in read_rows(path):
+        ms = float(r.get("ms") or 0)
+        if ms > 0 and r.get("verified") not in ("fail", "failed", "False"):
+            old = times[r["shape"]].get(r["instance"])
+            times[r["shape"]][r["instance"]] = min(ms, old or ms)
     return times
 
 

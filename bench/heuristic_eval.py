@@ -39,12 +39,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import math
 import sys
 import tempfile
 import time
-import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -52,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from ckgen.runtime.autotune import DEFAULT_TOPK
+from ckgen.tuning.profile import read_rows as profile_rows
 
 FAILED = ("fail", "error")
 VARIANTS = ("forward", "backward_data", "backward_weight")
@@ -96,15 +95,6 @@ class Outcome:
 PickFn = Callable[[str, str, Layer], tuple[list[Pair], str]]
 
 
-def _gunzip(raw: bytes) -> bytes:
-    """What decompresses (a file cut short keeps its complete part)."""
-    d = zlib.decompressobj(wbits=31)  # gzip framing
-    try:
-        return d.decompress(raw)
-    except zlib.error:
-        return b""
-
-
 def read_rows(paths: Iterable[Path]) -> list[dict[str, str]]:
     """Profiler rows (.csv or .csv.gz), only the columns the evaluation uses; rows of a line cut
     short (a profiler killed while writing) are skipped."""
@@ -112,11 +102,7 @@ def read_rows(paths: Iterable[Path]) -> list[dict[str, str]]:
     keep = (*need, "gpu", "tflops")
     out: list[dict[str, str]] = []
     for p in paths:
-        raw = Path(p).read_bytes()
-        if str(p).endswith(".gz"):
-            raw = _gunzip(raw)
-        text = raw.decode(errors="replace")
-        for r in csv.DictReader(io.StringIO(text)):
+        for r in profile_rows(Path(p)):
             if any(r.get(k) is None for k in need):
                 continue
             out.append({k: r.get(k) or "" for k in keep})

@@ -20,8 +20,6 @@ may pick an instance nobody timed); compare cost models with one another, not wi
 from __future__ import annotations
 
 import argparse
-import csv
-import gzip
 import shutil
 import subprocess
 import sys
@@ -30,14 +28,11 @@ from pathlib import Path
 from ckgen.model import cxx
 from ckgen.model.naming import parse_instance_name
 from ckgen.model.vocab import DATATYPE_BYTES, GRAD_MASKS
+from ckgen.tuning.profile import read_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 FACE = "_cpad"
 FAILED = ("fail", "error")
-
-
-def _open(path: Path):  # noqa: ANN202
-    return gzip.open(path, "rt") if path.suffix == ".gz" else open(path, newline="")
 
 
 def _tri(text: str, fill: int) -> list[int]:
@@ -120,11 +115,10 @@ def mask_copy_faces(names: list[str], fused_configs: list[Path]) -> frozenset[st
 def build(out: Path, profiles: list[Path], fused_configs: list[Path] | None = None) -> Path:
     measured: set[tuple[str, str]] = set()
     for p in profiles:
-        with _open(p) as f:
-            for r in csv.DictReader(f):
-                if r.get("shape") == "shape" or not r.get("ms") or r.get("verified") in FAILED:
-                    continue
-                measured.add((r["instance"], signature(r)))
+        for r in read_rows(p):
+            if r.get("shape") == "shape" or not r.get("ms") or r.get("verified") in FAILED:
+                continue
+            measured.add((r["instance"], signature(r)))
     names = sorted({n for n, _ in measured})
     out.mkdir(parents=True, exist_ok=True)
     faces = mask_copy_faces(names, fused_configs or [])

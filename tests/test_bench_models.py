@@ -5,25 +5,12 @@ with PyTorch (CPU), the gradient error and one small model's cuDNN rows end to e
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import models as bm
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-bm = _load("models")
 NAMES = ["resnet50", "mobilenet_v2", "r3d_18"]
 
 
@@ -165,7 +152,8 @@ def test_report_only(tmp_path: Path, capsys) -> None:
 # ------------------------------------------------------------------ with PyTorch, on the CPU
 def test_grad_error_and_outputs() -> None:
     torch = pytest.importorskip("torch", reason="PyTorch is not installed: model_steps untested")
-    ms = _load("model_steps")
+    import model_steps as ms
+
     r = {"a": torch.ones(4), "b": torch.zeros(3)}
     assert ms.grad_error({"a": torch.ones(4) * 1.1, "b": torch.ones(3)}, r) == pytest.approx(0.1)
     assert ms.grad_error({}, r) != ms.grad_error({}, r)  # missing: nan

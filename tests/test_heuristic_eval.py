@@ -5,27 +5,13 @@ bench/corpus_report.py's merge."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
+import corpus_report as cr
+import corpus_shapes as cs
+import heuristic_eval as he
 import pytest
-
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
-
-
-he = _load("heuristic_eval")
-cs = _load("corpus_shapes")
-cr = _load("corpus_report")
 
 
 def row(shape, inst, ms, variant="forward", dt="fp16", kb=0, verified="none"):
@@ -134,6 +120,20 @@ def test_read_rows_csv_and_cut_gzip(tmp_path: Path):
     assert len(a) == 2000 and a[0]["instance"] == "k0" and a[0]["tflops"] == ""
     b = he.read_rows([tmp_path / "b.csv.gz"])
     assert 0 < len(b) < 2000
+
+
+def test_profile_rows_drop_a_last_line_cut_mid_field(tmp_path: Path):
+    from ckgen.tuning.profile import read_rows
+
+    head = "shape,instance,ms\n"
+    (tmp_path / "c.csv").write_text(head + "s0,k0,1.25\ns1,k1,1.2")  # "1.2" of "1.25", unfinished
+    assert [r["shape"] for r in read_rows(tmp_path / "c.csv")] == ["s0"]
+    (tmp_path / "d.csv.gz").write_bytes(
+        gzip.compress((head + "s0,k0,1.25\ns1,k1,2.5,extra\n").encode())
+    )
+    assert [r["ms"] for r in read_rows(tmp_path / "d.csv.gz")] == [
+        "1.25"
+    ]  # a row with more fields dropped
 
 
 def test_summary_markdown_lists_methods_and_models():

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
-import sys
 import tarfile
 from pathlib import Path
 
+import merge_runs
 import pytest
-
-from conftest import REPO
-
-spec = importlib.util.spec_from_file_location("merge_runs", REPO / "bench" / "merge_runs.py")
-merge_runs = importlib.util.module_from_spec(spec)
-sys.modules["merge_runs"] = merge_runs  # dataclasses look their module up there
-spec.loader.exec_module(merge_runs)
 
 COMPARE = "shape,variant,datatype,instance,ms,tflops,cudnn_ms,cudnn_tflops,speedup,gpu,floor_ms,frac_of_floor\n"  # noqa: E501
 CUDNN = "shape,variant,datatype,cudnn_ms,cudnn_tflops,floor_ms\n"

@@ -4,9 +4,9 @@ layers (bench/random_layers.py): they parse with ckgen's shape loader; no torch 
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
 from pathlib import Path
+
+import random_layers
 
 from ckgen.model.problem import SHAPE_COLUMNS, load_shapes
 
@@ -28,14 +28,6 @@ MODELS = {
     "wav2vec2_base": 8,
 }
 NDIM = {"r3d_18": 3, "r2plus1d_18": 3, "wav2vec2_base": 1}
-
-
-def _random_layers():
-    spec = importlib.util.spec_from_file_location("random_layers", BENCH / "random_layers.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _header(path: Path) -> list[str]:
@@ -71,7 +63,7 @@ def test_models_csv():
 
 
 def test_random_layers(tmp_path):
-    rl = _random_layers()
+    rl = random_layers
     text = rl.csv_text(7, 40)
     assert text == rl.csv_text(7, 40)
     assert text != rl.csv_text(8, 40)

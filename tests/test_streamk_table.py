@@ -3,16 +3,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
-from conftest import REPO
-
-spec = importlib.util.spec_from_file_location("streamk_table", REPO / "bench" / "streamk_table.py")
-streamk_table = importlib.util.module_from_spec(spec)
-sys.modules["streamk_table"] = streamk_table  # dataclasses look their module up there
-spec.loader.exec_module(streamk_table)
+import streamk_table
 
 HEADER = (
     "shape,variant,datatype,instance,ms,tflops,gbps,verified,k_batch,best,max_abs_err,ndim,G,N,C,K,"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import json
 import math
 import statistics
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from ckgen.model.naming import parse_instance_name
 from ckgen.model.problem import load_shapes
+from ckgen.tuning.profile import read_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 TOL = 1.10
@@ -49,9 +49,7 @@ def timed_rows(lib: Path, shapes: Path, profiles: list[Path]) -> list[Timed]:
     estimated: set[str] = set()  # variants whose candidates are in est
     out: list[Timed] = []
     for path in profiles:
-        opener = gzip.open(path, "rt") if path.suffix == ".gz" else open(path, newline="")
-        with opener as f:
-            rows = [r for r in csv.DictReader(f) if r.get("datatype") == "fp16"]
+        rows = [r for r in read_rows(path) if r.get("datatype") == "fp16"]
         for v in sorted({r["variant"] for r in rows} - estimated):
             estimated.add(v)
             for name, p in problems.items():

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import csv
 import fnmatch
+import io
 import os
 import subprocess
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,11 +253,28 @@ def mark_best(rows: list[dict[str, str]]) -> None:
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a profiler CSV, plain or gzipped (`.gz`). A file cut short (a profiler killed
+    while writing, a gzip stream without its end) keeps its complete lines only."""
     try:
-        with open(path, newline="") as f:
-            return list(csv.DictReader(f))
+        raw = Path(path).read_bytes()
     except OSError as ex:
         raise CkgenError(f"cannot read {path}: {ex}") from None
+    if str(path).endswith(".gz"):
+        raw = _gunzip(raw)
+    text = raw.decode(errors="replace")
+    if not text.endswith("\n"):  # the last line was being written
+        text = text[: text.rfind("\n") + 1]
+    rows = csv.DictReader(io.StringIO(text, newline=""))
+    return [r for r in rows if None not in r and None not in r.values()]
+
+
+def _gunzip(raw: bytes) -> bytes:
+    """What of a gzip stream decompresses (a stream cut short gives its complete part)."""
+    d = zlib.decompressobj(wbits=31)  # gzip framing
+    try:
+        return d.decompress(raw)
+    except zlib.error:
+        return b""
 
 
 def write_rows(path: Path, rows: list[dict[str, str]]) -> None:
