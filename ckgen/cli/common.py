@@ -16,7 +16,7 @@ from rich.markup import escape
 from ckgen.cli.defaults import DEFAULT_ARCH, DEFAULT_OUTPUT, choose_arch
 from ckgen.config.schema import glob_problem
 from ckgen.emit.render import MANIFEST
-from ckgen.errors import CkgenError
+from ckgen.errors import CkgenError, shown
 from ckgen.model.arch import ArchSpec, get_arch, load_arch_specs
 from ckgen.model.limits import MAX_K_BATCH
 from ckgen.model.vocab import DataType, Pipeline, Platform, Variant
@@ -62,7 +62,7 @@ def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--config",
             "configs",
             multiple=True,
-            type=click.Path(path_type=Path, dir_okay=False),
+            type=PathArg(dir_okay=False),
             help="Instance-list YAML file(s); default: the shipped set (--set) per variant.",
         ),
         click.option(
@@ -215,14 +215,26 @@ GPU_TARGET_RE = {
 GPU_TARGET_EXAMPLE = {Platform.NVIDIA: "90a, 80", Platform.AMD: "gfx942, gfx90a:xnack+"}
 
 
-def check_gpu_targets(plat: Platform, targets: str) -> None:
-    """--gpu-targets reaches CMake: only well-formed target names, separated by ',' or ';'."""
+def check_gpu_targets(plat: Platform, targets: str, source: str = "--gpu-targets") -> None:
+    """--gpu-targets reaches CMake: only well-formed target names, separated by ',' or ';'.
+    ``source`` names where the targets come from in the message."""
     for t in targets.replace(";", ",").split(","):
         if not GPU_TARGET_RE[plat].match(t.strip()):
             raise CkgenError(
-                f"--gpu-targets: {t.strip()!r} is not a GPU target for {plat.value} "
+                f"{source}: {t.strip()!r} is not a GPU target for {plat.value} "
                 f"(e.g. {GPU_TARGET_EXAMPLE[plat]}; several separated by ',')"
             )
+
+
+def check_launcher(launcher: str) -> None:
+    """--launcher reaches CMake: a program name or path (the build also looks it up on PATH)."""
+    if launcher and (
+        launcher.startswith("-") or not all(c.isalnum() or c in "_-./+" for c in launcher)
+    ):
+        raise CkgenError(
+            f"--launcher: {launcher!r} is not a program name or path (allowed: letters, digits, _ "
+            "- . / +)"
+        )
 
 
 def rule_context(resources: Path | None, arch: str) -> RuleContext:
@@ -260,7 +272,7 @@ def file_option(
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """An option naming a file (not a directory), as a Path: a required one has no default (click
     refuses the command without it), an optional one is None when not given."""
-    path = click.Path(path_type=Path, dir_okay=False)
+    path = PathArg(dir_okay=False)
     if required:
         return click.option(*decls, required=True, type=path, help=help)
     return click.option(*decls, type=path, default=None, help=help)
@@ -293,6 +305,20 @@ def profile_selection(
     }
 
 
+class PathArg(click.Path):
+    """click.Path (as a Path) whose empty value (an unset shell variable in `-o "$DIR"`) is an
+    error, not the working directory."""
+
+    def __init__(self, *, file_okay: bool = True, dir_okay: bool = True) -> None:
+        super().__init__(path_type=Path, file_okay=file_okay, dir_okay=dir_okay)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            what = "a directory ('.' for the working one)" if self.dir_okay else "a file"
+            self.fail(f"{value!r} is an empty path: give {what}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def output_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """-o/--output: the project directory, ckgen-out/ of the working directory by default."""
     return click.option(
@@ -301,7 +327,7 @@ def output_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any
         "out",
         default=DEFAULT_OUTPUT,
         show_default=True,
-        type=click.Path(path_type=Path, file_okay=False),
+        type=PathArg(file_okay=False),
         help=help,
     )
 
@@ -312,13 +338,21 @@ def project_manifest(out: Path) -> tuple[dict[str, Any], ArchSpec]:
     hint = "" if out == DEFAULT_OUTPUT else f" -o {out}"
     try:
         data = json.loads(man.read_text())
-        if not isinstance(data, dict):
-            raise TypeError("not a JSON object")
-        return data, get_arch(data["arch"])
     except FileNotFoundError:
         raise CkgenError(f"{man} not found: run `ckgen generate{hint}` first") from None
-    except (OSError, ValueError, KeyError, TypeError) as ex:
-        raise CkgenError(f"{man}: not a ckgen manifest ({ex})") from None
+    except (OSError, ValueError, RecursionError) as ex:
+        why = "JSON nesting is too deep" if isinstance(ex, RecursionError) else str(ex)
+        raise CkgenError(f"{man}: not a ckgen manifest ({why})") from None
+    if not isinstance(data, dict):
+        raise CkgenError(f"{man}: not a ckgen manifest (not a JSON object)")
+    if "arch" not in data:
+        raise CkgenError(f"{man}: not a ckgen manifest (no 'arch')")
+    if not isinstance(data["arch"], str):
+        raise CkgenError(f"{man}: arch: expected a target name, got {shown(data['arch'])}")
+    try:
+        return data, get_arch(data["arch"])
+    except CkgenError as ex:
+        raise CkgenError(f"{man}: arch: {ex}") from None
 
 
 def project_arch(out: Path) -> ArchSpec:

@@ -166,6 +166,12 @@ def choose_arch(
     """The target of a command: --arch, else $CKGEN_ARCH, else this machine's GPU, else
     DEFAULT_ARCH; with the reason in words for the note on stderr."""
     names = list(known)
+    if option is not None and not option.strip():
+        # An empty --arch (e.g. an unset shell variable) is not "no --arch": never a silent default.
+        raise CkgenError(
+            f"--arch {option!r}: empty; known: {', '.join(names)} (leave --arch out for the "
+            f"default: ${ARCH_ENV}, this machine's GPU, else {DEFAULT_ARCH})"
+        )
     if option:
         return ArchChoice(option, "option", "from --arch")
     env = os.environ if env is None else env

@@ -17,6 +17,7 @@ from rich.table import Table
 from ckgen.cli.app import main
 from ckgen.cli.common import (
     check_gpu_targets,
+    check_launcher,
     err_console,
     expansion,
     make_console,
@@ -265,20 +266,16 @@ def emit_cmake(out: Path, platform: str | None, gpu_targets: str | None, launche
             f"the project was generated for {arch.name} ({arch.platform.value}), not {plat.value}"
         )
     recorded_targets = data.get("gpu_targets")
+    source = "--gpu-targets"
     if gpu_targets is not None:
         targets = gpu_targets
     elif isinstance(recorded_targets, str) and recorded_targets:
         targets = recorded_targets
+        source = f"{out / MANIFEST}: gpu_targets"
     else:
         targets = arch.cuda_arch or arch.name
-    check_gpu_targets(plat, targets)
-    if launcher and (
-        launcher.startswith("-") or not all(c.isalnum() or c in "_-./+" for c in launcher)
-    ):
-        raise CkgenError(
-            f"--launcher: {launcher!r} is not a program name or path (allowed: letters, digits, _ "
-            "- . / +)"
-        )
+    check_gpu_targets(plat, targets, source)
+    check_launcher(launcher)
     pl = write_cmake(out, plat, targets, launcher, arch.name)
     chosen = "" if platform and gpu_targets else f", from {out / MANIFEST}"
     click.echo(

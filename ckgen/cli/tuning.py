@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ckgen.cli.app import main
 from ckgen.cli.common import (
+    PathArg,
     err_console,
     file_option,
     k_batches,
@@ -22,6 +23,7 @@ from ckgen.cli.common import (
     project_arch,
     words,
 )
+from ckgen.emit.output import check_writable
 from ckgen.errors import CkgenError
 from ckgen.model.arch import get_arch
 from ckgen.model.vocab import DataType, Variant
@@ -79,24 +81,22 @@ def tune_cmd(
     """Time every instance (and split count) per shape and write the tuning database
     the dispatcher reads (load it with CKGEN_TUNING_DB=FILE or KernelLibrary.load_tuning_db)."""
     from ckgen.model.problem import load_shapes
-    from ckgen.tuning.profile import read_rows, run_profile
+    from ckgen.tuning.profile import read_results, run_profile
     from ckgen.tuning.tune import build_db, split_shapes, write_db
 
     problems = load_shapes(shapes)
     names = split_shapes(problems, part)
     arch = project_arch(out)
+    path = db_path or out / "tuning_db.json"
+    check_writable(path.parent)  # before an hour of profiling, not after
     if from_csv is not None:
-        rows = read_rows(from_csv)
+        rows = read_results(from_csv)
     else:
-        sub = out / "profile" / f"tune_shapes_{part}.csv"
-        from ckgen.model.problem import write_shapes
-
-        sub.parent.mkdir(parents=True, exist_ok=True)
-        write_shapes(sub, [p for p in problems if p.name in names])
         run = run_profile(
             out,
-            sub,
+            shapes,
             **profile_selection(variants, datatypes, devices, kernels),
+            only_shapes=(f"tune_shapes_{part}.csv", names),
             verify=verify,
             k_batches=k_batch,
             csv_out=out / "profile" / f"tune_{part}.csv",
@@ -109,11 +109,15 @@ def tune_cmd(
                 f"{escape(str(s.log))})"
             )
     db = build_db(rows, problems, arch=arch.name, shapes=names, keep=keep)
-    path = db_path or out / "tuning_db.json"
+    if not db["entries"]:  # an empty database is not written (nor one replaced by it)
+        src = from_csv if from_csv is not None else "the profile run"
+        rows_of = "" if part == "all" else f" (its {part} rows)"
+        raise CkgenError(
+            f"no timed results in {src} for the shapes of {shapes}{rows_of}: the tuning database "
+            f"{path} is not written"
+        )
     write_db(path, db)
     click.echo(f"{path}: {len(db['entries'])} entries ({part} shapes of {shapes.name})")
-    if not db["entries"]:
-        raise CkgenError("no timed results: the tuning database is empty")
 
 
 @main.command(
@@ -138,21 +142,19 @@ def check_heuristic(
     best instance's (no GPU needed: times come from RESULTS)."""
     from ckgen.model.problem import load_shapes
     from ckgen.runtime.library import KernelLibrary
-    from ckgen.tuning.profile import read_rows
+    from ckgen.tuning.profile import read_results
     from ckgen.tuning.tune import evaluate, read_db, split_shapes, summarize
 
+    # Bad input files are named (with their line and key) before the library loads.
     if db_path is not None:
-        read_db(db_path)  # a bad file is named with its key path before the library loads
+        read_db(db_path)
+    problems = load_shapes(shapes)
+    rows = read_results(results)
+    if json_out is not None:
+        check_writable(json_out.parent)
     reg = KernelLibrary.load(out / "build")
     reg.load_tuning_db(db_path)
-    problems = load_shapes(shapes)
-    q = evaluate(
-        reg,
-        read_rows(results),
-        problems,
-        split_shapes(problems, part),
-        cost_model_only=db_path is None,
-    )
+    q = evaluate(reg, rows, problems, split_shapes(problems, part), cost_model_only=db_path is None)
     t = Table(
         title=f"selection vs best ({'tuning db ' + db_path.name if db_path else 'cost model'}, "
         f"{part} shapes)"
@@ -191,7 +193,7 @@ def check_heuristic(
     "--output",
     "out",
     required=True,
-    type=click.Path(path_type=Path, file_okay=False),
+    type=PathArg(file_okay=False),
     help="Directory for report.md, speedup.png, speedup_<variant>.png, roofline.png.",
 )
 @click.option(
@@ -207,6 +209,7 @@ def report_cmd(results: Path, cudnn: Path | None, out: Path, arch: str) -> None:
 
     spec = get_arch(arch)
     rows = load(results, cudnn)
+    check_writable(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(markdown(rows))
     click.echo(f"{out / 'report.md'}: {len(rows)} shape rows")

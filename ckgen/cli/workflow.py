@@ -15,6 +15,7 @@ from rich.table import Table
 from ckgen.cli.app import main
 from ckgen.cli.common import (
     check_gpu_targets,
+    check_launcher,
     csv_words,
     err_console,
     file_option,
@@ -71,13 +72,18 @@ def build_cmd(
     from ckgen.runtime.build import configure, ninja
 
     arch = project_arch(out)
+    # The option values that reach CMake are checked before CMakeLists.txt is written or CMake
+    # runs (a missing CMakeLists.txt is written even when the launcher is not installed yet).
+    if gpu_targets is not None:
+        check_gpu_targets(arch.platform, gpu_targets)
+    for g in kernels:
+        if glob_problem(g) is not None:
+            raise CkgenError(f"--kernels {g!r}: {glob_problem(g)}")
+    check_launcher(launcher)
     if not (out / "CMakeLists.txt").is_file():
         gpus = gpu_targets or arch.cuda_arch or arch.name
         check_gpu_targets(arch.platform, gpus)
         write_cmake(out, arch.platform, gpus, launcher, arch.name)
-    for g in kernels:
-        if glob_problem(g) is not None:
-            raise CkgenError(f"--kernels {g!r}: {glob_problem(g)}")
     if launcher and shutil.which(launcher) is None:
         raise CkgenError(f"--launcher {launcher!r} is not on PATH")
     configure(

@@ -85,6 +85,12 @@ def read_input(path: Path, what: str = "file") -> bytes:
     return data
 
 
+def read_text(path: Path, what: str = "file") -> str:
+    """The UTF-8 text of ``path`` (read_input's size limit); ConfigError with the line of the
+    first byte that is not UTF-8."""
+    return _decode(path, read_input(path, what))
+
+
 def _decode(path: Path, data: bytes) -> str:
     try:
         return data.decode("utf-8")
@@ -98,7 +104,7 @@ def _decode(path: Path, data: bytes) -> str:
 def load_yaml(path: Path) -> Any:
     """The document in ``path``; ConfigError (file:line) for unreadable files, bad YAML and
     documents over the limits."""
-    text = _decode(path, read_input(path, "YAML file"))
+    text = read_text(path, "YAML file")
     loader = _ParserBase(text)
     # Building creates no reference cycles: the cycle collector would only slow large files.
     gc_was_on = gc.isenabled()
@@ -397,8 +403,7 @@ def _syntax_error(path: Path, text: str, ex: yaml.MarkedYAMLError) -> tuple[Wher
 def load_json(path: Path, what: str) -> Any:
     """The JSON document in ``path`` (``what`` names it in messages: 'measured resources');
     ConfigError with file:line for unreadable, oversized, deeply nested or invalid JSON."""
-    data = read_input(path, f"{what} file")
-    text = _decode(path, data)
+    text = read_text(path, f"{what} file")
     try:
         return json.loads(text)
     except json.JSONDecodeError as ex:

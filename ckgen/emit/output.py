@@ -75,7 +75,7 @@ def _previous_manifest(out: Path) -> tuple[dict[str, str], list[str], str | None
         return {}, [], None
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     if not isinstance(data, dict):
         return {}, [], f"{man} is not a ckgen manifest: nothing it lists is removed"

@@ -4,13 +4,13 @@ database stores. Host-only (no GPU, no compiled library)."""
 
 from __future__ import annotations
 
-import csv
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ckgen.errors import CkgenError
+from ckgen.errors import CkgenError, ConfigError, Where, brief, did_you_mean
 
 Dims = tuple[int, int, int]
 
@@ -23,16 +23,6 @@ def _dims(v: int | Sequence[int], ndim: int, fill: int, what: str) -> Dims:
     if len(vals) != ndim:
         raise CkgenError(f"{what}: expected {ndim} values for a {ndim}D problem, got {list(vals)}")
     return tuple([fill] * (3 - ndim) + vals)  # type: ignore[return-value]
-
-
-def _parse_x(text: str, ndim: int, fill: int, what: str) -> Dims:
-    try:
-        vals = [int(t) for t in text.strip().split("x")]
-    except ValueError:
-        raise CkgenError(f"{what}: {text!r} is not sizes like 3x3") from None
-    if len(vals) == 1 and ndim > 1:
-        vals = vals * ndim
-    return _dims(vals, ndim, fill, what)
 
 
 # The C API's problem struct (ckgen_problem of dispatch/ckgen_dispatch.h, rendered by
@@ -189,46 +179,147 @@ SHAPE_COLUMNS = (
 )
 
 
+# Descriptive columns a shapes file may add (which model, how often it runs a layer): the
+# profiler's parser (host/shapes.hpp) skips them too; any other column is an error there.
+SHAPE_EXTRA_COLUMNS = ("model", "count")
+INT64_MAX = 2**63 - 1
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_DIMS_HINT = "write e.g. 56x56 for 2D, 16x56x56 for 3D"
+
+
+def _int_cell(text: str, low: int, high: int = INT64_MAX) -> int | str:
+    """The integer in a cell (the profiler's parse_int64: optional sign, digits), or why not."""
+    if not _INT_RE.fullmatch(text):
+        return f"{brief(text)} is not an integer"
+    # (int() refuses 4300+ digits: a longer number is out of range either way)
+    v = int(text) if len(text) <= 20 else (INT64_MAX + 1) * (-1 if text[0] == "-" else 1)
+    if not low <= v <= high:
+        more = high == INT64_MAX and v < low
+        return f"{v if len(text) <= 20 else brief(text)} is out of range; allowed: " + (
+            f"{low} or more" if more else f"{low}..{high}"
+        )
+    return v
+
+
+def _dims_cell(text: str, ndim: int, low: int) -> Dims | str:
+    """'56x56' as 3 spatial dims, or why not: exactly ``ndim`` values >= ``low`` (1; pads 0), the
+    leading unused dims ``low`` too."""
+    parts = text.split("x")
+    if len(parts) != ndim:
+        return f"{brief(text)} has {len(parts)} value(s), ndim is {ndim} ({_DIMS_HINT})"
+    vals = []
+    for part in parts:
+        v = _int_cell(part.strip(), low)
+        if isinstance(v, str):
+            return f"{brief(text)}: {v}"
+        vals.append(v)
+    return tuple([low] * (3 - ndim) + vals)  # type: ignore[return-value]
+
+
 def load_shapes(path: Path) -> list[Problem]:
-    """The problems of a shapes CSV (the profiler's format), in file order."""
-    try:
-        text = Path(path).read_text()
-    except OSError as ex:
-        raise CkgenError(f"cannot read shapes file {path}: {ex}") from None
-    rows = list(
-        csv.DictReader(
-            line for line in text.splitlines() if line.strip() and not line.startswith("#")
+    """The problems of a shapes CSV, in file order, read by the rules of the profiler's parser
+    (templates/include/ckgen/host/shapes.hpp), so that a file ckgen accepts is one the profilers
+    run: a header naming the columns (any order; 'model' and 'count' may be added), one
+    comma-separated row per problem, blank lines and '#' lines skipped. ConfigError naming
+    file:line: column and what is allowed for anything else."""
+    from ckgen.config.loader import read_text
+
+    path = Path(path)
+    text = read_text(path, "shapes file")
+
+    def err(line: int, column: str, msg: str) -> ConfigError:
+        return ConfigError(Where(path, line, column), msg)
+
+    if text.startswith("\ufeff"):
+        raise err(
+            1, "", "the file starts with a byte-order mark (U+FEFF): save it as UTF-8 without one"
         )
-    )
-    if not rows:
-        raise CkgenError(f"{path}: no shapes")
-    missing = [c for c in SHAPE_COLUMNS if c not in rows[0]]
-    if missing:
-        raise CkgenError(
-            f"{path}: missing column(s) {', '.join(missing)} (need {','.join(SHAPE_COLUMNS)})"
-        )
-    out = []
-    for n, r in enumerate(rows, start=2):
-        try:
-            nd = int(r["ndim"])
-            out.append(
-                Problem(
-                    ndim=nd,
-                    G=int(r["G"]),
-                    N=int(r["N"]),
-                    C=int(r["C"]),
-                    K=int(r["K"]),
-                    input=_parse_x(r["input"], nd, 1, "input"),
-                    filter=_parse_x(r["filter"], nd, 1, "filter"),
-                    stride=_parse_x(r["stride"], nd, 1, "stride"),
-                    dilation=_parse_x(r["dilation"], nd, 1, "dilation"),
-                    pad_l=_parse_x(r["pad_left"], nd, 0, "pad_left"),
-                    pad_r=_parse_x(r["pad_right"], nd, 0, "pad_right"),
-                    name=r["name"].strip(),
+    need = ",".join(SHAPE_COLUMNS)
+    allowed = (*SHAPE_COLUMNS, *SHAPE_EXTRA_COLUMNS)
+    cols: dict[str, int] = {}
+    width = 0
+    seen: dict[str, int] = {}
+    out: list[Problem] = []
+    for n, raw in enumerate(text.splitlines(), start=1):
+        t = raw.strip()
+        if not t or t.startswith("#"):
+            continue
+        cells = [c.strip() for c in t.split(",")]
+        if not width:
+            for i, c in enumerate(cells):
+                if c in cols:
+                    raise err(n, "", f"column {brief(c)} appears twice in the header")
+                cols[c] = i
+            width = len(cells)
+            missing = [c for c in SHAPE_COLUMNS if c not in cols]
+            unknown = [c for c in cols if c not in allowed]
+            if missing:
+                extra = (
+                    f"; unknown column {brief(unknown[0])}{did_you_mean(unknown[0], missing)}"
+                    if unknown
+                    else ""
                 )
+                raise err(n, "", f"missing column(s) {', '.join(missing)} (need {need}){extra}")
+            if unknown:
+                raise err(
+                    n,
+                    "",
+                    f"unknown column {brief(unknown[0])}; allowed: {need} "
+                    f"(and {', '.join(SHAPE_EXTRA_COLUMNS)})",
+                )
+            continue
+        if len(cells) != width:
+            raise err(n, "", f"expected {width} fields (one per header column), got {len(cells)}")
+
+        def cell(c: str, row: list[str] = cells) -> str:
+            return row[cols[c]]
+
+        name = cell("name")
+        if not name:
+            raise err(n, "name", "empty shape name")
+        if name in seen:
+            raise err(n, "name", f"duplicate shape name {brief(name)} (first on line {seen[name]})")
+        ints: dict[str, int] = {}
+        for c in ("ndim", "G", "N", "C", "K"):
+            v = _int_cell(cell(c), 1, 3 if c == "ndim" else INT64_MAX)
+            if isinstance(v, str):
+                raise err(n, c, v)
+            ints[c] = v
+        nd = ints["ndim"]
+        dims: dict[str, Dims] = {}
+        for c in ("input", "filter", "stride", "dilation", "pad_left", "pad_right"):
+            d = _dims_cell(cell(c), nd, 0 if c.startswith("pad_") else 1)
+            if isinstance(d, str):
+                raise err(n, c, d)
+            dims[c] = d
+        p = Problem(
+            ndim=nd,
+            G=ints["G"],
+            N=ints["N"],
+            C=ints["C"],
+            K=ints["K"],
+            input=dims["input"],
+            filter=dims["filter"],
+            stride=dims["stride"],
+            dilation=dims["dilation"],
+            pad_l=dims["pad_left"],
+            pad_r=dims["pad_right"],
+            name=name,
+        )
+        if min(p.output[3 - nd :]) < 1:
+            raise err(
+                n,
+                "filter",
+                f"the filter {cell('filter')} (dilation {cell('dilation')}) does not fit the "
+                f"input {cell('input')} padded by {cell('pad_left')} / {cell('pad_right')}: the "
+                "output is empty",
             )
-        except (ValueError, TypeError, CkgenError) as ex:
-            raise CkgenError(f"{path}:{n}: {ex}") from None
+        seen[name] = n
+        out.append(p)
+    if not width:
+        raise ConfigError(Where(path), f"no header: the first line names the columns ({need})")
+    if not out:
+        raise ConfigError(Where(path), "no shapes: the file has a header and no rows")
     return out
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import fnmatch
 import io
+import math
 import os
 import subprocess
 import time
@@ -19,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ckgen.errors import CkgenError
+from ckgen.errors import CkgenError, ConfigError, Where, brief
 from ckgen.model.naming import parse_instance_name
-from ckgen.model.problem import load_shapes
+from ckgen.model.problem import load_shapes, write_shapes
 
 VARIANTS = ("forward", "backward_data", "backward_weight")
 FAILED = ("fail", "error")
@@ -117,21 +118,27 @@ def run_profile(
     csv_out: Path | None = None,
     timeout: float = 3600,
     on_event: Callable[[str], None] | None = None,
+    only_shapes: tuple[str, Sequence[str]] | None = None,
 ) -> ProfileRun:
     """Profile every selected instance on every shape, sharded over devices. Returns the merged
     rows.
     k_batches, split_reduce and streamk_blocks are the profilers' --k-batch / --split-reduce /
     --streamk-blocks (RunOptions), passed to every variant; an instance that cannot take a value
-    is skipped for it by the profiler (is_supported), not run wrong."""
+    is skipped for it by the profiler (is_supported), not run wrong. only_shapes (file name,
+    shape names): profile only these shapes of the file, written to OUTPUT/profile/<file name>
+    after every check."""
     shapes = shapes.resolve()
     if not shapes.exists():
         raise CkgenError(f"shapes file {shapes} not found")
     if not shapes.is_file():
         raise CkgenError(f"shapes file {shapes} is not a regular file")
-    if not load_shapes(shapes):  # read before anything is written: a bad row is an error here
-        raise CkgenError(f"shapes file {shapes} holds no shapes")
+    problems = load_shapes(shapes)  # read before anything is written: a bad row is an error here
     devs = list(devices) or visible_devices()
     work = out / "profile"  # created by the first shard's start(), after every check
+    csv_path = csv_out or work / "results.csv"
+    from ckgen.emit.output import check_writable  # (imports the renderer)
+
+    check_writable(csv_path.parent)
     shards: list[Shard] = []
     for v in variants:
         names = list_instances(out, v, datatypes, kernels)
@@ -148,6 +155,11 @@ def run_profile(
             f"{build_dir_of(out)} "
             f"(run `ckgen build -o {out}` first)"
         )
+    if only_shapes is not None:
+        name, keep = only_shapes
+        shapes = work / name
+        work.mkdir(parents=True, exist_ok=True)
+        write_shapes(shapes, [p for p in problems if p.name in set(keep)])
     # One process per device at a time; variants of one device run one after another.
     by_dev: dict[str, list[Shard]] = {}
     for s in shards:
@@ -222,7 +234,6 @@ def run_profile(
             with open(s.csv, newline="") as f:
                 rows += list(csv.DictReader(f))
     mark_best(rows)
-    csv_path = csv_out or work / "results.csv"
     run = ProfileRun(rows=rows, shards=shards, csv=csv_path)
     write_rows(csv_path, rows)
     return run
@@ -255,6 +266,11 @@ def mark_best(rows: list[dict[str, str]]) -> None:
 def read_rows(path: Path) -> list[dict[str, str]]:
     """The rows of a profiler CSV, plain or gzipped (`.gz`). A file cut short (a profiler killed
     while writing, a gzip stream without its end) keeps its complete lines only."""
+    return [r for _, r in _numbered_rows(path)[1]]
+
+
+def _numbered_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """read_rows' header and rows, each row with the line it ends on."""
     try:
         raw = Path(path).read_bytes()
     except OSError as ex:
@@ -264,8 +280,53 @@ def read_rows(path: Path) -> list[dict[str, str]]:
     text = raw.decode(errors="replace")
     if not text.endswith("\n"):  # the last line was being written
         text = text[: text.rfind("\n") + 1]
-    rows = csv.DictReader(io.StringIO(text, newline=""))
-    return [r for r in rows if None not in r and None not in r.values()]
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    rows = [(reader.line_num, r) for r in reader if None not in r and None not in r.values()]
+    return list(reader.fieldnames or []), rows
+
+
+RESULT_COLUMNS = ("shape", "variant", "datatype", "instance", "ms")
+# The numeric columns of profiler (and cuDNN) results, where present, and what they may hold
+# besides nothing (the profiler leaves the times of an instance it could not run empty).
+_RESULT_NUMBERS = {
+    "ms": "a time in ms > 0",
+    "cudnn_ms": "a time in ms > 0",
+    "tflops": "a number >= 0",
+    "gbps": "a number >= 0",
+    "k_batch": "an integer >= 0",
+}
+
+
+def read_results(path: Path, need: Sequence[str] = RESULT_COLUMNS) -> list[dict[str, str]]:
+    """read_rows for the commands that compute with the rows (tune --from-csv, check-heuristic,
+    report): ConfigError (file:line: column) unless the header has the ``need`` columns and each
+    numeric column (ms, cudnn_ms, tflops, gbps, k_batch) is empty or a finite number in range."""
+    header, rows = _numbered_rows(path)
+    missing = [c for c in need if c not in header]
+    if missing:
+        got = f"columns {brief(header)}" if header else "an empty file"
+        raise ConfigError(
+            Where(path, 1 if header else None),
+            f"missing column(s) {', '.join(missing)} (need {','.join(need)}); got {got}",
+        )
+    for line, r in rows:
+        for col, allowed in _RESULT_NUMBERS.items():
+            v = r.get(col, "").strip()
+            if v and not _result_number_ok(col, v):
+                raise ConfigError(
+                    Where(path, line, col), f"expected {allowed} (or empty), got {brief(v)}"
+                )
+    return [r for _, r in rows]
+
+
+def _result_number_ok(col: str, v: str) -> bool:
+    if col == "k_batch":
+        return v.isascii() and v.isdigit() and len(v) < 10
+    try:
+        x = float(v)
+    except ValueError:
+        return False
+    return math.isfinite(x) and (x > 0 if col.endswith("ms") else x >= 0)
 
 
 def _gunzip(raw: bytes) -> bytes:

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckgen.errors import CkgenError
-from ckgen.tuning.profile import best_rows, mark_best, read_rows
+from ckgen.tuning.profile import RESULT_COLUMNS, best_rows, mark_best, read_results
 
 
 @dataclass
@@ -29,15 +28,11 @@ class Row:
 
 
 def load(results: Path, cudnn: Path | None) -> list[Row]:
-    rows = read_rows(results)
-    if rows and "best" not in rows[0]:
-        raise CkgenError(f"{results}: not a profiler CSV (no 'best' column)")
+    rows = read_results(results, (*RESULT_COLUMNS, "best"))
     mark_best(rows)
     peer: dict[tuple[str, str, str], float] = {}
     if cudnn is not None:
-        for r in read_rows(cudnn):
-            if not {"shape", "variant", "datatype", "cudnn_ms"} <= set(r):
-                raise CkgenError(f"{cudnn}: needs columns shape,variant,datatype,cudnn_ms")
+        for r in read_results(cudnn, ("shape", "variant", "datatype", "cudnn_ms")):
             if r["cudnn_ms"]:
                 peer[(r["shape"], r["variant"], r["datatype"])] = float(r["cudnn_ms"])
     out = []

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ckgen.errors import ConfigError, Where, shown
+from ckgen.errors import CkgenError, ConfigError, Where, shown
 from ckgen.model.problem import Problem, load_shapes
 from ckgen.tuning.profile import FAILED, is_fused_instance
 
@@ -100,8 +100,11 @@ def write_db(path: Path, db: dict[str, Any]) -> None:
     process reading it meanwhile sees the old or the new file."""
     from ckgen.runtime.autotune import locked, write_json_atomic
 
-    with locked(Path(path)):
-        write_json_atomic(Path(path), db)
+    try:
+        with locked(Path(path)):
+            write_json_atomic(Path(path), db)
+    except OSError as ex:
+        raise CkgenError(f"cannot write the tuning database {path}: {ex.strerror or ex}") from None
 
 
 def read_db(path: Path) -> dict[str, Any]:
