@@ -397,8 +397,9 @@ def test_phased_backward_data_plan_host_only(tmp_path: Path) -> None:
     """The matrix path's strided backward_data plan without a GPU: tests/host/direct_phases.cpp.
     Over strides 1-4, dilations 1-3 and filters of 1-11 taps, a W phase's stride class holds exactly
     the taps that reach its pixels, its staged dy columns fit what is_supported checks, and the
-    bands of H and W phases cover every dx row and phase exactly once."""
+    bands of H and W phases cover every dx row and phase exactly once; and the FMA path's cost
+    estimate of a launch of fewer blocks than compute units issues on those units alone."""
     exe = build_dispatch_host_test("direct_phases", tmp_path)
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "all passed" in out.stdout, out.stdout + out.stderr
-    assert out.stdout.count("ok ") == 3, out.stdout
+    assert out.stdout.count("ok ") == 4, out.stdout

@@ -86,6 +86,27 @@ int main() {
           }
     check(ok, "phased bands cover every dx row and W phase exactly once", what);
   }
+  // --- the FMA path's estimate: a launch of fewer blocks than compute units issues on those alone
+  {
+    KernelKey k = fake_key("dw", Variant::Forward, 16, 32, 1);
+    k.ndim = 3;
+    k.pipeline = Pipeline::Direct;
+    k.wave_m = 4, k.wave_n = 1;
+    k.warp_m = k.warp_n = k.warp_k = 1;
+    k.vec_a = k.vec_b = k.vec_c = 1;
+    ConvProblem p;  // 3D depthwise, 11x11x11 filter, 16 output pixels an image, 39 channels
+    p.ndim = 3;
+    p.N = 2, p.G = 39, p.C = 1, p.K = 1;
+    p.in[0] = 26, p.in[1] = p.in[2] = 11;
+    p.filter[0] = p.filter[1] = p.filter[2] = 11;
+    p.compute_output();
+    ConvProblem wide = p;  // 66x the images: 264 blocks, every compute unit busy
+    wide.N = 132;
+    const double few = estimate_cost(k, p, 0).us, full = estimate_cost(k, wide, 0).us;
+    check(few > 0 && full < 4.0 * few,
+          "4 blocks of taps: 66x the images cost at most 4x (the 4 blocks use 4 units)",
+          std::to_string(few) + " / " + std::to_string(full));
+  }
   std::printf("all passed\n");
   return 0;
 }

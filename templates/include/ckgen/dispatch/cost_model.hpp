@@ -228,12 +228,18 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
   if (matrix)  // idle pixels past each row's last segment
     c.tile_efficiency *= double(pixels) /
                          double(direct_row_segments(k.variant, p, k.tile_m) * k.tile_m);
-  const double warps_per_cu = double(active_threads) / a.warp_size / a.compute_units;
+  // A forward / backward_data launch of fewer blocks than compute units issues on those units
+  // alone (backward_weight's slices are sized to fill the machine: direct_weight_slices).
+  const double used_cus = k.variant == Variant::BackwardWeight
+                              ? double(a.compute_units)
+                              : double(std::min<int64_t>(std::max<int64_t>(c.tiles, 1), a.compute_units));
+  const double warps_per_cu = double(active_threads) / a.warp_size / used_cus;
   const double latency = std::max(1.0, 16.0 / std::max(1.0, std::min(64.0, warps_per_cu)));
   const double mem_us = bytes * overhang / (a.bandwidth_gbs * 1e9) * 1e6 * std::sqrt(latency);
   double fma_us = block_us;  // the matrix path: its blocks' latency (forward / backward_data)
   // warp instructions issued per second at every scheduler busy: the fp32 peak / (2 x warp size)
-  const double issue_rate = a.peak_tflops(DataType::FP32) * 1e12 / (2.0 * a.warp_size) * kDirectIssueEfficiency;
+  const double issue_rate = a.peak_tflops(DataType::FP32) * 1e12 / (2.0 * a.warp_size) *
+                            kDirectIssueEfficiency * used_cus / a.compute_units;
   if (!matrix && k.variant == Variant::BackwardWeight) {
     const double warp_instr = double(active_threads) / a.warp_size *
                               direct_fma_bwd_issue(p, double(sl.chunk) * pp / k.tile_m, pp, vec, eb);
