@@ -20,26 +20,23 @@ HEADER = ",".join(SHAPE_COLUMNS)
 ROW = "a,2,1,2,8,16,8x8,3x3,1x1,1x1,1x1,1x1"
 RESULTS = "shape,variant,datatype,instance,ms,tflops,gbps,verified,k_batch,best"
 GOOD_RESULT = "a,forward,fp16,grouped_conv_fwd_x,0.5,1,1,pass,0,1"
+# a small generated project: the tests set's 2D fp16 forward instances
+GENERATE = [
+    "generate",
+    "--arch",
+    "sm_90a",
+    "--set",
+    "tests",
+    "--kernels",
+    "grouped_conv_fwd_fp16_2d_*",
+]
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A generated (not built) project: what tune and emit-cmake read its manifest from."""
     out = tmp_path_factory.mktemp("proj") / "gen"
-    code, output = run_inproc(
-        [
-            "generate",
-            "--arch",
-            "sm_90a",
-            "--set",
-            "tests",
-            "--kernels",
-            "grouped_conv_fwd_fp16_2d_*",
-            "-o",
-            str(out),
-            "-q",
-        ]
-    )
+    code, output = run_inproc([*GENERATE, "-o", str(out), "-q"])
     assert code == 0, output
     return out
 
@@ -315,6 +312,10 @@ def test_check_heuristic_names_bad_inputs_before_the_library(tmp_path: Path) -> 
 # --- tune writes a database only when it has one, and nothing before its checks ---------------
 
 
+def tune_from_csv(proj: Path, shapes: Path, res: Path, db: str) -> list[str]:
+    return ["tune", "-o", str(proj), "--shapes", str(shapes), "--from-csv", str(res), "--db", db]
+
+
 def test_tune_without_timed_rows_writes_no_database(proj: Path, tmp_path: Path) -> None:
     """An empty database is not written, nor does it replace the one there."""
     shapes = tmp_path / "s.csv"
@@ -325,33 +326,13 @@ def test_tune_without_timed_rows_writes_no_database(proj: Path, tmp_path: Path) 
     dbdir.mkdir()
     (dbdir / "tuning_db.json").write_text('{"previous": true}\n')
     refused(
-        [
-            "tune",
-            "-o",
-            str(proj),
-            "--shapes",
-            str(shapes),
-            "--from-csv",
-            str(res),
-            "--db",
-            str(dbdir / "tuning_db.json"),
-        ],
+        tune_from_csv(proj, shapes, res, str(dbdir / "tuning_db.json")),
         [f"no timed results in {res} for the shapes of {shapes}", "is not written"],
         dbdir,
     )
     new = tmp_path / "new_db.json"
     refused(
-        [
-            "tune",
-            "-o",
-            str(proj),
-            "--shapes",
-            str(shapes),
-            "--from-csv",
-            str(res),
-            "--db",
-            str(new),
-        ],
+        tune_from_csv(proj, shapes, res, str(new)),
         ["no timed results"],
     )
     assert not new.exists()
@@ -365,17 +346,7 @@ def test_tune_db_under_a_regular_file(proj: Path, tmp_path: Path) -> None:
     f = tmp_path / "a_file"
     f.write_text("x\n")
     refused(
-        [
-            "tune",
-            "-o",
-            str(proj),
-            "--shapes",
-            str(shapes),
-            "--from-csv",
-            str(res),
-            "--db",
-            f"{f}/db.json",
-        ],
+        tune_from_csv(proj, shapes, res, f"{f}/db.json"),
         ["a_file is not a directory"],
         f,
     )
@@ -434,19 +405,7 @@ def test_generate_over_a_deeply_nested_manifest(proj: Path) -> None:
     """The previous manifest is only read to know what ckgen wrote: one it cannot parse is not
     trusted (a note), and the project is written."""
     _edit_manifest(proj, "[" * 100_000 + "]" * 100_000)
-    code, output = run_inproc(
-        [
-            "generate",
-            "--arch",
-            "sm_90a",
-            "--set",
-            "tests",
-            "--kernels",
-            "grouped_conv_fwd_fp16_2d_*",
-            "-o",
-            str(proj),
-        ]
-    )
+    code, output = run_inproc([*GENERATE, "-o", str(proj)])
     assert code == 0, output
     assert "is not a ckgen manifest: nothing it lists is removed" in output
     assert json.loads((proj / "manifest.json").read_text())["arch"] == "sm_90a"
