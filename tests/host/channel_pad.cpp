@@ -4,7 +4,8 @@
 // reference of the user's (unpadded) problem exactly, with a poisoned output and garbage in the
 // workspace; the face refuses problems its inner instance runs itself, the registry gives faces
 // only to plain split-K instances of whole vectors, and the cost model prices a face as its
-// instance on the padded problem plus the copies.
+// instance on the padded problem plus the copies. Over a fake direct instance (C = K = Cg per
+// group, G * Cg whole vectors) the face adds groups instead, for depthwise and small groups.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -18,9 +19,23 @@ using namespace ckgen_test;
 
 namespace {
 
-// The face's result against the reference on p, for variant v.
-std::string check_face(Variant v, const ConvProblem& p, uint32_t seed) {
-  ReferenceKernel inner(fp32_key("inner", v, p.ndim));
+// A direct instance's refusals: C = K = Cg per group, a pixel's G * Cg channels whole vectors.
+struct DirectReference : ReferenceKernel {
+  int cg;
+  DirectReference(KernelKey key, int cg) : ReferenceKernel(std::move(key)), cg(cg) { k.pipeline = Pipeline::Direct; }
+  std::string is_supported(const ConvProblem& p, const RunOptions&) const override {
+    if (p.ndim != k.ndim) return "ndim mismatch";
+    if (p.C != cg || p.K != cg) return "direct serves C = K = Cg";
+    return p.G * p.C % 4 == 0 ? "" : "vector width 4 needs G * C to be a multiple of 4";
+  }
+};
+
+// The face's result against the reference on p, for variant v (over a direct instance of Cg
+// channels per group when cg > 0).
+std::string check_face(Variant v, const ConvProblem& p, uint32_t seed, int cg = 0) {
+  ReferenceKernel plain(fp32_key("inner", v, p.ndim));
+  DirectReference direct(fp32_key("inner", v, p.ndim), cg);
+  ReferenceKernel& inner = cg > 0 ? direct : plain;
   ChannelPadKernel face(inner);
   if (std::string r = face.is_supported(p); !r.empty()) return "refused: " + r;
   std::mt19937 rng(seed);
@@ -40,7 +55,9 @@ std::string check_face(Variant v, const ConvProblem& p, uint32_t seed) {
   ConvTensors t;
   t.in = x.data(), t.wei = w.data(), t.out = y.data();
   if (face.run(p, t, base, nullptr) != gpuSuccess) return "run failed";
-  if (inner.last.C % 4 != 0 || inner.last.K % 4 != 0) return "inner ran unpadded channels";
+  if (cg > 0 ? inner.last.G * inner.last.C % 4 != 0 || inner.last.C != p.C || inner.last.G <= p.G
+             : inner.last.C % 4 != 0 || inner.last.K % 4 != 0)
+    return "inner ran unpadded channels";
   return first_mismatch(out, want);
 }
 
@@ -65,6 +82,27 @@ int main() {
             r);
     }
 
+  // Direct instances: the group count grows (depthwise G = 7 -> 8, Cg = 2 with G = 5 -> 6).
+  const ConvProblem direct_problems[] = {
+      make(2, 7, 2, 1, 1, 6, 3, 1),  // depthwise
+      make(2, 5, 1, 2, 2, 7, 5, 2),  // two channels a group, stride 2
+      make(3, 3, 1, 1, 1, 4, 3, 1),  // 3D depthwise
+  };
+  for (Variant v : variants)
+    for (const ConvProblem& p : direct_problems) {
+      const std::string r = check_face(v, p, seed++, int(p.C));
+      check(r.empty(), (std::string("face equals the reference: direct ") + to_string(v) + " C=K=" +
+                        std::to_string(p.C) + " G=" + std::to_string(p.G) + " " + std::to_string(p.ndim) + "D")
+                           .c_str(),
+            r);
+    }
+  {
+    DirectReference dw(fp32_key("dw", Variant::Forward, 2), 1);
+    ChannelPadKernel dface(dw);
+    check(!dface.is_supported(make(2, 12, 1, 1, 1, 6, 3, 1)).empty(), "direct face refuses G * C whole vectors");
+    check(!dface.is_supported(make(2, 7, 1, 2, 2, 6, 3, 1)).empty(), "direct face refuses what its instance does");
+  }
+
   ReferenceKernel inner(fp32_key("inner", Variant::Forward, 2));
   ChannelPadKernel face(inner);
   check(!face.is_supported(make(2, 1, 1, 8, 12, 5, 3, 1)).empty(), "face refuses whole vectors");
@@ -83,8 +121,18 @@ int main() {
   KernelKey sk = fake_key("v8_sk", Variant::BackwardWeight, 128, 128, 32);
   sk.reduction = Reduction::StreamKLinear;
   reg.add(std::make_unique<FakeKernel>(sk, 8));
+  KernelKey dmma = fake_key("direct_mma", Variant::Forward, 32, 64, 8);
+  dmma.pipeline = Pipeline::Direct;
+  dmma.warp_m = 16;
+  reg.add(std::make_unique<FakeKernel>(dmma, 8));
+  KernelKey dfma = dmma;
+  dfma.name = "direct_fma";
+  dfma.warp_m = dfma.warp_n = dfma.warp_k = 1;
+  dfma.tile_k = 1;
+  reg.add(std::make_unique<FakeKernel>(dfma, 8));
   add_channel_pad_faces(reg);
-  check(reg.all().size() == 5 && reg.all()[4]->name() == "v8_cpad", "one face, for the plain split-K v8 instance",
+  check(reg.all().size() == 8 && reg.all()[6]->name() == "v8_cpad" && reg.all()[7]->name() == "direct_fma_cpad",
+        "faces for the plain split-K v8 instance and the direct FMA one (none for the direct matrix path)",
         std::to_string(reg.all().size()));
 
   // The dispatcher prices the face as the v8 instance on the padded problem plus the copies, and
@@ -95,7 +143,7 @@ int main() {
   check(s && s.kernel->name() == "v8_cpad", "the face is picked for C = 921", s ? s.kernel->name() : s.why);
   const ChannelPadPlan plan = channel_pad_plan(Variant::Forward, odd, 8);
   const double inner_us = estimate_cost(reg.all()[0]->key(), plan.padded, 0).us;
-  const double face_us = estimate_cost(reg.all()[4]->key(), odd, 0).us;
+  const double face_us = estimate_cost(reg.all()[6]->key(), odd, 0).us;
   check(face_us > inner_us && face_us < inner_us + 20.0, "face estimate = padded instance + copies",
         std::to_string(inner_us) + " / " + std::to_string(face_us));
   std::printf("all passed\n");

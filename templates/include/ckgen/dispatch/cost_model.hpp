@@ -76,7 +76,8 @@ struct ArchNumbers {
 // columns per filter row; the row pairs: pp / 2 + X - 1 columns of Y + 1 rows; else one per tap
 // and pixel), each kDirectLoadIssue instructions (the load, its 64-bit address, its bound test,
 // its zeroed destination, as the window kernel's SASS has them) plus one conversion per 16-bit
-// element, and taps x pp x vec x C fp32 FMAs.
+// element, the gathered weights of a filter other than 1x3x3 (kDirectGatherIssue), and taps x pp
+// x vec x C fp32 FMAs.
 inline constexpr double kDirectLoadIssue = 4.0;  // instructions a source load issues
 // The backward_weight matrix path (pipeline/direct_mma_bwd_weight.hpp) runs the row segments of its slice
 // one after another, each a chain of copy, wait and a short MMA: a fixed time a unit beyond the
@@ -96,7 +97,14 @@ inline constexpr double kDirectMmaLaunchUs = 2.0;
 inline constexpr double kDirectMmaBlockUs = 0.5;
 inline constexpr double kDirectMmaRowUs = 0.3;
 inline constexpr double kDirectIssueEfficiency = 0.55;  // fraction of issue slots the FMA kernels keep busy
-inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes, int tile_channels) {
+// A filter other than 1x3x3 outside the row windows: a thread gathers its V x Cg weights of every
+// tap as single elements, a filter apart (GKZYXC), shared by its pp pixels. A warp's gather
+// touches a sector per distinct channel vector among its threads (min(TG, warp)): issue slots a
+// gathered element costs when all of a warp's threads read different vectors (chosen offline on
+// H200 profiles, docs/performance.md "Depthwise layers of any channel count").
+inline constexpr double kDirectGatherIssue = 16.0;
+inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes, int tile_channels,
+                               int warp) {
   const double taps = double(p.filter_spatial());
   const double convert = elem_bytes == 2 ? double(vec) : 0.0;
   if (const int rw = direct_row_window(v, p, pp, tile_channels); rw > 0) {
@@ -113,7 +121,10 @@ inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec,
   const double loads = direct_fma_row_pair(v, p, pp) ? double(p.filter[1] + 1) * double(pp / 2 + p.filter[2] - 1)
                        : direct_fma_window(v, p, pp) ? double(p.filter[0] * p.filter[1] * (pp + p.filter[2] - 1))
                                                      : taps * pp;
-  return loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C);
+  const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;  // weights loaded once
+  const double vectors = double(std::min(std::max(1, tile_channels / vec), warp)) / double(warp);
+  const double gathers = k3x3 ? 0.0 : taps * vec * double(p.C) * vectors;
+  return loads * (kDirectLoadIssue + convert) + gathers * kDirectGatherIssue + taps * pp * vec * double(p.C);
 }
 
 // Instructions a thread of the backward_weight FMA path (pipeline/depthwise.hpp bwd_weight) issues for
@@ -246,7 +257,7 @@ inline CostEstimate estimate_direct_cost(const KernelKey& k, const ConvProblem& 
     fma_us = warp_instr / issue_rate * 1e6 * std::sqrt(latency);
   } else if (!matrix) {
     const double warp_instr = double(active_threads) / a.warp_size *
-                              direct_fma_issue(k.variant, p, pp, vec, eb, k.tile_n);
+                              direct_fma_issue(k.variant, p, pp, vec, eb, k.tile_n, a.warp_size);
     fma_us = warp_instr / issue_rate * 1e6 * std::sqrt(latency);
   }
   c.us = std::max(mem_us, fma_us) + extra_us;
@@ -512,7 +523,7 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
     // a channel-padding face: its instance on the padded problem, then the copies (one launch each)
     KernelKey inner = k;
     inner.channel_pad = 0;
-    const ChannelPadPlan plan = channel_pad_plan(k.variant, p, k.channel_pad);
+    const ChannelPadPlan plan = pad_plan(k.pipeline, k.variant, p, k.channel_pad);
     CostEstimate c = estimate_cost(inner, plan.padded, k_batch, a);
     c.us += channel_pad_bytes(plan, elem_bytes(k.datatype)) / (a.bandwidth_gbs * 1e9) * 1e6 +
             kPadLaunchUs * plan.count;

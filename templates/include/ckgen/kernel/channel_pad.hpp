@@ -1,6 +1,7 @@
-// ChannelPadKernel: an instance of 16-byte vectors run on a problem whose C or K per group is not
-// a multiple of the vector (odd channel counts, C = 3 stems, r(2+1)d's 45 / 230 / 921), which
-// otherwise only the scalar instances serve. The copies of schedule/channel_pad_plan.hpp put the
+// ChannelPadKernel: an instance of 16-byte vectors run on a problem whose channels are not whole
+// vectors (odd channel counts, C = 3 stems, r(2+1)d's 45 / 230 / 921; for a direct instance a
+// pixel's G * Cg channels: depthwise layers of 690 or 815 groups), which otherwise only the
+// narrow and scalar instances serve. The copies of schedule/channel_pad_plan.hpp put the
 // operands into workspace with zero channels added, the inner instance runs on the padded
 // problem, and the written tensor is copied back. The registry adds one for every plain instance
 // of whole vectors (add_channel_pad_faces, registry.cpp); its name is the inner name + "_cpad",
@@ -132,8 +133,9 @@ class ChannelPadKernel final : public KernelBase {
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     if (std::string r = p.validate(); !r.empty()) return r;
     if (std::string r = inner_.is_supported(plan(p).padded, opts); !r.empty()) return r;
-    if (p.C % quantum_ == 0 && p.K % quantum_ == 0)
-      return "channel_pad: C and K are whole 16-byte vectors (the instance itself runs the problem)";
+    if (groups() ? p.G * p.C % quantum_ == 0 : p.C % quantum_ == 0 && p.K % quantum_ == 0)
+      return groups() ? "channel_pad: G * C channels are whole 16-byte vectors (the instance itself runs the problem)"
+                      : "channel_pad: C and K are whole 16-byte vectors (the instance itself runs the problem)";
     return {};
   }
 
@@ -175,7 +177,9 @@ class ChannelPadKernel final : public KernelBase {
     std::size_t bytes = 0;
   };
 
-  ChannelPadPlan plan(const ConvProblem& p) const { return channel_pad_plan(key_.variant, p, quantum_); }
+  // A direct inner instance pads the group count (schedule/channel_pad_plan.hpp).
+  bool groups() const { return key_.pipeline == Pipeline::Direct; }
+  ChannelPadPlan plan(const ConvProblem& p) const { return pad_plan(key_.pipeline, key_.variant, p, quantum_); }
   Layout layout(const ConvProblem& p, const RunOptions& opts) const {
     Layout l;
     l.plan = plan(p);
@@ -206,10 +210,12 @@ class ChannelPadKernel final : public KernelBase {
 };
 
 // Whether the registry gives instance key k a channel-padding face: a plain split-K (not StreamK)
-// implicit-GEMM or wavelet_tma instance whose three operands move in 16-byte vectors.
+// instance whose three operands move in 16-byte vectors; of the direct ones the FMA path (the
+// matrix path's groups of 8-32 channels are whole vectors already).
 inline bool wants_channel_pad_face(const KernelKey& k) {
   const int q = channel_pad_quantum(k.datatype);
-  return k.channel_pad == 0 && k.pipeline != Pipeline::Direct && k.reduction == Reduction::SplitK &&
+  const bool direct_mma = k.pipeline == Pipeline::Direct && k.warp_m > 1;
+  return k.channel_pad == 0 && !direct_mma && k.reduction == Reduction::SplitK &&
          epilogue_ops(k) == EpilogueOps{} &&
          k.vec_a == q && k.vec_b == q && k.vec_c == q;
 }

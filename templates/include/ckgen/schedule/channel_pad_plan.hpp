@@ -1,9 +1,11 @@
-// Channel padding (kernel/channel_pad.hpp): a problem whose C or K per group is not a whole
-// number of 16-byte vectors runs on an instance of whole vectors, on the problem with C and K
-// rounded up to the quantum. Before the instance runs, the tensors it reads are copied into
-// workspace with zeros in the added channels (zero products in every reduction); after it, the
-// tensor it wrote is copied back without them. channel_pad_plan lists those copies, for the
-// launch and for the cost model (dispatch/cost_model.hpp).
+// Channel padding (kernel/channel_pad.hpp): a problem whose channels are not a whole number of
+// 16-byte vectors runs on an instance of whole vectors, on the problem with its channels rounded
+// up to the quantum. Implicit-GEMM and wavelet_tma instances pad C and K per group; direct
+// instances (C = K = Cg per group, a pixel's G * Cg channels one vector row) add whole groups
+// instead. Before the instance runs, the tensors it reads are copied into workspace with zeros in
+// the added channels (zero products in every reduction); after it, the tensor it wrote is copied
+// back without them. channel_pad_plan lists those copies, for the launch and for the cost model
+// (dispatch/cost_model.hpp).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +60,33 @@ inline ChannelPadPlan channel_pad_plan(Variant v, const ConvProblem& p, int q) {
   if (r.K != p.K) plan.copies[plan.count++] = {PadOperand::Out, reads_out, 1, p.N * p.out_spatial() * p.G, p.K,
                                                p.N * p.out_spatial() * p.G, r.K};
   return plan;
+}
+
+inline int64_t gcd_of(int64_t a, int64_t b) { return b == 0 ? a : gcd_of(b, a % b); }
+
+// Direct instances: G grows to G', the least multiple of q / gcd(q, C) (so G' * C is whole
+// vectors), C and K unchanged. Each copy adds columns (activations) or rows (filters):
+//   x (N, spatial, G * C):  rows N * spatial of G * C -> G' * C
+//   w (G, K * taps * C):    G rows -> G' (the added groups' filters are zero)
+//   y (N, spatial, G * K):  rows N * spatial of G * K -> G' * K
+inline ChannelPadPlan group_pad_plan(Variant v, const ConvProblem& p, int q) {
+  ChannelPadPlan plan;
+  ConvProblem& r = plan.padded;
+  r = p;
+  r.G = round_up_to(p.G, q / gcd_of(q, p.C));
+  const int64_t taps = p.filter_spatial();
+  const bool reads_in = v != Variant::BackwardData, reads_out = v != Variant::Forward;
+  const bool reads_wei = v != Variant::BackwardWeight;
+  const int64_t in_rows = p.N * p.in_spatial(), out_rows = p.N * p.out_spatial();
+  plan.copies[plan.count++] = {PadOperand::In, reads_in, 1, in_rows, p.G * p.C, in_rows, r.G * p.C};
+  plan.copies[plan.count++] = {PadOperand::Wei, reads_wei, 1, p.G, p.K * taps * p.C, r.G, p.K * taps * p.C};
+  plan.copies[plan.count++] = {PadOperand::Out, reads_out, 1, out_rows, p.G * p.K, out_rows, r.G * p.K};
+  return plan;
+}
+
+// The plan of a face over an instance of pipeline `pl`.
+inline ChannelPadPlan pad_plan(Pipeline pl, Variant v, const ConvProblem& p, int q) {
+  return pl == Pipeline::Direct ? group_pad_plan(v, p, q) : channel_pad_plan(v, p, q);
 }
 
 // Bytes the copies move (each reads one twin and writes the other).
