@@ -5,7 +5,8 @@
 // workspace; the face refuses problems its inner instance runs itself, the registry gives faces
 // only to plain split-K instances of whole vectors, and the cost model prices a face as its
 // instance on the padded problem plus the copies. Over a fake direct instance (C = K = Cg per
-// group, G * Cg whole vectors) the face adds groups instead, for depthwise and small groups.
+// group, G * Cg whole vectors) the face adds groups instead, for depthwise and small groups, and
+// runs a depthwise channel multiplier (C = 1, K = M) as G * M groups.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -22,7 +23,9 @@ namespace {
 // A direct instance's refusals: C = K = Cg per group, a pixel's G * Cg channels whole vectors.
 struct DirectReference : ReferenceKernel {
   int cg;
-  DirectReference(KernelKey key, int cg) : ReferenceKernel(std::move(key)), cg(cg) { k.pipeline = Pipeline::Direct; }
+  DirectReference(KernelKey key, int cg) : ReferenceKernel(std::move(key)), cg(cg) {
+    k.pipeline = Pipeline::Direct;
+  }
   std::string is_supported(const ConvProblem& p, const RunOptions&) const override {
     if (p.ndim != k.ndim) return "ndim mismatch";
     if (p.C != cg || p.K != cg) return "direct serves C = K = Cg";
@@ -87,20 +90,32 @@ int main() {
       make(2, 7, 2, 1, 1, 6, 3, 1),  // depthwise
       make(2, 5, 1, 2, 2, 7, 5, 2),  // two channels a group, stride 2
       make(3, 3, 1, 1, 1, 4, 3, 1),  // 3D depthwise
+      make(2, 5, 2, 1, 2, 6, 3, 1),  // channel multiplier 2: G * M = 10 -> 12 groups
+      make(1, 4, 1, 1, 3, 9, 5, 2),  // multiplier 3, G * M = 12 whole vectors: the repeats alone
+      make(3, 3, 1, 1, 2, 4, 3, 1),  // 3D, multiplier 2
   };
   for (Variant v : variants)
     for (const ConvProblem& p : direct_problems) {
+      if (v == Variant::BackwardData && p.K > p.C) {  // a multiplier's dx would add rounded repeats
+        const std::string r = check_face(v, p, seed++, int(p.C));
+        check(r.find("refused: channel_pad: a channel multiplier") == 0, "multiplier backward_data refused",
+              r);
+        continue;
+      }
       const std::string r = check_face(v, p, seed++, int(p.C));
-      check(r.empty(), (std::string("face equals the reference: direct ") + to_string(v) + " C=K=" +
-                        std::to_string(p.C) + " G=" + std::to_string(p.G) + " " + std::to_string(p.ndim) + "D")
-                           .c_str(),
+      check(r.empty(),
+            (std::string("face equals the reference: direct ") + to_string(v) + " C=" + std::to_string(p.C) +
+             " K=" + std::to_string(p.K) + " G=" + std::to_string(p.G) + " " + std::to_string(p.ndim) + "D")
+                .c_str(),
             r);
     }
   {
     DirectReference dw(fp32_key("dw", Variant::Forward, 2), 1);
     ChannelPadKernel dface(dw);
-    check(!dface.is_supported(make(2, 12, 1, 1, 1, 6, 3, 1)).empty(), "direct face refuses G * C whole vectors");
-    check(!dface.is_supported(make(2, 7, 1, 2, 2, 6, 3, 1)).empty(), "direct face refuses what its instance does");
+    check(!dface.is_supported(make(2, 12, 1, 1, 1, 6, 3, 1)).empty(),
+          "direct face refuses G * C whole vectors");
+    check(!dface.is_supported(make(2, 7, 1, 2, 2, 6, 3, 1)).empty(),
+          "direct face refuses what its instance does");
   }
 
   ReferenceKernel inner(fp32_key("inner", Variant::Forward, 2));
@@ -131,9 +146,10 @@ int main() {
   dfma.tile_k = 1;
   reg.add(std::make_unique<FakeKernel>(dfma, 8));
   add_channel_pad_faces(reg);
-  check(reg.all().size() == 8 && reg.all()[6]->name() == "v8_cpad" && reg.all()[7]->name() == "direct_fma_cpad",
-        "faces for the plain split-K v8 instance and the direct FMA one (none for the direct matrix path)",
-        std::to_string(reg.all().size()));
+  check(
+      reg.all().size() == 8 && reg.all()[6]->name() == "v8_cpad" && reg.all()[7]->name() == "direct_fma_cpad",
+      "faces for the plain split-K v8 instance and the direct FMA one (none for the direct matrix path)",
+      std::to_string(reg.all().size()));
 
   // The dispatcher prices the face as the v8 instance on the padded problem plus the copies, and
   // picks it over the scalar instance on a large odd-channel layer.

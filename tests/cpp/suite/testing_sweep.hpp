@@ -44,7 +44,9 @@ inline ConvProblem random_problem(SweepRng& rng, int ndim) {
       if (rng.chance(50)) return 8 * rng.uniform(1, 8);
       return rng.uniform(1, 40);
     };
-    const int64_t C = channels(), K = channels();
+    const int64_t C = channels();
+    // a quarter of the depthwise draws with a channel multiplier (K = 2 or 3 a group)
+    const int64_t K = depthwise && rng.chance(25) ? rng.pick<int64_t>({2, 3}) : channels();
     const bool square3 = wide && ndim == 2 && rng.chance(50);
     const int64_t N = rng.uniform(1, 3);
     const int64_t max_in = ndim == 1 ? 48 : ndim == 2 ? 16 : 7;

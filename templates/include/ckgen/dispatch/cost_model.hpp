@@ -103,8 +103,8 @@ inline constexpr double kDirectIssueEfficiency = 0.55;  // fraction of issue slo
 // gathered element costs when all of a warp's threads read different vectors (chosen offline on
 // H200 profiles, docs/performance.md "Depthwise layers of any channel count").
 inline constexpr double kDirectGatherIssue = 16.0;
-inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes, int tile_channels,
-                               int warp) {
+inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec, int elem_bytes,
+                               int tile_channels, int warp) {
   const double taps = double(p.filter_spatial());
   const double convert = elem_bytes == 2 ? double(vec) : 0.0;
   if (const int rw = direct_row_window(v, p, pp, tile_channels); rw > 0) {
@@ -127,11 +127,16 @@ inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec,
   return loads * (kDirectLoadIssue + convert) + gathers * kDirectGatherIssue + taps * pp * vec * double(p.C);
 }
 
+// Issue slots a pixel's coordinates cost (three divisions, the bound tests, 64-bit offsets):
+// scored 0-80 offline on H200 profiles of random depthwise layers, 40 kept (docs/performance.md,
+// "Depthwise layers of any channel count").
+inline constexpr double kDirectPixelIssue = 40.0;
 // Instructions a thread of the backward_weight FMA path (pipeline/depthwise.hpp bwd_weight) issues for
 // `ppt` pixels of its slice, pp at a time, vectors of vec channels: per pixel group the dy loads
 // and the source loads of its path (direct_fma_bwd_path: the window's (pp - 1) * s + X columns of
 // each filter row, the nine taps at once, or one pass per tap that re-reads dy), each
-// kDirectLoadIssue instructions plus one conversion per 16-bit element, and taps x pp x vec x Cg
+// kDirectLoadIssue instructions plus one conversion per 16-bit element, the pixels' coordinates
+// (kDirectPixelIssue: once a pixel group, the generic path once a tap), and taps x pp x vec x Cg
 // fp32 FMAs; then the block's combine of its taps x Cg x vec sums through shared memory (a store,
 // a load and an add each), once for all taps or (Generic) once per tap.
 inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int vec, int elem_bytes) {
@@ -153,8 +158,10 @@ inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int
     }
     case DirectBwdPath::Generic: loads = 2.0 * taps * pp; break;
   }
+  const double index =
+      (direct_fma_bwd_path(p, int(p.C), pp) == DirectBwdPath::Generic ? taps : 1.0) * pp * kDirectPixelIssue;
   const double combine = 3.0 * taps * double(p.C) * vec;
-  return ppt / pp * (loads * (kDirectLoadIssue + convert) + taps * pp * vec * double(p.C)) + combine;
+  return ppt / pp * (loads * (kDirectLoadIssue + convert) + index + taps * pp * vec * double(p.C)) + combine;
 }
 
 // A residual add (epilogue/fusion.hpp) reads a tensor of the written one's shape in the output's

@@ -1,7 +1,9 @@
 // ChannelPadKernel: an instance of 16-byte vectors run on a problem whose channels are not whole
 // vectors (odd channel counts, C = 3 stems, r(2+1)d's 45 / 230 / 921; for a direct instance a
 // pixel's G * Cg channels: depthwise layers of 690 or 815 groups), which otherwise only the
-// narrow and scalar instances serve. The copies of schedule/channel_pad_plan.hpp put the
+// narrow and scalar instances serve; over a direct depthwise instance also the forward and
+// backward_weight of a depthwise layer with a channel multiplier (C = 1, K = M), which no direct
+// instance serves itself. The copies of schedule/channel_pad_plan.hpp put the
 // operands into workspace with zero channels added, the inner instance runs on the padded
 // problem, and the written tensor is copied back. The registry adds one for every plain instance
 // of whole vectors (add_channel_pad_faces, registry.cpp); its name is the inner name + "_cpad",
@@ -114,6 +116,46 @@ gpuError_t channel_pad_copy(const PadCopy& c, T* padded, T* user, gpuStream_t st
 #endif
 }
 
+// A spread copy (PadCopy::spread > 1, one block of rows, read only): the twin's column j of a
+// row is the user's column j / spread, zero past cols * spread.
+template <class T, class I>
+CKGEN_HOST_DEVICE inline T channel_spread_value(const T* user, I i, I cols, I cols_p, I spread) {
+  const I r = i / cols_p, j = i - r * cols_p;
+  return j < cols * spread ? user[r * cols + j / spread] : T(0);
+}
+
+template <class T, class I>
+CKGEN_GLOBAL void channel_spread_kernel(T* __restrict__ padded, const T* __restrict__ user, I n, I cols,
+                                        I cols_p, I spread) {
+#if CKGEN_GPU_COMPILER
+  chain_wait();
+  const I step = I(gridDim.x) * I(blockDim.x);
+  for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n; i += step)
+    padded[i] = channel_spread_value(user, i, cols, cols_p, spread);
+#else
+  (void)padded, (void)user, (void)n, (void)cols, (void)cols_p, (void)spread;
+#endif
+}
+
+// One spread copy of the plan on `stream` (host-only builds copy on the host).
+template <class T>
+gpuError_t channel_spread_copy(const PadCopy& c, T* padded, const T* user, gpuStream_t stream) {
+  const int64_t n = c.rows * c.cols_padded;
+#if CKGEN_GPU_COMPILER
+  const unsigned blocks = unsigned(grid_stride_blocks(n, kChannelPadThreads, 8));
+  if (n <= int64_t(INT32_MAX))
+    return launch_kernel(channel_spread_kernel<T, int32_t>, dim3(blocks), dim3(kChannelPadThreads), 0, stream,
+                         false, padded, user, int32_t(n), int32_t(c.cols), int32_t(c.cols_padded),
+                         int32_t(c.spread));
+  return launch_kernel(channel_spread_kernel<T, int64_t>, dim3(blocks), dim3(kChannelPadThreads), 0, stream,
+                       false, padded, user, n, c.cols, c.cols_padded, c.spread);
+#else
+  (void)stream;
+  for (int64_t i = 0; i < n; ++i) padded[i] = channel_spread_value(user, i, c.cols, c.cols_padded, c.spread);
+  return gpuSuccess;
+#endif
+}
+
 inline std::size_t channel_pad_aligned(std::size_t b) {
   return (b + kChannelPadAlign - 1) / kChannelPadAlign * kChannelPadAlign;
 }
@@ -132,10 +174,16 @@ class ChannelPadKernel final : public KernelBase {
   // option whatever the problem), then whether any channel needs padding.
   std::string is_supported(const ConvProblem& p, const RunOptions& opts = {}) const override {
     if (std::string r = p.validate(); !r.empty()) return r;
+    if (groups() && p.C == 1 && p.K > 1 && key_.variant == Variant::BackwardData)
+      return "channel_pad: a channel multiplier's backward_data would add the repeats' rounded gradients "
+             "(not served)";
     if (std::string r = inner_.is_supported(plan(p).padded, opts); !r.empty()) return r;
-    if (groups() ? p.G * p.C % quantum_ == 0 : p.C % quantum_ == 0 && p.K % quantum_ == 0)
-      return groups() ? "channel_pad: G * C channels are whole 16-byte vectors (the instance itself runs the problem)"
-                      : "channel_pad: C and K are whole 16-byte vectors (the instance itself runs the problem)";
+    if (groups() ? p.G * p.C % quantum_ == 0 && !(p.C == 1 && p.K > 1)
+                 : p.C % quantum_ == 0 && p.K % quantum_ == 0)
+      return groups()
+                 ? "channel_pad: G * C channels are whole 16-byte vectors (the instance itself runs the "
+                   "problem)"
+                 : "channel_pad: C and K are whole 16-byte vectors (the instance itself runs the problem)";
     return {};
   }
 
@@ -179,7 +227,9 @@ class ChannelPadKernel final : public KernelBase {
 
   // A direct inner instance pads the group count (schedule/channel_pad_plan.hpp).
   bool groups() const { return key_.pipeline == Pipeline::Direct; }
-  ChannelPadPlan plan(const ConvProblem& p) const { return pad_plan(key_.pipeline, key_.variant, p, quantum_); }
+  ChannelPadPlan plan(const ConvProblem& p) const {
+    return pad_plan(key_.pipeline, key_.variant, p, quantum_);
+  }
   Layout layout(const ConvProblem& p, const RunOptions& opts) const {
     Layout l;
     l.plan = plan(p);
@@ -200,6 +250,13 @@ class ChannelPadKernel final : public KernelBase {
     return o == PadOperand::In ? t.in : o == PadOperand::Wei ? t.wei : t.out;
   }
   gpuError_t copy(const PadCopy& c, void* padded, void* user, gpuStream_t stream) const {
+    if (c.spread > 1) {  // (read copies only: direct_pad_plan)
+      if (elem_bytes(key_.datatype) == 4)
+        return detail::channel_spread_copy(c, static_cast<uint32_t*>(padded),
+                                           static_cast<const uint32_t*>(user), stream);
+      return detail::channel_spread_copy(c, static_cast<uint16_t*>(padded),
+                                         static_cast<const uint16_t*>(user), stream);
+    }
     if (elem_bytes(key_.datatype) == 4)
       return detail::channel_pad_copy(c, static_cast<uint32_t*>(padded), static_cast<uint32_t*>(user), stream);
     return detail::channel_pad_copy(c, static_cast<uint16_t*>(padded), static_cast<uint16_t*>(user), stream);
@@ -216,8 +273,7 @@ inline bool wants_channel_pad_face(const KernelKey& k) {
   const int q = channel_pad_quantum(k.datatype);
   const bool direct_mma = k.pipeline == Pipeline::Direct && k.warp_m > 1;
   return k.channel_pad == 0 && !direct_mma && k.reduction == Reduction::SplitK &&
-         epilogue_ops(k) == EpilogueOps{} &&
-         k.vec_a == q && k.vec_b == q && k.vec_c == q;
+         epilogue_ops(k) == EpilogueOps{} && k.vec_a == q && k.vec_b == q && k.vec_c == q;
 }
 
 // Adds the channel-padding faces of every registered instance that wants one (after them).
