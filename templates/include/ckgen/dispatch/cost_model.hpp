@@ -76,8 +76,9 @@ struct ArchNumbers {
 // columns per filter row; the row pairs: pp / 2 + X - 1 columns of Y + 1 rows; else one per tap
 // and pixel), each kDirectLoadIssue instructions (the load, its 64-bit address, its bound test,
 // its zeroed destination, as the window kernel's SASS has them) plus one conversion per 16-bit
-// element, the gathered weights of a filter other than 1x3x3 (kDirectGatherIssue), and taps x pp
-// x vec x C fp32 FMAs.
+// element, the gathered weights of a filter other than 1x3x3 (kDirectGatherIssue) or a depthwise
+// 1x3x3 filter's taps vector loads (once a thread, for its pp pixels), and taps x pp x vec x C
+// fp32 FMAs.
 inline constexpr double kDirectLoadIssue = 4.0;  // instructions a source load issues
 // The backward_weight matrix path (pipeline/direct_mma_bwd_weight.hpp) runs the row segments of its slice
 // one after another, each a chain of copy, wait and a short MMA: a fixed time a unit beyond the
@@ -121,10 +122,12 @@ inline double direct_fma_issue(Variant v, const ConvProblem& p, int pp, int vec,
   const double loads = direct_fma_row_pair(v, p, pp) ? double(p.filter[1] + 1) * double(pp / 2 + p.filter[2] - 1)
                        : direct_fma_window(v, p, pp) ? double(p.filter[0] * p.filter[1] * (pp + p.filter[2] - 1))
                                                      : taps * pp;
-  const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;  // weights loaded once
+  const bool k3x3 = p.filter[0] == 1 && p.filter[1] == 3 && p.filter[2] == 3;
   const double vectors = double(std::min(std::max(1, tile_channels / vec), warp)) / double(warp);
   const double gathers = k3x3 ? 0.0 : taps * vec * double(p.C) * vectors;
-  return loads * (kDirectLoadIssue + convert) + gathers * kDirectGatherIssue + taps * pp * vec * double(p.C);
+  const double filter = k3x3 && p.C == 1 ? taps * (kDirectLoadIssue + convert) : 0.0;
+  return loads * (kDirectLoadIssue + convert) + gathers * kDirectGatherIssue + filter +
+         taps * pp * vec * double(p.C);
 }
 
 // Issue slots a pixel's coordinates cost (three divisions, the bound tests, 64-bit offsets):
