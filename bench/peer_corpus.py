@@ -6,10 +6,13 @@ asked for, no eager timing, and the CSV written row by row.
     python3 bench/peer_corpus.py --datatype fp16,bf16 --time-limit 200 --out cudnn.csv corpus.csv
 
 Columns (those of peer_cudnn.py that bench/compare.py and bench/corpus_report.py read):
-shape,variant,datatype,cudnn_ms,cudnn_tflops,gpu. Rows PyTorch cannot express (asymmetric
-padding) and rows that fail (out of memory, ...) are printed as skipped. When the time limit
-passes, the remaining problems are left out (the count is printed); shapes files ordered
-round-robin over models (bench/corpus_shapes.py) keep the coverage even.
+shape,variant,datatype,cudnn_ms,cudnn_tflops,gpu. Asymmetric padding, which PyTorch's conv
+cannot express, is timed on an input larger by the two sides' difference (as if padded
+beforehand; the conv pads the symmetric part): cuDNN's kernels on the same problem, without
+the padding copy a PyTorch user would also pay (`--asymmetric skip` leaves those rows out). Rows that fail (out of
+memory, ...) are printed as skipped. When the time limit passes, the remaining problems are
+left out (the count is printed); shapes files ordered round-robin over models
+(bench/corpus_shapes.py) keep the coverage even.
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=0, help="seconds (0: none)")
     ap.add_argument("--target-ms", type=float, default=1.0, help="GPU time per timed replay")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument(
+        "--asymmetric",
+        choices=("prepad", "skip"),
+        default="prepad",
+        help="asymmetric padding: time the conv on a pre-padded input, or skip the row",
+    )
     a = ap.parse_args(argv)
     torch.backends.cudnn.benchmark = True
     dev = "cuda"
@@ -80,11 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         v = [int(x) for x in str(s).split("x")]
         return v * nd if len(v) == 1 else v
 
-    def measure(row, dn, inp, flt, st, dil, pad) -> list[list[str]]:
-        """cuDNN's rows of one problem and datatype (tensors freed on return)."""
+    def measure(row, dn, inp, flt, st, dil, pl, pr) -> list[list[str]]:
+        """cuDNN's rows of one problem and datatype (tensors freed on return). Asymmetric
+        padding: the input grows by pl - min(pl, pr) before and pr - min(pl, pr) after in each
+        dimension (as if padded beforehand), the conv pads min(pl, pr)."""
         nd = int(row["ndim"])
         G, N, C, K = (int(row[k]) for k in ("G", "N", "C", "K"))
         mf = {1: None, 2: torch.channels_last, 3: torch.channels_last_3d}[nd]
+        pad = [min(a_, b_) for a_, b_ in zip(pl, pr, strict=True)]
+        inp = [i + a_ + b_ - 2 * p_ for i, a_, b_, p_ in zip(inp, pl, pr, pad, strict=True)]
         x = torch.randn(N, G * C, *inp, device=dev, dtype=dts[dn])
         w = torch.randn(G * K, C, *flt, device=dev, dtype=dts[dn])
         if mf is not None:
@@ -134,13 +147,13 @@ def main(argv: list[str] | None = None) -> int:
             inp, flt = vec(row["input"], nd), vec(row["filter"], nd)
             st, dil = vec(row["stride"], nd), vec(row["dilation"], nd)
             pl, pr = vec(row["pad_left"], nd), vec(row["pad_right"], nd)
-            if pl != pr:
+            if pl != pr and a.asymmetric == "skip":
                 print("skip", row["name"], "asymmetric padding")
                 skipped += 1
                 continue
             for dn in dtypes:
                 try:
-                    wr.writerows(measure(row, dn, inp, flt, st, dil, pl))
+                    wr.writerows(measure(row, dn, inp, flt, st, dil, pl, pr))
                     done += 1
                 except Exception as ex:  # noqa: BLE001  (out of memory, unsupported, ...)
                     print("skip", row["name"], dn, type(ex).__name__, str(ex)[:200])
