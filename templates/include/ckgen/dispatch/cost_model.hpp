@@ -137,14 +137,17 @@ inline constexpr double kDirectPixelIssue = 40.0;
 // Instructions a thread of the backward_weight FMA path (pipeline/depthwise.hpp bwd_weight) issues for
 // `ppt` pixels of its slice, pp at a time, vectors of vec channels: per pixel group the dy loads
 // and the source loads of its path (direct_fma_bwd_path: the window's (pp - 1) * s + X columns of
-// each filter row, the nine taps at once, or one pass per tap that re-reads dy), each
-// kDirectLoadIssue instructions plus one conversion per 16-bit element, the pixels' coordinates
-// (kDirectPixelIssue: once a pixel group, the generic path once a tap), and taps x pp x vec x Cg
+// each filter row, the nine taps at once, or passes of direct_bwd_generic_taps taps that each
+// re-read dy), each kDirectLoadIssue instructions plus one conversion per 16-bit element, the
+// pixels' coordinates (kDirectPixelIssue: once a pixel group and pass), and taps x pp x vec x Cg
 // fp32 FMAs; then the block's combine of its taps x Cg x vec sums through shared memory (a store,
-// a load and an add each), once for all taps or (Generic) once per tap.
+// a load and an add each).
 inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int vec, int elem_bytes) {
   const double taps = double(p.filter_spatial());
   const double convert = elem_bytes == 2 ? double(vec) : 0.0;
+  const bool generic = direct_fma_bwd_path(p, int(p.C), pp) == DirectBwdPath::Generic;
+  // the walks over the thread's pixels: the generic path's passes of direct_bwd_generic_taps taps
+  const double passes = generic ? std::ceil(taps / double(direct_bwd_generic_taps(int(p.C), vec))) : 1.0;
   double loads = 0;
   switch (direct_fma_bwd_path(p, int(p.C), pp)) {
     case DirectBwdPath::Window: loads = pp + 3.0 * (pp + 2); break;
@@ -159,10 +162,11 @@ inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int
       return ppt / pp * rows * ((pp + cols) * (kDirectLoadIssue + convert) + double(rw) * pp * vec) +
              3.0 * rows * rw * vec;
     }
-    case DirectBwdPath::Generic: loads = 2.0 * taps * pp; break;
+    case DirectBwdPath::Generic:
+      loads = (taps + passes) * pp;
+      break;
   }
-  const double index =
-      (direct_fma_bwd_path(p, int(p.C), pp) == DirectBwdPath::Generic ? taps : 1.0) * pp * kDirectPixelIssue;
+  const double index = passes * pp * kDirectPixelIssue;
   const double combine = 3.0 * taps * double(p.C) * vec;
   return ppt / pp * (loads * (kDirectLoadIssue + convert) + index + taps * pp * vec * double(p.C)) + combine;
 }

@@ -79,20 +79,37 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void weight_window(
   }
 }
 
-// backward_weight's linear path: taps [t0, t0 + kTaps) of a thread's pixels, PP at a time, where
-// t0 = (rz, ry, rx) (a compile-time filter: all its taps, t0 = 0).
-template <class Cfg, int KZ, int KY, int KX>
+// backward_weight's linear path: taps [t0, t0 + NT) of a thread's pixels, PP at a time (a
+// compile-time filter: all its taps, t0 = 0; a runtime one: those below a.taps, the pass's taps
+// decomposed once).
+template <class Cfg, int KZ, int KY, int KX, int NT>
 CKGEN_DEVICE CKGEN_FORCEINLINE void weight_linear(
     const DirectArgs& a, const typename DirectTraits<Cfg>::Raw* __restrict__ const& x,
     const typename DirectTraits<Cfg>::Raw* __restrict__ const& dy, const int& g0, const int& row,
-    const int& mb, const int& me, const int rz, const int ry, const int rx,
-    float (&acc)[(KZ > 0 ? KZ * KY * KX : 1)][DirectTraits<Cfg>::Cg][DirectTraits<Cfg>::V]) {
+    const int& mb, const int& me, const int t0,
+    float (&acc)[NT][DirectTraits<Cfg>::Cg][DirectTraits<Cfg>::V]) {
   using Tr = DirectTraits<Cfg>;
   using Raw = typename Tr::Raw;
   constexpr DataType D = Tr::kDataType;
   constexpr int V = Tr::V, PP = Tr::PP, Cg = Tr::Cg;
   constexpr bool kCT = KZ > 0;
-  constexpr int kTaps = kCT ? KZ * KY * KX : 1;
+  static_assert(!kCT || NT == KZ * KY * KX, "ckgen: a compile-time filter's taps in one pass");
+  // a runtime filter: the pass's taps as source offsets, decomposed once (a tap past the filter
+  // is dead)
+  int oz[NT], oy[NT], ox[NT];
+  bool tap_live[NT];
+  if constexpr (!kCT) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const int tt = t0 + t < a.taps ? t0 + t : t0;
+      const int yx = a.fil[1] * a.fil[2];
+      const int kz = tt / yx;
+      const int ky = (tt - kz * yx) / a.fil[2];
+      const int kx = tt - kz * yx - ky * a.fil[2];
+      tap_live[t] = t0 + t < a.taps;
+      oz[t] = kz * a.dil[0], oy[t] = ky * a.dil[1], ox[t] = kx * a.dil[2];
+    }
+  }
   for (int m0 = mb + row * PP; m0 < me; m0 += Tr::P) {
     float gy[PP][V];
     int64_t nbase[PP];
@@ -111,15 +128,22 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void weight_linear(
       to_floats<D, V>(load_if<D, V>(live[j], dy + int64_t(m) * a.chans + g0), gy[j]);
     }
 #pragma unroll
-    for (int t = 0; t < kTaps; ++t) {
-      const int kz = kCT ? t / (KY * KX) : rz;
-      const int ky = kCT ? (t / KX) % KY : ry;
-      const int kx = kCT ? t % KX : rx;
+    for (int t = 0; t < NT; ++t) {
+      const int kz = t / (KY > 0 ? KY * KX : 1), ky = (t / (KX > 0 ? KX : 1)) % (KY > 0 ? KY : 1),
+                kx = t % (KX > 0 ? KX : 1);  // a compile-time filter's tap t
 #pragma unroll
       for (int j = 0; j < PP; ++j) {
-        const int iz = cz[j] + kz * a.dil[0], iy = cy[j] + ky * a.dil[1], ix = cx[j] + kx * a.dil[2];
-        const bool ok = live[j] && unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]) &&
-                        unsigned(ix) < unsigned(a.in_[2]);
+        int iz, iy, ix;
+        bool ok;
+        if constexpr (kCT) {
+          iz = cz[j] + kz * a.dil[0], iy = cy[j] + ky * a.dil[1], ix = cx[j] + kx * a.dil[2];
+          ok = live[j] && unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]) &&
+               unsigned(ix) < unsigned(a.in_[2]);
+        } else {
+          iz = cz[j] + oz[t], iy = cy[j] + oy[t], ix = cx[j] + ox[t];
+          ok = live[j] && tap_live[t] && unsigned(iz) < unsigned(a.in_[0]) &&
+               unsigned(iy) < unsigned(a.in_[1]) && unsigned(ix) < unsigned(a.in_[2]);
+        }
         const int64_t off = (nbase[j] + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + ix) * a.chans + g0;
         float f[V];
         to_floats<D, V>(load_if<D, V>(ok, x + off), f);
@@ -149,8 +173,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
   // Row windows: filter rows a pass, their KX x V sums in registers (at most 64 a thread, at
   // most 4 rows).
   constexpr int kRowsPerPass = !kRows ? 1 : 64 / (KX * V) < 1 ? 1 : 64 / (KX * V) > 4 ? 4 : 64 / (KX * V);
-  // taps accumulated at once: the compile-time filter's, a pass of row windows, else one
-  constexpr int kTaps = kCT ? KZ * KY * KX : kRows ? kRowsPerPass * KX : 1;
+  // taps accumulated at once: the compile-time filter's, a pass of row windows, else a pass of
+  // the generic path (direct_bwd_generic_taps)
+  constexpr int kTaps = kCT ? KZ * KY * KX : kRows ? kRowsPerPass * KX : direct_bwd_generic_taps(Cg, V);
   constexpr int kEntries = kTaps * Cg;             // fp32 sums a thread holds per channel
   constexpr int kLd = Tr::Gt + kDirectCombinePad;  // floats per (pixel row, entry)
   constexpr int kFit = kDirectCombineFloats / (Tr::Rows * kLd);
@@ -179,19 +204,12 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[t][c][k] = 0.f;
     if (!gok) return;
-    int rz = 0, ry = 0, rx = 0;  // the runtime tap t0 (generic filter)
-    if constexpr (!kCT && !kRows) {
-      const int yx = a.fil[1] * a.fil[2];
-      rz = t0 / yx;
-      ry = (t0 - rz * yx) / a.fil[2];
-      rx = t0 - rz * yx - ry * a.fil[2];
-    }
     if constexpr (kRows)
       weight_rows<Cfg, KX, Path == DirectPath::RowsS2 ? 2 : 1, kRowsPerPass>(a, x, dy, g0, row, mb, me, t0, acc);
     else if constexpr (kWin)
       weight_window<Cfg, KZ, KY, KX, Path>(a, x, dy, g0, row, mb, me, acc);
     else
-      weight_linear<Cfg, KZ, KY, KX>(a, x, dy, g0, row, mb, me, rz, ry, rx, acc);
+      weight_linear<Cfg, KZ, KY, KX, kTaps>(a, x, dy, g0, row, mb, me, t0, acc);
   };
 
   // Sums acc over the block's pixel rows and writes each entry e (tap tap_of(e, base), group
@@ -205,8 +223,10 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
     if constexpr (kRows) {
       const int r = e / KX, o = e % KX;
       return o < fx && base + r < frows ? (base + r) * fx + o : -1;
-    } else {
+    } else if constexpr (kCT) {
       return base + e / Cg;
+    } else {  // the last pass's taps past the filter
+      return base + e / Cg < taps ? base + e / Cg : -1;
     }
   };
   auto combine = [&](int base, const float(&acc)[kTaps][Cg][V]) {
@@ -249,7 +269,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void bwd_weight(const DirectArgs& a) {
       combine(fr, acc);
     }
   } else {
-    for (int t0 = 0; t0 < taps; ++t0) {
+    for (int t0 = 0; t0 < taps; t0 += kTaps) {
       accumulate(t0, acc);
       combine(t0, acc);
     }

@@ -3,6 +3,8 @@
 // backward_weight splits its reduction over them.
 #pragma once
 
+#include "ckgen/core/portability.hpp"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -170,6 +172,11 @@ inline int direct_mma_band_rows(int64_t row_blocks, int compute_units) {
 // hoisted loads spill beyond; core/limits.hpp); other depthwise filters the row windows where
 // direct_row_window takes them (Rows / RowsS2); everything else one tap at a time (Generic).
 enum class DirectBwdPath { Window, WindowS2, Linear9, Rows, RowsS2, Generic };
+// The generic path's taps a pass (a runtime filter, or groups of cg > 1 channels): a thread walks
+// its pixels ceil(taps / n) times, holding n x cg x vec fp32 sums (at most 32; n at most 4).
+CKGEN_HOST_DEVICE constexpr int direct_bwd_generic_taps(int cg, int vec) {
+  return 32 / (cg * vec) < 1 ? 1 : 32 / (cg * vec) > 4 ? 4 : 32 / (cg * vec);
+}
 inline DirectBwdPath direct_fma_bwd_path(const ConvProblem& p, int group_channels, int pp) {
   if (group_channels != 1) return DirectBwdPath::Generic;
   if (p.filter[0] != 1 || p.filter[1] != 3 || p.filter[2] != 3) {
