@@ -145,11 +145,12 @@ inline constexpr double kDirectPixelIssue = 40.0;
 inline double direct_fma_bwd_issue(const ConvProblem& p, double ppt, int pp, int vec, int elem_bytes) {
   const double taps = double(p.filter_spatial());
   const double convert = elem_bytes == 2 ? double(vec) : 0.0;
-  const bool generic = direct_fma_bwd_path(p, int(p.C), pp) == DirectBwdPath::Generic;
+  const DirectBwdPath path = direct_fma_bwd_path(p, int(p.C), pp);
   // the walks over the thread's pixels: the generic path's passes of direct_bwd_generic_taps taps
-  const double passes = generic ? std::ceil(taps / double(direct_bwd_generic_taps(int(p.C), vec))) : 1.0;
+  const double passes =
+      path == DirectBwdPath::Generic ? std::ceil(taps / double(direct_bwd_generic_taps(int(p.C), vec))) : 1.0;
   double loads = 0;
-  switch (direct_fma_bwd_path(p, int(p.C), pp)) {
+  switch (path) {
     case DirectBwdPath::Window: loads = pp + 3.0 * (pp + 2); break;
     case DirectBwdPath::WindowS2: loads = pp + 3.0 * (2 * pp + 1); break;
     case DirectBwdPath::Linear9: loads = pp + 9.0 * pp; break;

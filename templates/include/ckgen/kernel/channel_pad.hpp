@@ -177,9 +177,9 @@ class ChannelPadKernel final : public KernelBase {
     if (groups() && p.C == 1 && p.K > 1 && key_.variant == Variant::BackwardData)
       return "channel_pad: a channel multiplier's backward_data would add the repeats' rounded gradients "
              "(not served)";
-    if (std::string r = inner_.is_supported(plan(p).padded, opts); !r.empty()) return r;
-    if (groups() ? p.G * p.C % quantum_ == 0 && !(p.C == 1 && p.K > 1)
-                 : p.C % quantum_ == 0 && p.K % quantum_ == 0)
+    const ConvProblem padded = plan(p).padded;
+    if (std::string r = inner_.is_supported(padded, opts); !r.empty()) return r;
+    if (padded.G == p.G && padded.C == p.C && padded.K == p.K)  // nothing to pad
       return groups()
                  ? "channel_pad: G * C channels are whole 16-byte vectors (the instance itself runs the "
                    "problem)"

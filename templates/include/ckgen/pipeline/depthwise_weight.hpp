@@ -129,21 +129,16 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void weight_linear(
     }
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
+      // the tap's source offsets: a compile-time filter's tap t, else the pass's decomposed one
       const int kz = t / (KY > 0 ? KY * KX : 1), ky = (t / (KX > 0 ? KX : 1)) % (KY > 0 ? KY : 1),
-                kx = t % (KX > 0 ? KX : 1);  // a compile-time filter's tap t
+                kx = t % (KX > 0 ? KX : 1);
+      const int tz = kCT ? kz * a.dil[0] : oz[t], ty = kCT ? ky * a.dil[1] : oy[t],
+                tx = kCT ? kx * a.dil[2] : ox[t];
 #pragma unroll
       for (int j = 0; j < PP; ++j) {
-        int iz, iy, ix;
-        bool ok;
-        if constexpr (kCT) {
-          iz = cz[j] + kz * a.dil[0], iy = cy[j] + ky * a.dil[1], ix = cx[j] + kx * a.dil[2];
-          ok = live[j] && unsigned(iz) < unsigned(a.in_[0]) && unsigned(iy) < unsigned(a.in_[1]) &&
-               unsigned(ix) < unsigned(a.in_[2]);
-        } else {
-          iz = cz[j] + oz[t], iy = cy[j] + oy[t], ix = cx[j] + ox[t];
-          ok = live[j] && tap_live[t] && unsigned(iz) < unsigned(a.in_[0]) &&
-               unsigned(iy) < unsigned(a.in_[1]) && unsigned(ix) < unsigned(a.in_[2]);
-        }
+        const int iz = cz[j] + tz, iy = cy[j] + ty, ix = cx[j] + tx;
+        const bool ok = live[j] && (kCT || tap_live[t]) && unsigned(iz) < unsigned(a.in_[0]) &&
+                        unsigned(iy) < unsigned(a.in_[1]) && unsigned(ix) < unsigned(a.in_[2]);
         const int64_t off = (nbase[j] + (int64_t(iz) * a.in_[1] + iy) * a.in_[2] + ix) * a.chans + g0;
         float f[V];
         to_floats<D, V>(load_if<D, V>(ok, x + off), f);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <numeric>
 
 #include "ckgen/core/problem.hpp"
 #include "ckgen/core/vocab.hpp"
@@ -65,8 +66,6 @@ inline ChannelPadPlan channel_pad_plan(Variant v, const ConvProblem& p, int q) {
   return plan;
 }
 
-inline int64_t gcd_of(int64_t a, int64_t b) { return b == 0 ? a : gcd_of(b, a % b); }
-
 // Direct instances serve C = K = Cg per group: G grows to G', the least multiple of
 // q / gcd(q, C) (so G' * C is whole vectors), C and K unchanged. A depthwise layer with a channel
 // multiplier (C = 1, K = M > 1: output channel g * M + m reads input channel g) runs as the
@@ -87,7 +86,7 @@ inline ChannelPadPlan direct_pad_plan(Variant v, const ConvProblem& p, int q) {
     r.G = round_up_to(p.G * p.K, q);
     r.K = 1;
   } else {
-    r.G = round_up_to(p.G, q / gcd_of(q, p.C));
+    r.G = round_up_to(p.G, q / std::gcd(int64_t(q), p.C));
   }
   const int64_t taps = p.filter_spatial();
   const bool reads_in = v != Variant::BackwardData, reads_out = v != Variant::Forward;

@@ -170,7 +170,7 @@ inline int direct_mma_band_rows(int64_t row_blocks, int compute_units) {
 // where they share an output row (W dilation 1, W stride 1 or 2, Wo % pp == 0: Window /
 // WindowS2), else all nine taps at once up to kDirectBwdLinearMaxPixels pixels a thread (its
 // hoisted loads spill beyond; core/limits.hpp); other depthwise filters the row windows where
-// direct_row_window takes them (Rows / RowsS2); everything else one tap at a time (Generic).
+// direct_row_window takes them (Rows / RowsS2); everything else in passes of a few taps (Generic).
 enum class DirectBwdPath { Window, WindowS2, Linear9, Rows, RowsS2, Generic };
 // The generic path's taps a pass (a runtime filter, or groups of cg > 1 channels): a thread walks
 // its pixels ceil(taps / n) times, holding n x cg x vec fp32 sums (at most 32; n at most 4).
