@@ -128,6 +128,18 @@ DIRECT_MAX_PIXELS_PER_THREAD = 8
 # Most reduction slices of a direct backward_weight call (RunOptions::k_batch, the per-problem
 # choice): its slices are short loops combined in a workspace, far more than a GEMM's splits.
 DIRECT_MAX_SLICES = 1024
+
+# --- pointwise (1x1 at unit strides, no padding; templates/include/ckgen/pipeline/pointwise.hpp) --
+# Tile M rows of pixels a block (16 per m16 tile of each of its w warps: waves (w, 1, 1));
+# tile N the output columns a warp accumulates at once (kPointwiseChunk), tile K one k16 step;
+# a ring of two source tiles beside two output buffers (kPointwiseStages), 16-byte rows.
+POINTWISE_WARP_TILE = (16, 8, 16)
+POINTWISE_CHUNK = 64
+POINTWISE_TILE_K = 16
+POINTWISE_STAGES = 2
+POINTWISE_WAVES = (2, 4, 8)
+POINTWISE_MAX_M_TILES = 4  # m16 tiles a warp (accumulators: 32 fp32 each)
+POINTWISE_CHANNEL_STEP = 8  # C and K per group multiples of 8 (16-byte rows of 16-bit elements)
 # backward_weight depthwise: the Linear 1x3x3 path (all nine taps' loads hoisted) serves up to
 # this many pixels per thread; beyond, 3x3 problems take the window path (per filter row the
 # (pp - 1) * stride + 3 columns, W stride 1 / 2) or the one-tap path (kDirectBwdLinearMaxPixels,
@@ -170,6 +182,9 @@ CXX_LIMITS: tuple[tuple[str, int | tuple[int, ...], str], ...] = (
     ("kGroupsToMergeValues", GROUPS_TO_MERGE, "the groups one tile may compute"),
     ("kMaxThreadsPerBlock", MAX_THREADS_PER_BLOCK, "most threads of a block"),
     ("kDirectMaxSlices", DIRECT_MAX_SLICES, "most reduction slices of a direct backward_weight"),
+    ("kPointwiseChunk", POINTWISE_CHUNK, "pointwise: output columns a warp accumulates at once"),
+    ("kPointwiseStages", POINTWISE_STAGES, "pointwise: source tiles in flight (output buffers)"),
+    ("kPointwiseChannelStep", POINTWISE_CHANNEL_STEP, "pointwise: C and K per group are multiples"),
     (
         "kDirectMmaGroupChannels",
         DIRECT_MMA_GROUP_CHANNELS,

@@ -67,13 +67,16 @@ class Pipeline(Word):
     through the tensor-memory-access engine (templates/include/ckgen/pipeline/tma_ws.hpp); direct is
     no GEMM at all: depthwise convolution (C = K = 1 per group) or small groups
     (C = K = tile K per group) with each thread looping over the filter taps
-    (templates/include/ckgen/depthwise.hpp)."""
+    (templates/include/ckgen/depthwise.hpp); pointwise is the sm_90a GEMM of 1x1 layers at unit
+    strides without padding (forward, backward_data), whose row tiles are contiguous in memory and
+    move as single bulk copies (templates/include/ckgen/pipeline/pointwise.hpp)."""
 
     BASIC = ("basic", "basic", "Basic")
     MULTISTAGE = ("multistage", "ms", "Multistage")
     WAVELET = ("wavelet", "wavelet", "Wavelet")
     WAVELET_TMA = ("wavelet_tma", "wltma", "WaveletTma")
     DIRECT = ("direct", "direct", "Direct")
+    POINTWISE = ("pointwise", "pw", "Pointwise")
 
 
 # Pipelines that run exactly one stage: their name token carries no stage count.

@@ -11,7 +11,9 @@ from ckgen.model.vocab import MathUnit, Pipeline, Specialization, Variant
 
 def math_unit(i: KernelInstance, a: ArchSpec) -> MathUnit:
     """The math unit an instance runs on: the direct pipeline uses plain FMA, or mma.sync on
-    its matrix path."""
+    its matrix path; pointwise mma.sync."""
+    if i.pipeline is Pipeline.POINTWISE:
+        return MathUnit.MMA_SYNC
     if i.pipeline is Pipeline.DIRECT:
         return MathUnit.MMA_SYNC if is_direct_mma(i) else MathUnit.FMA
     return a.math_unit_for(i.datatype, i.warp_tile)

@@ -52,6 +52,8 @@ def register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     vectors cost more), and a fixed overhead per target family."""
     if i.pipeline is Pipeline.DIRECT:
         return direct_register_estimate(i, a)
+    if i.pipeline is Pipeline.POINTWISE:
+        return pointwise_register_estimate(i, a)
     tm, tn, tk = i.tile
     wm, wn, wk = i.waves
     e = DATATYPE_BYTES[i.datatype]
@@ -115,3 +117,15 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     else:
         regs = pp * v + DIRECT_REGISTER_TAPS * v + loaded
     return regs + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
+
+
+# fp32 accumulators of one m16 tile's column chunk, and what a pointwise thread holds besides
+# (addresses, operand fragments, loop state): ptxas -v (sm_90a) reported 79-84 registers for one
+# m16 tile a warp, 116-120 for two.
+POINTWISE_ACC_PER_M_TILE = 32
+POINTWISE_REGISTER_BASE = 52
+
+
+def pointwise_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
+    """32-bit registers a pointwise thread: its m16 tiles' accumulators and the rest."""
+    return POINTWISE_ACC_PER_M_TILE * (i.tile[0] // (16 * i.waves[0])) + POINTWISE_REGISTER_BASE

@@ -48,11 +48,13 @@ from ckgen.space.rules.gemm import (
 from ckgen.space.rules.measured import (
     check_measured,
 )
+from ckgen.space.rules.pointwise import check_pointwise_fields, check_pointwise_resources
 
 Check = Callable[[KernelInstance, ArchSpec, RuleContext], "str | None"]
 
-# Which instances a rule judges: implicit-GEMM pipelines, the direct pipeline, or both.
-GEMM, DIRECT, ALL = "gemm", "direct", "all"
+# Which instances a rule judges: implicit-GEMM pipelines, the direct pipeline, the pointwise
+# pipeline, or all of them.
+GEMM, DIRECT, POINTWISE, ALL = "gemm", "direct", "pointwise", "all"
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Rule:
     id: str
     doc: str
     check: Check
-    applies: str = ALL  # GEMM, DIRECT or ALL
+    applies: str = ALL  # GEMM, DIRECT, POINTWISE or ALL
 
 
 RULES: tuple[Rule, ...] = (
@@ -78,6 +80,12 @@ RULES: tuple[Rule, ...] = (
         "direct: the GEMM-only fields take their one documented value",
         check_direct_fields,
         DIRECT,
+    ),
+    Rule(
+        "pointwise_fields",
+        "pointwise: forward / backward_data of fp16 / bf16 1x1 layers; the fields its kernel takes",
+        check_pointwise_fields,
+        POINTWISE,
     ),
     Rule("block_size", "threads per block within the target's limit", check_block_size),
     Rule("divisible", "tile is a multiple of waves x warp tile in M, N, K", check_divisible, GEMM),
@@ -150,6 +158,12 @@ RULES: tuple[Rule, ...] = (
         DIRECT,
     ),
     Rule(
+        "pointwise_resources",
+        "pointwise: register estimate fits the target (shared memory: per problem, at run time)",
+        check_pointwise_resources,
+        POINTWISE,
+    ),
+    Rule(
         "implemented", "the template library implements the configuration", check_implemented, GEMM
     ),
     Rule(
@@ -163,7 +177,7 @@ RULES: tuple[Rule, ...] = (
 def check(i: KernelInstance, a: ArchSpec, ctx: RuleContext = NO_CONTEXT) -> tuple[str, str] | None:
     """(rule id, reason) of the first rule that rejects ``i`` on ``a``, else None; ``ctx`` carries
     measured resources (the "measured" rule)."""
-    kind = DIRECT if i.pipeline is Pipeline.DIRECT else GEMM
+    kind = {Pipeline.DIRECT: DIRECT, Pipeline.POINTWISE: POINTWISE}.get(i.pipeline, GEMM)
     for r in RULES:
         if r.applies not in (ALL, kind):
             continue

@@ -30,8 +30,11 @@ inline ConvProblem random_problem(SweepRng& rng, int ndim) {
     // ResNeXt-style) for the direct small-group instances, G * C mostly a multiple of 8
     // 64-channel groups at stride 1 (kind 30..35) for the windows (pipeline/tma_window.hpp,
     // pipeline/tma_window_weight.hpp), half of them with a 3x3 filter (the backward_weight windows')
+    // 1x1 filters at unit strides without padding (kind 36..43) for the pointwise instances
+    // (pipeline/pointwise.hpp), channels mostly multiples of 8, up to a few hundred pixels
     const int kind = int(rng.uniform(0, 99));
     const bool depthwise = kind < 20, small_groups = kind >= 20 && kind < 30, wide = kind >= 30 && kind < 36;
+    const bool pointwise = kind >= 36 && kind < 44;
     const int64_t cg = small_groups ? rng.pick<int64_t>({2, 4, 4, 8, 16, 32}) : 1;
     const int64_t G = small_groups     ? (rng.chance(75) ? std::max<int64_t>(1, 8 / cg) * rng.uniform(1, 8)
                                                           : rng.uniform(1, 24))
@@ -40,6 +43,7 @@ inline ConvProblem random_problem(SweepRng& rng, int ndim) {
                                         : rng.uniform(2, 64);
     auto channels = [&]() -> int64_t {
       if (wide) return 64;
+      if (pointwise) return rng.chance(80) ? 8 * rng.uniform(1, 24) : rng.uniform(1, 40);
       if (depthwise || small_groups) return cg;
       if (rng.chance(50)) return 8 * rng.uniform(1, 8);
       return rng.uniform(1, 40);
@@ -55,12 +59,13 @@ inline ConvProblem random_problem(SweepRng& rng, int ndim) {
       in.push_back(rng.uniform(1, max_in));
       // depthwise draws wide filters too (the direct kernel's row windows, up to 11 taps a row)
       f.push_back(square3     ? 3
+                  : pointwise ? 1
                   : depthwise ? rng.pick<int64_t>({1, 2, 3, 3, 4, 5, 5, 7, 9, 11})
                               : rng.pick<int64_t>({1, 1, 2, 3, 3, 3, 4, 5}));
-      s.push_back(wide ? 1 : rng.pick<int64_t>({1, 1, 1, 2, 2, 3}));
+      s.push_back(wide || pointwise ? 1 : rng.pick<int64_t>({1, 1, 1, 2, 2, 3}));
       d.push_back(rng.pick<int64_t>({1, 1, 1, 1, 2, 3}));
       const int64_t eff = (f.back() - 1) * d.back() + 1;
-      const int64_t pmax = std::min<int64_t>(3, eff - 1);
+      const int64_t pmax = pointwise ? 0 : std::min<int64_t>(3, eff - 1);
       pl.push_back(rng.uniform(0, pmax));
       pr.push_back(rng.uniform(0, pmax));
     }

@@ -17,6 +17,12 @@ inline constexpr int kGroupsToMergeValues[] = {1, 2, 4, 8, 16, 32};
 inline constexpr int kMaxThreadsPerBlock = 1024;
 // most reduction slices of a direct backward_weight
 inline constexpr int kDirectMaxSlices = 1024;
+// pointwise: output columns a warp accumulates at once
+inline constexpr int kPointwiseChunk = 64;
+// pointwise: source tiles in flight (output buffers)
+inline constexpr int kPointwiseStages = 2;
+// pointwise: C and K per group are multiples
+inline constexpr int kPointwiseChannelStep = 8;
 // direct matrix forward / backward_data: the C = K per group it serves
 inline constexpr int kDirectMmaGroupChannels[] = {8, 16, 32};
 // direct matrix backward_weight: the C = K per group it serves

@@ -23,7 +23,7 @@ inline constexpr const char* to_string(DataType v) {
   return "?";
 }
 
-enum class Pipeline { Basic, Multistage, Wavelet, WaveletTma, Direct };
+enum class Pipeline { Basic, Multistage, Wavelet, WaveletTma, Direct, Pointwise };
 inline constexpr const char* to_string(Pipeline v) {
   switch (v) {
     case Pipeline::Basic: return "basic";
@@ -31,6 +31,7 @@ inline constexpr const char* to_string(Pipeline v) {
     case Pipeline::Wavelet: return "wavelet";
     case Pipeline::WaveletTma: return "wavelet_tma";
     case Pipeline::Direct: return "direct";
+    case Pipeline::Pointwise: return "pointwise";
   }
   return "?";
 }

@@ -2,7 +2,7 @@
 // its parts, each a tag type that carries its own fields:
 //
 //   Problem<Variant, DataType, NDim, Specialization, GroupsToMerge>   what is convolved
-//   pipeline::Basic / Multistage / Wavelet / TmaWs / TmaWindow / Direct<
+//   pipeline::Basic / Multistage / Wavelet / TmaWs / TmaWindow / Direct / Pointwise<
 //       BlockShape<Tile, Waves, WarpTile, MathUnit, WarpSize>, Stages, LoadWaves, MathWaves,
 //       VecA, VecB, SwapAB, Scheduler>                                 the main loop
 //   epilogue::Default / CShuffle<VecC, Ops = Plain>                    how the tile is written
@@ -18,6 +18,7 @@
 //   TmaWindow                   TmaWindowKernel, backward_weight: TmaWindowWeightKernel
 //                               (kernel/tma_window_kernel.hpp, kernel/tma_window_weight_kernel.hpp)
 //   Direct                      DepthwiseKernel       (kernel/depthwise_kernel.hpp)
+//   Pointwise                   PointwiseKernel       (kernel/pointwise_kernel.hpp)
 //
 // Field meanings and bounds: core/vocab.hpp (enums) and core/config_traits.hpp (shape traits);
 // ckgen's rules check them before an instance is generated.
@@ -35,6 +36,7 @@
 #include "ckgen/kernel/depthwise_kernel.hpp"
 #include "ckgen/kernel/gemm_kernel.hpp"
 #include "ckgen/kernel/kernel_base.hpp"
+#include "ckgen/kernel/pointwise_kernel.hpp"
 #include "ckgen/kernel/tma_kernel.hpp"
 #include "ckgen/kernel/tma_window_kernel.hpp"
 #include "ckgen/kernel/tma_window_weight_kernel.hpp"
@@ -147,6 +149,21 @@ template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int V
 struct Direct : Fields<Pipeline::Direct, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
   template <class Cfg>
   static std::unique_ptr<KernelBase> make() { return std::make_unique<DepthwiseKernel<Cfg>>(); }
+};
+
+// The 1x1 kernel of bulk row copies and mma.sync (pipeline/pointwise.hpp; NVIDIA sm_90).
+template <class Block, int Stages, int LoadWaves, int MathWaves, int VecA, int VecB, bool SwapAB,
+          Scheduler S = Scheduler::Intrawave>
+struct Pointwise : Fields<Pipeline::Pointwise, Block, Stages, LoadWaves, MathWaves, VecA, VecB, SwapAB, S> {
+  template <class Cfg>
+  static std::unique_ptr<KernelBase> make() {
+#if defined(CKGEN_NVIDIA)
+    return std::make_unique<PointwiseKernel<Cfg>>();
+#else
+    static_assert(Cfg::kPipeline != Pipeline::Pointwise, "ckgen: pointwise is NVIDIA sm_90 only");
+    return nullptr;
+#endif
+  }
 };
 }  // namespace pipeline
 
