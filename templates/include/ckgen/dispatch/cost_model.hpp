@@ -353,15 +353,16 @@ inline CostEstimate estimate_cost(const KernelKey& k, const ConvProblem& p, int 
 // fixed time (launch, the first copy in, the last one out). A tile costs kPointwiseTileUs plus
 // its warps' instructions: mma.sync (k16 steps), ldmatrix of A and B and the 4-byte stores of the
 // output rows, each of the last two times the bank conflicts of its rows (pointwise_bank_ways),
-// slowed by the blocks that share an SM. Fitted on the H200 over 498 (layer, tile) times of the
-// model-zoo corpus's 1x1 layers: mean |log(estimate / measured)| 0.07, 97 % within 25 %
-// (bench/results/2026-12-03_H200_pointwise.md); the calibration (arch_specs.json) stays 1.
+// slowed by the blocks that share an SM. Fitted on the H200 over the profiler's 460 fp16 (layer,
+// tile) times of the model-zoo corpus's 1x1 layers: mean |log(estimate / measured)| 0.07, 98 %
+// within 25 % (bench/results/2026-12-03_H200_pointwise.md); the calibration (arch_specs.json)
+// stays 1.
 inline constexpr double kPointwiseBandwidthShare = 0.92;
-inline constexpr double kPointwiseTileUs = 0.19;
-inline constexpr double kPointwiseMmaNs = 14.5;   // a warp's mma.sync k16 step (m16 x n8)
-inline constexpr double kPointwiseLdsmNs = 6.3;   // a warp's ldmatrix.x4, per conflicting row
+inline constexpr double kPointwiseTileUs = 0.23;
+inline constexpr double kPointwiseMmaNs = 13.6;   // a warp's mma.sync k16 step (m16 x n8)
+inline constexpr double kPointwiseLdsmNs = 6.4;   // a warp's ldmatrix.x4, per conflicting row
 inline constexpr double kPointwiseStoreNs = 2.3;  // a warp's 4-byte output store, per conflicting row
-inline constexpr double kPointwiseFixedUs = 1.9;
+inline constexpr double kPointwiseFixedUs = 1.5;
 inline CostEstimate estimate_pointwise_cost(const KernelKey& k, const ConvProblem& p, const ArchNumbers& a) {
   CostEstimate c;
   auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
