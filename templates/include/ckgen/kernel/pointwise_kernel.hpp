@@ -56,8 +56,6 @@ class PointwiseKernel final : public HostFace<Cfg> {
              "output tiles of " +
              str(BM) + " rows) exceeds the device's " + str(detail::device_smem_optin());
     if (tiles(p) > kMax32) return "N * spatial / tile M exceeds 2^31-1 tiles";
-    if (int64_t(BM) * p.G * std::max(p.C, p.K) * 2 > (int64_t(1) << 31))
-      return "a tile's bytes exceed a bulk copy's 32-bit size";
     return {};
   }
 

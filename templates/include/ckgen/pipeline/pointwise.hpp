@@ -150,6 +150,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void run(const PointwiseArgs& a) {
   constexpr int BM = Cfg::Tile::kM, kWarps = Cfg::Waves::kM;
   constexpr int MT = BM / kWarps / 16;
   constexpr bool kTransB = Cfg::kVariant == Variant::BackwardData;
+  static_assert(kPointwiseStages == 2, "ckgen: the pointwise ring alternates two stages (it & 1)");
   extern __shared__ __align__(128) unsigned char smem[];
   const PointwiseLayout L = pointwise_layout(!kTransB, a.G, a.R, a.Nn, BM);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);

@@ -1,5 +1,5 @@
 // The pointwise kernel's plan (pipeline/pointwise.hpp), shared by the kernel, its host face and
-// the cost model: which problems it takes, its shared-memory layout per problem and its grid.
+// the cost model: which problems it takes and its shared-memory layout per problem.
 #pragma once
 
 #include "ckgen/core/portability.hpp"
