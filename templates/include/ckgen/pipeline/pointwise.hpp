@@ -26,8 +26,7 @@
 // columns past Nn in the last chunk read shared memory past the filter (the layout's slack,
 // schedule/pointwise_plan.hpp) and are not stored. Tiles keep their global layout in shared
 // memory (one copy each way): rows of 64 or 128 channels put an ldmatrix's 8 rows on the same
-// banks (a copy a row into padded rows was measured slower: small copies cost more than the
-// conflicts), which the cost model prices.
+// banks, which the cost model prices (pointwise_bank_ways).
 #pragma once
 
 #include "ckgen/core/portability.hpp"
@@ -43,8 +42,8 @@
 
 namespace ckgen {
 
-// What a pointwise launch reads: rows of the source (x / dy) and of the destination (x: G * R,
-// y: G * Nn elements a row).
+// What a pointwise launch reads: rows of the source (x / dy: G * R elements a row) and of the
+// destination (y / dx: G * Nn).
 struct PointwiseArgs {
   const void* src;
   const void* w;
