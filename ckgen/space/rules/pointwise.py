@@ -18,7 +18,6 @@ from ckgen.model.limits import (
 from ckgen.model.vocab import (
     DATATYPE_BYTES,
     Epilogue,
-    MathUnit,
     Scheduler,
     Specialization,
     Variant,
@@ -28,6 +27,8 @@ from ckgen.space.rules.context import RuleContext
 
 
 def check_pointwise_fields(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> str | None:
+    if i.pipeline not in a.pipelines:
+        return None  # the "pipeline" rule says so
     if i.variant is Variant.BACKWARD_WEIGHT:
         return "pointwise computes forward and backward_data (backward_weight reduces over pixels)"
     if i.specialization is not Specialization.FILTER1X1_STRIDE1_PAD0:
@@ -38,8 +39,6 @@ def check_pointwise_fields(i: KernelInstance, a: ArchSpec, ctx: RuleContext) -> 
         return "pointwise: fp16 or bf16 (mma.sync m16n8k16)"
     if tuple(i.warp_tile) != POINTWISE_WARP_TILE:
         return f"pointwise: warp_tile must be {list(POINTWISE_WARP_TILE)} (mma.sync)"
-    if a.math_unit_for(i.datatype, POINTWISE_WARP_TILE) not in (MathUnit.MMA_SYNC, MathUnit.WGMMA):
-        return f"pointwise: no mma.sync for {i.datatype.value} on {a.name}"
     w = i.waves[0]
     if w not in POINTWISE_WAVES or i.waves[1] != 1 or i.waves[2] != 1:
         return f"pointwise: waves must be [w, 1, 1] with w in {POINTWISE_WAVES}"
