@@ -25,6 +25,23 @@ CKGEN_DEVICE inline void expect_tx(uint64_t* bar, uint32_t bytes) {
                "r"(bytes)
                : "memory");
 }
+// A contiguous run of `bytes` (a multiple of 16, both addresses 16-byte aligned) from global into
+// shared memory, completing on `bar` (no tensor map).
+CKGEN_DEVICE inline void load_bulk(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+          mbar::addr(dst)),
+      "l"(src), "r"(bytes), "r"(mbar::addr(bar))
+      : "memory");
+}
+// The reverse, from shared into global memory, committed as one bulk async-group (wait for it with
+// cp.async.bulk.wait_group[.read]).
+CKGEN_DEVICE inline void store_bulk(void* dst, const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
+               "r"(mbar::addr(src)), "r"(bytes)
+               : "memory");
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
 CKGEN_DEVICE inline void load_im2col_4d(void* dst, const CUtensorMap* map, uint64_t* bar, int c,
                                         int w, int h, int n, uint16_t off_w, uint16_t off_h) {
   asm volatile(

@@ -56,19 +56,6 @@ struct PointwiseArgs {
 #if defined(CKGEN_HAS_TMA)
 namespace pointwise {
 
-CKGEN_DEVICE inline void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-          mbar::addr(dst)),
-      "l"(src), "r"(bytes), "r"(mbar::addr(bar))
-      : "memory");
-}
-CKGEN_DEVICE inline void bulk_store(void* dst, const void* src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
-               "r"(mbar::addr(src)), "r"(bytes)
-               : "memory");
-}
-
 // One warp's MT m16 tiles of rows against group g's filter, into the output rows (shared).
 // kTransB: B is stored [r][n] (backward_data), else [n][r] (forward). Strides in elements.
 template <DataType D, int MT, bool kTransB>
@@ -160,9 +147,9 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void run(const PointwiseArgs& a) {
   auto load = [&](int t, int s, int64_t extra) {
     const int64_t bytes = tile_rows(t) * L.src_row_bytes;
     tma::expect_tx(&full[s], uint32_t(bytes + extra));
-    bulk_load(smem + L.src + s * L.src_stage,
-              static_cast<const unsigned char*>(a.src) + int64_t(t) * BM * L.src_row_bytes, uint32_t(bytes),
-              &full[s]);
+    tma::load_bulk(smem + L.src + s * L.src_stage,
+                   static_cast<const unsigned char*>(a.src) + int64_t(t) * BM * L.src_row_bytes,
+                   uint32_t(bytes), &full[s]);
   };
   if (tid == 0) {
     mbar::init(&full[0], 1);
@@ -175,7 +162,7 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void run(const PointwiseArgs& a) {
   if (tid == 0) {
     const int64_t w_bytes = L.w_rows * L.w_row_bytes;
     load(t0, 0, w_bytes);
-    bulk_load(smem + L.w, a.w, uint32_t(w_bytes), &full[0]);
+    tma::load_bulk(smem + L.w, a.w, uint32_t(w_bytes), &full[0]);
     if (t0 + int(gridDim.x) < a.tiles) load(t0 + gridDim.x, 1, 0);
   }
   const int lda = a.G * a.R, ldo = a.G * a.Nn, ldw = int(L.w_row_bytes / 2);
@@ -195,8 +182,8 @@ CKGEN_DEVICE CKGEN_FORCEINLINE void run(const PointwiseArgs& a) {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();  // output rows written, source stage s read
     if (tid == 0) {
-      bulk_store(static_cast<unsigned char*>(a.dst) + int64_t(t) * BM * L.dst_row_bytes, out,
-                 uint32_t(tile_rows(t) * L.dst_row_bytes));
+      tma::store_bulk(static_cast<unsigned char*>(a.dst) + int64_t(t) * BM * L.dst_row_bytes, out,
+                      uint32_t(tile_rows(t) * L.dst_row_bytes));
       const int next = t + 2 * int(gridDim.x);
       if (next < a.tiles) load(next, s, 0);
     }
