@@ -80,6 +80,20 @@ gpuError_t allow_dynamic_smem(F kernel, int bytes, std::atomic<uint64_t>& done) 
   done.fetch_or(bit, std::memory_order_relaxed);
   return gpuSuccess;
 }
+// Blocks of `kernel` with `threads` threads and `smem` bytes of dynamic shared memory one compute
+// unit holds, from the occupancy query after `prepare` (1 when either fails); `memo` keeps the
+// last answer (smem << 8 | blocks), so a repeated shared-memory size costs no query.
+template <class F, class Prepare>
+int resident_blocks_memo(std::atomic<uint64_t>& memo, F kernel, int threads, int smem, Prepare&& prepare) {
+  const uint64_t m = memo.load(std::memory_order_relaxed);
+  if (m != 0 && int(m >> 8) == smem) return int(m & 255);
+  int b = 0;
+  if (prepare() != gpuSuccess ||
+      gpuOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, threads, smem) != gpuSuccess || b < 1)
+    b = 1;
+  memo.store((uint64_t(smem) << 8) | uint64_t(std::min(b, 255)), std::memory_order_relaxed);
+  return b;
+}
 inline std::string str(int64_t v) { return std::to_string(v); }
 // The refusals every instance's is_supported starts with, in this order: an invalid problem,
 // another ndim, the call's options (`options()`: the instance's own checks, "" when fine; a

@@ -101,16 +101,9 @@ class PointwiseKernel final : public HostFace<Cfg> {
 #if defined(CKGEN_NVIDIA)
   // Blocks with `smem` bytes one SM holds (occupancy query; the last answer is kept).
   static int resident_blocks(int smem) {
-    static std::atomic<uint64_t> memo{0};  // smem << 8 | blocks
-    const uint64_t m = memo.load(std::memory_order_relaxed);
-    if (m != 0 && int(m >> 8) == smem) return int(m & 255);
-    int b = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, pointwise_conv_kernel<Cfg>, kThreads, smem) !=
-            cudaSuccess ||
-        b < 1)
-      b = 1;
-    memo.store((uint64_t(smem) << 8) | uint64_t(std::min(b, 255)), std::memory_order_relaxed);
-    return b;
+    static std::atomic<uint64_t> memo{0};
+    return detail::resident_blocks_memo(memo, pointwise_conv_kernel<Cfg>, kThreads, smem,
+                                        [] { return gpuSuccess; });
   }
 #endif
 };

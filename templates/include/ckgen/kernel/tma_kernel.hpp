@@ -221,17 +221,9 @@ class TmaConvKernel final : public HostFace<Cfg> {
   // Blocks of the stride1 kernel with `smem` bytes one SM holds (occupancy query; the last
   // answer is kept).
   static int patch_resident_blocks(int smem) {
-    static std::atomic<uint64_t> memo{0};  // smem << 8 | blocks
-    const uint64_t m = memo.load(std::memory_order_relaxed);
-    if (m != 0 && int(m >> 8) == smem) return int(m & 255);
-    int b = 0;
-    if (prepare_launch() != gpuSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, tma_conv_kernel<Cfg, false>, Tr::kThreads, smem) !=
-            cudaSuccess ||
-        b < 1)
-      b = 1;
-    memo.store((uint64_t(smem) << 8) | uint64_t(std::min(b, 255)), std::memory_order_relaxed);
-    return b;
+    static std::atomic<uint64_t> memo{0};
+    return detail::resident_blocks_memo(memo, tma_conv_kernel<Cfg, false>, Tr::kThreads, smem,
+                                        [] { return prepare_launch(); });
   }
   static bool splits_any(const Plan& pl, const ConvProblem& p, const RunOptions& opts) {
     if (requested_splits(opts) == 1) return false;
