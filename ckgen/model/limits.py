@@ -140,6 +140,11 @@ POINTWISE_STAGES = 2
 POINTWISE_WAVES = (2, 4, 8)
 POINTWISE_MAX_M_TILES = 4  # m16 tiles a warp (accumulators: 32 fp32 each)
 POINTWISE_CHANNEL_STEP = 8  # C and K per group multiples of 8 (16-byte rows of 16-bit elements)
+# Registers a pointwise thread holds: 32 fp32 accumulators per m16 tile of its column chunk, and
+# the rest (addresses, operand fragments, loop state); ptxas -v (sm_90a) reported 79-84 for one
+# m16 tile a warp, 116-120 for two. The rule's estimate and the cost model's occupancy.
+POINTWISE_ACC_PER_M_TILE = 32
+POINTWISE_REGISTER_BASE = 52
 # backward_weight depthwise: the Linear 1x3x3 path (all nine taps' loads hoisted) serves up to
 # this many pixels per thread; beyond, 3x3 problems take the window path (per filter row the
 # (pp - 1) * stride + 3 columns, W stride 1 / 2) or the one-tap path (kDirectBwdLinearMaxPixels,
@@ -185,6 +190,8 @@ CXX_LIMITS: tuple[tuple[str, int | tuple[int, ...], str], ...] = (
     ("kPointwiseChunk", POINTWISE_CHUNK, "pointwise: output columns a warp accumulates at once"),
     ("kPointwiseStages", POINTWISE_STAGES, "pointwise: source tiles in flight (output buffers)"),
     ("kPointwiseChannelStep", POINTWISE_CHANNEL_STEP, "pointwise: C and K per group are multiples"),
+    ("kPointwiseAccPerMTile", POINTWISE_ACC_PER_M_TILE, "pointwise: registers per m16 tile a warp"),
+    ("kPointwiseRegisterBase", POINTWISE_REGISTER_BASE, "pointwise: registers beyond accumulators"),
     (
         "kDirectMmaGroupChannels",
         DIRECT_MMA_GROUP_CHANNELS,

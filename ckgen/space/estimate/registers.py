@@ -9,6 +9,8 @@ from ckgen.model.limits import (
     DIRECT_BWD_WINDOW_MAX_STRIDE,
     DIRECT_MMA_BWD_TAP_TILES,
     DIRECT_REGISTER_TAPS,
+    POINTWISE_ACC_PER_M_TILE,
+    POINTWISE_REGISTER_BASE,
 )
 from ckgen.model.vocab import (
     DATATYPE_BYTES,
@@ -117,13 +119,6 @@ def direct_register_estimate(i: KernelInstance, a: ArchSpec) -> int:
     else:
         regs = pp * v + DIRECT_REGISTER_TAPS * v + loaded
     return regs + REGISTER_OVERHEAD_BY_FAMILY.get(a.family, REGISTER_OVERHEAD)
-
-
-# fp32 accumulators of one m16 tile's column chunk, and what a pointwise thread holds besides
-# (addresses, operand fragments, loop state): ptxas -v (sm_90a) reported 79-84 registers for one
-# m16 tile a warp, 116-120 for two.
-POINTWISE_ACC_PER_M_TILE = 32
-POINTWISE_REGISTER_BASE = 52
 
 
 def pointwise_register_estimate(i: KernelInstance, a: ArchSpec) -> int:

@@ -23,6 +23,10 @@ inline constexpr int kPointwiseChunk = 64;
 inline constexpr int kPointwiseStages = 2;
 // pointwise: C and K per group are multiples
 inline constexpr int kPointwiseChannelStep = 8;
+// pointwise: registers per m16 tile a warp
+inline constexpr int kPointwiseAccPerMTile = 32;
+// pointwise: registers beyond accumulators
+inline constexpr int kPointwiseRegisterBase = 52;
 // direct matrix forward / backward_data: the C = K per group it serves
 inline constexpr int kDirectMmaGroupChannels[] = {8, 16, 32};
 // direct matrix backward_weight: the C = K per group it serves

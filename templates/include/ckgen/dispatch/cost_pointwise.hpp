@@ -39,7 +39,7 @@ inline CostEstimate estimate_pointwise_cost(const KernelKey& k, const ConvProble
   c.k_batch = 1;
   const int threads = std::max(1, k.wave_m) * a.warp_size;
   const int m_tiles = std::max(1, k.tile_m / (16 * std::max(1, k.wave_m)));  // a warp's (kernel: MT)
-  const int regs = 32 * m_tiles + 52;  // ptxas: 79-84 (one m16 tile), 116-120 (two)
+  const int regs = kPointwiseAccPerMTile * m_tiles + kPointwiseRegisterBase;
   c.blocks_per_cu =
       int(std::max<int64_t>(1, std::min<int64_t>({a.lds_bytes / (L.total + 1024), 2048 / threads,
                                                   a.register_file_bytes_per_cu / (4 * regs * threads)})));
